@@ -1,0 +1,107 @@
+"""One frozen object per pipeline stage. Each carries the paths it owns; no later stage guesses a name."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mobilegen.spec import IOSpec
+
+# What a loaded artifact was, detected by content.
+KINDS = ("torchscript", "exported_program", "pickle", "state_dict", "onnx", "ort")
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    source: Path
+    kind: str  # one of KINDS
+    sha256: str
+    module: Any = None  # torch.nn.Module / ScriptModule / ExportedProgram; None for onnx
+    io_hint: IOSpec | None = None  # shapes recorded in the artifact itself, when there are any
+    onnx_path: Path | None = None  # for kind == "onnx"
+
+
+@dataclass(frozen=True)
+class OnnxModel:
+    path: Path  # a single self-contained .onnx (weights inlined)
+    io: IOSpec  # as the graph declares it (named dims for dynamic axes)
+    opset: int
+    exporter: str  # "dynamo", "torchscript" or "passthrough"
+    fallback_reason: str | None = None
+    example_sizes: dict[str, int] = field(default_factory=dict)  # example size per named dim
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class VerifyRow:
+    artifact: str  # "onnx" / "ort"
+    case: str  # e.g. "1x3x224x224"
+    output: str
+    max_abs: float
+    max_rel: float
+    cosine: float
+    top1: float | None  # fraction of rows whose argmax agrees (2-D outputs), else None
+    passed: bool
+    note: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "artifact": self.artifact,
+            "case": self.case,
+            "output": self.output,
+            "max_abs": self.max_abs,
+            "max_rel": self.max_rel,
+            "cosine": self.cosine,
+            "top1": self.top1,
+            "passed": self.passed,
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True)
+class VerificationReport:
+    rows: tuple[VerifyRow, ...]
+    atol: float
+    rtol: float
+    golden_npz: Path | None = None  # first case: inputs + PyTorch outputs
+    golden_mgv: Path | None = None  # same, device encoding
+
+    @property
+    def passed(self) -> bool:
+        return all(r.passed for r in self.rows)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "passed": self.passed,
+            "atol": self.atol,
+            "rtol": self.rtol,
+            "rows": [r.to_dict() for r in self.rows],
+        }
+
+
+@dataclass(frozen=True)
+class OrtModel:
+    path: Path
+    config_path: Path  # required_operators.config
+    optimization_style: str  # "Runtime" or "Fixed"
+    optimization_level: str  # "basic", "extended", "all"
+    ort_format_version: int
+    converter_version: str  # onnxruntime version that wrote it
+    max_opset: int  # highest ai.onnx since_version any node needs
+
+
+@dataclass(frozen=True)
+class ProjectSpec:
+    """Everything a project renderer (Android / iOS) needs; built by the pipeline, fixed in golden tests."""
+
+    model_name: str  # display name (file stem or --name); raw text, escape before use in code
+    io: IOSpec  # shapes of the shipped .ort
+    model_file: Path  # the .ort to ship
+    golden_mgv: Path  # device golden vectors
+    atol: float
+    rtol: float
+    coverage: tuple[Any, ...] = ()  # CoverageReport objects for the chosen EPs
+    ort_version: str = ""  # mobile runtime version pinned in the project
+    mobilegen_version: str = ""
+    notes: tuple[str, ...] = ()  # warnings to surface in the generated README

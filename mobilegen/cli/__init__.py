@@ -1,0 +1,120 @@
+"""The Typer app. The only place a MobilegenError becomes an exit code, and the only code that prints.
+
+Human output goes to stderr (rich), ``--json`` output to stdout. torch / onnxruntime are imported
+lazily by the commands so ``mobilegen --help`` stays instant.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import typer
+from rich.console import Console
+
+from mobilegen import __version__
+from mobilegen.errors import InternalError, MobilegenError
+
+app = typer.Typer(
+    name="mobilegen",
+    help="Turn a trained PyTorch model into verified Android and iOS projects on ONNX Runtime Mobile.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+# Modules that register commands on `app` (each owns one command family).
+COMMAND_MODULES = ("core",)
+
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"mobilegen {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version_callback, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """mobilegen: model in, verified mobile projects out."""
+
+
+def emit_json(payload: Any) -> None:
+    sys.stdout.write(json.dumps(payload, indent=2, sort_keys=False, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def run_command(
+    action: Callable[[], Any],
+    *,
+    json_out: bool,
+    debug: bool,
+    human: Callable[[Any, Console], None],
+    to_json: Callable[[Any], Any],
+) -> None:
+    """Run ``action``; render its result (JSON on stdout or human text on stderr); map errors to exit codes.
+
+    A result may carry a gate failure: ``human``/``to_json`` are still rendered first, then the error
+    (e.g. coverage gates print the table *and* exit 7).
+    """
+    try:
+        result = action()
+    except MobilegenError as err:
+        _report_error(err, json_out=json_out, debug=debug)
+        raise typer.Exit(err.exit_code) from None
+    except KeyboardInterrupt:
+        err_console.print("[red]interrupted[/red]")
+        raise typer.Exit(130) from None
+    except (typer.Exit, typer.Abort):
+        raise
+    except Exception as err:  # noqa: BLE001 — the one place a bug becomes exit code 1
+        wrapped = InternalError(
+            f"internal error: {type(err).__name__}: {err}",
+            hint="this is a bug in mobilegen; rerun with --debug and report the traceback",
+        )
+        if debug:
+            traceback.print_exc(file=sys.stderr)
+        _report_error(wrapped, json_out=json_out, debug=False)
+        raise typer.Exit(1) from None
+    if json_out:
+        emit_json(to_json(result))
+    else:
+        human(result, err_console)
+    gate = getattr(result, "gate_error", None)
+    if isinstance(gate, MobilegenError):
+        _report_error(gate, json_out=False, debug=False)
+        raise typer.Exit(gate.exit_code)
+
+
+def _report_error(err: MobilegenError, *, json_out: bool, debug: bool) -> None:
+    if debug and err.__cause__ is not None:
+        traceback.print_exception(err.__cause__, file=sys.stderr)
+    if json_out:
+        emit_json(err.to_dict())
+    # One line on stderr always (CI logs read stderr even with --json).
+    err_console.print(f"[bold red]error:[/bold red] {_escape(err.one_line())}")
+    for line in err.details:
+        err_console.print(f"  {_escape(line)}")
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def main() -> None:
+    app(prog_name="mobilegen")
+
+
+for _mod in COMMAND_MODULES:
+    importlib.import_module(f"mobilegen.cli.{_mod}")

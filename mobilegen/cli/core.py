@@ -1,0 +1,1 @@
+"""Core commands: inspect, export, convert (registered on the app)."""

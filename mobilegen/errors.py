@@ -1,0 +1,89 @@
+"""One error root. Every failure a user can cause is a MobilegenError with a hint saying what to do.
+
+Exit codes are part of the CLI contract (documented in the README):
+
+    0 ok · 1 internal bug · 2 bad usage or input · 3 load · 4 export · 5 verification ·
+    6 conversion · 7 coverage gate · 8 render / package · 9 package verification
+"""
+
+from __future__ import annotations
+
+
+class MobilegenError(Exception):
+    """Base of every expected failure. ``message`` says what is wrong, ``hint`` what to do next."""
+
+    exit_code = 2
+    kind = "error"
+
+    def __init__(self, message: str, *, hint: str | None = None, details: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        # Extra lines (every failing output, every refused node...) shown below the one-line summary.
+        self.details = list(details or [])
+
+    def one_line(self) -> str:
+        return f"{self.message} — {self.hint}" if self.hint else self.message
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "error": self.kind,
+            "message": self.message,
+            "hint": self.hint,
+            "details": self.details,
+            "exit_code": self.exit_code,
+        }
+
+
+class UsageError(MobilegenError):
+    """Bad flags, malformed specs, output paths that exist or cannot be written."""
+
+    exit_code = 2
+    kind = "usage"
+
+
+class LoadError(MobilegenError):
+    exit_code = 3
+    kind = "load"
+
+
+class ExportError(MobilegenError):
+    exit_code = 4
+    kind = "export"
+
+
+class VerificationError(MobilegenError):
+    exit_code = 5
+    kind = "verification"
+
+
+class ConversionError(MobilegenError):
+    exit_code = 6
+    kind = "conversion"
+
+
+class CoverageGateError(MobilegenError):
+    exit_code = 7
+    kind = "coverage-gate"
+
+
+class RenderError(MobilegenError):
+    exit_code = 8
+    kind = "render"
+
+
+class PackageError(MobilegenError):
+    exit_code = 8
+    kind = "package"
+
+
+class PackageVerifyError(MobilegenError):
+    exit_code = 9
+    kind = "package-verify"
+
+
+class InternalError(MobilegenError):
+    """A broken invariant inside mobilegen: a bug to report, never the user's fault."""
+
+    exit_code = 1
+    kind = "internal"

@@ -1,0 +1,196 @@
+"""Tensor and IO specs, and parsing of ``--input name:1x3x224x224:float32`` / ``--dynamic x:0=batch``.
+
+A dimension is an ``int`` (fixed) or a ``str`` (a named dynamic axis).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field, replace
+
+from mobilegen.errors import UsageError
+
+Dim = int | str
+
+# Canonical dtype names (numpy spelling) and their ONNX TensorProto codes.
+DTYPES: dict[str, int] = {
+    "float32": 1,
+    "uint8": 2,
+    "int8": 3,
+    "uint16": 4,
+    "int16": 5,
+    "int32": 6,
+    "int64": 7,
+    "string": 8,
+    "bool": 9,
+    "float16": 10,
+    "float64": 11,
+    "uint32": 12,
+    "uint64": 13,
+    "bfloat16": 16,
+}
+ONNX_TO_DTYPE: dict[int, str] = {v: k for k, v in DTYPES.items()}
+_ALIASES = {
+    "float": "float32",
+    "f32": "float32",
+    "fp32": "float32",
+    "half": "float16",
+    "f16": "float16",
+    "fp16": "float16",
+    "double": "float64",
+    "f64": "float64",
+    "long": "int64",
+    "i64": "int64",
+    "int": "int32",
+    "i32": "int32",
+    "u8": "uint8",
+    "i8": "int8",
+}
+
+
+def canonical_dtype(text: str) -> str:
+    t = text.strip().lower()
+    t = _ALIASES.get(t, t)
+    if t not in DTYPES:
+        raise UsageError(
+            f"unknown dtype {text!r}",
+            hint="use one of " + ", ".join(k for k in DTYPES if k not in ("string", "bfloat16")),
+        )
+    return t
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    name: str
+    dtype: str = "float32"
+    shape: tuple[Dim, ...] = ()
+
+    @property
+    def is_static(self) -> bool:
+        return all(isinstance(d, int) and d > 0 for d in self.shape)
+
+    @property
+    def dynamic_dims(self) -> tuple[str, ...]:
+        return tuple(d for d in self.shape if isinstance(d, str))
+
+    def shape_str(self) -> str:
+        return "x".join(str(d) for d in self.shape) if self.shape else "scalar"
+
+    def concrete_shape(self, sizes: dict[str, int] | None = None) -> tuple[int, ...]:
+        """The shape with every named dim replaced from ``sizes`` (missing names raise)."""
+        out = []
+        for d in self.shape:
+            if isinstance(d, int):
+                out.append(d)
+            elif sizes is not None and d in sizes:
+                out.append(sizes[d])
+            else:
+                raise UsageError(
+                    f"input {self.name!r} has dynamic dim {d!r} with no example size",
+                    hint=f"give one, e.g. --input {self.name}:" + "x".join(
+                        str(x) if isinstance(x, int) else "1" for x in self.shape
+                    ),
+                )
+        return tuple(out)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"name": self.name, "dtype": self.dtype, "shape": list(self.shape)}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> TensorSpec:
+        return cls(name=d["name"], dtype=d["dtype"], shape=tuple(d["shape"]))
+
+
+@dataclass(frozen=True)
+class IOSpec:
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...] = field(default_factory=tuple)
+
+    @property
+    def is_static(self) -> bool:
+        return all(t.is_static for t in self.inputs)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "inputs": [t.to_dict() for t in self.inputs],
+            "outputs": [t.to_dict() for t in self.outputs],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> IOSpec:
+        return cls(
+            inputs=tuple(TensorSpec.from_dict(x) for x in d["inputs"]),
+            outputs=tuple(TensorSpec.from_dict(x) for x in d["outputs"]),
+        )
+
+    def with_shapes(self, sizes: dict[str, int]) -> IOSpec:
+        """Replace named dims by the sizes given (where known); used when fixing dims for NNAPI."""
+
+        def fix(t: TensorSpec) -> TensorSpec:
+            return replace(t, shape=tuple(sizes.get(d, d) if isinstance(d, str) else d for d in t.shape))
+
+        return IOSpec(tuple(fix(t) for t in self.inputs), tuple(fix(t) for t in self.outputs))
+
+
+_NAME_RE = re.compile(r"^[^:\s][^:]*$")
+_DIM_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def parse_input_spec(text: str) -> TensorSpec:
+    """``name:1x3x224x224[:dtype]``; a dim given as a name (``batchx3x224x224``) is dynamic."""
+    example = "--input x:1x3x224x224:float32"
+    parts = text.split(":")
+    if len(parts) not in (2, 3) or not parts[0] or not _NAME_RE.match(parts[0]):
+        raise UsageError(f"malformed --input {text!r}", hint=f"write NAME:SHAPE[:DTYPE], e.g. {example}")
+    name, shape_text = parts[0], parts[1].strip()
+    dtype = canonical_dtype(parts[2]) if len(parts) == 3 else "float32"
+    if shape_text in ("", "scalar"):
+        return TensorSpec(name, dtype, ())
+    dims: list[Dim] = []
+    # Dims are separated by ',' or by an 'x' next to a digit ("batchx3x224x224"; "batch,seq_max").
+    tokens = shape_text.split(",") if "," in shape_text else re.split(r"(?<=\d)x|x(?=\d)", shape_text)
+    for tok in tokens:
+        tok = tok.strip()
+        if tok.isdigit():
+            if int(tok) <= 0:
+                raise UsageError(f"--input {text!r} has a dim of size 0", hint="every fixed dim must be ≥ 1")
+            dims.append(int(tok))
+        elif _DIM_NAME_RE.match(tok):
+            dims.append(tok)
+        else:
+            raise UsageError(
+                f"malformed shape {shape_text!r} in --input {text!r}",
+                hint=f"dims are separated by 'x': numbers, or names for dynamic axes, e.g. {example}",
+            )
+    return TensorSpec(name, dtype, tuple(dims))
+
+
+def parse_dynamic_spec(text: str) -> tuple[str, int, str]:
+    """``name:axis[=dimname]`` → (input name, axis, dim name). Default dim name: ``<name>_dim<axis>``."""
+    m = re.match(r"^([^:]+):(-?\d+)(?:=([A-Za-z_][A-Za-z0-9_]*))?$", text.strip())
+    if not m:
+        raise UsageError(f"malformed --dynamic {text!r}", hint="write INPUT:AXIS[=NAME], e.g. --dynamic x:0=batch")
+    name, axis, dim = m.group(1), int(m.group(2)), m.group(3)
+    return name, axis, dim or f"{name}_dim{axis}"
+
+
+def apply_dynamic(specs: list[TensorSpec], dynamic: list[tuple[str, int, str]]) -> tuple[list[TensorSpec], dict[str, int]]:
+    """Mark axes dynamic; returns the new specs and the example size of each named dim."""
+    by_name = {s.name: s for s in specs}
+    sizes: dict[str, int] = {}
+    for name, axis, dim in dynamic:
+        if name not in by_name:
+            raise UsageError(
+                f"--dynamic names input {name!r}, which has no --input",
+                hint=f"add --input {name}:SHAPE, or use one of: {', '.join(by_name) or '(none given)'}",
+            )
+        s = by_name[name]
+        rank = len(s.shape)
+        if not -rank <= axis < rank:
+            raise UsageError(f"--dynamic {name}:{axis}: input {name!r} has rank {rank}", hint="pick an axis in range")
+        shape = list(s.shape)
+        if isinstance(shape[axis], int):
+            sizes[dim] = int(shape[axis])
+        shape[axis] = dim
+        by_name[name] = replace(s, shape=tuple(shape))
+    return [by_name[s.name] for s in specs], sizes
