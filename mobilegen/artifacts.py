@@ -105,3 +105,21 @@ class ProjectSpec:
     ort_version: str = ""  # mobile runtime version pinned in the project
     mobilegen_version: str = ""
     notes: tuple[str, ...] = ()  # warnings to surface in the generated README
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """What ``mobilegen android|ios|package`` produced; the package writer and report read only this."""
+
+    out_dir: Path  # final folder (after the atomic rename)
+    model_name: str
+    loaded: LoadedModel
+    onnx: OnnxModel
+    verification: VerificationReport
+    ort: OrtModel
+    coverage: tuple[Any, ...]  # CoverageReport per analysed EP/format
+    targets: tuple[str, ...]  # "android", "ios"
+    options: dict[str, Any]  # JSON-able: EPs and flags, opset, optimization style, tolerances...
+    runtimes: dict[str, str]  # channel ("maven", "swiftpm") -> pinned onnxruntime version
+    warnings: tuple[str, ...] = ()
+    zip_path: Path | None = None

@@ -1,0 +1,74 @@
+"""Result types of the coverage analysis (the JSON contract of ``mobilegen check``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+EPS = ("nnapi", "coreml", "xnnpack")
+COREML_FORMATS = ("mlprogram", "neuralnetwork")
+
+
+@dataclass(frozen=True)
+class NodeVerdict:
+    name: str
+    op_type: str
+    domain: str
+    supported: bool
+    reasons: tuple[str, ...] = ()  # empty when supported; one or more specific reasons otherwise
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "op_type": self.op_type,
+            "domain": self.domain,
+            "supported": self.supported,
+            "reasons": list(self.reasons),
+        }
+
+
+@dataclass(frozen=True)
+class CoverageReport:
+    ep: str  # one of EPS
+    format: str | None  # CoreML: "mlprogram" / "neuralnetwork"; else None
+    total_nodes: int
+    supported_nodes: int
+    partitions: tuple[tuple[str, ...], ...]  # node names per partition, in ORT's order
+    verdict: str  # "yes" / "maybe" / "no" (ORT checker thresholds)
+    nodes: tuple[NodeVerdict, ...]  # every node, topological order
+    suggestions: tuple[str, ...] = ()  # what would change the verdict
+    settings: dict[str, object] = field(default_factory=dict)  # android_api, require_static_shapes...
+
+    @property
+    def label(self) -> str:
+        return f"{self.ep}/{self.format}" if self.format else self.ep
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.supported_nodes / self.total_nodes if self.total_nodes else 0.0
+
+    def unsupported_summary(self) -> list[tuple[str, int, tuple[str, ...]]]:
+        """(op, count, distinct reasons) for refused nodes, most frequent first."""
+        by_op: dict[str, tuple[int, list[str]]] = {}
+        for n in self.nodes:
+            if n.supported:
+                continue
+            key = f"{n.domain}:{n.op_type}" if n.domain not in ("", "ai.onnx") else n.op_type
+            count, reasons = by_op.get(key, (0, []))
+            for r in n.reasons:
+                if r not in reasons:
+                    reasons.append(r)
+            by_op[key] = (count + 1, reasons)
+        return sorted(((k, c, tuple(r)) for k, (c, r) in by_op.items()), key=lambda x: (-x[1], x[0]))
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "ep": self.ep,
+            "format": self.format,
+            "total_nodes": self.total_nodes,
+            "supported_nodes": self.supported_nodes,
+            "partitions": [list(p) for p in self.partitions],
+            "verdict": self.verdict,
+            "suggestions": list(self.suggestions),
+            "settings": dict(self.settings),
+            "nodes": [n.to_dict() for n in self.nodes],
+        }
