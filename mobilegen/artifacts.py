@@ -123,3 +123,18 @@ class BuildResult:
     runtimes: dict[str, str]  # channel ("maven", "swiftpm") -> pinned onnxruntime version
     warnings: tuple[str, ...] = ()
     zip_path: Path | None = None
+
+
+# Fixed layout of the output folder (relative to its root). Only the pipeline creates these paths;
+# renderers and the package writer read them from here.
+MODEL_ONNX = "model/model.onnx"
+MODEL_ORT = "model/model.ort"
+MODEL_OPS_CONFIG = "model/required_operators.config"
+GOLDEN_NPZ = "golden/golden.npz"  # every verification case (first case = device case)
+GOLDEN_MGV = "golden/golden.mgv"  # device case, binary format of mobilegen.golden
+GOLDEN_TOLERANCES = "golden/tolerances.json"
+ANDROID_DIR = "android"
+IOS_DIR = "ios"
+REPORT_DIR = "report"
+MANIFEST = "manifest.json"
+README = "README.md"
