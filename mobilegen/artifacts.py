@@ -20,6 +20,7 @@ class LoadedModel:
     module: Any = None  # torch.nn.Module / ScriptModule / ExportedProgram; None for onnx
     io_hint: IOSpec | None = None  # shapes recorded in the artifact itself, when there are any
     onnx_path: Path | None = None  # for kind == "onnx"
+    example_sizes: dict[str, int] = field(default_factory=dict)  # example size of each named dim in io_hint
 
 
 @dataclass(frozen=True)

@@ -1,1 +1,283 @@
-"""Core commands: inspect, export, convert (registered on the app)."""
+"""Core commands: inspect, export, convert."""
+
+from __future__ import annotations
+
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from mobilegen.cli import app, run_command
+from mobilegen.cli.options import (
+    DebugOpt,
+    DynamicOpt,
+    ForceOpt,
+    InputOpt,
+    JsonOpt,
+    ModelArg,
+    ModelClassOpt,
+    ModelKwargsOpt,
+    OpsetOpt,
+    OutputNameOpt,
+    TrustPickleOpt,
+    model_options,
+)
+
+
+@dataclass(frozen=True)
+class Inspection:
+    path: str
+    kind: str
+    sha256: str
+    inputs: list[dict[str, Any]]
+    outputs: list[dict[str, Any]]
+    opset: dict[str, int] = field(default_factory=dict)
+    op_histogram: dict[str, int] = field(default_factory=dict)
+    parameters: int | None = None
+    parameter_bytes: int | None = None
+    ort_format_version: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _inspect(model: Path, opts: Any) -> Inspection:
+    from mobilegen.load import load_model, onnx_io_spec
+
+    loaded = load_model(model, opts.load)
+    if loaded.kind == "ort":
+        import onnxruntime as ort
+
+        from mobilegen.convert import ort_format_version
+        from mobilegen.verify import ort_runner  # noqa: F401 — onnxruntime loads .ort directly
+
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        sess = ort.InferenceSession(str(model), sess_options=so, providers=["CPUExecutionProvider"])
+
+        def meta(v: Any) -> dict[str, Any]:
+            dtype = v.type.replace("tensor(", "").replace(")", "").replace("float)", "float32")
+            dtype = {"float": "float32", "double": "float64"}.get(dtype, dtype)
+            return {"name": v.name, "dtype": dtype, "shape": [d if d is not None else "?" for d in v.shape]}
+
+        return Inspection(
+            path=str(model), kind="ort", sha256=loaded.sha256,
+            inputs=[meta(v) for v in sess.get_inputs()], outputs=[meta(v) for v in sess.get_outputs()],
+            ort_format_version=ort_format_version(model),
+            notes=["an .ort file keeps no op list readable without a session; inspect the .onnx it came from for the histogram"],
+        )
+    with tempfile.TemporaryDirectory(prefix="mobilegen-inspect-") as tmp:
+        import onnx
+
+        from mobilegen.export import export_onnx
+
+        onnx_model = export_onnx(loaded, opts.export_options(), Path(tmp) / "model.onnx")
+        proto = onnx.load_model(str(onnx_model.path))
+    hist = Counter((f"{n.domain}:" if n.domain not in ("", "ai.onnx") else "") + n.op_type for n in proto.graph.node)
+    import numpy as np
+    from onnx import numpy_helper
+
+    params = 0
+    nbytes = 0
+    for init in proto.graph.initializer:
+        arr = numpy_helper.to_array(init)
+        params += int(np.prod(arr.shape)) if arr.shape else 1
+        nbytes += arr.nbytes
+    io = onnx_io_spec(proto)
+    notes = []
+    if onnx_model.exporter != "passthrough":
+        notes.append(f"exported with the {onnx_model.exporter} exporter" + (f" ({onnx_model.fallback_reason})" if onnx_model.fallback_reason else ""))
+    return Inspection(
+        path=str(model), kind=loaded.kind, sha256=loaded.sha256,
+        inputs=[t.to_dict() for t in io.inputs], outputs=[t.to_dict() for t in io.outputs],
+        opset={(o.domain or "ai.onnx"): o.version for o in proto.opset_import},
+        op_histogram=dict(sorted(hist.items(), key=lambda kv: (-kv[1], kv[0]))),
+        parameters=params, parameter_bytes=nbytes, notes=notes + list(onnx_model.notes),
+    )
+
+
+def _human_inspect(r: Inspection, console: Console) -> None:
+    console.print(f"[bold]{r.path}[/bold]  ({r.kind})  sha256 {r.sha256[:16]}…")
+    t = Table("", "name", "dtype", "shape", box=None, pad_edge=False)
+    for role, items in (("input", r.inputs), ("output", r.outputs)):
+        for i in items:
+            t.add_row(role, i["name"], i["dtype"], "x".join(str(d) for d in i["shape"]) or "scalar")
+    console.print(t)
+    if r.opset:
+        console.print("opset: " + ", ".join(f"{k} {v}" for k, v in r.opset.items()))
+    if r.parameters is not None:
+        console.print(f"parameters: {r.parameters:,} ({r.parameter_bytes / 1e6:.2f} MB)")
+    if r.ort_format_version is not None:
+        console.print(f"ORT format version: {r.ort_format_version}")
+    if r.op_histogram:
+        console.print("ops: " + ", ".join(f"{k}×{v}" for k, v in r.op_histogram.items()))
+    for n in r.notes:
+        console.print(f"[dim]{n}[/dim]")
+
+
+@app.command()
+def inspect(
+    model: ModelArg,
+    input: InputOpt = None,
+    dynamic: DynamicOpt = None,
+    opset: OpsetOpt = None,
+    trust_pickle: TrustPickleOpt = False,
+    model_class: ModelClassOpt = None,
+    model_kwargs: ModelKwargsOpt = None,
+    json_out: JsonOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Show a model's inputs/outputs, opset, op histogram and parameter count (.pt, .pt2, .onnx, .ort)."""
+
+    def action() -> Inspection:
+        return _inspect(model, model_options(input, dynamic, opset, None, trust_pickle, model_class, model_kwargs))
+
+    run_command(action, json_out=json_out, debug=debug, human=_human_inspect, to_json=lambda r: r.to_dict())
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    output: str
+    exporter: str
+    fallback_reason: str | None
+    opset: int
+    io: dict[str, Any]
+    verification: dict[str, Any] | None
+    notes: list[str]
+
+
+def _human_export(r: ExportResult, console: Console) -> None:
+    console.print(f"[green]wrote[/green] {r.output} (opset {r.opset}, {r.exporter} exporter)")
+    if r.fallback_reason:
+        console.print(f"[yellow]fell back to the TorchScript exporter:[/yellow] {r.fallback_reason}")
+    if r.verification:
+        _print_verification(r.verification, console)
+    for n in r.notes:
+        console.print(f"[yellow]note:[/yellow] {n}")
+
+
+def _print_verification(v: dict[str, Any], console: Console) -> None:
+    t = Table("artifact", "case", "output", "max abs", "max rel", "cosine", "top-1", "", title=f"verification (atol {v['atol']:g}, rtol {v['rtol']:g})")
+    for r in v["rows"]:
+        t.add_row(
+            r["artifact"], r["case"], r["output"], f"{r['max_abs']:.2e}", f"{r['max_rel']:.2e}", f"{r['cosine']:.6f}",
+            "" if r["top1"] is None else f"{r['top1']:.2f}", "[green]ok[/green]" if r["passed"] else "[red]FAIL[/red]",
+        )
+    console.print(t)
+
+
+@app.command()
+def export(
+    model: ModelArg,
+    output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the .onnx.")],
+    input: InputOpt = None,
+    dynamic: DynamicOpt = None,
+    opset: OpsetOpt = None,
+    output_name: OutputNameOpt = None,
+    trust_pickle: TrustPickleOpt = False,
+    model_class: ModelClassOpt = None,
+    model_kwargs: ModelKwargsOpt = None,
+    atol: Annotated[float, typer.Option("--atol")] = 1e-4,
+    rtol: Annotated[float, typer.Option("--rtol")] = 1e-3,
+    force: ForceOpt = False,
+    json_out: JsonOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Export MODEL to one self-contained .onnx file, verified against PyTorch."""
+
+    def action() -> ExportResult:
+        from mobilegen.pipeline import atomic_write_file, load_and_export, reference_for
+        from mobilegen.verify import VerifyOptions, verify
+
+        opts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs)
+        _check_out(output, force)
+        with tempfile.TemporaryDirectory(prefix="mobilegen-export-") as tmp:
+            loaded, onnx_model = load_and_export(model, opts, Path(tmp) / "model.onnx")
+            ref, label = reference_for(loaded)
+            report = verify(ref, {"onnx": onnx_model.path}, onnx_model, VerifyOptions(atol, rtol), reference_label=label)
+            atomic_write_file(onnx_model.path, output, force=force)
+        return ExportResult(str(output), onnx_model.exporter, onnx_model.fallback_reason, onnx_model.opset, onnx_model.io.to_dict(), report.to_dict(), list(onnx_model.notes))
+
+    run_command(action, json_out=json_out, debug=debug, human=_human_export, to_json=lambda r: r.__dict__)
+
+
+def _check_out(output: Path, force: bool) -> None:
+    from mobilegen.errors import UsageError
+
+    if output.exists() and not force:
+        raise UsageError(f"{output} already exists", hint="pass --force to replace it, or choose another -o")
+    if output.is_dir():
+        raise UsageError(f"{output} is a folder", hint="give a file path for -o")
+
+
+@dataclass(frozen=True)
+class ConvertResult:
+    output: str
+    required_operators: str
+    optimization_style: str
+    optimization_level: str
+    ort_format_version: int
+    converter_version: str
+    opset: int
+    verification: dict[str, Any]
+    notes: list[str]
+
+
+def _human_convert(r: ConvertResult, console: Console) -> None:
+    console.print(
+        f"[green]wrote[/green] {r.output} (ORT format v{r.ort_format_version}, optimization style {r.optimization_style}, "
+        f"level {r.optimization_level}, onnxruntime {r.converter_version}) and {r.required_operators}"
+    )
+    _print_verification(r.verification, console)
+    for n in r.notes:
+        console.print(f"[yellow]note:[/yellow] {n}")
+
+
+@app.command()
+def convert(
+    model: ModelArg,
+    output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the .ort (required_operators.config goes beside it).")],
+    input: InputOpt = None,
+    dynamic: DynamicOpt = None,
+    opset: OpsetOpt = None,
+    output_name: OutputNameOpt = None,
+    style: Annotated[str, typer.Option("--optimization-style", help="runtime (default: what NNAPI/CoreML can take) or fixed (CPU/XNNPACK only: bakes in com.microsoft fused ops).")] = "runtime",
+    trust_pickle: TrustPickleOpt = False,
+    model_class: ModelClassOpt = None,
+    model_kwargs: ModelKwargsOpt = None,
+    atol: Annotated[float, typer.Option("--atol")] = 1e-4,
+    rtol: Annotated[float, typer.Option("--rtol")] = 1e-3,
+    force: ForceOpt = False,
+    json_out: JsonOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Convert MODEL (.onnx or any PyTorch artifact) to ORT format (.ort), verified against the reference."""
+
+    def action() -> ConvertResult:
+        from mobilegen.convert import convert_to_ort
+        from mobilegen.pipeline import atomic_write_file, load_and_export, reference_for
+        from mobilegen.verify import VerifyOptions, verify
+
+        opts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs)
+        _check_out(output, force)
+        config_out = output.with_name("required_operators.config")
+        with tempfile.TemporaryDirectory(prefix="mobilegen-convert-") as tmp:
+            work = Path(tmp)
+            loaded, onnx_model = load_and_export(model, opts, work / "model.onnx")
+            ort_model = convert_to_ort(onnx_model, work / "model.ort", work / "required_operators.config", style=style)
+            ref, label = reference_for(loaded)
+            report = verify(ref, {"onnx": onnx_model.path, "ort": ort_model.path}, onnx_model, VerifyOptions(atol, rtol), reference_label=label)
+            atomic_write_file(ort_model.path, output, force=force)
+            atomic_write_file(ort_model.config_path, config_out, force=True)
+        return ConvertResult(
+            str(output), str(config_out), ort_model.optimization_style, ort_model.optimization_level,
+            ort_model.ort_format_version, ort_model.converter_version, onnx_model.opset, report.to_dict(), list(onnx_model.notes),
+        )
+
+    run_command(action, json_out=json_out, debug=debug, human=_human_convert, to_json=lambda r: r.__dict__)

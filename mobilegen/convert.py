@@ -1,0 +1,120 @@
+"""OnnxModel → OrtModel through ``onnxruntime.tools`` (in-process, not a subprocess).
+
+Style: ``Runtime`` by default. The ``Fixed`` style at level "all" bakes Microsoft-only fused ops
+(com.microsoft:Gelu, FusedConv...) into the graph, which the NNAPI and CoreML EPs cannot take; the
+Runtime style saves a basic-level graph plus optional runtime optimizations, so the EPs on the device
+see standard ONNX ops. ``Fixed`` stays available for CPU/XNNPACK-only apps.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import struct
+import tempfile
+from pathlib import Path
+
+from mobilegen.artifacts import OnnxModel, OrtModel
+from mobilegen.errors import ConversionError, UsageError
+from mobilegen.export import quiet
+
+STYLES = ("runtime", "fixed")
+LEVEL = "all"
+
+
+def ort_format_version(path: Path) -> int | None:
+    """The ``ort_version`` field of the InferenceSession FlatBuffer (ort.fbs), e.g. 6."""
+    data = path.read_bytes()
+    if len(data) < 16 or data[4:8] != b"ORTM":
+        return None
+    try:
+        (root,) = struct.unpack_from("<I", data, 0)
+        (soff,) = struct.unpack_from("<i", data, root)
+        vtable = root - soff
+        vsize, _ = struct.unpack_from("<HH", data, vtable)
+        if vsize < 6:
+            return None
+        (field_off,) = struct.unpack_from("<H", data, vtable + 4)
+        if field_off == 0:
+            return None
+        pos = root + field_off
+        (rel,) = struct.unpack_from("<I", data, pos)
+        spos = pos + rel
+        (length,) = struct.unpack_from("<I", data, spos)
+        text = data[spos + 4 : spos + 4 + length].decode("ascii")
+        return int(text)
+    except (struct.error, UnicodeDecodeError, ValueError):
+        return None
+
+
+def model_max_opset(onnx_path: Path) -> int:
+    import onnx
+
+    model = onnx.load_model(str(onnx_path), load_external_data=False)
+    return max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
+
+
+def convert_to_ort(model: OnnxModel, out_ort: Path, out_config: Path, *, style: str = "runtime") -> OrtModel:
+    import onnxruntime
+    from onnxruntime.tools.convert_onnx_models_to_ort import OptimizationStyle, convert_onnx_models_to_ort
+
+    if style not in STYLES:
+        raise UsageError(f"unknown optimization style {style!r}", hint="use runtime (for NNAPI/CoreML) or fixed")
+    ort_style = OptimizationStyle.Runtime if style == "runtime" else OptimizationStyle.Fixed
+    with tempfile.TemporaryDirectory(prefix="mobilegen-ort-") as tmp:
+        work = Path(tmp)
+        src = work / "model.onnx"
+        shutil.copyfile(model.path, src)
+        out_dir = work / "out"
+        old_level = os.environ.get("ORT_CONVERT_ONNX_MODELS_TO_ORT_OPTIMIZATION_LEVEL")
+        os.environ["ORT_CONVERT_ONNX_MODELS_TO_ORT_OPTIMIZATION_LEVEL"] = LEVEL
+        ort_logger = logging.getLogger("ort_format_model.utils")
+        old_log = ort_logger.level
+        ort_logger.setLevel(logging.WARNING)
+        try:
+            with quiet():
+                convert_onnx_models_to_ort(src, output_dir=out_dir, optimization_styles=[ort_style])
+        except Exception as err:  # noqa: BLE001 — ORT raises plain exceptions (Fail, RuntimeError, ...)
+            raise ConversionError(
+                f"onnxruntime could not convert the model to ORT format: {str(err).strip().splitlines()[0][:300] if str(err).strip() else type(err).__name__}",
+                hint="the model may use an op or opset this onnxruntime does not implement; try another --opset",
+            ) from err
+        finally:
+            ort_logger.setLevel(old_log)
+            if old_level is None:
+                os.environ.pop("ORT_CONVERT_ONNX_MODELS_TO_ORT_OPTIMIZATION_LEVEL", None)
+            else:
+                os.environ["ORT_CONVERT_ONNX_MODELS_TO_ORT_OPTIMIZATION_LEVEL"] = old_level
+        orts = sorted(out_dir.glob("*.ort"))
+        configs = sorted(out_dir.glob("*.config"))
+        if len(orts) != 1 or len(configs) != 1:
+            raise ConversionError("the ORT converter did not write exactly one .ort and one config", hint="this is a bug; rerun with --debug")
+        tmp_ort = out_ort.with_name(out_ort.name + ".tmp")
+        shutil.copyfile(orts[0], tmp_ort)
+        os.replace(tmp_ort, out_ort)
+        out_config.write_text(_clean_config(configs[0].read_text(encoding="utf-8"), out_ort.name), encoding="utf-8")
+    version = ort_format_version(out_ort)
+    if version is None:
+        raise ConversionError(f"{out_ort} is not a readable ORT-format file", hint="this is a bug; rerun with --debug")
+    return OrtModel(
+        path=out_ort,
+        config_path=out_config,
+        optimization_style="Runtime" if style == "runtime" else "Fixed",
+        optimization_level=LEVEL,
+        ort_format_version=version,
+        converter_version=onnxruntime.__version__,
+        max_opset=model_max_opset(model.path),
+    )
+
+
+def _clean_config(text: str, ort_name: str) -> str:
+    """The converter lists absolute temp paths in comments: keep the file reproducible."""
+    lines = [ln for ln in text.splitlines() if not re.match(r"^#\s*-\s", ln)]
+    out = []
+    for ln in lines:
+        out.append(ln)
+        if ln.startswith("# Generated from model"):
+            out.append(f"# - {ort_name}")
+    return "\n".join(out) + "\n"

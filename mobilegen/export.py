@@ -1,0 +1,389 @@
+"""LoadedModel → OnnxModel: the torch.export-based exporter first, the TorchScript exporter as the
+fallback (with the reason), weights inlined into one file, checker + shape inference.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import io
+import logging
+import re
+import shutil
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mobilegen.artifacts import LoadedModel, OnnxModel
+from mobilegen.errors import ExportError, UsageError
+from mobilegen.spec import IOSpec, TensorSpec
+
+# NNAPI and CoreML refuse nodes newer than opset 24 (ORT's EP builders); ORT 1.24 runs up to 24.
+MAX_DEFAULT_OPSET = 24
+MAX_INLINE_BYTES = 2_000_000_000
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    inputs: tuple[TensorSpec, ...] = ()  # from --input (may carry named dynamic dims)
+    example_sizes: tuple[tuple[str, int], ...] = ()  # example size per named dim (from --input / --dynamic)
+    opset: int | None = None
+    output_names: tuple[str, ...] = ()
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """The exporters print progress to stdout and warnings to stderr: keep both off the CLI's streams."""
+    sink = io.StringIO()
+    loggers = [logging.getLogger(n) for n in ("torch.onnx", "torch._dynamo", "torch.export", "onnxscript", "torch")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.ERROR)
+    try:
+        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        for lg, lv in zip(loggers, levels, strict=True):
+            lg.setLevel(lv)
+
+
+def forward_arg_names(loaded: LoadedModel) -> list[str]:
+    m = loaded.module
+    if loaded.kind == "torchscript":
+        return [a.name for a in m.forward.schema.arguments[1:]]
+    if loaded.kind == "exported_program":
+        return [t.name for t in loaded.io_hint.inputs] if loaded.io_hint else []
+    sig = inspect.signature(m.forward)
+    return [
+        p.name
+        for p in sig.parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is inspect.Parameter.empty
+    ]
+
+
+def resolve_inputs(loaded: LoadedModel, user: tuple[TensorSpec, ...], sizes: dict[str, int]) -> tuple[list[TensorSpec], dict[str, int]]:
+    """The input specs to export with: user --input checked against the model, else the artifact's own."""
+    names = forward_arg_names(loaded)
+    hint = loaded.io_hint
+    sizes = {**loaded.example_sizes, **sizes}
+    if not user:
+        if hint is None or not hint.inputs:
+            shown = " ".join(f"--input {n}:1x3x224x224" for n in (names or ["x"]))
+            raise UsageError(
+                f"the input shapes of {loaded.source.name} are unknown (a {loaded.kind} file does not record them)",
+                hint=f"add {shown} (dtype defaults to float32; e.g. {names[0] if names else 'x'}:1x128:int64)",
+            )
+        return list(hint.inputs), sizes
+    by_name = {s.name: s for s in user}
+    if names:
+        unknown = [n for n in by_name if n not in names]
+        if unknown:
+            raise UsageError(
+                f"--input names {', '.join(map(repr, unknown))}, which the model does not take",
+                hint=f"the model's inputs are: {', '.join(names)}",
+            )
+        missing = [n for n in names if n not in by_name and not (hint and any(t.name == n for t in hint.inputs))]
+        if missing:
+            raise UsageError(f"no --input for model input(s) {', '.join(map(repr, missing))}", hint=f"add --input {missing[0]}:SHAPE[:DTYPE]")
+    specs: list[TensorSpec] = []
+    hinted = {t.name: t for t in hint.inputs} if hint else {}
+    for n in names or list(by_name):
+        spec = by_name.get(n) or hinted[n]
+        known = hinted.get(n)
+        if known is not None and spec is not known:
+            if len(known.shape) != len(spec.shape):
+                raise UsageError(
+                    f"--input {n} has rank {len(spec.shape)} ({spec.shape_str()}), the model's {n!r} has rank {len(known.shape)} ({known.shape_str()})",
+                    hint=f"give {len(known.shape)} dims",
+                )
+            if known.dtype != spec.dtype:
+                raise UsageError(f"--input {n} has dtype {spec.dtype}, the model's {n!r} is {known.dtype}", hint=f"use :{known.dtype}")
+            for d_user, d_model in zip(spec.shape, known.shape, strict=True):
+                if isinstance(d_user, int) and isinstance(d_model, int) and d_user != d_model:
+                    raise UsageError(
+                        f"--input {n} shape {spec.shape_str()} does not match the model's fixed shape {known.shape_str()}",
+                        hint=f"use --input {n}:{known.shape_str()}",
+                    )
+            # Sizes given for the model's named dims become their example sizes.
+            for d_user, d_model in zip(spec.shape, known.shape, strict=True):
+                if isinstance(d_model, str) and isinstance(d_user, int):
+                    sizes[d_model] = d_user
+            spec = replace(spec, shape=tuple(dm if isinstance(dm, str) else du for du, dm in zip(spec.shape, known.shape, strict=True)))
+        specs.append(spec)
+    return specs, sizes
+
+
+def example_arrays(specs: list[TensorSpec] | tuple[TensorSpec, ...], sizes: dict[str, int], seed: int = 0) -> dict[str, np.ndarray]:
+    """Seeded inputs: normal floats, small non-negative ints (valid ids/indices for any vocabulary), bools."""
+    rng = np.random.default_rng(seed)
+    out: dict[str, np.ndarray] = {}
+    for s in specs:
+        shape = s.concrete_shape(sizes)
+        if s.dtype.startswith("float") or s.dtype == "bfloat16":
+            out[s.name] = rng.standard_normal(shape).astype(s.dtype if s.dtype != "bfloat16" else "float32")
+        elif s.dtype == "bool":
+            out[s.name] = rng.integers(0, 2, shape).astype(bool)
+        else:
+            out[s.name] = rng.integers(0, 2, shape).astype(s.dtype)
+    return out
+
+
+def torch_callable(loaded: LoadedModel) -> Any:
+    if loaded.kind == "exported_program":
+        return loaded.module.module()
+    return loaded.module
+
+
+def _op_from_error(text: str) -> str | None:
+    m = re.search(r"(aten::[A-Za-z0-9_.]+|[a-z_]+::[A-Za-z0-9_.]+)", text)
+    return m.group(1) if m else None
+
+
+def export_onnx(loaded: LoadedModel, options: ExportOptions, out_path: Path) -> OnnxModel:
+    """Export to ``out_path`` (a single self-contained .onnx). ONNX inputs are copied through."""
+    import onnx
+
+    if loaded.kind == "onnx":
+        assert loaded.onnx_path is not None
+        model = onnx.load_model(str(loaded.onnx_path), load_external_data=True)
+        io_spec = _onnx_io(model)
+        specs, sizes = _check_onnx_inputs(io_spec, options)
+        model = _finish(model, out_path)
+        return OnnxModel(
+            path=out_path, io=replace(_onnx_io(model), inputs=tuple(specs)), opset=_opset(model), exporter="passthrough", example_sizes=sizes
+        )
+    if loaded.kind == "ort":
+        raise UsageError(f"{loaded.source} is already in ORT format", hint="pass the .onnx or PyTorch model it came from")
+
+    import torch
+
+    specs, sizes = resolve_inputs(loaded, options.inputs, dict(options.example_sizes))
+    arrays = example_arrays(specs, sizes)
+    args = tuple(torch.from_numpy(arrays[s.name]) for s in specs)
+    names = [s.name for s in specs]
+    dyn = {s.name: {i: d for i, d in enumerate(s.shape) if isinstance(d, str)} for s in specs}
+    dyn = {k: v for k, v in dyn.items() if v}
+    if options.opset is not None and options.opset > MAX_DEFAULT_OPSET:
+        pass  # allowed, the runtime check and coverage analysis will say what it costs
+
+    fn = torch_callable(loaded)
+    with torch.no_grad():
+        try:
+            with quiet():
+                fn(*args)
+        except Exception as err:
+            raise UsageError(
+                "the model rejected the example inputs "
+                + ", ".join(f"{s.name}:{'x'.join(map(str, a.shape))}:{s.dtype}" for s, a in zip(specs, args, strict=True))
+                + f": {str(err).strip().splitlines()[-1][:300] if str(err).strip() else type(err).__name__}",
+                hint="check --input names, shapes and dtypes against what the model's forward expects",
+            ) from err
+
+    dynamo_err: BaseException | None = None
+    program_model = None
+    if loaded.kind != "torchscript":
+        try:
+            program_model = _export_dynamo(loaded, args, names, dyn, options.opset)
+        except Exception as err:  # noqa: BLE001 — any exporter failure falls back, with its reason kept
+            dynamo_err = err
+    else:
+        dynamo_err = RuntimeError("torch.export cannot trace a TorchScript module")
+    exporter = "dynamo"
+    reason = None
+    if program_model is None:
+        exporter = "torchscript"
+        reason = _short(dynamo_err)
+        try:
+            program_model = _export_torchscript(loaded, args, names, dyn, options.opset, out_path)
+        except Exception as err:  # noqa: BLE001
+            op = _op_from_error(f"{err} {dynamo_err}")
+            raise ExportError(
+                f"neither exporter could export {loaded.source.name}"
+                + (f": operator {op} is not supported" if op else "")
+                + f" (torch.export: {_short(dynamo_err)}; TorchScript exporter: {_short(err)})",
+                hint=(f"try another --opset (e.g. 18 or 23), or replace {op} in the model" if op else "try another --opset (e.g. 18 or 23)")
+                + "; export to .onnx yourself and pass that file",
+            ) from err
+    model = program_model
+    _rename_dims(model, specs)
+    _rename_outputs(model, options.output_names)
+    model = _finish(model, out_path)
+    io_spec = _onnx_io(model)
+    notes: list[str] = []
+    static_now = [s for s in io_spec.inputs if s.is_static]
+    for s in specs:
+        if s.dynamic_dims and any(t.name == s.name for t in static_now):
+            notes.append(f"the exporter specialised the dynamic dims of {s.name!r}: the ONNX input is fixed-size")
+    return OnnxModel(
+        path=out_path,
+        io=io_spec,
+        opset=_opset(model),
+        exporter=exporter,
+        fallback_reason=reason,
+        example_sizes={k: v for k, v in sizes.items()},
+        notes=tuple(notes),
+    )
+
+
+def _short(err: BaseException | None) -> str:
+    if err is None:
+        return ""
+    lines = [ln.strip() for ln in re.sub(r"\x1b\[[0-9;]*m", "", str(err)).splitlines() if ln.strip()]
+    return (lines[0] if lines else type(err).__name__)[:240]
+
+
+def _export_dynamo(loaded: LoadedModel, args: tuple, names: list[str], dyn: dict, opset: int | None) -> Any:
+    import torch
+
+    kwargs: dict[str, Any] = {"dynamo": True, "external_data": False, "verbose": False, "input_names": names}
+    if opset is not None:
+        kwargs["opset_version"] = opset
+    if loaded.kind == "exported_program":
+        target = loaded.module
+        with quiet():
+            prog = torch.onnx.export(target, **kwargs)
+    else:
+        if dyn:
+            kwargs["dynamic_shapes"] = {n: {ax: torch.export.Dim.DYNAMIC for ax in dyn[n]} if n in dyn else None for n in names}
+        with quiet():
+            prog = torch.onnx.export(loaded.module, args, **kwargs)
+    if prog is None:
+        raise RuntimeError("the exporter returned no program")
+    return prog.model_proto
+
+
+def _export_torchscript(loaded: LoadedModel, args: tuple, names: list[str], dyn: dict, opset: int | None, out_path: Path) -> Any:
+    import onnx
+    import torch
+
+    tmp = out_path.with_name(out_path.name + ".ts-export")
+    try:
+        with quiet():
+            torch.onnx.export(
+                torch_callable(loaded),
+                args,
+                str(tmp),
+                dynamo=False,
+                input_names=names,
+                dynamic_axes={n: dict(d) for n, d in dyn.items()} or None,
+                opset_version=opset or 20,
+                do_constant_folding=True,
+            )
+        return onnx.load_model(str(tmp), load_external_data=True)
+    finally:
+        tmp.unlink(missing_ok=True)
+        for extra in tmp.parent.glob(tmp.name + "*"):
+            extra.unlink(missing_ok=True)
+
+
+def _rename_dims(model: Any, specs: list[TensorSpec]) -> None:
+    """Give the exporter's symbols (s27, ...) the user's names for dynamic dims, everywhere in the graph."""
+    mapping: dict[str, str] = {}
+    by_name = {s.name: s for s in specs}
+    for vi in model.graph.input:
+        s = by_name.get(vi.name)
+        if s is None:
+            continue
+        for d, want in zip(vi.type.tensor_type.shape.dim, s.shape, strict=False):
+            if d.dim_param and isinstance(want, str) and d.dim_param != want:
+                mapping.setdefault(d.dim_param, want)
+    if not mapping:
+        return
+    for coll in (model.graph.input, model.graph.output, model.graph.value_info):
+        for vi in coll:
+            for d in vi.type.tensor_type.shape.dim:
+                if d.dim_param in mapping:
+                    d.dim_param = mapping[d.dim_param]
+
+
+def _rename_outputs(model: Any, wanted: tuple[str, ...]) -> None:
+    outs = list(model.graph.output)
+    if wanted:
+        if len(wanted) != len(outs):
+            raise UsageError(f"--output-name given {len(wanted)} times, the model has {len(outs)} outputs", hint="name every output, in order")
+        new = list(wanted)
+    elif any(o.name.isdigit() for o in outs):
+        new = ["output"] if len(outs) == 1 else [f"output_{i}" for i in range(len(outs))]
+    else:
+        return
+    mapping = {o.name: n for o, n in zip(outs, new, strict=True)}
+    for node in model.graph.node:
+        for i, name in enumerate(node.output):
+            if name in mapping:
+                node.output[i] = mapping[name]
+        for i, name in enumerate(node.input):
+            if name in mapping:
+                node.input[i] = mapping[name]
+    for o in model.graph.output:
+        o.name = mapping.get(o.name, o.name)
+    for vi in model.graph.value_info:
+        vi.name = mapping.get(vi.name, vi.name)
+
+
+def _finish(model: Any, out_path: Path) -> Any:
+    """Check, infer shapes, and write one self-contained file (weights inlined)."""
+    import onnx
+
+    try:
+        size = model.ByteSize()
+    except Exception:  # noqa: BLE001
+        size = 0
+    if size > MAX_INLINE_BYTES:
+        raise ExportError(
+            f"the exported model is {size / 1e9:.1f} GB; ORT format (FlatBuffers) and one-file mobile assets stop at 2 GB",
+            hint="quantize or shrink the model before packaging it for mobile",
+        )
+    try:
+        onnx.checker.check_model(model)
+        inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as err:
+        raise ExportError(f"the ONNX model is invalid: {_short(err)}", hint="try another --opset, or export with the other exporter") from err
+    tmp = out_path.with_name(out_path.name + ".tmp")
+    onnx.save_model(inferred, str(tmp))
+    shutil.move(str(tmp), str(out_path))
+    return inferred
+
+
+def _opset(model: Any) -> int:
+    return max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
+
+
+def _onnx_io(model: Any) -> IOSpec:
+    from mobilegen.load import onnx_io_spec
+
+    return onnx_io_spec(model)
+
+
+def _check_onnx_inputs(io_spec: IOSpec, options: ExportOptions) -> tuple[list[TensorSpec], dict[str, int]]:
+    sizes = dict(options.example_sizes)
+    graph = {t.name: t for t in io_spec.inputs}
+    user = {t.name: t for t in options.inputs}
+    unknown = [n for n in user if n not in graph]
+    if unknown:
+        raise UsageError(f"--input names {', '.join(map(repr, unknown))}, which the model does not take", hint=f"the model's inputs are: {', '.join(graph)}")
+    specs = []
+    for name, g in graph.items():
+        u = user.get(name)
+        if u is not None:
+            if len(u.shape) != len(g.shape):
+                raise UsageError(f"--input {name} has rank {len(u.shape)}, the model's {name!r} has rank {len(g.shape)} ({g.shape_str()})", hint=f"give {len(g.shape)} dims")
+            if u.dtype != g.dtype:
+                raise UsageError(f"--input {name} has dtype {u.dtype}, the model's {name!r} is {g.dtype}", hint=f"use :{g.dtype}")
+            for du, dg in zip(u.shape, g.shape, strict=True):
+                if isinstance(dg, int) and isinstance(du, int) and du != dg:
+                    raise UsageError(f"--input {name} shape {u.shape_str()} does not match the model's fixed shape {g.shape_str()}", hint=f"use --input {name}:{g.shape_str()}")
+                if isinstance(dg, str) and isinstance(du, int):
+                    sizes[dg] = du
+        for d in g.shape:
+            if isinstance(d, str) and d not in sizes:
+                raise UsageError(
+                    f"input {name!r} has dynamic dim {d!r} with no example size",
+                    hint=f"add --input {name}:" + "x".join(str(x) if isinstance(x, int) else "1" for x in g.shape) + (f":{g.dtype}" if g.dtype != "float32" else ""),
+                )
+        specs.append(g)
+    return specs, sizes

@@ -1,0 +1,291 @@
+"""Detect a model artifact by its content (not its extension) and load it → LoadedModel.
+
+Kinds: TorchScript archive, torch.export ExportedProgram (.pt2), pickled nn.Module (only with
+``trust_pickle``: unpickling runs code), state_dict (needs the class: ``--model-class``), ONNX
+(passes through) and ORT format (inspect only).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import json
+import sys
+import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mobilegen.artifacts import LoadedModel
+from mobilegen.errors import LoadError, UsageError
+from mobilegen.spec import ONNX_TO_DTYPE, IOSpec, TensorSpec
+
+ORT_IDENTIFIER = b"ORTM"
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    trust_pickle: bool = False
+    model_class: str | None = None  # "package.module:ClassName" or "path/to/file.py:ClassName"
+    model_kwargs: str | None = None  # JSON object
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def check_input_file(path: Path) -> None:
+    if not path.exists():
+        raise UsageError(f"no such file: {path}", hint="check the path to the model")
+    if path.is_dir():
+        raise UsageError(f"{path} is a directory, not a model file", hint="pass the model file itself (.pt, .pt2, .onnx, .ort)")
+    if path.stat().st_size == 0:
+        raise LoadError(f"{path} is empty", hint="re-save the model; the file has no content")
+
+
+def detect_kind(path: Path) -> str:
+    """One of torchscript, exported_program, torch_save (pickle or state_dict), pickle, onnx, ort."""
+    check_input_file(path)
+    with path.open("rb") as f:
+        head = f.read(8)
+    if head[:4] == b"PK\x03\x04":
+        try:
+            with zipfile.ZipFile(path) as zf:
+                names = zf.namelist()
+        except zipfile.BadZipFile as err:
+            raise LoadError(f"{path} is a damaged zip archive", hint="re-save the model; the file is truncated or corrupt") from err
+        tails = {n.split("/", 1)[1] if "/" in n else n for n in names}
+        if "models/model.json" in tails or any(t.startswith("models/") and t.endswith(".json") for t in tails):
+            return "exported_program"
+        if "constants.pkl" in tails and any(t.startswith("code/") for t in tails):
+            return "torchscript"
+        if "data.pkl" in tails:
+            return "torch_save"
+        raise LoadError(
+            f"{path} is a zip archive but not a PyTorch model (no TorchScript code, torch.export program or torch.save data)",
+            hint="pass a file written by torch.jit.save, torch.export.save, torch.save or an .onnx model",
+        )
+    if head[4:8] == ORT_IDENTIFIER:
+        return "ort"
+    if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+        return "pickle"  # legacy (non-zip) torch.save or a raw pickle
+    return "onnx"
+
+
+def load_model(path: Path, options: LoadOptions = LoadOptions()) -> LoadedModel:
+    kind = detect_kind(path)
+    digest = sha256_file(path)
+    if kind == "onnx":
+        return _load_onnx(path, digest)
+    if kind == "ort":
+        return LoadedModel(source=path, kind="ort", sha256=digest)
+    import torch
+
+    if kind == "torchscript":
+        try:
+            module = torch.jit.load(str(path), map_location="cpu")
+        except Exception as err:
+            raise LoadError(f"{path} looks like TorchScript but does not load: {_first_line(err)}", hint="re-save it with torch.jit.save") from err
+        module.eval()
+        return LoadedModel(source=path, kind="torchscript", sha256=digest, module=module, io_hint=_torchscript_io_hint(module))
+    if kind == "exported_program":
+        try:
+            ep = torch.export.load(str(path))
+        except Exception as err:
+            raise LoadError(f"{path} looks like a torch.export program but does not load: {_first_line(err)}", hint="re-save it with torch.export.save using torch 2.13") from err
+        hint, sizes = _exported_io_hint(ep)
+        return LoadedModel(
+            source=path, kind="exported_program", sha256=digest, module=ep, io_hint=hint, example_sizes=sizes
+        )
+    return _load_torch_save(path, digest, options)
+
+
+def _first_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return text[0][:300] if text else type(err).__name__
+
+
+def _load_onnx(path: Path, digest: str) -> LoadedModel:
+    import onnx
+    from google.protobuf.message import DecodeError
+
+    try:
+        model = onnx.load_model(str(path), load_external_data=False)
+    except (DecodeError, RuntimeWarning, ValueError, OSError) as err:
+        raise LoadError(
+            f"{path} is not a model mobilegen can read (not PyTorch, and not valid ONNX: {_first_line(err)})",
+            hint="pass a .pt (torch.jit.save / torch.save), .pt2 (torch.export.save) or .onnx file; if it is ONNX, it may be truncated",
+        ) from err
+    if not model.HasField("graph") or len(model.graph.node) == 0 or model.ir_version == 0:
+        raise LoadError(
+            f"{path} is not a model mobilegen can read (no ONNX graph in it)",
+            hint="pass a .pt (torch.jit.save / torch.save), .pt2 (torch.export.save) or .onnx file",
+        )
+    return LoadedModel(source=path, kind="onnx", sha256=digest, onnx_path=path, io_hint=onnx_io_spec(model))
+
+
+def onnx_io_spec(model: Any) -> IOSpec:
+    """IO spec as an ONNX graph declares it (graph inputs that are initializers excluded)."""
+    inits = {i.name for i in model.graph.initializer}
+
+    def spec(vi: Any) -> TensorSpec:
+        tt = vi.type.tensor_type
+        dims: list[int | str] = []
+        for i, d in enumerate(tt.shape.dim):
+            if d.HasField("dim_value") and d.dim_value > 0:
+                dims.append(int(d.dim_value))
+            else:
+                dims.append(d.dim_param or f"{vi.name}_dim{i}")
+        return TensorSpec(vi.name, ONNX_TO_DTYPE.get(tt.elem_type, f"onnx:{tt.elem_type}"), tuple(dims))
+
+    return IOSpec(
+        inputs=tuple(spec(v) for v in model.graph.input if v.name not in inits),
+        outputs=tuple(spec(v) for v in model.graph.output),
+    )
+
+
+def _torch_dtype_name(dtype: Any) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def _torchscript_io_hint(module: Any) -> IOSpec | None:
+    """torch.jit.trace stores the example inputs in the archive; use their shapes when present."""
+    try:
+        traced = dict(module._c._retrieve_traced_inputs()).get("forward")
+        names = [a.name for a in module.forward.schema.arguments[1:]]
+    except Exception:  # noqa: BLE001 — older archives have none; shapes then come from --input
+        return None
+    if not traced:
+        return None
+    tensors = [t for t in traced if hasattr(t, "shape")]
+    if len(tensors) != len(names):
+        return None
+    return IOSpec(inputs=tuple(TensorSpec(n, _torch_dtype_name(t.dtype), tuple(t.shape)) for n, t in zip(names, tensors, strict=True)))
+
+
+def _exported_io_hint(ep: Any) -> tuple[IOSpec | None, dict[str, int]]:
+    """Input specs from the program's placeholders; symbolic dims become ``<input>_dim<i>``, with the
+    example size taken from the saved example inputs."""
+    import torch
+    from torch.export.graph_signature import InputKind
+
+    specs = []
+    sizes: dict[str, int] = {}
+    user_inputs = [s for s in ep.graph_signature.input_specs if s.kind == InputKind.USER_INPUT]
+    nodes = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
+    examples: list[Any] = []
+    try:
+        examples = list(ep.example_inputs[0]) if ep.example_inputs else []
+    except Exception:  # noqa: BLE001 — example inputs are optional in the archive
+        examples = []
+    for idx, s in enumerate(user_inputs):
+        node = nodes.get(s.arg.name)
+        val = node.meta.get("val") if node is not None else None
+        if val is None or not hasattr(val, "shape"):
+            return None, {}
+        dims: list[int | str] = []
+        for i, d in enumerate(val.shape):
+            if isinstance(d, torch.SymInt):
+                name = f"{s.arg.name}_dim{i}"
+                dims.append(name)
+                ex = examples[idx] if idx < len(examples) else None
+                if ex is not None and hasattr(ex, "shape"):
+                    sizes[name] = int(ex.shape[i])
+            else:
+                dims.append(int(d))
+        specs.append(TensorSpec(s.arg.name, _torch_dtype_name(val.dtype), tuple(dims)))
+    return IOSpec(inputs=tuple(specs)), sizes
+
+
+def _load_torch_save(path: Path, digest: str, options: LoadOptions) -> LoadedModel:
+    import pickle
+
+    import torch
+
+    # weights_only=True never runs code from the file: it only rebuilds tensors and plain containers.
+    try:
+        obj = torch.load(str(path), map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as err:
+        if not options.trust_pickle:
+            raise LoadError(
+                f"{path} is a pickled Python object (e.g. torch.save(model)); loading it would run code from the file",
+                hint="pass --trust-pickle if you trust this file, or save the model with torch.jit.save / torch.export.save, "
+                "or save its state_dict and pass --model-class",
+            ) from err
+        try:
+            obj = torch.load(str(path), map_location="cpu", weights_only=False)
+        except Exception as err2:
+            raise LoadError(f"{path} could not be unpickled: {_first_line(err2)}", hint="load it in Python and re-save it with torch.jit.save") from err2
+        if isinstance(obj, torch.nn.Module):
+            obj.eval()
+            return LoadedModel(source=path, kind="pickle", sha256=digest, module=obj)
+    except Exception as err:
+        raise LoadError(f"{path} could not be read by torch.load: {_first_line(err)}", hint="the file may be truncated; re-save it") from err
+    if isinstance(obj, Mapping) and "state_dict" in obj and isinstance(obj["state_dict"], Mapping):
+        obj = obj["state_dict"]  # a common checkpoint layout: {"state_dict": ..., "epoch": ...}
+    if isinstance(obj, Mapping) and obj and all(isinstance(v, torch.Tensor) for v in obj.values()):
+        if not options.model_class:
+            raise LoadError(
+                f"{path} holds only weights (a state_dict): the model's architecture is needed to run them",
+                hint="pass --model-class package.module:ClassName (and --model-kwargs '{\"arg\": 1}' if its constructor needs them)",
+            )
+        module = _instantiate(options.model_class, options.model_kwargs)
+        try:
+            module.load_state_dict(obj, strict=True)
+        except RuntimeError as err:
+            raise LoadError(
+                f"the weights in {path} do not fit {options.model_class}: {_first_line(err)}",
+                hint="check --model-class and --model-kwargs match the model that was saved",
+            ) from err
+        module.eval()
+        return LoadedModel(source=path, kind="state_dict", sha256=digest, module=module)
+    raise LoadError(
+        f"{path} was written by torch.save but holds a {type(obj).__name__}, not a model or a state_dict",
+        hint="save the model itself (torch.jit.save / torch.export.save) or its state_dict",
+    )
+
+
+def _instantiate(model_class: str, model_kwargs: str | None) -> Any:
+    import torch
+
+    if ":" not in model_class:
+        raise UsageError(f"malformed --model-class {model_class!r}", hint="write package.module:ClassName or path/to/file.py:ClassName")
+    mod_name, _, cls_name = model_class.rpartition(":")
+    try:
+        kwargs = json.loads(model_kwargs) if model_kwargs else {}
+    except json.JSONDecodeError as err:
+        raise UsageError(f"--model-kwargs is not valid JSON: {err.msg}", hint="pass a JSON object, e.g. --model-kwargs '{\"num_classes\": 10}'") from err
+    if not isinstance(kwargs, dict):
+        raise UsageError("--model-kwargs must be a JSON object", hint="e.g. --model-kwargs '{\"num_classes\": 10}'")
+    try:
+        if mod_name.endswith(".py"):
+            file = Path(mod_name)
+            if not file.is_file():
+                raise UsageError(f"--model-class file {file} does not exist", hint="check the path")
+            spec = importlib.util.spec_from_file_location(f"_mobilegen_user_{file.stem}", file)
+            assert spec is not None and spec.loader is not None
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = module
+            spec.loader.exec_module(module)
+        else:
+            if "" not in sys.path and "." not in sys.path:
+                sys.path.insert(0, "")  # let users name modules of the current directory
+            module = importlib.import_module(mod_name)
+    except ImportError as err:
+        raise UsageError(f"cannot import {mod_name!r} for --model-class: {_first_line(err)}", hint="make the module importable (PYTHONPATH) or give a .py file path") from err
+    cls = getattr(module, cls_name, None)
+    if cls is None:
+        raise UsageError(f"{mod_name} has no {cls_name!r}", hint="check the class name after the ':'")
+    try:
+        instance = cls(**kwargs)
+    except TypeError as err:
+        raise UsageError(f"cannot construct {model_class}: {_first_line(err)}", hint="pass the constructor's arguments with --model-kwargs") from err
+    if not isinstance(instance, torch.nn.Module):
+        raise UsageError(f"{model_class} is not a torch.nn.Module", hint="point --model-class at the model's nn.Module class")
+    return instance

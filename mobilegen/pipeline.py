@@ -1,0 +1,365 @@
+"""The stage order, and nothing else: load → export → (fix dims) → convert → verify → check → render → package.
+
+Everything is written into a staging folder beside the output and renamed into place at the end, so a
+failure at any stage leaves no partial output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from mobilegen import __version__, artifacts
+from mobilegen.artifacts import BuildResult, LoadedModel, OnnxModel, OrtModel, ProjectSpec, VerificationReport
+from mobilegen.errors import UsageError
+from mobilegen.export import ExportOptions, export_onnx
+from mobilegen.load import LoadOptions, load_model
+from mobilegen.spec import TensorSpec, apply_dynamic, parse_dynamic_spec, parse_input_spec
+from mobilegen.verify import VerifyOptions, ort_runner, torch_reference, verify
+
+NNAPI_DEPRECATION = (
+    "NNAPI is deprecated as of Android 15 (API 35): it keeps working on current devices, but vendors no "
+    "longer improve their drivers; keep the CPU/XNNPACK path tested too."
+)
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """How to load and export a model (shared by every command that takes MODEL)."""
+
+    inputs: tuple[str, ...] = ()  # raw --input specs
+    dynamic: tuple[str, ...] = ()  # raw --dynamic specs
+    opset: int | None = None
+    output_names: tuple[str, ...] = ()
+    load: LoadOptions = LoadOptions()
+
+    def export_options(self) -> ExportOptions:
+        specs = [parse_input_spec(t) for t in self.inputs]
+        names = [s.name for s in specs]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise UsageError(f"--input {dupes[0]!r} is given more than once", hint="give each input once")
+        sizes: dict[str, int] = {}
+        if self.dynamic:
+            specs, sizes = apply_dynamic(specs, [parse_dynamic_spec(d) for d in self.dynamic])
+        for s in specs:  # a named dim given directly in --input has no example size: use 1
+            for d in s.dynamic_dims:
+                sizes.setdefault(d, 1)
+        if self.opset is not None and not 7 <= self.opset <= 28:
+            raise UsageError(f"--opset {self.opset} is out of range", hint="use an opset between 7 and 24 (NNAPI/CoreML take up to 24)")
+        return ExportOptions(inputs=tuple(specs), example_sizes=tuple(sorted(sizes.items())), opset=self.opset, output_names=self.output_names)
+
+
+def to_onnx(
+    path: Path,
+    *,
+    inputs: tuple[str, ...] = (),
+    dynamic: tuple[str, ...] = (),
+    opset: int | None = None,
+    trust_pickle: bool = False,
+    model_class: str | None = None,
+    model_kwargs: str | None = None,
+    workdir: Path,
+) -> OnnxModel:
+    """Any loadable model → a checked, self-contained .onnx in ``workdir`` (used by ``check``)."""
+    opts = ModelOptions(inputs=inputs, dynamic=dynamic, opset=opset, load=LoadOptions(trust_pickle, model_class, model_kwargs))
+    export_opts = opts.export_options()
+    return export_onnx(load_model(path, opts.load), export_opts, workdir / "model.onnx")
+
+
+def load_and_export(path: Path, opts: ModelOptions, out_path: Path) -> tuple[LoadedModel, OnnxModel]:
+    export_opts = opts.export_options()  # parse flags before any heavy work
+    loaded = load_model(path, opts.load)
+    return loaded, export_onnx(loaded, export_opts, out_path)
+
+
+def reference_for(loaded: LoadedModel) -> tuple[Any, str]:
+    if loaded.kind == "onnx":
+        assert loaded.onnx_path is not None
+        return ort_runner(loaded.onnx_path, basic_only=True), "the source ONNX model (no PyTorch model given)"
+    return torch_reference(loaded), "PyTorch"
+
+
+def fix_dynamic_dims(model: OnnxModel, out_path: Path) -> tuple[OnnxModel, str | None]:
+    """Replace every named input dim by its example size (NNAPI takes no symbolic dims)."""
+    import onnx
+    from onnxruntime.tools.onnx_model_utils import fix_output_shapes, make_dim_param_fixed
+
+    dims = sorted({d for t in model.io.inputs for d in t.dynamic_dims})
+    if not dims:
+        return model, None
+    proto = onnx.load_model(str(model.path))
+    for d in dims:
+        make_dim_param_fixed(proto.graph, d, model.example_sizes.get(d, 1))
+    fix_output_shapes(proto)
+    tmp = out_path.with_name(out_path.name + ".tmp")
+    onnx.save_model(proto, str(tmp))
+    os.replace(tmp, out_path)
+    from mobilegen.load import onnx_io_spec
+
+    fixed = ", ".join(f"{d}={model.example_sizes.get(d, 1)}" for d in dims)
+    note = f"dynamic dims fixed for NNAPI (which takes no symbolic dims): {fixed}; pass --keep-dynamic to keep them"
+    return replace(model, path=out_path, io=onnx_io_spec(proto), notes=model.notes + (note,)), note
+
+
+def stamp_cache_key(model: OnnxModel) -> str:
+    """Write COREML_CACHE_KEY into the model's metadata: the CoreML EP reuses its compiled model across
+    launches when the key is unchanged (a content hash, so a new model gets a new key)."""
+    import onnx
+
+    proto = onnx.load_model(str(model.path))
+    for p in list(proto.metadata_props):
+        if p.key == "COREML_CACHE_KEY":
+            proto.metadata_props.remove(p)
+    key = hashlib.sha256(proto.SerializeToString(deterministic=True)).hexdigest()[:32]
+    proto.metadata_props.add(key="COREML_CACHE_KEY", value=key)
+    tmp = model.path.with_name(model.path.name + ".tmp")
+    onnx.save_model(proto, str(tmp))
+    os.replace(tmp, model.path)
+    return key
+
+
+@contextlib.contextmanager
+def staged_output(out: Path, *, force: bool, extra: tuple[Path, ...] = ()) -> Iterator[Path]:
+    """Yield a staging folder beside ``out``; on success it replaces ``out`` atomically (``--force``
+    needed when ``out`` exists), on failure it is removed and ``out`` is untouched."""
+    for p in (out, *extra):
+        if p.exists() and not force:
+            raise UsageError(f"{p} already exists", hint="pass --force to replace it, or choose another -o")
+        if p.exists() and p.is_file() and p == out:
+            raise UsageError(f"{p} is a file, not a folder", hint="choose another -o")
+    parent = out.parent if str(out.parent) else Path(".")
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=parent))
+    except OSError as err:
+        raise UsageError(f"cannot write to {parent}: {err.strerror}", hint="choose a writable -o") from err
+    try:
+        yield staging
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    backup = None
+    if out.exists():
+        backup = parent / f".{out.name}.old-{os.getpid()}"
+        os.replace(out, backup)
+    os.replace(staging, out)
+    if backup is not None:
+        shutil.rmtree(backup, ignore_errors=True)
+
+
+def atomic_write_file(src: Path, dest: Path, *, force: bool) -> None:
+    if dest.exists() and not force:
+        raise UsageError(f"{dest} already exists", hint="pass --force to replace it, or choose another -o")
+    if dest.is_dir():
+        raise UsageError(f"{dest} is a folder", hint="choose an output file path")
+    try:
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, dest)
+    except OSError as err:
+        raise UsageError(f"cannot write {dest}: {err.strerror}", hint="choose a writable output path") from err
+
+
+# ----------------------------------------------------------------------------- full build
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    model: Path
+    out: Path
+    model_opts: ModelOptions = ModelOptions()
+    verify: VerifyOptions = VerifyOptions()
+    android: Any = None  # mobilegen.android.AndroidOptions when building for Android
+    ios: Any = None  # mobilegen.ios.IosOptions when building for iOS
+    keep_dynamic: bool = False
+    android_api: int | None = None  # target API level for the NNAPI analysis
+    style: str = "runtime"
+    force: bool = False
+    zip: bool = False
+    name: str | None = None  # display name; default: the model file's stem
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def build(opts: BuildOptions) -> BuildResult:
+    from mobilegen.convert import convert_to_ort
+
+    android_opts, ios_opts = opts.android, opts.ios
+    if android_opts is None and ios_opts is None:
+        raise UsageError("nothing to build", hint="pass --android and/or --ios")
+    runtimes: dict[str, Any] = {}
+    if android_opts is not None:
+        from mobilegen.android import android_runtime, validate_android_options
+
+        validate_android_options(android_opts)
+        runtimes["maven"] = android_runtime(android_opts)
+    if ios_opts is not None:
+        from mobilegen.ios import ios_runtime, validate_ios_options
+
+        validate_ios_options(ios_opts)
+        runtimes["swiftpm"] = ios_runtime(ios_opts)
+    opts.model_opts.export_options()  # flag errors before any heavy work
+    zip_path = Path(str(opts.out) + ".zip") if opts.zip else None
+    warnings: list[str] = []
+    with staged_output(opts.out, force=opts.force, extra=(zip_path,) if zip_path else ()) as root:
+        (root / "model").mkdir()
+        loaded, onnx_model = load_and_export(opts.model, opts.model_opts, root / artifacts.MODEL_ONNX)
+        warnings.extend(onnx_model.notes)
+        if onnx_model.fallback_reason and onnx_model.exporter == "torchscript" and loaded.kind != "torchscript":
+            warnings.append(f"torch.export failed, the TorchScript exporter was used: {onnx_model.fallback_reason}")
+        if ios_opts is not None:
+            from mobilegen.ios import check_ios_io
+
+            check_ios_io(onnx_model.io)
+        if android_opts is not None:
+            from mobilegen.android import check_android_io
+
+            check_android_io(onnx_model.io)
+        if android_opts is not None and android_opts.nnapi:
+            warnings.append(NNAPI_DEPRECATION)
+            if not onnx_model.io.is_static and not opts.keep_dynamic:
+                onnx_model, note = fix_dynamic_dims(onnx_model, root / artifacts.MODEL_ONNX)
+                if note:
+                    warnings.append(note + (" (the iOS package ships the same fixed-size model)" if ios_opts else ""))
+        stamp_cache_key(onnx_model)
+        ort_model = convert_to_ort(onnx_model, root / artifacts.MODEL_ORT, root / artifacts.MODEL_OPS_CONFIG, style=opts.style)
+        reference, ref_label = reference_for(loaded)
+        verification = verify(
+            reference,
+            {"onnx": onnx_model.path, "ort": ort_model.path},
+            onnx_model,
+            opts.verify,
+            root / "golden",
+            reference_label=ref_label,
+        )
+        (root / artifacts.GOLDEN_TOLERANCES).write_text(
+            json.dumps({"atol": opts.verify.atol, "rtol": opts.verify.rtol}, indent=2) + "\n", encoding="utf-8"
+        )
+        from mobilegen.runtimes import check_loadable
+
+        for channel, release in runtimes.items():
+            check_loadable(release, max_opset=ort_model.max_opset, ort_format_version=ort_model.ort_format_version, channel=channel)
+        coverage = analyse(onnx_model, android_opts, ios_opts, opts.android_api)
+        for rep in coverage:
+            if rep.ep == "nnapi" and rep.supported_nodes == 0:
+                warnings.append("NNAPI takes 0 nodes of this model: everything runs on the CPU (see the coverage report)")
+            elif rep.partitions and len(rep.partitions) > 1:
+                warnings.append(f"{rep.label}: the graph splits into {len(rep.partitions)} partitions (verdict {rep.verdict})")
+        model_name = opts.name or opts.model.stem
+        spec_common = dict(
+            model_name=model_name,
+            io=onnx_model.io,
+            model_file=ort_model.path,
+            golden_mgv=root / artifacts.GOLDEN_MGV,
+            atol=opts.verify.atol,
+            rtol=opts.verify.rtol,
+            mobilegen_version=__version__,
+            notes=tuple(warnings),
+        )
+        targets: list[str] = []
+        if android_opts is not None:
+            from mobilegen.android import render_android
+
+            spec = ProjectSpec(coverage=tuple(r for r in coverage if r.ep in ("nnapi", "xnnpack")), ort_version=runtimes["maven"].version, **spec_common)  # type: ignore[arg-type]
+            render_android(spec, android_opts, root / artifacts.ANDROID_DIR)
+            targets.append("android")
+        if ios_opts is not None:
+            from mobilegen.ios import render_ios
+
+            spec = ProjectSpec(coverage=tuple(r for r in coverage if r.ep == "coreml"), ort_version=runtimes["swiftpm"].version, **spec_common)  # type: ignore[arg-type]
+            render_ios(spec, ios_opts, root / artifacts.IOS_DIR)
+            targets.append("ios")
+        result = BuildResult(
+            out_dir=root,
+            model_name=model_name,
+            loaded=loaded,
+            onnx=onnx_model,
+            verification=verification,
+            ort=ort_model,
+            coverage=tuple(coverage),
+            targets=tuple(targets),
+            options=_options_record(opts, onnx_model, ort_model),
+            runtimes={c: r.version for c, r in runtimes.items()},
+            warnings=tuple(warnings),
+        )
+        from mobilegen.package import finalize_package
+
+        finalize_package(root, result)
+        if zip_path is not None:
+            from mobilegen.package import write_zip
+
+            tmp_zip = root.parent / f".{zip_path.name}.tmp-{os.getpid()}"
+            write_zip(root, tmp_zip)
+    if zip_path is not None:
+        os.replace(tmp_zip, zip_path)
+    return relocate(result, root, opts.out, zip_path)
+
+
+def analyse(onnx_model: OnnxModel, android_opts: Any, ios_opts: Any, android_api: int | None) -> list[Any]:
+    import onnx
+
+    from mobilegen.coverage import EPTarget, analyze_all
+
+    targets = []
+    if android_opts is not None and android_opts.nnapi:
+        targets.append(EPTarget(ep="nnapi", **({"android_api": android_api} if android_api else {})))
+    if android_opts is not None and android_opts.xnnpack:
+        targets.append(EPTarget(ep="xnnpack"))
+    if ios_opts is not None and ios_opts.coreml:
+        targets.append(EPTarget(ep="coreml", coreml_format=ios_opts.coreml_format, require_static_shapes=onnx_model.io.is_static))
+    if not targets:
+        return []
+    return list(analyze_all(onnx.load_model(str(onnx_model.path)), targets))
+
+
+def _options_record(opts: BuildOptions, onnx_model: OnnxModel, ort_model: OrtModel) -> dict[str, Any]:
+    rec: dict[str, Any] = {
+        "inputs": list(opts.model_opts.inputs),
+        "dynamic": list(opts.model_opts.dynamic),
+        "opset": onnx_model.opset,
+        "exporter": onnx_model.exporter,
+        "optimization_style": ort_model.optimization_style,
+        "optimization_level": ort_model.optimization_level,
+        "atol": opts.verify.atol,
+        "rtol": opts.verify.rtol,
+        "keep_dynamic": opts.keep_dynamic,
+    }
+    if opts.android is not None:
+        a = opts.android
+        rec["android"] = {"nnapi": a.nnapi, "nnapi_flags": list(a.nnapi_flags), "xnnpack": a.xnnpack, "package": a.package, "name": a.class_name}
+        if opts.android_api:
+            rec["android"]["android_api"] = opts.android_api
+    if opts.ios is not None:
+        i = opts.ios
+        rec["ios"] = {"coreml": i.coreml, "coreml_format": i.coreml_format, "compute_units": i.compute_units, "name": i.class_name}
+    return rec
+
+
+def relocate(result: BuildResult, old: Path, new: Path, zip_path: Path | None) -> BuildResult:
+    """Point every path of the result at the final folder (after the staging rename)."""
+
+    def mv(p: Path | None) -> Path | None:
+        if p is None:
+            return None
+        try:
+            return new / p.relative_to(old)
+        except ValueError:
+            return p
+
+    onnx_model = replace(result.onnx, path=mv(result.onnx.path))
+    ort_model = replace(result.ort, path=mv(result.ort.path), config_path=mv(result.ort.config_path))
+    ver: VerificationReport = replace(result.verification, golden_npz=mv(result.verification.golden_npz), golden_mgv=mv(result.verification.golden_mgv))
+    return replace(result, out_dir=new, onnx=onnx_model, ort=ort_model, verification=ver, zip_path=zip_path)
+
+
+def input_names_hint(specs: tuple[TensorSpec, ...]) -> str:
+    return ", ".join(s.name for s in specs)
