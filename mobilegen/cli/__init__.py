@@ -28,7 +28,7 @@ app = typer.Typer(
 )
 
 # Modules that register commands on `app` (each owns one command family).
-COMMAND_MODULES = ("core",)
+COMMAND_MODULES = ("core", "build")
 
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 

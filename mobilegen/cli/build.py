@@ -1,0 +1,286 @@
+"""Build commands: android, ios, package — the whole chain into one handoff folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from mobilegen.cli import app, run_command
+from mobilegen.cli.options import (
+    AtolOpt,
+    DebugOpt,
+    DynamicOpt,
+    ForceOpt,
+    InputOpt,
+    JsonOpt,
+    ModelArg,
+    ModelClassOpt,
+    ModelKwargsOpt,
+    NameOpt,
+    OpsetOpt,
+    OrtVersionOpt,
+    OutputNameOpt,
+    RtolOpt,
+    SampleOpt,
+    TrustPickleOpt,
+    model_options,
+)
+
+OutOpt = Annotated[Path | None, typer.Option("--output", "-o", help="Output folder (default: ./<model>-mobile).")]
+NnapiOpt = Annotated[bool, typer.Option("--nnapi", help="Set up the NNAPI EP (Android ≥ 8.1) with CPU fallback; fixes dynamic dims unless --keep-dynamic.")]
+NnapiFlagsOpt = Annotated[str | None, typer.Option("--nnapi-flags", help="Comma list of NNAPI flags: fp16, nchw, cpu-disabled, cpu-only.")]
+XnnpackOpt = Annotated[bool, typer.Option("--xnnpack", help="Add the XNNPACK EP (before the CPU fallback).")]
+PackageOpt = Annotated[str | None, typer.Option("--package", help="Kotlin package of the generated code, e.g. com.example.vision.")]
+KeepDynamicOpt = Annotated[bool, typer.Option("--keep-dynamic", help="With --nnapi, keep dynamic dims (NNAPI then takes no node with a symbolic dim).")]
+AndroidApiOpt = Annotated[int | None, typer.Option("--android-api", help="Android API level the NNAPI analysis targets.")]
+CoremlOpt = Annotated[bool, typer.Option("--coreml", help="Set up the CoreML EP with CPU fallback.")]
+CoremlFormatOpt = Annotated[
+    str,
+    typer.Option(
+        "--coreml-format",
+        help="mlprogram (default: ORT's MLProgram builders cover LayerNorm, GELU, Erf, Where, ConvTranspose... that NeuralNetwork lacks; iOS 15+) or neuralnetwork.",
+    ),
+]
+ComputeUnitsOpt = Annotated[str, typer.Option("--compute-units", help="CoreML compute units: all, cpu-and-ne, cpu-and-gpu, cpu-only.")]
+ZipOpt = Annotated[bool, typer.Option("--zip", help="Also write OUT.zip (deterministic).")]
+StyleOpt = Annotated[str, typer.Option("--optimization-style", help="ORT-format optimization style: runtime (default) or fixed.")]
+
+
+def _default_out(model: Path) -> Path:
+    return Path(f"{model.stem}-mobile")
+
+
+def _nnapi_flags(text: str | None) -> tuple[str, ...]:
+    return tuple(f.strip() for f in text.split(",") if f.strip()) if text else ()
+
+
+def _build(
+    model: Path,
+    out: Path | None,
+    mopts: Any,
+    *,
+    android: Any,
+    ios: Any,
+    atol: float,
+    rtol: float,
+    sample: Path | None,
+    keep_dynamic: bool,
+    android_api: int | None,
+    style: str,
+    force: bool,
+    zip_out: bool,
+) -> Any:
+    from mobilegen.errors import UsageError
+    from mobilegen.pipeline import BuildOptions, build
+    from mobilegen.verify import VerifyOptions
+
+    if android_api is not None and not 27 <= android_api <= 36:
+        raise UsageError(f"--android-api {android_api} is out of range", hint="NNAPI exists from API 27 (Android 8.1); use 27–36")
+    if atol < 0 or rtol < 0:
+        raise UsageError("--atol/--rtol must be ≥ 0", hint="e.g. --atol 1e-4 --rtol 1e-3")
+    return build(
+        BuildOptions(
+            model=model,
+            out=out or _default_out(model),
+            model_opts=mopts,
+            verify=VerifyOptions(atol=atol, rtol=rtol, sample=sample),
+            android=android,
+            ios=ios,
+            keep_dynamic=keep_dynamic,
+            android_api=android_api,
+            style=style,
+            force=force,
+            zip=zip_out,
+        )
+    )
+
+
+def _human_build(r: Any, console: Console) -> None:
+    console.print(f"[bold green]wrote[/bold green] {r.out_dir}/ ({', '.join(r.targets)})" + (f" and {r.zip_path}" if r.zip_path else ""))
+    console.print(
+        f"model: {r.loaded.kind} → ONNX opset {r.onnx.opset} ({r.onnx.exporter} exporter) → ORT format v{r.ort.ort_format_version} "
+        f"({r.ort.optimization_style} style)"
+    )
+    v = r.verification
+    worst = max((row.max_abs for row in v.rows), default=0.0)
+    console.print(f"verification: {len(v.rows)} checks passed (max abs error {worst:.2e}, atol {v.atol:g}, rtol {v.rtol:g})")
+    console.print("runtimes: " + ", ".join(f"onnxruntime {ver} ({ch})" for ch, ver in r.runtimes.items()))
+    if r.coverage:
+        t = Table("EP", "nodes", "partitions", "verdict", "top refused ops", box=None, pad_edge=False)
+        for rep in r.coverage:
+            refused = ", ".join(f"{op}×{n}" for op, n, _ in rep.unsupported_summary()[:4])
+            colour = {"yes": "green", "maybe": "yellow"}.get(rep.verdict, "red")
+            t.add_row(rep.label, f"{rep.supported_nodes}/{rep.total_nodes}", str(len(rep.partitions)), f"[{colour}]{rep.verdict}[/{colour}]", refused)
+        console.print(t)
+    for w in r.warnings:
+        style = "bold red" if "0 nodes" in w else "yellow"
+        console.print(f"[{style}]warning:[/{style}] {w}")
+    console.print(f"report: {r.out_dir}/report/report.html")
+
+
+def _json_build(r: Any) -> dict[str, Any]:
+    return {
+        "output": str(r.out_dir),
+        "zip": str(r.zip_path) if r.zip_path else None,
+        "targets": list(r.targets),
+        "model": {"source": str(r.loaded.source), "kind": r.loaded.kind, "sha256": r.loaded.sha256},
+        "onnx": {"path": str(r.onnx.path), "opset": r.onnx.opset, "exporter": r.onnx.exporter, "fallback_reason": r.onnx.fallback_reason},
+        "ort": {
+            "path": str(r.ort.path),
+            "required_operators": str(r.ort.config_path),
+            "format_version": r.ort.ort_format_version,
+            "optimization_style": r.ort.optimization_style,
+            "optimization_level": r.ort.optimization_level,
+        },
+        "io": r.onnx.io.to_dict(),
+        "verification": r.verification.to_dict(),
+        "runtimes": r.runtimes,
+        "coverage": [
+            {k: v for k, v in rep.to_dict().items() if k != "nodes"} | {"supported_percent": round(rep.percent, 1)} for rep in r.coverage
+        ],
+        "warnings": list(r.warnings),
+    }
+
+
+@app.command()
+def android(
+    model: ModelArg,
+    output: OutOpt = None,
+    input: InputOpt = None,
+    dynamic: DynamicOpt = None,
+    opset: OpsetOpt = None,
+    output_name: OutputNameOpt = None,
+    nnapi: NnapiOpt = False,
+    nnapi_flags: NnapiFlagsOpt = None,
+    xnnpack: XnnpackOpt = False,
+    name: NameOpt = None,
+    package: PackageOpt = None,
+    ort_version: OrtVersionOpt = None,
+    keep_dynamic: KeepDynamicOpt = False,
+    android_api: AndroidApiOpt = None,
+    atol: AtolOpt = 1e-4,
+    rtol: RtolOpt = 1e-3,
+    sample: SampleOpt = None,
+    style: StyleOpt = "runtime",
+    trust_pickle: TrustPickleOpt = False,
+    model_class: ModelClassOpt = None,
+    model_kwargs: ModelKwargsOpt = None,
+    zip_out: ZipOpt = False,
+    force: ForceOpt = False,
+    json_out: JsonOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Build a Gradle project (Kotlin wrapper, model in assets, EPs with CPU fallback, golden-vector tests)."""
+
+    def action() -> Any:
+        from mobilegen.android import AndroidOptions
+
+        a = AndroidOptions(nnapi=nnapi, nnapi_flags=_nnapi_flags(nnapi_flags), xnnpack=xnnpack, package=package, class_name=name, ort_version=ort_version)
+        mopts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs)
+        return _build(model, output, mopts, android=a, ios=None, atol=atol, rtol=rtol, sample=sample, keep_dynamic=keep_dynamic,
+                      android_api=android_api, style=style, force=force, zip_out=zip_out)
+
+    run_command(action, json_out=json_out, debug=debug, human=_human_build, to_json=_json_build)
+
+
+@app.command()
+def ios(
+    model: ModelArg,
+    output: OutOpt = None,
+    input: InputOpt = None,
+    dynamic: DynamicOpt = None,
+    opset: OpsetOpt = None,
+    output_name: OutputNameOpt = None,
+    coreml: CoremlOpt = False,
+    coreml_format: CoremlFormatOpt = "mlprogram",
+    compute_units: ComputeUnitsOpt = "all",
+    name: NameOpt = None,
+    ort_version: OrtVersionOpt = None,
+    atol: AtolOpt = 1e-4,
+    rtol: RtolOpt = 1e-3,
+    sample: SampleOpt = None,
+    style: StyleOpt = "runtime",
+    trust_pickle: TrustPickleOpt = False,
+    model_class: ModelClassOpt = None,
+    model_kwargs: ModelKwargsOpt = None,
+    zip_out: ZipOpt = False,
+    force: ForceOpt = False,
+    json_out: JsonOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Build a Swift Package (typed wrapper, model as a resource, CoreML EP with CPU fallback, golden-vector XCTests)."""
+
+    def action() -> Any:
+        from mobilegen.ios import IosOptions
+
+        i = IosOptions(coreml=coreml, coreml_format=coreml_format, compute_units=compute_units, class_name=name, ort_version=ort_version)
+        mopts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs)
+        return _build(model, output, mopts, android=None, ios=i, atol=atol, rtol=rtol, sample=sample, keep_dynamic=True,
+                      android_api=None, style=style, force=force, zip_out=zip_out)
+
+    run_command(action, json_out=json_out, debug=debug, human=_human_build, to_json=_json_build)
+
+
+@app.command()
+def package(
+    model: ModelArg,
+    android_: Annotated[bool, typer.Option("--android", help="Include the Android project.")] = False,
+    ios_: Annotated[bool, typer.Option("--ios", help="Include the iOS Swift Package.")] = False,
+    output: OutOpt = None,
+    input: InputOpt = None,
+    dynamic: DynamicOpt = None,
+    opset: OpsetOpt = None,
+    output_name: OutputNameOpt = None,
+    nnapi: NnapiOpt = False,
+    nnapi_flags: NnapiFlagsOpt = None,
+    xnnpack: XnnpackOpt = False,
+    package_name: PackageOpt = None,
+    coreml: CoremlOpt = False,
+    coreml_format: CoremlFormatOpt = "mlprogram",
+    compute_units: ComputeUnitsOpt = "all",
+    name: NameOpt = None,
+    android_ort_version: Annotated[str | None, typer.Option("--android-ort-version", help="Pin another published onnxruntime-android version.")] = None,
+    ios_ort_version: Annotated[str | None, typer.Option("--ios-ort-version", help="Pin another published ORT Swift package version.")] = None,
+    keep_dynamic: KeepDynamicOpt = False,
+    android_api: AndroidApiOpt = None,
+    atol: AtolOpt = 1e-4,
+    rtol: RtolOpt = 1e-3,
+    sample: SampleOpt = None,
+    style: StyleOpt = "runtime",
+    trust_pickle: TrustPickleOpt = False,
+    model_class: ModelClassOpt = None,
+    model_kwargs: ModelKwargsOpt = None,
+    zip_out: ZipOpt = False,
+    force: ForceOpt = False,
+    json_out: JsonOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Build one handoff package for Android and/or iOS: projects, model, golden vectors, report, manifest."""
+
+    def action() -> Any:
+        from mobilegen.errors import UsageError
+
+        if not android_ and not ios_:
+            raise UsageError("package needs a target", hint="pass --android, --ios, or both")
+        a = i = None
+        if android_:
+            from mobilegen.android import AndroidOptions
+
+            a = AndroidOptions(nnapi=nnapi, nnapi_flags=_nnapi_flags(nnapi_flags), xnnpack=xnnpack, package=package_name, class_name=name, ort_version=android_ort_version)
+        elif nnapi or xnnpack or nnapi_flags:
+            raise UsageError("--nnapi/--xnnpack/--nnapi-flags need --android", hint="add --android")
+        if ios_:
+            from mobilegen.ios import IosOptions
+
+            i = IosOptions(coreml=coreml, coreml_format=coreml_format, compute_units=compute_units, class_name=name, ort_version=ios_ort_version)
+        elif coreml:
+            raise UsageError("--coreml needs --ios", hint="add --ios")
+        mopts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs)
+        return _build(model, output, mopts, android=a, ios=i, atol=atol, rtol=rtol, sample=sample, keep_dynamic=keep_dynamic,
+                      android_api=android_api, style=style, force=force, zip_out=zip_out)
+
+    run_command(action, json_out=json_out, debug=debug, human=_human_build, to_json=_json_build)
