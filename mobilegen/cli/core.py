@@ -87,6 +87,8 @@ def _inspect(model: Path, opts: Any) -> Inspection:
     nbytes = 0
     for init in proto.graph.initializer:
         arr = numpy_helper.to_array(init)
+        if not np.issubdtype(arr.dtype, np.floating) and init.data_type not in (2, 3):  # shape constants are not parameters
+            continue
         params += int(np.prod(arr.shape)) if arr.shape else 1
         nbytes += arr.nbytes
     io = onnx_io_spec(proto)

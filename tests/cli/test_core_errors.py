@@ -1,0 +1,186 @@
+"""Every bad input of the core commands: exit code + one line saying what to do + no partial output."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from model_files import TwoInput, hostile_pickle, write_all, write_bad  # noqa: E402
+
+from mobilegen.cli import app  # noqa: E402
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("cli-models")
+    paths = write_all(d)
+    paths.update(write_bad(d))
+    return paths
+
+
+def invoke(*args: str):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def error_lines(result) -> list[str]:
+    return [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
+
+
+def assert_fails(result, code: int, *needles: str) -> None:
+    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
+    lines = error_lines(result)
+    assert len(lines) == 1, result.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]
+
+
+def test_version() -> None:
+    r = invoke("--version")
+    assert r.exit_code == 0 and r.stdout.startswith("mobilegen ")
+
+
+@pytest.mark.parametrize("command", ["inspect", "export", "convert"])
+def test_missing_file(tmp_path: Path, command: str) -> None:
+    extra = ["-o", str(tmp_path / "o.onnx")] if command != "inspect" else []
+    assert_fails(invoke(command, tmp_path / "nope.pt", *extra), 2, "no such file")
+
+
+def test_directory(tmp_path: Path) -> None:
+    assert_fails(invoke("inspect", tmp_path), 2, "is a directory")
+
+
+def test_not_a_model(files) -> None:
+    assert_fails(invoke("inspect", files["text"]), 3, "not a model")
+
+
+def test_zip_not_torchscript(files) -> None:
+    assert_fails(invoke("inspect", files["zip"]), 3, "not a PyTorch model")
+
+
+def test_truncated_onnx(files, tmp_path: Path) -> None:
+    cut = tmp_path / "cut.onnx"
+    cut.write_bytes(files["onnx"].read_bytes()[:200])
+    assert_fails(invoke("inspect", cut), 3)
+
+
+def test_hostile_pickle(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    evil = tmp_path / "evil.pt"
+    hostile_pickle(evil, marker)
+    assert_fails(invoke("convert", evil, "-o", tmp_path / "m.ort", "--input", "x:1x3"), 3, "--trust-pickle")
+    assert not marker.exists()
+    assert not (tmp_path / "m.ort").exists()
+
+
+def test_state_dict_without_class(files, tmp_path: Path) -> None:
+    assert_fails(invoke("export", files["state_dict"], "-o", tmp_path / "m.onnx"), 3, "--model-class")
+
+
+def test_torchscript_needs_input(files, tmp_path: Path) -> None:
+    assert_fails(invoke("export", files["torchscript"], "-o", tmp_path / "m.onnx"), 2, "--input")
+
+
+@pytest.mark.parametrize(
+    ("spec", "needle"),
+    [
+        ("x:1x3x8", "rank"),  # wrong rank for an ONNX input
+        ("x:1x3x8x8:int64", "dtype"),
+        ("y:1x3x8x8", "does not take"),
+        ("x:1x3x9x9", "fixed shape"),
+        ("x", "malformed"),
+        ("x:1x3x8x8:complex", "unknown dtype"),
+    ],
+)
+def test_bad_input_spec_onnx(files, tmp_path: Path, spec: str, needle: str) -> None:
+    out = tmp_path / "m.ort"
+    assert_fails(invoke("convert", files["onnx"], "-o", out, "--input", spec), 2, needle)
+    assert not out.exists()
+
+
+def test_bad_input_for_torch_model(files, tmp_path: Path) -> None:
+    # A rank the model's forward rejects: caught before export, named with the shapes tried.
+    assert_fails(invoke("export", files["torchscript"], "-o", tmp_path / "m.onnx", "--input", "input:1x3"), 2, "rejected the example inputs")
+    assert_fails(invoke("export", files["torchscript"], "-o", tmp_path / "m.onnx", "--input", "image:1x3x8x8"), 2, "does not take")
+
+
+def test_unexportable_op(tmp_path: Path) -> None:
+    import torch
+
+    class Svd(torch.nn.Module):
+        def forward(self, x):
+            return torch.linalg.svd(x)[1]
+
+    path = tmp_path / "svd.pt"
+    torch.jit.save(torch.jit.script(Svd()), str(path))
+    out = tmp_path / "svd.onnx"
+    assert_fails(invoke("export", path, "-o", out, "--input", "x:3x3"), 4, "linalg_svd", "--opset")
+    assert not out.exists()
+
+
+def test_output_exists_needs_force(files, tmp_path: Path) -> None:
+    out = tmp_path / "m.onnx"
+    out.write_text("mine")
+    assert_fails(invoke("export", files["onnx"], "-o", out), 2, "already exists", "--force")
+    assert out.read_text() == "mine"
+    r = invoke("export", files["onnx"], "-o", out, "--force")
+    assert r.exit_code == 0, r.stderr
+    assert out.read_bytes()[:4] != b"mine"
+
+
+def test_output_not_writable(files, tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert_fails(invoke("export", files["onnx"], "-o", blocker / "sub" / "m.onnx"), 2, "cannot write")
+
+
+def test_json_error_on_stdout(tmp_path: Path) -> None:
+    r = invoke("inspect", tmp_path / "nope.pt", "--json")
+    assert r.exit_code == 2
+    payload = json.loads(r.stdout)
+    assert payload["error"] == "usage" and payload["hint"]
+
+
+def test_inspect_json(files) -> None:
+    r = invoke("inspect", files["exported_program"], "--json")
+    assert r.exit_code == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["kind"] == "exported_program"
+    assert data["inputs"][0]["shape"] == [1, 3, 8, 8]
+    assert data["op_histogram"]["Conv"] == 1
+    assert data["parameters"] == 4 * 3 * 3 * 3 + 4 + 4 * 5 + 5
+
+
+def test_convert_onnx_writes_ort_and_config(files, tmp_path: Path) -> None:
+    out = tmp_path / "sub" / "net.ort"
+    r = invoke("convert", files["onnx"], "-o", out, "--json")
+    assert r.exit_code == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["optimization_style"] == "Runtime" and data["ort_format_version"] >= 5
+    assert out.read_bytes()[4:8] == b"ORTM"
+    assert (tmp_path / "sub" / "required_operators.config").read_text().count("ai.onnx;") >= 1
+    assert all(r["passed"] for r in data["verification"]["rows"])
+
+
+def test_verification_gate_fails(files, tmp_path: Path) -> None:
+    # atol=rtol=0 on a float model: any rounding difference between the reference and ORT fails, and
+    # the table lists every failing output.
+    import torch
+
+    path = tmp_path / "two.pt2"
+    m = TwoInput().eval()
+    torch.export.save(torch.export.export(m, (torch.zeros(1, 8, dtype=torch.long), torch.ones(1, 8))), str(path))
+    with torch.no_grad():
+        m.proj.weight.mul_(1e3)
+    r = invoke("convert", path, "-o", tmp_path / "two.ort", "--atol", "0", "--rtol", "0")
+    if r.exit_code == 0:
+        pytest.skip("ORT reproduced PyTorch bit-exactly; nothing to fail on")
+    assert r.exit_code == 5, r.stderr
+    assert "differ from PyTorch" in error_lines(r)[0]
+    assert not (tmp_path / "two.ort").exists()

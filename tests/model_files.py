@@ -1,0 +1,81 @@
+"""Small model files of every kind mobilegen loads, written into a temp folder by tests."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import torch
+from torch import nn
+
+
+def tiny_net() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 5)).eval()
+
+
+class TwoInput(nn.Module):
+    """ids (int64) + mask (float) → two outputs; a tiny text-classifier shape."""
+
+    def __init__(self, vocab: int = 20, dim: int = 8) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.proj = nn.Linear(dim, 3)
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = self.embed(ids) * mask.unsqueeze(-1)
+        pooled = h.sum(1) / mask.sum(1, keepdim=True).clamp(min=1.0)
+        return self.proj(pooled), h
+
+
+def write_all(d: Path) -> dict[str, Path]:
+    net = tiny_net()
+    x = torch.randn(1, 3, 8, 8)
+    paths = {
+        "torchscript": d / "net_ts.pt",
+        "exported_program": d / "net.pt2",
+        "pickle": d / "net_pickle.pt",
+        "state_dict": d / "net_sd.pt",
+        "onnx": d / "net.onnx",
+    }
+    torch.jit.save(torch.jit.trace(net, x), str(paths["torchscript"]))
+    torch.export.save(torch.export.export(net, (x,)), str(paths["exported_program"]))
+    torch.save(net, paths["pickle"])
+    torch.save(net.state_dict(), paths["state_dict"])
+    torch.onnx.export(net, (x,), str(paths["onnx"]), input_names=["x"], output_names=["y"], dynamo=False, opset_version=17)
+    return paths
+
+
+def write_bad(d: Path) -> dict[str, Path]:
+    bad = {
+        "text": d / "notes.pt",
+        "zip": d / "archive.pt",
+        "empty": d / "empty.onnx",
+    }
+    bad["text"].write_text("this is not a model\n")
+    with zipfile.ZipFile(bad["zip"], "w") as zf:
+        zf.writestr("readme.txt", "hello")
+    bad["empty"].write_bytes(b"")
+    return bad
+
+
+def hostile_pickle(path: Path, marker: Path) -> None:
+    """A pickle whose loading would create ``marker`` (it must never be loaded without --trust-pickle)."""
+    import os
+    import pickle
+
+    class Evil:
+        def __reduce__(self):  # noqa: D105
+            return (os.system, (f"touch {marker}",))
+
+    path.write_bytes(pickle.dumps(Evil()))
+
+
+def hostile_torch_save(path: Path, marker: Path) -> None:
+    import os
+
+    class Evil:
+        def __reduce__(self):  # noqa: D105
+            return (os.system, (f"touch {marker}",))
+
+    torch.save({"model": Evil()}, path)
