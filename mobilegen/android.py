@@ -1,0 +1,347 @@
+"""Render the Android project (``templates/android``) for one model.
+
+Everything the templates print is computed here: safe identifiers and escaped literals come from
+:mod:`mobilegen.lang.kotlin`, versions from :mod:`mobilegen.runtimes` and :data:`TOOLCHAIN`. The
+templates only place values.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from mobilegen.artifacts import ProjectSpec
+from mobilegen.errors import InternalError, RenderError, UsageError
+from mobilegen.lang import kotlin as kt
+from mobilegen.render import render_tree, templates_root
+from mobilegen.runtimes import RuntimeRelease, find_release
+from mobilegen.spec import IOSpec, TensorSpec
+
+CHANNEL = "maven"
+
+# Android build toolchain pinned in the generated project (sources: developer.android.com AGP 8.13
+# release notes — AGP 8.13.x needs Gradle >= 8.13 and JDK 17; developer.android.com/build/kotlin-support —
+# KGP 2.2.x with AGP >= 8.10; developer.android.com/jetpack/androidx/releases/test).
+TOOLCHAIN: dict[str, str] = {
+    "agp": "8.13.2",
+    "gradle": "8.14.3",
+    "kotlin": "2.2.21",
+    "junit": "4.13.2",
+    "androidx_test_ext_junit": "1.3.0",
+    "androidx_test_runner": "1.7.0",
+    "androidx_test_core": "1.7.0",
+}
+COMPILE_SDK = 36
+TARGET_SDK = 36
+MIN_SDK = 24  # every official ORT Android sample; the full AAR itself is built for 21+
+NNAPI_MIN_SDK = 27  # Android 8.1: NNAPI feature level 1 (below it ORT silently runs everything on CPU)
+
+# --nnapi-flags spelling → ai.onnxruntime.providers.NNAPIFlags constant.
+NNAPI_FLAGS: dict[str, str] = {
+    "fp16": "USE_FP16",
+    "nchw": "USE_NCHW",
+    "cpu-disabled": "CPU_DISABLED",
+    "cpu-only": "CPU_ONLY",
+}
+
+# Classes the generated package always defines (plus Android's generated R / BuildConfig).
+FIXED_CLASS_NAMES = frozenset(
+    {
+        "Inputs",
+        "Outputs",
+        "Options",
+        "NnapiFlag",
+        "R",
+        "BuildConfig",
+        "ModelSupport",
+        "GoldenVectors",
+        "GoldenTensor",
+        "ExecutionProvider",
+        "ProviderPlan",
+        "MainActivity",
+        "Companion",
+    }
+)
+
+# Members of the generated Inputs/Outputs classes and companion that tensor names must not shadow.
+_RESERVED_MEMBERS = ("equals", "hashCode", "toString", "copy", "close", "run", "inputs", "outputs", "options", "session")
+_FIXED_CONSTANTS = ("TAG", "MODEL_ASSET", "GOLDEN_ASSET", "INPUT_NAMES", "OUTPUT_NAMES", "ATOL", "RTOL", "MODEL_NAME")
+
+
+@dataclass(frozen=True)
+class KotlinType:
+    array: str  # Kotlin array type of a tensor's data
+    buffer: str | None  # java.nio buffer class used to build the input tensor (None: byte-based)
+    java_type: str | None  # OnnxJavaType constant for ByteBuffer-based tensors
+    reader: str  # ModelSupport function reading an OnnxTensor's copy into ``array``
+    golden: str  # GoldenTensor accessor giving ``array``
+    to_doubles: str  # ModelSupport function widening ``array`` to DoubleArray
+
+
+# ONNX dtype → how the ORT Java API carries it (OnnxJavaType: FLOAT DOUBLE INT8 INT16 INT32 INT64
+# BOOL STRING UINT8 FLOAT16 BFLOAT16; OnnxTensor.createTensor overloads for Float/Double/Int/Long/
+# Short/ByteBuffer).
+KOTLIN_TYPES: dict[str, KotlinType] = {
+    "float32": KotlinType("FloatArray", "FloatBuffer", None, "floats", "asFloatArray", "toDoubles"),
+    "float64": KotlinType("DoubleArray", "DoubleBuffer", None, "doubles", "asDoubleArray", "toDoubles"),
+    "int32": KotlinType("IntArray", "IntBuffer", None, "ints", "asIntArray", "toDoubles"),
+    "int64": KotlinType("LongArray", "LongBuffer", None, "longs", "asLongArray", "toDoubles"),
+    "int16": KotlinType("ShortArray", "ShortBuffer", None, "shorts", "asShortArray", "toDoubles"),
+    "int8": KotlinType("ByteArray", None, "INT8", "bytes", "asByteArray", "toDoubles"),
+    "uint8": KotlinType("ByteArray", None, "UINT8", "bytes", "asByteArray", "unsignedToDoubles"),
+    "bool": KotlinType("BooleanArray", None, "BOOL", "booleans", "asBooleanArray", "toDoubles"),
+}
+_UNSUPPORTED_DTYPES = {
+    "uint16": "the ORT Java API has no unsigned 16-bit type (OnnxJavaType)",
+    "uint32": "the ORT Java API has no unsigned 32-bit type (OnnxJavaType)",
+    "uint64": "the ORT Java API has no unsigned 64-bit type (OnnxJavaType)",
+    "float16": "the generated wrapper does not carry float16 (the Java API only offers raw 16-bit shorts)",
+    "bfloat16": "the generated wrapper does not carry bfloat16 (the Java API only offers raw 16-bit shorts)",
+    "string": "the generated wrapper and golden vectors do not carry string tensors",
+}
+
+
+@dataclass(frozen=True)
+class AndroidOptions:
+    nnapi: bool = False
+    nnapi_flags: tuple[str, ...] = ()
+    xnnpack: bool = False
+    package: str | None = None
+    class_name: str | None = None
+    ort_version: str | None = None
+
+
+def validate_android_options(opts: AndroidOptions) -> None:
+    """Refuse bad ``--package`` / ``--name`` / ``--nnapi-flags`` (UsageError, exit 2), listing every problem."""
+    details: list[str] = []
+    if opts.package is not None:
+        for p in kt.package_problems(opts.package):
+            details.append(f"--package {opts.package!r} {p}")
+    if opts.class_name is not None:
+        for p in kt.class_name_problems(opts.class_name, reserved=FIXED_CLASS_NAMES):
+            details.append(f"--name {opts.class_name!r} {p}")
+    unknown = [f for f in opts.nnapi_flags if f not in NNAPI_FLAGS]
+    for f in unknown:
+        details.append(f"--nnapi-flags: unknown flag {f!r} (known: {', '.join(NNAPI_FLAGS)})")
+    if "cpu-disabled" in opts.nnapi_flags and "cpu-only" in opts.nnapi_flags:
+        details.append("--nnapi-flags: cpu-disabled and cpu-only exclude each other (ORT refuses the pair)")
+    if opts.nnapi_flags and not opts.nnapi:
+        details.append("--nnapi-flags given without --nnapi")
+    if not details:
+        return
+    hints = []
+    if any(d.startswith("--package") for d in details):
+        hints.append("use a Java package such as com.example.mymodel (two or more segments, letters first, no keywords)")
+    if any(d.startswith("--name") for d in details):
+        hints.append("use a PascalCase class name such as MyModel")
+    if any(d.startswith("--nnapi-flags") for d in details):
+        hints.append("pass --nnapi with --nnapi-flags taken from: " + ", ".join(NNAPI_FLAGS))
+    raise UsageError(
+        "invalid Android options: " + "; ".join(details),
+        hint="; ".join(hints),
+        details=details,
+    )
+
+
+def check_android_io(io: IOSpec) -> None:
+    """Refuse model inputs/outputs the generated Kotlin cannot carry, naming every such tensor."""
+    details = []
+    for role, tensors in (("input", io.inputs), ("output", io.outputs)):
+        for t in tensors:
+            if t.dtype not in KOTLIN_TYPES:
+                reason = _UNSUPPORTED_DTYPES.get(t.dtype, "no Java API mapping")
+                details.append(f"{role} {t.name!r} has dtype {t.dtype}: {reason}")
+    if details:
+        raise UsageError(
+            "the Android wrapper cannot express these tensors: " + "; ".join(details),
+            hint="cast them to float32 / int64 / int32 / uint8 / bool in the model before export",
+            details=details,
+        )
+
+
+def android_runtime(opts: AndroidOptions) -> RuntimeRelease:
+    """The onnxruntime-android release pinned in the project (``--ort-version`` or the newest published)."""
+    return find_release(opts.ort_version, CHANNEL)
+
+
+# --- render context ----------------------------------------------------------------------------------
+
+
+def _names(spec: ProjectSpec, opts: AndroidOptions) -> tuple[str, str]:
+    class_name = opts.class_name or kt.derive_class_name(spec.model_name, reserved=FIXED_CLASS_NAMES)
+    package = opts.package or kt.derive_package(spec.model_name)
+    return class_name, package
+
+
+def _tensor_contexts(io: IOSpec, class_name: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    tensors: list[tuple[str, TensorSpec]] = [("input", t) for t in io.inputs] + [("output", t) for t in io.outputs]
+    fallback = ["input" if role == "input" else "output" for role, _ in tensors]
+    bases = [
+        kt.identifier(t.name, style="camel", fallback=f"{fb}{i}", avoid=_RESERVED_MEMBERS)
+        for i, ((_, t), fb) in enumerate(zip(tensors, fallback, strict=True))
+    ]
+    props = kt.disambiguate(bases, taken=(class_name,))
+    shape_props = kt.disambiguate([p + "Shape" for p in props], taken=[*props, class_name])
+    const_bases = kt.disambiguate(
+        [kt.identifier(p, style="constant", fallback="TENSOR") for p in props], taken=_FIXED_CONSTANTS
+    )
+    inputs: list[dict[str, Any]] = []
+    outputs: list[dict[str, Any]] = []
+    for i, (role, t) in enumerate(tensors):
+        ktype = KOTLIN_TYPES[t.dtype]
+        static = t.is_static
+        dims = [d if isinstance(d, int) else -1 for d in t.shape]
+        ctx = {
+            "name": t.name,
+            "name_literal": kt.string_literal(t.name),
+            "name_md": markdown_text(t.name),
+            "comment": kt.line_comment(f"{t.name} · {t.dtype} · {t.shape_str()}"),
+            "prop": props[i],
+            "shape_prop": shape_props[i],
+            "name_const": const_bases[i] + "_NAME",
+            "shape_const": const_bases[i] + "_SHAPE",
+            "dtype": t.dtype,
+            "array": ktype.array,
+            "buffer": ktype.buffer,
+            "java_type": ktype.java_type,
+            "reader": ktype.reader,
+            "golden": ktype.golden,
+            "to_doubles": ktype.to_doubles,
+            "static": static,
+            "dims": ", ".join(f"{d}L" for d in dims),
+            "element_count": _product(dims) if static else None,
+            "dims_md": "[" + ", ".join(str(d) for d in dims) + "]",
+            # A deliberately wrong-sized input for the generated JVM test (dynamic dims probed at 1).
+            "probe_dims": ", ".join(f"{d if d > 0 else 1}L" for d in dims),
+            "bad_size": _product([d if d > 0 else 1 for d in dims]) + 1,
+        }
+        (inputs if role == "input" else outputs).append(ctx)
+    consts = [c for t in inputs + outputs for c in (t["name_const"], t["shape_const"])] + list(_FIXED_CONSTANTS)
+    members = [t["prop"] for t in inputs + outputs] + [t["shape_prop"] for t in inputs + outputs]
+    if len(set(consts)) != len(consts) or len(set(members)) != len(members):
+        raise InternalError("generated Kotlin member names collide after disambiguation")
+    return inputs, outputs
+
+
+def _product(dims: list[int]) -> int:
+    n = 1
+    for d in dims:
+        n *= d
+    return n
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+!|~])")
+
+
+def markdown_text(text: str) -> str:
+    """Untrusted text as one line of inert Markdown (no HTML, no links, no code spans)."""
+    one_line = kt.line_comment(text)
+    return _MD_SPECIAL.sub(r"\\\1", one_line)
+
+
+def _coverage_rows(coverage: tuple[Any, ...]) -> list[dict[str, Any]]:
+    rows = []
+    for rep in coverage:
+        unsupported = [
+            {"op": markdown_text(op), "count": count, "reasons": markdown_text("; ".join(reasons)[:200])}
+            for op, count, reasons in rep.unsupported_summary()[:10]
+        ]
+        rows.append(
+            {
+                "label": markdown_text(rep.label),
+                "supported": rep.supported_nodes,
+                "total": rep.total_nodes,
+                "percent": f"{rep.percent:.1f}",
+                "partitions": len(rep.partitions),
+                "verdict": markdown_text(rep.verdict),
+                "unsupported": unsupported,
+                "suggestions": [markdown_text(s) for s in rep.suggestions[:5]],
+            }
+        )
+    return rows
+
+
+def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
+    """The complete render context (pure; no file system access)."""
+    validate_android_options(opts)
+    check_android_io(spec.io)
+    release = android_runtime(opts)
+    if not re.fullmatch(r"\d+\.\d+\.\d+", release.version):
+        raise InternalError(f"runtime version {release.version!r} is not a plain x.y.z")
+    class_name, package = _names(spec, opts)
+    inputs, outputs = _tensor_contexts(spec.io, class_name)
+    module = kt.kebab(class_name)
+    asset_dir = kt.snake(class_name)
+    flags = [NNAPI_FLAGS[f] for f in opts.nnapi_flags]
+    accelerated = []
+    if opts.nnapi:
+        accelerated.append("NNAPI" + (f" ({', '.join(flags)})" if flags else ""))
+    if opts.xnnpack:
+        accelerated.append("XNNPACK")
+    return {
+        "class_name": class_name,
+        "exception_name": class_name + "Exception",
+        "package": package,
+        "package_path": package.replace(".", "/"),
+        "app_package": package + ".sample",
+        "app_package_path": (package + ".sample").replace(".", "/"),
+        "module": module,
+        "root_project": f"{module}-android",
+        "asset_dir": asset_dir,
+        "model_asset": f"{asset_dir}/model.ort",
+        "golden_asset": f"{asset_dir}/golden.mgv",
+        "model_name_literal": kt.string_literal(spec.model_name),
+        "model_name_comment": kt.line_comment(spec.model_name),
+        "model_name_md": markdown_text(spec.model_name),
+        "inputs": inputs,
+        "outputs": outputs,
+        "all_inputs_static": all(t["static"] for t in inputs),
+        "atol": repr(float(spec.atol)),
+        "rtol": repr(float(spec.rtol)),
+        "nnapi": opts.nnapi,
+        "nnapi_flags": flags,
+        "xnnpack": opts.xnnpack,
+        "accelerated_label": " + ".join(accelerated) if accelerated else "none (CPU)",
+        "ort_version": release.version,
+        "ort_source": markdown_text(release.source),
+        "toolchain": dict(TOOLCHAIN),
+        "compile_sdk": COMPILE_SDK,
+        "target_sdk": TARGET_SDK,
+        "min_sdk": MIN_SDK,
+        "nnapi_min_sdk": NNAPI_MIN_SDK,
+        "mobilegen_version": markdown_text(spec.mobilegen_version or "dev"),
+        "coverage": _coverage_rows(spec.coverage),
+        "notes": [markdown_text(n) for n in spec.notes],
+    }
+
+
+def render_android(spec: ProjectSpec, opts: AndroidOptions, dest: Path) -> list[PurePosixPath]:
+    """Render ``templates/android`` into ``dest`` (must not exist) and copy the model and golden vectors.
+
+    Returns every written path relative to ``dest``, sorted. On failure nothing is left at ``dest``.
+    """
+    if dest.exists():
+        raise UsageError(f"{dest} already exists", hint="pick another output folder or pass --force")
+    context = android_context(spec, opts)
+    for src, what in ((spec.model_file, "model"), (spec.golden_mgv, "golden vectors")):
+        if not Path(src).is_file():
+            raise RenderError(f"the {what} file {src} does not exist", hint="this is a bug in the pipeline")
+    try:
+        written = render_tree(templates_root() / "android", context, dest, filters=kt.FILTERS)
+        copies = {
+            PurePosixPath(context["module"], "src/main/assets", context["model_asset"]): spec.model_file,
+            PurePosixPath(context["module"], "src/androidTest/assets", context["golden_asset"]): spec.golden_mgv,
+            PurePosixPath("app/src/main/assets", context["golden_asset"]): spec.golden_mgv,
+        }
+        for rel, src in copies.items():
+            target = dest.joinpath(*rel.parts)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, target)
+            written.append(rel)
+    except BaseException:
+        shutil.rmtree(dest, ignore_errors=True)
+        raise
+    return sorted(written)

@@ -1,0 +1,4 @@
+package ai.onnxruntime;
+
+/** Shim: ORT's ValueInfo marker interface. */
+public interface ValueInfo {}

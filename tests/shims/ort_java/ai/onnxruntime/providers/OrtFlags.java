@@ -1,0 +1,6 @@
+package ai.onnxruntime.providers;
+
+/** Shim: ORT's providers/OrtFlags.java. */
+public interface OrtFlags {
+  int getValue();
+}
