@@ -7,6 +7,7 @@ templates only place values.
 
 from __future__ import annotations
 
+import math
 import re
 import shutil
 from dataclasses import dataclass
@@ -162,9 +163,11 @@ def check_android_io(io: IOSpec) -> None:
         )
 
 
-def android_runtime(opts: AndroidOptions) -> RuntimeRelease:
-    """The onnxruntime-android release pinned in the project (``--ort-version`` or the newest published)."""
-    return find_release(opts.ort_version, CHANNEL)
+def android_runtime(opts: AndroidOptions, spec: ProjectSpec | None = None) -> RuntimeRelease:
+    """The onnxruntime-android release pinned in the project: ``--ort-version``, else the version the
+    pipeline already chose (``spec.ort_version``), else the newest release published on Maven."""
+    version = opts.ort_version or (spec.ort_version if spec is not None and spec.ort_version else None)
+    return find_release(version, CHANNEL)
 
 
 # --- render context ----------------------------------------------------------------------------------
@@ -268,9 +271,11 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
     """The complete render context (pure; no file system access)."""
     validate_android_options(opts)
     check_android_io(spec.io)
-    release = android_runtime(opts)
+    release = android_runtime(opts, spec)
     if not re.fullmatch(r"\d+\.\d+\.\d+", release.version):
         raise InternalError(f"runtime version {release.version!r} is not a plain x.y.z")
+    if not (math.isfinite(spec.atol) and math.isfinite(spec.rtol)) or spec.atol < 0 or spec.rtol < 0:
+        raise InternalError(f"tolerances must be finite and >= 0, got atol={spec.atol} rtol={spec.rtol}")
     class_name, package = _names(spec, opts)
     inputs, outputs = _tensor_contexts(spec.io, class_name)
     module = kt.kebab(class_name)

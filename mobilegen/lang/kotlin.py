@@ -53,7 +53,8 @@ def _camel(parts: Sequence[str], *, upper_first: bool) -> str:
     out = []
     for i, p in enumerate(parts):
         if i == 0 and not upper_first:
-            out.append(p[0].lower() + p[1:])
+            # "CO2" → "co2", "inputIDs" → "inputIDs"
+            out.append(p.lower() if p.upper() == p else p[0].lower() + p[1:])
         else:
             out.append(p[0].upper() + p[1:])
     return "".join(out)
