@@ -151,11 +151,17 @@ def export_onnx(loaded: LoadedModel, options: ExportOptions, out_path: Path) -> 
     if loaded.kind == "onnx":
         assert loaded.onnx_path is not None
         model = onnx.load_model(str(loaded.onnx_path), load_external_data=True)
+        notes = _constant_initializers(model)
         io_spec = _onnx_io(model)
         specs, sizes = _check_onnx_inputs(io_spec, options)
         model = _finish(model, out_path)
         return OnnxModel(
-            path=out_path, io=replace(_onnx_io(model), inputs=tuple(specs)), opset=_opset(model), exporter="passthrough", example_sizes=sizes
+            path=out_path,
+            io=replace(_onnx_io(model), inputs=tuple(specs)),
+            opset=_opset(model),
+            exporter="passthrough",
+            example_sizes=sizes,
+            notes=notes,
         )
     if loaded.kind == "ort":
         raise UsageError(f"{loaded.source} is already in ORT format", hint="pass the .onnx or PyTorch model it came from")
@@ -228,6 +234,20 @@ def export_onnx(loaded: LoadedModel, options: ExportOptions, out_path: Path) -> 
         example_sizes={k: v for k, v in sizes.items()},
         notes=tuple(notes),
     )
+
+
+def _constant_initializers(model: Any) -> tuple[str, ...]:
+    """Old (IR < 4) models list every initializer as a graph input too, which makes weights overridable
+    inputs: the ORT-format session then demands them at run time. Mobile apps never feed weights, so
+    they become plain constants (IR version raised to 4, where that is valid)."""
+    inits = {i.name for i in model.graph.initializer}
+    overridable = [vi for vi in model.graph.input if vi.name in inits]
+    if not overridable:
+        return ()
+    for vi in overridable:
+        model.graph.input.remove(vi)
+    model.ir_version = max(model.ir_version, 4)
+    return (f"{len(overridable)} initializers were also graph inputs (IR < 4 style); they are constants now",)
 
 
 def _short(err: BaseException | None) -> str:
