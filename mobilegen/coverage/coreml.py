@@ -1,0 +1,637 @@
+"""CoreML EP rules (NeuralNetwork and MLProgram), read from onnxruntime/core/providers/coreml/builders/.
+
+One table; each op lists the formats it has a builder for, and format-specific sub-rules check
+``ctx.target.coreml_format``. Dynamic dims are accepted unless the target requires static shapes
+(the EP's ``RequireStaticInputShapes`` option).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mobilegen.coverage.common import const_reason, dtype_reason, symbolic_dim_reasons, unknown_shape_reasons
+from mobilegen.coverage.rules import (
+    BOOL,
+    DYNAMIC,
+    F16,
+    F32,
+    I32,
+    I64,
+    EPTable,
+    NodeContext,
+    OpSpec,
+    Rule,
+    const_ints,
+    dtype_name,
+    fmt_shape,
+)
+
+EP = "CoreML"
+B = "onnxruntime/core/providers/coreml/builders/"
+IMPL = B + "impl/"
+BASE = IMPL + "base_op_builder.cc"
+HELPER = B + "helper.cc"
+EP_SRC = "onnxruntime/core/providers/coreml/coreml_execution_provider.cc"
+
+MAX_OPSET = 24  # BaseOpBuilder::GetMaxSupportedOpSet in the source checked (see docs/coverage.md)
+MAX_RANK = 5
+MAX_CONV_DIM = 16384
+MLP = ("mlprogram",)
+NN = ("neuralnetwork",)
+BOTH = ("mlprogram", "neuralnetwork")
+
+
+def _is_mlp(ctx: NodeContext) -> bool:
+    return ctx.target.coreml_format == "mlprogram"
+
+
+# --- general rules ----------------------------------------------------------------------------------
+
+
+def _opset(ctx: NodeContext) -> str | None:
+    spec: OpSpec = ctx.spec
+    hi = spec.since_max or MAX_OPSET
+    v = ctx.node.since_version
+    if v is None or spec.since_min <= v <= hi:
+        return None
+    return f"{ctx.node.op_type} opset {v} (node since_version): CoreML takes {spec.since_min}..{hi}"
+
+
+def _static(ctx: NodeContext) -> list[str]:
+    if not ctx.target.require_static_shapes:
+        return []
+    return symbolic_dim_reasons(ctx, "static input shapes are required (--require-static-shapes)")
+
+
+def _zero_dims(ctx: NodeContext) -> list[str]:
+    out = []
+    for i, name in enumerate(ctx.node.inputs):
+        s = ctx.shape(i)
+        if not name or s is None or 0 not in s:
+            continue
+        if ctx.node.op_type == "Resize" and i == 1:  # empty 'roi' is allowed
+            continue
+        out.append(f"input '{name}' {fmt_shape(s)} has a zero-sized dim: not supported by CoreML")
+    return out
+
+
+def _rank(ctx: NodeContext) -> list[str]:
+    out = []
+    for i, name in enumerate(ctx.node.inputs):
+        r = ctx.rank(i)
+        if name and r is not None and r > MAX_RANK:
+            out.append(f"input '{name}' has rank {r}: CoreML takes rank <= {MAX_RANK}")
+    return out
+
+
+def _input0_dtype(ctx: NodeContext) -> str | None:
+    spec: OpSpec = ctx.spec
+    allowed = spec.input0_dtypes or (F32,)
+    if _is_mlp(ctx) and spec.input0_dtypes is None:
+        allowed = (F32, F16)
+    return dtype_reason(ctx, 0, allowed, f"CoreML {ctx.target.coreml_format}")
+
+
+GENERAL = (
+    Rule("coreml.opset", "node since_version within the builder's range", BASE, _opset),
+    Rule("coreml.shapes_known", "every input has a shape", HELPER, lambda c: unknown_shape_reasons(c, EP)),
+    Rule("coreml.static_shapes", "no symbolic dims when static shapes are required", HELPER, _static, DYNAMIC),
+    Rule("coreml.zero_dims", "no zero-sized dims (Resize roi excepted)", HELPER, _zero_dims),
+    Rule("coreml.rank", "every input rank <= 5", HELPER, _rank),
+    Rule("coreml.input0_dtype", "input 0 float32 (MLProgram also float16) unless the op says otherwise", BASE, _input0_dtype),
+)
+
+
+# --- op rules -----------------------------------------------------------------------------------
+
+
+def _conv(ctx: NodeContext) -> list[str]:
+    out = []
+    r = ctx.rank(1)
+    if r is not None and r not in (3, 4):
+        out.append(f"weight has rank {r}: CoreML takes only 1-D/2-D convolution")
+    if not _is_mlp(ctx) and not ctx.is_const(1):
+        out.append(f"weight input '{ctx.input_name(1)}' is not a constant initializer (NeuralNetwork needs it)")
+    c = const_reason(ctx, 2, "bias", EP)
+    if c:
+        out.append(c)
+    for i in (0, 1):
+        s = ctx.shape(i)
+        if s is not None and any(isinstance(d, int) and d > MAX_CONV_DIM for d in s):
+            out.append(f"input '{ctx.input_name(i)}' {fmt_shape(s)} has a dim > {MAX_CONV_DIM}: CoreML conv memory limit")
+    return out
+
+
+def _convtranspose(ctx: NodeContext) -> list[str]:
+    out = []
+    for i, what in ((1, "weight"), (2, "bias")):
+        r = const_reason(ctx, i, what, EP)
+        if r:
+            out.append(r)
+    if ctx.attr("auto_pad", "NOTSET") in ("SAME_UPPER", "SAME_LOWER"):
+        out.append("ConvTranspose auto_pad SAME_* is not supported by CoreML")
+    if ctx.attr("output_shape") is not None:
+        out.append("ConvTranspose output_shape is not supported by CoreML")
+    if any(p != 0 for p in tuple(ctx.attr("output_padding", ()))):
+        out.append("ConvTranspose output_padding must be 0 on CoreML")
+    return out
+
+
+def _batchnorm(ctx: NodeContext) -> list[str]:
+    out = []
+    r = ctx.rank(0)
+    if r is not None and r != 4:
+        out.append(f"input has rank {r}: CoreML BatchNormalization takes 4-D")
+    for i, what in ((1, "scale"), (2, "B"), (3, "mean"), (4, "var")):
+        c = const_reason(ctx, i, what, EP)
+        if c:
+            out.append(c)
+    if ctx.n_outputs != 1:
+        out.append("BatchNormalization training outputs are not supported by CoreML")
+    return out
+
+
+def _prelu(ctx: NodeContext) -> list[str]:
+    out = []
+    r = ctx.rank(0)
+    if r is not None and r not in (3, 4):
+        out.append(f"PRelu input has rank {r}: CoreML takes 3-D or 4-D")
+    if not ctx.is_const(1):
+        out.append(f"slope '{ctx.input_name(1)}' is not a constant initializer")
+    else:
+        s = ctx.shape(1) or ()
+        n = int(np.prod([d for d in s if isinstance(d, int)])) if s else 1
+        if n != 1 and not (len(s) == 3 and s[1] == 1 and s[2] == 1):
+            out.append(f"slope shape {fmt_shape(s)}: CoreML takes [C, 1, 1] or a single element")
+    return out
+
+
+def _clip(ctx: NodeContext) -> list[str]:
+    out = []
+    if ctx.since >= 11:
+        for i, what in ((1, "min"), (2, "max")):
+            r = const_reason(ctx, i, what, EP)
+            if r:
+                out.append(r)
+    return out
+
+
+def _binary_dtype(ctx: NodeContext) -> str | None:
+    allowed = (F32, F16, I64) if _is_mlp(ctx) else (F32,)
+    return dtype_reason(ctx, 0, allowed, f"CoreML {ctx.target.coreml_format}")
+
+
+def _pow(ctx: NodeContext) -> str | None:
+    a, b = ctx.dtype(0), ctx.dtype(1)
+    if a == F32 and b == F32:
+        return None
+    return f"Pow inputs are {dtype_name(a)} and {dtype_name(b)}: CoreML Pow takes float32 for both"
+
+
+def _max_binary(ctx: NodeContext) -> str | None:
+    n = sum(1 for t in ctx.node.inputs if t)
+    return None if n == 2 else f"Max with {n} inputs: CoreML takes exactly 2"
+
+
+def _matmul(ctx: NodeContext) -> list[str]:
+    ra, rb = ctx.rank(0), ctx.rank(1)
+    if _is_mlp(ctx):
+        if ra == 1 and rb is not None and rb > 1:
+            return ["MatMul of a 1-D A with an N-D B is not supported by CoreML MLProgram"]
+        return []
+    out = []
+    if ra is not None and ra != 2 or rb is not None and rb != 2:
+        out.append(f"MatMul {fmt_shape(ctx.shape(0))} x {fmt_shape(ctx.shape(1))}: NeuralNetwork takes 2-D x 2-D")
+    if not ctx.is_const(1):
+        out.append(f"B input '{ctx.input_name(1)}' is not a constant initializer (NeuralNetwork needs it)")
+    return out
+
+
+def _gemm(ctx: NodeContext) -> list[str]:
+    out = []
+    if not ctx.is_const(1):
+        out.append(f"B input '{ctx.input_name(1)}' is not a constant initializer")
+    ta, alpha, beta = int(ctx.attr("transA", 0)), float(ctx.attr("alpha", 1.0)), float(ctx.attr("beta", 1.0))
+    if ta != 0 or alpha != 1.0 or beta != 1.0:
+        out.append(f"Gemm transA={ta} alpha={alpha:g} beta={beta:g}: CoreML takes transA=0, alpha=1, beta=1")
+    if ctx.has_input(2):
+        if not ctx.is_const(2):
+            out.append(f"C input '{ctx.input_name(2)}' is not a constant initializer")
+        else:
+            s = ctx.shape(2) or ()
+            if not (len(s) <= 1 or (len(s) == 2 and s[0] == 1)):
+                out.append(f"Gemm C {fmt_shape(s)}: CoreML takes a bias of shape [], [1], [N] or [1, N]")
+    return out
+
+
+def _reshape(ctx: NodeContext) -> list[str]:
+    out = []
+    if not ctx.is_const(1):
+        return [f"shape input '{ctx.input_name(1)}' is not a constant initializer"]
+    shape = const_ints(ctx, 1)
+    if shape is not None:
+        if not shape:
+            out.append("Reshape to an empty shape is not supported by CoreML")
+        if len(shape) > MAX_RANK:
+            out.append(f"Reshape to rank {len(shape)}: CoreML takes rank <= {MAX_RANK}")
+        if 0 in shape and int(ctx.attr("allowzero", 0)) == 1:
+            out.append("Reshape with allowzero=1 and a 0 in the shape is not supported by CoreML")
+    if ctx.shape(0) is not None and not ctx.is_static(0):
+        out.append(f"Reshape input {fmt_shape(ctx.shape(0))} is not static: CoreML Reshape needs a static input shape")
+    return out
+
+
+def _concat(ctx: NodeContext) -> list[str]:
+    out = []
+    if sum(1 for t in ctx.node.inputs if t) < 2:
+        out.append("Concat with fewer than 2 inputs is not supported by CoreML")
+    if not _is_mlp(ctx):
+        r = ctx.rank(0)
+        axis = int(ctx.attr("axis", 0))
+        if r is not None:
+            if axis < 0:
+                axis += r
+            if r != 4 or axis != r - 3:
+                out.append(f"Concat rank {r} axis {axis}: NeuralNetwork concatenates only 4-D on the channel axis")
+    return out
+
+
+def _split(ctx: NodeContext) -> list[str]:
+    out = []
+    n = sum(1 for o in ctx.node.outputs if o)
+    if n < 2:
+        out.append("Split into fewer than 2 outputs is not supported by CoreML")
+    if ctx.has_input(1):
+        if not ctx.is_const(1):
+            out.append(f"split input '{ctx.input_name(1)}' is not a constant initializer")
+        else:
+            splits = const_ints(ctx, 1) or []
+            if 0 in splits:
+                out.append("Split with a zero-sized part is not supported by CoreML")
+    else:
+        s, axis = ctx.shape(0), int(ctx.attr("axis", 0))
+        if s is not None and -len(s) <= axis < len(s) and not isinstance(s[axis], int):
+            out.append(f"Split axis dim '{s[axis]}' is not static: CoreML needs it to compute the parts")
+    return out
+
+
+def _slice(ctx: NodeContext) -> list[str]:
+    out = []
+    if ctx.shape(0) is not None and not ctx.is_static(0):
+        out.append(f"Slice data {fmt_shape(ctx.shape(0))} is not static: CoreML Slice needs a static shape")
+    for i, what in ((1, "starts"), (2, "ends"), (3, "axes"), (4, "steps")):
+        r = const_reason(ctx, i, what, EP)
+        if r:
+            out.append(r)
+    return out
+
+
+def _gather(ctx: NodeContext) -> list[str]:
+    out = []
+    ri, rd = ctx.rank(1), ctx.rank(0)
+    if ri == 0:
+        out.append("Gather with scalar indices is not supported by CoreML")
+    if ri is not None and rd is not None and rd + ri - 1 > MAX_RANK:
+        out.append(f"Gather output rank {rd + ri - 1}: CoreML takes rank <= {MAX_RANK}")
+    return out
+
+
+def _shape(ctx: NodeContext) -> list[str]:
+    if _is_mlp(ctx):
+        return []
+    out = []
+    if int(ctx.attr("start", 0)) != 0:
+        out.append("Shape start != 0 is not supported by CoreML NeuralNetwork")
+    if ctx.attr("end") is not None:
+        out.append("Shape end is not supported by CoreML NeuralNetwork")
+    return out
+
+
+def _softmax(ctx: NodeContext) -> str | None:
+    if ctx.since < 13 and ctx.shape(0) is not None and not ctx.is_static(0):
+        return "Softmax opset < 13 needs a static input shape on CoreML"
+    return None
+
+
+def _norm(ctx: NodeContext) -> list[str]:
+    out = []
+    for i, what in ((1, "scale"), (2, "bias")):
+        r = const_reason(ctx, i, what, EP)
+        if r:
+            out.append(r)
+    if ctx.node.op_type == "LayerNormalization" and int(ctx.attr("stash_type", 1)) != 1:
+        out.append("LayerNormalization stash_type != 1 is not supported by CoreML")
+    if ctx.n_outputs != 1:
+        out.append(f"{ctx.node.op_type} extra outputs (mean / inv std) are not supported by CoreML")
+    return out
+
+
+def _reduce(ctx: NodeContext) -> list[str]:
+    out = []
+    if ctx.has_input(1) and not ctx.is_const(1):
+        out.append(f"axes input '{ctx.input_name(1)}' is not a constant initializer")
+    if not _is_mlp(ctx) and int(ctx.attr("noop_with_empty_axes", 0)) == 1:
+        axes = ctx.attr("axes")
+        if (axes is None or len(axes) == 0) and not ctx.has_input(1):
+            out.append("noop_with_empty_axes=1 without axes is not supported by CoreML NeuralNetwork")
+    return out
+
+
+def _argmax(ctx: NodeContext) -> str | None:
+    if int(ctx.attr("select_last_index", 0)) != 0:
+        return "ArgMax select_last_index=1 is not supported by CoreML"
+    return None
+
+
+def _pool_rank4(ctx: NodeContext) -> str | None:
+    r = ctx.rank(0)
+    return None if r is None or r == 4 else f"{ctx.node.op_type} input has rank {r}: CoreML takes 4-D"
+
+
+def _pool_attrs(ctx: NodeContext) -> list[str]:
+    out = []
+    if len(tuple(ctx.attr("kernel_shape", (1, 1)))) != 2:
+        out.append("only 2-D pooling is supported by CoreML")
+    if int(ctx.attr("storage_order", 0)) != 0:
+        out.append("storage_order=1 is not supported by CoreML")
+    if any(d != 1 for d in tuple(ctx.attr("dilations", (1, 1)))):
+        out.append("pooling dilations are not supported by CoreML")
+    if ctx.n_outputs != 1:
+        out.append("MaxPool Indices output is not supported by CoreML")
+    if not _is_mlp(ctx) and int(ctx.attr("ceil_mode", 0)) != 0:
+        out.append("ceil_mode=1 is not supported by CoreML NeuralNetwork")
+    return out
+
+
+def _resize(ctx: NodeContext) -> list[str]:
+    out = []
+    r = ctx.rank(0)
+    if r is not None:
+        if _is_mlp(ctx) and not 3 <= r <= 5:
+            out.append(f"Resize input rank {r}: CoreML MLProgram takes 3..5")
+        if not _is_mlp(ctx) and r != 4:
+            out.append(f"Resize input rank {r}: CoreML NeuralNetwork takes 4-D")
+    mode = ctx.attr("mode", "nearest")
+    coord = ctx.attr("coordinate_transformation_mode", "half_pixel")
+    if mode not in ("linear", "nearest"):
+        out.append(f"Resize mode '{mode}': CoreML takes linear or nearest")
+    if int(ctx.attr("antialias", 0)) != 0:
+        out.append("Resize antialias is not supported by CoreML")
+    if int(ctx.attr("exclude_outside", 0)) != 0:
+        out.append("Resize exclude_outside=1 is not supported by CoreML")
+    if ctx.attr("keep_aspect_ratio_policy", "stretch") != "stretch":
+        out.append("Resize keep_aspect_ratio_policy other than stretch is not supported by CoreML")
+    if mode == "nearest" and (coord != "asymmetric" or ctx.attr("nearest_mode", "round_prefer_floor") != "floor"):
+        out.append("Resize nearest: CoreML takes only asymmetric coordinates with nearest_mode=floor")
+    if mode == "linear" and not _is_mlp(ctx) and coord != "asymmetric":
+        out.append(f"Resize linear with '{coord}': CoreML NeuralNetwork takes only asymmetric")
+    use_sizes = ctx.has_input(3)
+    i = 3 if use_sizes else 2
+    if ctx.since >= 11 and not ctx.is_const(i):
+        out.append(f"Resize {'sizes' if use_sizes else 'scales'} input is not a constant initializer")
+    elif ctx.since >= 11:
+        v = ctx.const(i)
+        src = ctx.shape(0)
+        if v is not None and src is not None and len(v) == len(src) and len(src) >= 2:
+            vals = [float(x) for x in np.asarray(v).reshape(-1)]
+            lead = vals[:-2]
+            if use_sizes:
+                if any(not isinstance(d, int) or float(d) != x for d, x in zip(src[:-2], lead, strict=False)):
+                    out.append("Resize changes dims other than the last two: CoreML resizes only H and W")
+            elif any(x != 1.0 for x in lead):
+                out.append("Resize scales dims other than the last two: CoreML resizes only H and W")
+    return out
+
+
+def _pad(ctx: NodeContext) -> list[str]:
+    out = []
+    r = ctx.rank(0)
+    if r is not None and r < 2:
+        out.append(f"Pad input rank {r}: CoreML takes rank >= 2")
+    mode = ctx.attr("mode", "constant")
+    if mode != "constant":
+        out.append(f"Pad mode '{mode}': CoreML takes only constant padding")
+    if not ctx.is_const(1):
+        out.append(f"pads input '{ctx.input_name(1)}' is not a constant initializer")
+    else:
+        pads = const_ints(ctx, 1)
+        if pads is not None and r is not None and len(pads) == 2 * r:
+            if any(p < 0 for p in pads):
+                out.append("negative pads are not supported by CoreML")
+            lead = pads[: r - 2] + pads[r : 2 * r - 2]
+            if any(p != 0 for p in lead):
+                out.append("Pad pads dims other than the last two: CoreML pads only H and W")
+    if ctx.has_input(2) and not ctx.is_const(2):
+        out.append(f"constant_value input '{ctx.input_name(2)}' is not a constant initializer")
+    if ctx.has_input(3) and not ctx.is_const(3):
+        out.append(f"axes input '{ctx.input_name(3)}' is not a constant initializer")
+    return out
+
+
+def _axes_const(ctx: NodeContext) -> str | None:
+    if ctx.has_input(1) and not ctx.is_const(1):
+        return f"axes input '{ctx.input_name(1)}' is not a constant initializer"
+    return None
+
+
+def _unsqueeze_rank(ctx: NodeContext) -> str | None:
+    r = ctx.rank(0)
+    axes = ctx.attr("axes")
+    n = len(axes) if axes is not None else len(const_ints(ctx, 1) or [])
+    if r is not None and r + n > MAX_RANK:
+        return f"Unsqueeze output rank {r + n}: CoreML takes rank <= {MAX_RANK}"
+    return None
+
+
+def _cast(ctx: NodeContext) -> str | None:
+    to = int(ctx.attr("to", 0))
+    src = ctx.dtype(0)
+    if _is_mlp(ctx):
+        ok = (F32, F16, I32, I64)
+        if src in ok and to in ok:
+            return None
+        return f"Cast {dtype_name(src)} -> {dtype_name(to)}: CoreML MLProgram casts between int32/int64/float32/float16"
+    prod = ctx.graph.producer.get(ctx.input_name(0))
+    if prod is not None and ctx.graph.nodes[prod].op_type == "ArgMax" and to == I32:
+        return None
+    return "Cast in NeuralNetwork is only taken as int64 -> int32 right after ArgMax"
+
+
+def _depthtospace(ctx: NodeContext) -> str | None:
+    mode = ctx.attr("mode", "DCR")
+    if mode == "DCR":
+        return None
+    if not _is_mlp(ctx):
+        return f"DepthToSpace mode {mode}: CoreML NeuralNetwork takes only DCR"
+    if not ctx.is_static(0):
+        return "DepthToSpace CRD needs a static input shape on CoreML MLProgram"
+    return None
+
+
+def _lrn(ctx: NodeContext) -> str | None:
+    r = ctx.rank(0)
+    return None if r is None or r in (3, 4) else f"LRN input has rank {r}: CoreML takes 3-D or 4-D"
+
+
+def _where(ctx: NodeContext) -> list[str]:
+    out = []
+    for i in (1, 2):
+        dt = ctx.dtype(i)
+        if dt is not None and dt not in (F32, F16):
+            out.append(f"Where branch '{ctx.input_name(i)}' is {dtype_name(dt)}: CoreML takes float32/float16")
+    return out
+
+
+def _and(ctx: NodeContext) -> list[str]:
+    return [
+        f"And input '{ctx.input_name(i)}' is {dtype_name(ctx.dtype(i))}: CoreML takes bool"
+        for i in (0, 1)
+        if ctx.dtype(i) is not None and ctx.dtype(i) != BOOL
+    ]
+
+
+def _gathernd(ctx: NodeContext) -> str | None:
+    bd = int(ctx.attr("batch_dims", 0))
+    return None if bd == 0 else f"GatherND batch_dims={bd}: CoreML takes 0"
+
+
+def _tile(ctx: NodeContext) -> str | None:
+    r = ctx.rank(0)
+    return None if r is None or r <= MAX_RANK else f"Tile input rank {r}: CoreML takes rank <= {MAX_RANK}"
+
+
+OP_RULES = {
+    r.id: r
+    for r in (
+        Rule("coreml.conv", "Conv 1-D/2-D, constant bias (and weight for NN), dims <= 16384", IMPL + "conv_op_builder.cc", _conv),
+        Rule("coreml.convtranspose", "ConvTranspose constant W/B, no SAME_*, no output_shape/padding", IMPL + "convtranspose_op_builder.cc", _convtranspose),
+        Rule("coreml.batchnorm", "BatchNormalization 4-D, constant params, 1 output", IMPL + "batch_norm_op_builder.cc", _batchnorm),
+        Rule("coreml.prelu", "PRelu 3-D/4-D, constant slope [C,1,1] or 1 element", IMPL + "activation_op_builder.cc", _prelu),
+        Rule("coreml.clip", "Clip min/max constant", IMPL + "clip_op_builder.cc", _clip),
+        Rule("coreml.binary.dtype", "binary ops float32 (MLProgram also float16/int64)", IMPL + "binary_op_builder.cc", _binary_dtype),
+        Rule("coreml.pow", "Pow both inputs float32", IMPL + "binary_op_builder.cc", _pow),
+        Rule("coreml.max.binary", "Max exactly 2 inputs", IMPL + "binary_op_builder.cc", _max_binary),
+        Rule("coreml.matmul", "MatMul: NN 2-D x constant 2-D; MLP no 1-D x N-D", IMPL + "gemm_op_builder.cc", _matmul),
+        Rule("coreml.gemm", "Gemm constant B and C, transA=0, alpha=beta=1", IMPL + "gemm_op_builder.cc", _gemm),
+        Rule("coreml.reshape", "Reshape constant non-empty shape, static input", IMPL + "reshape_op_builder.cc", _reshape),
+        Rule("coreml.concat", "Concat >= 2 inputs; NN 4-D on channels", IMPL + "concat_op_builder.cc", _concat),
+        Rule("coreml.split", "Split constant splits, >= 2 parts", IMPL + "split_op_builder.cc", _split),
+        Rule("coreml.slice", "Slice static data, constant starts/ends/axes/steps", IMPL + "slice_op_builder.cc", _slice),
+        Rule("coreml.gather", "Gather non-scalar indices, output rank <= 5", IMPL + "gather_op_builder.cc", _gather),
+        Rule("coreml.shape", "Shape: NN no start/end", IMPL + "shape_op_builder.cc", _shape),
+        Rule("coreml.softmax", "Softmax opset < 13 needs static shape", IMPL + "softmax_op_builder.cc", _softmax),
+        Rule("coreml.norm", "Layer/Group/InstanceNorm constant scale/bias, 1 output", IMPL + "normalization_op_builder.cc", _norm),
+        Rule("coreml.reduce", "Reduce* constant axes; NN no noop_with_empty_axes", IMPL + "reduction_op_builder.cc", _reduce),
+        Rule("coreml.argmax", "ArgMax select_last_index=0", IMPL + "argmax_op_builder.cc", _argmax),
+        Rule("coreml.pool.rank4", "pooling input 4-D", IMPL + "pool_op_builder.cc", _pool_rank4),
+        Rule("coreml.pool.attrs", "2-D pooling, no storage_order/dilations/indices; NN no ceil_mode", IMPL + "pool_op_builder.cc", _pool_attrs),
+        Rule("coreml.resize", "Resize linear/nearest, constant scales/sizes, H/W only", IMPL + "resize_op_builder.cc", _resize),
+        Rule("coreml.pad", "Pad constant mode, constant pads on the last two dims", IMPL + "pad_op_builder.cc", _pad),
+        Rule("coreml.axes_const", "axes input constant", IMPL + "squeeze_op_builder.cc", _axes_const),
+        Rule("coreml.unsqueeze.rank", "Unsqueeze output rank <= 5", IMPL + "squeeze_op_builder.cc", _unsqueeze_rank),
+        Rule("coreml.cast", "Cast: MLP int32/int64/float/fp16; NN only after ArgMax", IMPL + "cast_op_builder.cc", _cast),
+        Rule("coreml.depthtospace", "DepthToSpace DCR (MLP CRD with static shape)", IMPL + "depthtospace_op_builder.cc", _depthtospace),
+        Rule("coreml.lrn", "LRN 3-D or 4-D", IMPL + "LRN_op_builder.cc", _lrn),
+        Rule("coreml.where", "Where X/Y float32/float16", IMPL + "where_op_builder.cc", _where),
+        Rule("coreml.and", "And inputs bool", IMPL + "logical_op_builder.cc", _and),
+        Rule("coreml.gathernd", "GatherND batch_dims 0", IMPL + "gather_nd_op_builder.cc", _gathernd),
+        Rule("coreml.tile", "Tile input rank <= 5", IMPL + "tile_op_builder.cc", _tile),
+    )
+}
+
+ANY = (F32, F16, I32, I64, BOOL)
+
+
+def _op(op: str, src: str, formats: tuple[str, ...] = BOTH, since: int = 1, rules: tuple[str, ...] = (),
+        dtypes: tuple[int, ...] | None = None, since_max: int | None = None) -> OpSpec:
+    return OpSpec(op, IMPL + src, since, since_max, 27, dtypes, rules, "", formats)
+
+
+_ACT = "activation_op_builder.cc"
+_UN = "unary_op_builder.cc"
+_BIN = "binary_op_builder.cc"
+_RED = "reduction_op_builder.cc"
+_POOL = "pool_op_builder.cc"
+
+OPS = {
+    (s.domain, s.op_type): s
+    for s in (
+        _op("Conv", "conv_op_builder.cc", rules=("coreml.conv",)),
+        _op("ConvTranspose", "convtranspose_op_builder.cc", MLP, rules=("coreml.convtranspose", "coreml.conv")),
+        _op("BatchNormalization", "batch_norm_op_builder.cc", rules=("coreml.batchnorm",)),
+        _op("Relu", _ACT, since=6),
+        _op("Sigmoid", _ACT, since=6),
+        _op("Tanh", _ACT, since=6),
+        _op("LeakyRelu", _ACT, since=6),
+        _op("PRelu", _ACT, since=7, rules=("coreml.prelu",)),
+        _op("Elu", _ACT, MLP, since=6),
+        _op("Softplus", _ACT, MLP),
+        _op("HardSigmoid", _ACT, MLP, since=6),
+        _op("Gelu", _ACT, MLP, since=20),
+        _op("Clip", "clip_op_builder.cc", since=6, rules=("coreml.clip",)),
+        _op("Erf", _UN, MLP),
+        _op("Exp", _UN, MLP),
+        _op("Round", _UN, MLP),
+        _op("Cos", _UN, MLP),
+        _op("Sin", _UN, MLP),
+        _op("Ceil", _UN, MLP),
+        _op("Sqrt", _UN),
+        _op("Reciprocal", _UN),
+        _op("Add", _BIN, since=7, rules=("coreml.binary.dtype",), dtypes=ANY),
+        _op("Sub", _BIN, since=7, rules=("coreml.binary.dtype",), dtypes=ANY),
+        _op("Mul", _BIN, since=7, rules=("coreml.binary.dtype",), dtypes=ANY),
+        _op("Div", _BIN, since=7, rules=("coreml.binary.dtype",), dtypes=ANY),
+        _op("Pow", _BIN, since=7, rules=("coreml.pow",)),
+        _op("Max", _BIN, MLP, rules=("coreml.max.binary",)),
+        _op("MatMul", "gemm_op_builder.cc", rules=("coreml.matmul",)),
+        _op("Gemm", "gemm_op_builder.cc", rules=("coreml.gemm",)),
+        _op("Reshape", "reshape_op_builder.cc", since=5, rules=("coreml.reshape",), dtypes=(F32, F16, I32, I64)),
+        _op("Flatten", "flatten_op_builder.cc", NN),
+        _op("Transpose", "transpose_op_builder.cc"),
+        _op("Concat", "concat_op_builder.cc", rules=("coreml.concat",)),
+        _op("Split", "split_op_builder.cc", since=13, rules=("coreml.split",)),
+        _op("Slice", "slice_op_builder.cc", since=10, rules=("coreml.slice",), dtypes=(F32, F16, I64)),
+        _op("Gather", "gather_op_builder.cc", rules=("coreml.gather",), dtypes=(F32, F16, I64)),
+        _op("GatherND", "gather_nd_op_builder.cc", MLP, rules=("coreml.gathernd",), dtypes=(F32, F16, I32, I64)),
+        _op("Shape", "shape_op_builder.cc", rules=("coreml.shape",), dtypes=ANY),
+        _op("Softmax", "softmax_op_builder.cc", rules=("coreml.softmax",)),
+        _op("LayerNormalization", "normalization_op_builder.cc", MLP, rules=("coreml.norm",)),
+        _op("GroupNormalization", "normalization_op_builder.cc", MLP, rules=("coreml.norm",)),
+        _op("InstanceNormalization", "normalization_op_builder.cc", MLP, rules=("coreml.norm",)),
+        _op("ReduceMean", _RED, rules=("coreml.reduce",)),
+        _op("ReduceSum", _RED, rules=("coreml.reduce",)),
+        _op("ReduceMax", _RED, MLP, rules=("coreml.reduce",)),
+        _op("ReduceMin", _RED, MLP, rules=("coreml.reduce",)),
+        _op("ReduceProd", _RED, MLP, rules=("coreml.reduce",)),
+        _op("ArgMax", "argmax_op_builder.cc", rules=("coreml.argmax",)),
+        _op("GlobalAveragePool", _POOL, rules=("coreml.pool.rank4",)),
+        _op("GlobalMaxPool", _POOL, rules=("coreml.pool.rank4",)),
+        _op("AveragePool", _POOL, rules=("coreml.pool.rank4", "coreml.pool.attrs")),
+        _op("MaxPool", _POOL, rules=("coreml.pool.rank4", "coreml.pool.attrs")),
+        _op("Resize", "resize_op_builder.cc", since=11, rules=("coreml.resize",)),
+        _op("Pad", "pad_op_builder.cc", NN, since=11, rules=("coreml.pad",)),
+        _op("Squeeze", "squeeze_op_builder.cc", rules=("coreml.axes_const",), dtypes=(F32, F16, I32, I64)),
+        _op("Unsqueeze", "squeeze_op_builder.cc", MLP, rules=("coreml.axes_const", "coreml.unsqueeze.rank"), dtypes=(F32, F16, I32, I64)),
+        _op("Cast", "cast_op_builder.cc", rules=("coreml.cast",), dtypes=ANY),
+        _op("DepthToSpace", "depthtospace_op_builder.cc", rules=("coreml.depthtospace",)),
+        _op("LRN", "LRN_op_builder.cc", NN, rules=("coreml.lrn",)),
+        _op("Where", "where_op_builder.cc", MLP, rules=("coreml.where",), dtypes=(BOOL,)),
+        _op("And", "logical_op_builder.cc", MLP, rules=("coreml.and",), dtypes=(BOOL,)),
+        _op("Tile", "tile_op_builder.cc", MLP, rules=("coreml.tile",), dtypes=(F32, F16, I32, I64, BOOL)),
+        _op("Identity", "identity_op_builder.cc", MLP, dtypes=ANY),
+    )
+}
+
+# Builders that exist in ORT but whose limits mobilegen does not model yet: reported as unsupported,
+# with that reason (pessimistic, never optimistic).
+UNMODELLED = ("GridSample", "QuickGelu", "FusedConv", "Expand", "Equal", "Not", "Mod", "Neg", "Range")
+
+TABLE = EPTable(
+    ep="coreml",
+    ops=OPS,
+    rules=OP_RULES,
+    general=GENERAL,
+    default_since_max=MAX_OPSET,
+    default_input0_dtypes=(F32,),
+    extra={"unmodelled": UNMODELLED, "helper": HELPER, "ep_source": EP_SRC},
+)

@@ -1,0 +1,119 @@
+"""Partitioning as the EPs' GetCapability does it.
+
+The grouping follows the idea of ``CreateSupportedPartitionNodeGroups``
+(onnxruntime/core/providers/partitioning_utils.cc): a Kahn topological walk that grows one group at a
+time; supported nodes join the group, unsupported nodes that do not consume the group's outputs are
+walked past, and unsupported nodes on the group's border wait for the next group. This is an own
+implementation of that idea, not a port of the code.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable, Sequence
+
+from mobilegen.coverage.graph import GraphInfo
+
+SupportFn = Callable[[int], bool]
+GroupFn = Callable[[list[int]], bool]
+
+
+def _edges(graph: GraphInfo) -> tuple[list[int], list[list[int]]]:
+    """In-degree (one per consumed input slot fed by a node) and the consumer list per node."""
+    n = len(graph.nodes)
+    indeg = [0] * n
+    out: list[list[int]] = [[] for _ in range(n)]
+    for node in graph.nodes:
+        for t in node.inputs:
+            if not t:
+                continue
+            p = graph.producer.get(t)
+            if p is None or p == node.index:
+                continue
+            indeg[node.index] += 1
+            out[p].append(node.index)
+    return indeg, out
+
+
+def group_nodes(
+    graph: GraphInfo,
+    is_supported: SupportFn,
+    on_group_closed: GroupFn | None = None,
+) -> list[list[int]]:
+    """Groups of node indices that one EP partition each would hold, in the order ORT forms them."""
+    indeg, consumers = _edges(graph)
+    ready: deque[int] = deque(i for i in range(len(graph.nodes)) if indeg[i] == 0)
+    deferred: deque[int] = deque()
+    groups: list[list[int]] = []
+    group: list[int] = []
+    border: set[int] = set()
+    cache: dict[int, bool] = {}
+
+    def close() -> None:
+        nonlocal group
+        if group:
+            if on_group_closed is None or on_group_closed(group):
+                groups.append(group)
+            group = []
+            border.clear()
+
+    while ready or deferred:
+        if not ready:
+            close()
+            ready, deferred = deferred, ready
+            continue
+        i = ready.popleft()
+        if i not in cache:
+            cache[i] = is_supported(i)
+        ok = cache[i]
+        if not ok and i in border:
+            deferred.append(i)
+            continue
+        if ok:
+            group.append(i)
+            border.discard(i)
+        for c in consumers[i]:
+            if ok:
+                border.add(c)
+            indeg[c] -= 1
+            if indeg[c] == 0:
+                ready.append(c)
+    close()
+    return groups
+
+
+def downstream_of(graph: GraphInfo, roots: Iterable[int]) -> dict[int, int]:
+    """Every node reachable from ``roots`` (roots included), mapped to the root that reached it first."""
+    _, consumers = _edges(graph)
+    seen: dict[int, int] = {}
+    for r in roots:
+        if r in seen:
+            continue
+        seen[r] = r
+        queue = deque([r])
+        while queue:
+            cur = queue.popleft()
+            for c in consumers[cur]:
+                if c not in seen:
+                    seen[c] = r
+                    queue.append(c)
+    return seen
+
+
+def partition_inputs(graph: GraphInfo, group: Sequence[int]) -> list[str]:
+    produced: set[str] = set()
+    for i in group:
+        produced.update(o for o in graph.nodes[i].outputs if o)
+    inputs: list[str] = []
+    seen: set[str] = set()
+    for i in group:
+        for t in graph.nodes[i].inputs:
+            if t and t not in produced and t not in seen:
+                seen.add(t)
+                inputs.append(t)
+    return inputs
+
+
+def only_constant_inputs(graph: GraphInfo, group: Sequence[int]) -> bool:
+    """NNAPI drops a partition without any non-constant input (nnapi_execution_provider.cc)."""
+    return all(graph.is_const(t) for t in partition_inputs(graph, group))

@@ -1,0 +1,208 @@
+"""Rule types shared by the EP tables, and the per-node context the rule predicates read.
+
+A table is data: an ``OpSpec`` per registered op (since-version range, minimum Android API, the dtypes
+input 0 may have, the ids of the op rules that apply) plus ``Rule`` objects. A rule's ``check`` returns
+the reasons it refuses the node (empty: accepted). Every rule names the ONNX Runtime source file it
+was read from (paths in the microsoft/onnxruntime repository).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from onnx import TensorProto
+
+from mobilegen.coverage.graph import GraphInfo, NodeInfo, Shape
+
+# Reason categories: what a suggestion may assume away ("dynamic") or which op to replace ("op").
+DYNAMIC = "dynamic"
+OP = "op"
+OTHER = "other"
+
+DTYPE_NAMES: dict[int, str] = {
+    TensorProto.FLOAT: "float32",
+    TensorProto.UINT8: "uint8",
+    TensorProto.INT8: "int8",
+    TensorProto.UINT16: "uint16",
+    TensorProto.INT16: "int16",
+    TensorProto.INT32: "int32",
+    TensorProto.INT64: "int64",
+    TensorProto.STRING: "string",
+    TensorProto.BOOL: "bool",
+    TensorProto.FLOAT16: "float16",
+    TensorProto.DOUBLE: "float64",
+    TensorProto.UINT32: "uint32",
+    TensorProto.UINT64: "uint64",
+    TensorProto.BFLOAT16: "bfloat16",
+}
+
+F32 = TensorProto.FLOAT
+F16 = TensorProto.FLOAT16
+U8 = TensorProto.UINT8
+I8 = TensorProto.INT8
+I32 = TensorProto.INT32
+I64 = TensorProto.INT64
+BOOL = TensorProto.BOOL
+
+
+def dtype_name(code: int | None) -> str:
+    return "unknown" if code is None else DTYPE_NAMES.get(int(code), f"type {code}")
+
+
+@dataclass(frozen=True)
+class Reason:
+    text: str
+    category: str = OTHER
+    rule: str = ""  # id of the rule that produced it
+
+
+@dataclass
+class NodeContext:
+    """What a rule sees: one node, the graph around it, and the target settings."""
+
+    node: NodeInfo
+    graph: GraphInfo
+    target: Any  # EPTarget (kept untyped here to avoid an import cycle)
+    spec: Any = None  # the OpSpec of the node's op in the table being evaluated
+
+    # --- attributes -------------------------------------------------------------------------------
+    def attr(self, name: str, default: Any = None) -> Any:
+        value = self.node.attrs.get(name)
+        return default if value is None else value
+
+    # --- inputs -------------------------------------------------------------------------------------
+    def has_input(self, i: int) -> bool:
+        return i < len(self.node.inputs) and self.node.inputs[i] != ""
+
+    def input_name(self, i: int) -> str:
+        return self.node.inputs[i] if i < len(self.node.inputs) else ""
+
+    def shape(self, i: int) -> Shape | None:
+        if not self.has_input(i):
+            return None
+        info = self.graph.info(self.node.inputs[i])
+        return None if info is None else info.shape
+
+    def rank(self, i: int) -> int | None:
+        s = self.shape(i)
+        return None if s is None else len(s)
+
+    def dtype(self, i: int) -> int | None:
+        if not self.has_input(i):
+            return None
+        info = self.graph.info(self.node.inputs[i])
+        return None if info is None else info.elem_type
+
+    def out_dtype(self, i: int = 0) -> int | None:
+        if i >= len(self.node.outputs):
+            return None
+        info = self.graph.info(self.node.outputs[i])
+        return None if info is None else info.elem_type
+
+    def out_shape(self, i: int = 0) -> Shape | None:
+        if i >= len(self.node.outputs):
+            return None
+        info = self.graph.info(self.node.outputs[i])
+        return None if info is None else info.shape
+
+    def is_const(self, i: int) -> bool:
+        return self.has_input(i) and self.graph.is_const(self.node.inputs[i])
+
+    def const(self, i: int) -> np.ndarray | None:
+        return self.graph.const_value(self.node.inputs[i]) if self.has_input(i) else None
+
+    def static_dim(self, i: int, axis: int) -> int | None:
+        s = self.shape(i)
+        if s is None or not -len(s) <= axis < len(s):
+            return None
+        d = s[axis]
+        return d if isinstance(d, int) else None
+
+    def is_static(self, i: int) -> bool:
+        s = self.shape(i)
+        return s is not None and all(isinstance(d, int) for d in s)
+
+    @property
+    def since(self) -> int:
+        return self.node.since_version or 0
+
+    @property
+    def n_outputs(self) -> int:
+        return sum(1 for o in self.node.outputs if o)
+
+
+CheckFn = Callable[[NodeContext], "str | Sequence[str] | None"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One predicate of an EP table. ``check`` returns refusal reasons (None/empty: accepted)."""
+
+    id: str
+    summary: str
+    source: str
+    check: CheckFn
+    category: str = OTHER
+
+    def evaluate(self, ctx: NodeContext) -> list[Reason]:
+        out = self.check(ctx)
+        if not out:
+            return []
+        texts = [out] if isinstance(out, str) else list(out)
+        return [Reason(t, self.category, self.id) for t in texts]
+
+
+MinApi = int | Callable[[NodeContext], int]
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """A registered op builder/kernel: the general limits plus the op rules that apply."""
+
+    op_type: str
+    source: str
+    since_min: int = 1
+    since_max: int | None = None  # None: the EP's default cap
+    min_api: MinApi = 27  # NNAPI only
+    input0_dtypes: tuple[int, ...] | None = None  # None: the EP's default
+    rules: tuple[str, ...] = ()
+    domain: str = ""
+    formats: tuple[str, ...] = ("mlprogram", "neuralnetwork")  # CoreML only
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class EPTable:
+    ep: str
+    ops: dict[tuple[str, str], OpSpec]  # (domain, op_type) -> spec
+    rules: dict[str, Rule]  # op rules by id
+    general: tuple[Rule, ...]  # general rules, evaluated for every registered op, in order
+    default_since_max: int
+    default_input0_dtypes: tuple[int, ...]
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def spec(self, domain: str, op_type: str) -> OpSpec | None:
+        return self.ops.get(("" if domain == "ai.onnx" else domain, op_type))
+
+    def all_rules(self) -> list[Rule]:
+        return list(self.general) + list(self.rules.values())
+
+
+def fmt_shape(shape: Shape | None) -> str:
+    if shape is None:
+        return "unknown"
+    return "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+
+
+def fmt_num(x: float) -> str:
+    return f"{x:g}"
+
+
+def const_ints(ctx: NodeContext, i: int) -> list[int] | None:
+    v = ctx.const(i)
+    if v is None:
+        return None
+    return [int(x) for x in np.asarray(v).reshape(-1)]

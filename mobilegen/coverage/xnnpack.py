@@ -1,0 +1,171 @@
+"""XNNPACK EP rules, read from onnxruntime/core/providers/xnnpack/ (detail/node_support_checker.cc and kernels).
+
+XNNPACK is a kernel EP, not a compiling one: it claims single nodes (Clip/Relu fused into a preceding
+Conv/MaxPool/AveragePool). Partitions are still computed with ORT's grouping so the numbers compare
+with the other EPs; a boundary costs an NHWC<->NCHW transpose, not a copy to another device.
+"""
+
+from __future__ import annotations
+
+from mobilegen.coverage.common import const_reason, dtype_reason
+from mobilegen.coverage.rules import F16, F32, I8, U8, EPTable, NodeContext, OpSpec, Rule, fmt_shape
+
+EP = "XNNPACK"
+X = "onnxruntime/core/providers/xnnpack/"
+CHECKER = X + "detail/node_support_checker.cc"
+EP_SRC = X + "xnnpack_execution_provider.cc"
+FUSABLE_PRODUCERS = ("Conv", "MaxPool", "AveragePool")
+
+
+def _opset(ctx: NodeContext) -> str | None:
+    spec: OpSpec = ctx.spec
+    v = ctx.node.since_version
+    hi = spec.since_max
+    if v is None or (spec.since_min <= v and (hi is None or v <= hi)):
+        return None
+    return f"{ctx.node.op_type} opset {v}: no XNNPACK kernel for since_version {v} (kernels from {spec.since_min})"
+
+
+def _input0_dtype(ctx: NodeContext) -> str | None:
+    spec: OpSpec = ctx.spec
+    return dtype_reason(ctx, 0, spec.input0_dtypes or (F32,), EP)
+
+
+GENERAL = (
+    Rule("xnnpack.opset", "a kernel is registered for the node's since_version", CHECKER, _opset),
+    Rule("xnnpack.input0_dtype", "input 0 element type has a kernel", CHECKER, _input0_dtype),
+)
+
+
+def _conv(ctx: NodeContext) -> list[str]:
+    out = []
+    s = ctx.shape(0)
+    if s is None or len(s) != 4:
+        return [f"Conv input {fmt_shape(s)}: XNNPACK takes only 2-D convolution (4-D input)"]
+    if not all(isinstance(d, int) for d in s[1:]):
+        out.append(f"Conv input {fmt_shape(s)}: XNNPACK needs C, H and W known")
+    if not ctx.is_const(1) or ctx.rank(1) != 4:
+        out.append(f"weight '{ctx.input_name(1)}' must be a constant 4-D initializer for XNNPACK")
+    r = const_reason(ctx, 2, "bias", EP)
+    if r:
+        out.append(r)
+    if ctx.attr("pads") is None and ctx.attr("auto_pad", "NOTSET") == "SAME_LOWER":
+        out.append("Conv auto_pad SAME_LOWER is not supported by XNNPACK")
+    return out
+
+
+def _maxpool(ctx: NodeContext) -> list[str]:
+    out = []
+    s = ctx.shape(0)
+    if s is None or len(s) != 4:
+        return [f"MaxPool input {fmt_shape(s)}: XNNPACK takes only 2-D pooling (4-D input)"]
+    if not all(isinstance(d, int) for d in s[1:]):
+        out.append(f"MaxPool input {fmt_shape(s)}: XNNPACK needs C, H and W known")
+    if ctx.n_outputs != 1:
+        out.append("MaxPool Indices output is not supported by XNNPACK")
+    if int(ctx.attr("ceil_mode", 0)) != 0:
+        out.append("MaxPool ceil_mode=1 is not supported by XNNPACK")
+    if ctx.attr("auto_pad", "NOTSET") == "SAME_LOWER":
+        out.append("MaxPool auto_pad SAME_LOWER is not supported by XNNPACK")
+    k = tuple(ctx.attr("kernel_shape", ()))
+    if len(k) != 2:
+        out.append("only 2-D MaxPool is supported by XNNPACK")
+    elif k == (1, 1):
+        out.append("1x1 MaxPool is not supported by XNNPACK")
+    return out
+
+
+def _softmax(ctx: NodeContext) -> list[str]:
+    s = ctx.shape(0)
+    if s is None or len(s) == 0:
+        return ["Softmax input rank unknown or 0: XNNPACK needs the shape"]
+    r = len(s)
+    default = -1 if ctx.since >= 13 else 1
+    axis = int(ctx.attr("axis", default))
+    if ctx.since >= 13 and axis not in (-1, r - 1):
+        return [f"Softmax axis {axis} of rank {r}: XNNPACK takes only the last axis"]
+    a = axis + r if axis < 0 else axis
+    dims = s[a:] if ctx.since < 13 else s[-1:]
+    if not all(isinstance(d, int) for d in dims):
+        return [f"Softmax input {fmt_shape(s)}: XNNPACK needs the reduced dims known"]
+    return []
+
+
+def _gemm(ctx: NodeContext) -> list[str]:
+    out = []
+    if float(ctx.attr("alpha", 1.0)) != 1.0 or float(ctx.attr("beta", 1.0)) != 1.0:
+        out.append("Gemm alpha/beta != 1 is not supported by XNNPACK")
+    for i, what in ((1, "B"), (2, "C")):
+        c = const_reason(ctx, i, what, EP)
+        if c:
+            out.append(c)
+    for i in (0, 1, 2):
+        rk = ctx.rank(i)
+        if ctx.has_input(i) and (rk is None or rk >= 3):
+            out.append(f"Gemm input '{ctx.input_name(i)}' rank {rk}: XNNPACK takes rank <= 2")
+    return out
+
+
+def _matmul(ctx: NodeContext) -> list[str]:
+    out = []
+    for i in (0, 1):
+        s = ctx.shape(i)
+        if s is None or len(s) > 2 or 0 in s:
+            out.append(f"MatMul input '{ctx.input_name(i)}' {fmt_shape(s)}: XNNPACK takes known rank <= 2, no zero dims")
+    if not ctx.is_const(1):
+        out.append(f"B input '{ctx.input_name(1)}' is not a constant initializer")
+    return out
+
+
+def _fusion(ctx: NodeContext) -> list[str]:
+    prod = ctx.graph.producer.get(ctx.input_name(0))
+    if prod is None or ctx.graph.nodes[prod].op_type not in FUSABLE_PRODUCERS:
+        return [f"{ctx.node.op_type} is taken by XNNPACK only fused into a preceding Conv/MaxPool/AveragePool"]
+    if ctx.node.op_type == "Clip":
+        for i in (1, 2):
+            if ctx.has_input(i) and not ctx.is_const(i):
+                return [f"Clip bound '{ctx.input_name(i)}' is not constant: cannot fuse into XNNPACK"]
+    return []
+
+
+OP_RULES = {
+    r.id: r
+    for r in (
+        Rule("xnnpack.conv", "Conv 2-D, C/H/W known, constant 4-D weight and bias", X + "nn/conv_base.cc", _conv),
+        Rule("xnnpack.maxpool", "MaxPool 2-D, C/H/W known, no ceil_mode/indices, not 1x1", X + "nn/max_pool.cc", _maxpool),
+        Rule("xnnpack.softmax", "Softmax on the last axis with known dims", X + "math/softmax.cc", _softmax),
+        Rule("xnnpack.gemm", "Gemm alpha=beta=1, constant B and C, rank <= 2", X + "math/gemm.cc", _gemm),
+        Rule("xnnpack.matmul", "MatMul rank <= 2, constant B", X + "math/matmul.cc", _matmul),
+        Rule("xnnpack.fusion", "Clip/Relu fused into a preceding Conv/MaxPool/AveragePool", CHECKER, _fusion),
+    )
+}
+
+
+def _op(op: str, src: str, since: int, dtypes: tuple[int, ...], rules: tuple[str, ...]) -> OpSpec:
+    return OpSpec(op, X + src, since, None, 27, dtypes, rules)
+
+
+OPS = {
+    (s.domain, s.op_type): s
+    for s in (
+        _op("Conv", "nn/conv.cc", 1, (F32, U8, I8), ("xnnpack.conv",)),
+        _op("MaxPool", "nn/max_pool.cc", 8, (F32, U8, I8), ("xnnpack.maxpool",)),
+        _op("Softmax", "math/softmax.cc", 1, (F32, U8), ("xnnpack.softmax",)),
+        _op("Gemm", "math/gemm.cc", 7, (F32, F16), ("xnnpack.gemm",)),
+        _op("MatMul", "math/matmul.cc", 1, (F32,), ("xnnpack.matmul",)),
+        _op("Clip", "detail/node_support_checker.cc", 1, (F32, U8, I8), ("xnnpack.fusion",)),
+        _op("Relu", "detail/node_support_checker.cc", 1, (F32, U8, I8), ("xnnpack.fusion",)),
+    )
+}
+
+UNMODELLED = ("AveragePool", "ConvTranspose", "Resize", "QLinearConv", "QLinearAveragePool", "QLinearSoftmax")
+
+TABLE = EPTable(
+    ep="xnnpack",
+    ops=OPS,
+    rules=OP_RULES,
+    general=GENERAL,
+    default_since_max=10_000,
+    default_input0_dtypes=(F32,),
+    extra={"unmodelled": UNMODELLED, "ep_source": EP_SRC},
+)
