@@ -22,7 +22,7 @@ $(KOTLINC):
 	cd .tools && npm install --no-save --no-package-lock --silent kotlin-compiler@$(KOTLIN_VERSION)
 
 demo: install
-	$(PYTHON) -m mobilegen package examples/mobilenet_tiny.pt --android --ios --nnapi --coreml -o $(DEMO_OUT) --force
+	$(PYTHON) -m mobilegen package examples/mobilenet_tiny.pt --input image:1x3x64x64 --android --ios --nnapi --xnnpack --coreml --zip -o $(DEMO_OUT) --force
 
 test: install tools
 	$(PYTHON) -m pytest -q
