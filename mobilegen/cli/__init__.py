@@ -28,7 +28,7 @@ app = typer.Typer(
 )
 
 # Modules that register commands on `app` (each owns one command family).
-COMMAND_MODULES = ("core", "build", "package_cmds")
+COMMAND_MODULES = ("core", "build", "package_cmds", "check")
 
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
