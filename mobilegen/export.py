@@ -220,11 +220,11 @@ def export_onnx(loaded: LoadedModel, options: ExportOptions, out_path: Path) -> 
     _rename_outputs(model, options.output_names)
     model = _finish(model, out_path)
     io_spec = _onnx_io(model)
-    notes: list[str] = []
+    specialised: list[str] = []
     static_now = [s for s in io_spec.inputs if s.is_static]
     for s in specs:
         if s.dynamic_dims and any(t.name == s.name for t in static_now):
-            notes.append(f"the exporter specialised the dynamic dims of {s.name!r}: the ONNX input is fixed-size")
+            specialised.append(f"the exporter specialised the dynamic dims of {s.name!r}: the ONNX input is fixed-size")
     return OnnxModel(
         path=out_path,
         io=io_spec,
@@ -232,7 +232,7 @@ def export_onnx(loaded: LoadedModel, options: ExportOptions, out_path: Path) -> 
         exporter=exporter,
         fallback_reason=reason,
         example_sizes={k: v for k, v in sizes.items()},
-        notes=tuple(notes),
+        notes=tuple(specialised),
     )
 
 

@@ -311,7 +311,7 @@ def analyse(onnx_model: OnnxModel, android_opts: Any, ios_opts: Any, android_api
 
     targets = []
     if android_opts is not None and android_opts.nnapi:
-        targets.append(EPTarget(ep="nnapi", **({"android_api": android_api} if android_api else {})))
+        targets.append(EPTarget(ep="nnapi", android_api=android_api) if android_api else EPTarget(ep="nnapi"))
     if android_opts is not None and android_opts.xnnpack:
         targets.append(EPTarget(ep="xnnpack"))
     if ios_opts is not None and ios_opts.coreml:
@@ -347,17 +347,18 @@ def _options_record(opts: BuildOptions, onnx_model: OnnxModel, ort_model: OrtMod
 def relocate(result: BuildResult, old: Path, new: Path, zip_path: Path | None) -> BuildResult:
     """Point every path of the result at the final folder (after the staging rename)."""
 
-    def mv(p: Path | None) -> Path | None:
-        if p is None:
-            return None
+    def mv(p: Path) -> Path:
         try:
             return new / p.relative_to(old)
         except ValueError:
             return p
 
+    def mv_opt(p: Path | None) -> Path | None:
+        return None if p is None else mv(p)
+
     onnx_model = replace(result.onnx, path=mv(result.onnx.path))
     ort_model = replace(result.ort, path=mv(result.ort.path), config_path=mv(result.ort.config_path))
-    ver: VerificationReport = replace(result.verification, golden_npz=mv(result.verification.golden_npz), golden_mgv=mv(result.verification.golden_mgv))
+    ver: VerificationReport = replace(result.verification, golden_npz=mv_opt(result.verification.golden_npz), golden_mgv=mv_opt(result.verification.golden_mgv))
     return replace(result, out_dir=new, onnx=onnx_model, ort=ort_model, verification=ver, zip_path=zip_path)
 
 

@@ -179,7 +179,7 @@ def verify(
     report = VerificationReport(rows=tuple(rows), atol=options.atol, rtol=options.rtol, golden_npz=npz, golden_mgv=mgv)
     failing = [r for r in rows if not r.passed]
     if failing:
-        err = VerificationError(
+        failure = VerificationError(
             f"{len(failing)} of {len(rows)} output checks differ from {reference_label} beyond atol={options.atol:g} rtol={options.rtol:g}",
             hint="inspect the table; loosen --atol/--rtol only if the error is expected (e.g. fp16), or try another --opset",
             details=[
@@ -189,6 +189,6 @@ def verify(
                 for r in failing
             ],
         )
-        err.report = report  # type: ignore[attr-defined]
-        raise err
+        failure.report = report  # type: ignore[attr-defined]
+        raise failure
     return report

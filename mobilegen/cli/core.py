@@ -114,7 +114,7 @@ def _human_inspect(r: Inspection, console: Console) -> None:
     if r.opset:
         console.print("opset: " + ", ".join(f"{k} {v}" for k, v in r.opset.items()))
     if r.parameters is not None:
-        console.print(f"parameters: {r.parameters:,} ({r.parameter_bytes / 1e6:.2f} MB)")
+        console.print(f"parameters: {r.parameters:,} ({(r.parameter_bytes or 0) / 1e6:.2f} MB)")
     if r.ort_format_version is not None:
         console.print(f"ORT format version: {r.ort_format_version}")
     if r.op_histogram:
