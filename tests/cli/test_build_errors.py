@@ -1,0 +1,127 @@
+"""Bad input of android / ios / package: exit code + one line + nothing half-written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import onnx
+import pytest
+from onnx import TensorProto, helper
+from typer.testing import CliRunner
+
+from mobilegen.cli import app
+
+runner = CliRunner()
+
+
+def identity_model(path: Path, elem: int) -> Path:
+    x = helper.make_tensor_value_info("x", elem, [1, 4])
+    y = helper.make_tensor_value_info("y", elem, [1, 4])
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g", [x], [y])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+@pytest.fixture
+def fmodel(tmp_path: Path) -> Path:
+    return identity_model(tmp_path / "id.onnx", TensorProto.FLOAT)
+
+
+def invoke(*args: object):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def assert_fails(result, code: int, *needles: str) -> None:
+    assert result.exit_code == code, (result.exit_code, result.stderr)
+    lines = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
+    assert len(lines) == 1, result.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]
+
+
+def no_leftovers(parent: Path) -> None:
+    assert not [p.name for p in parent.iterdir() if p.name.startswith(".") and ".tmp-" in p.name]
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["android", "--package", "com.Example-app"], "--package"),
+        (["android", "--package", "com.example.fun"], "--package"),  # `fun` is a Kotlin keyword
+        (["android", "--name", "1Model"], "--name"),
+        (["android", "--nnapi", "--nnapi-flags", "turbo"], "turbo"),
+        (["android", "--nnapi", "--nnapi-flags", "cpu-disabled,cpu-only"], "cpu-only"),
+        (["android", "--ort-version", "0.1.0"], "0.1.0"),
+        (["android", "--android-api", "20"], "--android-api"),
+        (["ios", "--name", "my model"], "--name"),
+        (["ios", "--coreml-format", "mlpackage"], "--coreml-format"),
+        (["ios", "--compute-units", "gpu"], "--compute-units"),
+        (["package"], "--android"),
+        (["package", "--ios", "--nnapi"], "--android"),
+    ],
+)
+def test_bad_flags(fmodel: Path, tmp_path: Path, args: list[str], needle: str) -> None:
+    out = tmp_path / "out"
+    assert_fails(invoke(args[0], fmodel, "-o", out, *args[1:]), 2, needle)
+    assert not out.exists()
+    no_leftovers(tmp_path)
+
+
+def test_output_exists_needs_force(fmodel: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "mine.txt").write_text("keep me")
+    assert_fails(invoke("android", fmodel, "-o", out), 2, "already exists", "--force")
+    assert (out / "mine.txt").read_text() == "keep me"
+
+
+def test_java_cannot_express_dtype(tmp_path: Path) -> None:
+    model = identity_model(tmp_path / "u32.onnx", TensorProto.UINT32)
+    assert_fails(invoke("android", model, "-o", tmp_path / "out"), 2, "'x'")
+    assert not (tmp_path / "out").exists()
+    no_leftovers(tmp_path)
+
+
+@pytest.mark.parametrize("elem", [TensorProto.BOOL, TensorProto.FLOAT16, TensorProto.DOUBLE])
+def test_objc_cannot_express_dtype(tmp_path: Path, elem: int) -> None:
+    model = identity_model(tmp_path / "m.onnx", elem)
+    assert_fails(invoke("ios", model, "-o", tmp_path / "out"), 2, "'x'")
+    assert not (tmp_path / "out").exists()
+    no_leftovers(tmp_path)
+
+
+def test_model_errors_propagate(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.onnx"
+    bad.write_text("not a model")
+    assert_fails(invoke("package", bad, "--android", "--ios", "-o", tmp_path / "out"), 3, "not a model")
+    assert not (tmp_path / "out").exists()
+
+
+def test_failing_render_names_template_and_variable(tmp_path: Path) -> None:
+    from mobilegen.errors import RenderError
+    from mobilegen.render import render_tree
+
+    tpl = tmp_path / "tpl"
+    (tpl / "src").mkdir(parents=True)
+    (tpl / "src" / "Main.kt.jinja").write_text("val x = {{ missing_thing }}\n")
+    with pytest.raises(RenderError) as info:
+        render_tree(tpl, {}, tmp_path / "dest")
+    assert "src/Main.kt.jinja" in info.value.message and "missing_thing" in info.value.message
+
+
+def test_render_copies_non_templates_byte_exact_with_mode(tmp_path: Path) -> None:
+    from mobilegen.render import render_tree
+
+    tpl = tmp_path / "tpl"
+    (tpl / "{{ pkg }}").mkdir(parents=True)
+    blob = bytes(range(256)) + b"{{ not_rendered }}"
+    (tpl / "gradlew").write_bytes(blob)
+    (tpl / "gradlew").chmod(0o755)
+    (tpl / "{{ pkg }}" / "{{ name }}.kt.jinja").write_text("class {{ name }}\n")
+    (tpl / "{{ skip }}").mkdir()
+    (tpl / "{{ skip }}" / "optional.txt").write_text("never")
+    written = render_tree(tpl, {"pkg": "com/example", "name": "Foo", "skip": ""}, tmp_path / "out")
+    assert [str(p) for p in written] == ["com/example/Foo.kt", "gradlew"]
+    assert (tmp_path / "out" / "gradlew").read_bytes() == blob
+    assert (tmp_path / "out" / "gradlew").stat().st_mode & 0o111
+    assert (tmp_path / "out" / "com/example/Foo.kt").read_text() == "class Foo\n"
