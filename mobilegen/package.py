@@ -29,6 +29,7 @@ import stat
 import tempfile
 import time
 import zipfile
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -550,7 +551,7 @@ def _safe_extract(zip_path: Path, dest: Path, shown: str) -> dict[str, int]:
                 with zf.open(info) as src, target.open("xb") as out:
                     shutil.copyfileobj(src, out, _CHUNK)
                 modes[info.filename] = (info.external_attr >> 16) & 0o777
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, NotImplementedError) as err:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, NotImplementedError) as err:
         raise PackageVerifyError(f"{shown}: the zip is damaged or unreadable: {err}", hint="copy the package again") from err
     except FileExistsError as err:
         raise PackageVerifyError(f"{shown}: entry {err.filename!r} collides with another entry") from err

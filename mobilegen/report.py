@@ -554,8 +554,8 @@ def _partition_picture(c: Any) -> str:
     # Run strip: the whole graph as one bar.
     strip_w = 1000
     strip = [
-        f'<svg class="strip" role="img" viewBox="0 0 {strip_w} 22" width="{strip_w}" height="22" '
-        f'xmlns="http://www.w3.org/2000/svg"><title>{_e(c.label)}: placement of {n} nodes in order</title>'
+        f'<svg class="strip" role="img" viewBox="0 0 {strip_w} 22" width="{strip_w}" height="22">'
+        f'<title>{_e(c.label)}: placement of {n} nodes in order</title>'
     ]
     for part, first, count in runs(c):
         x = strip_w * first / n
@@ -568,8 +568,8 @@ def _partition_picture(c: Any) -> str:
     strip.append("</svg>")
 
     grid = [
-        f'<svg class="grid" role="img" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
-        f'xmlns="http://www.w3.org/2000/svg"><title>{_e(c.label)}: one cell per node, in order</title>',
+        f'<svg class="grid" role="img" viewBox="0 0 {width} {height}" width="{width}" height="{height}">'
+        f'<title>{_e(c.label)}: one cell per node, in order</title>',
         f'<g font-size="{max(cell - 4, 7)}" font-family="monospace" fill="#666">',
     ]
     for r in range(rows):

@@ -304,3 +304,46 @@ def build_package(root: Path, *, fresh: bool = False) -> tuple[BuildResult, dict
 def copy_package(src: Path, dst: Path) -> Path:
     shutil.copytree(src, dst, symlinks=True)
     return dst
+
+
+# ---------------------------------------------------------------------------------------------------
+# Golden-file helpers (tests/golden/expected/package/, rewritten by `pytest --update-goldens`)
+
+GOLDEN_DIR = Path(__file__).resolve().parent / "golden" / "expected" / "package"
+GOLDEN_EPOCH = "1700000000"  # SOURCE_DATE_EPOCH injected into golden builds
+
+
+def pin_versions(monkeypatch) -> None:  # noqa: ANN001 — pytest.MonkeyPatch
+    """Fixed tool versions, so goldens do not change with every installed torch/onnx/mobilegen."""
+    import mobilegen.package
+    import mobilegen.report
+
+    monkeypatch.setattr(mobilegen.report, "_dist_version", lambda dist: f"<{dist} version>")
+    monkeypatch.setattr(mobilegen.report, "__version__", "<mobilegen version>")
+    monkeypatch.setattr(mobilegen.package, "__version__", "<mobilegen version>")
+
+
+def golden_result(result: BuildResult) -> BuildResult:
+    """The fixture's result with the converter version fixed (the .ort bytes still come from the real one)."""
+    from dataclasses import replace
+
+    return replace(result, ort=replace(result.ort, converter_version="<onnxruntime version>"))
+
+
+def assert_golden(name: str, text: str, update: bool) -> None:
+    path = GOLDEN_DIR / name
+    if update:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text.encode("utf-8"))
+        return
+    assert path.is_file(), f"{path} is missing: run pytest --update-goldens and review the new file"
+    expected = path.read_bytes().decode("utf-8")
+    if text != expected:
+        import difflib
+
+        diff = "".join(
+            difflib.unified_diff(
+                expected.splitlines(keepends=True), text.splitlines(keepends=True), f"expected/{name}", f"actual/{name}", n=2
+            )
+        )
+        raise AssertionError(f"{name} differs from its golden (pytest --update-goldens rewrites it):\n{diff[:6000]}")
