@@ -18,22 +18,92 @@ CHANNELS = ("maven", "swiftpm", "cocoapods")
 class RuntimeRelease:
     version: str
     channels: tuple[str, ...]  # where this exact version is published
-    max_opset: int  # highest ai.onnx opset its CPU kernels implement
+    max_opset: int  # highest ai.onnx opset its CPU kernels implement (a sourced lower bound)
     ort_format_versions: tuple[int, ...]  # ORT-format model versions its loader accepts
     source: str  # where the facts come from
+    released: str = ""  # publication date on the first channel named in ``source`` (ISO), when known
 
 
-# Facts, each with its source; keep sorted oldest → newest.
+# Facts shared by every row below (checked 2026-11, Maven Central itself is not reachable from here):
+#
+# * Maven: com.microsoft.onnxruntime:onnxruntime-android versions and dates from
+#   mvnrepository.com/artifact/com.microsoft.onnxruntime/onnxruntime-android (35 versions, newest 1.27.0,
+#   2026-06-30; 1.24.1 is *not* listed for -android, only for the desktop/qnn artifacts) and
+#   javadoc.io/doc/com.microsoft.onnxruntime (onnxruntime-android: 35 versions, latest 1.27.0).
+#   mvnrepository lists onnxruntime-android-qnn 1.28.0 / 1.29.0 (2026-07/08), but no source seen here
+#   lists them for onnxruntime-android, so they are not in the table.
+# * SwiftPM: microsoft/onnxruntime-swift-package-manager tags 1.24.2 (HEAD, "Update ORT to 1.24.2",
+#   2026-02-25), 1.24.1, 1.20.0; PR #44 (1.24.3) still open.
+# * CocoaPods: onnxruntime-objc is published per release (onnxruntime.ai/docs/get-started/with-obj-c.html)
+#   but the exact version list was not verifiable here; only 1.24.2 (the SPM version) is marked.
+# * max_opset: ORT 1.23 integrated ONNX 1.19 = opset 24 (microsoft/onnxruntime PR #25678), so 24 is a
+#   lower bound for every later release; the installed onnxruntime 1.31.1 accepts opset 26 and refuses 27
+#   (model_load_utils.h ValidateOpsetForDomain), which is not claimed for the older mobile releases.
+# * ORT format: kOrtModelVersion 6, loader accepts 5 and 6 (onnxruntime/core/flatbuffers/
+#   ort_format_version.h at 5d24c9547, 1.24.0); onnxruntime 1.31.1 still writes version "6"
+#   (InferenceSession.ort_version of a converted model), so every release in between reads 5 and 6.
+_MVN = "mvnrepository.com/artifact/com.microsoft.onnxruntime/onnxruntime-android; javadoc.io"
+_FACTS = "opset >= 24: onnxruntime PR #25678 (ONNX 1.19); ORT format 5/6: core/flatbuffers/ort_format_version.h"
+
+# Keep sorted oldest → newest.
 RELEASES: tuple[RuntimeRelease, ...] = (
+    RuntimeRelease(
+        version="1.24.1",
+        channels=("swiftpm",),
+        max_opset=24,
+        ort_format_versions=(5, 6),
+        source=f"SwiftPM tag 1.24.1 (microsoft/onnxruntime-swift-package-manager); {_FACTS}",
+    ),
     RuntimeRelease(
         version="1.24.2",
         channels=("maven", "swiftpm", "cocoapods"),
         max_opset=24,
         ort_format_versions=(5, 6),
         source=(
-            "SwiftPM tag 1.24.2 (microsoft/onnxruntime-swift-package-manager Package.swift, 2026-02-25); "
-            "opset 24 cap: onnxruntime PR #25678 (ONNX 1.19); ORT format: core/flatbuffers/ort_format_version.h"
+            f"Maven {_MVN} (2026-02-19); SwiftPM tag 1.24.2 (Package.swift, 2026-02-25); "
+            f"CocoaPods onnxruntime-objc 1.24.2 assumed with the SPM release (not verified); {_FACTS}"
         ),
+        released="2026-02-19",
+    ),
+    RuntimeRelease(
+        version="1.24.3",
+        channels=("maven",),
+        max_opset=24,
+        ort_format_versions=(5, 6),
+        source=f"Maven {_MVN} (2026-03-06); SwiftPM PR #44 for 1.24.3 not merged; {_FACTS}",
+        released="2026-03-06",
+    ),
+    RuntimeRelease(
+        version="1.25.0",
+        channels=("maven",),
+        max_opset=24,
+        ort_format_versions=(5, 6),
+        source=f"Maven {_MVN} (2026-04-20); {_FACTS}",
+        released="2026-04-20",
+    ),
+    RuntimeRelease(
+        version="1.25.1",
+        channels=("maven",),
+        max_opset=24,
+        ort_format_versions=(5, 6),
+        source=f"Maven {_MVN} (2026-04-29); {_FACTS}",
+        released="2026-04-29",
+    ),
+    RuntimeRelease(
+        version="1.26.0",
+        channels=("maven",),
+        max_opset=24,
+        ort_format_versions=(5, 6),
+        source=f"Maven {_MVN} (2026-05-09); {_FACTS}",
+        released="2026-05-09",
+    ),
+    RuntimeRelease(
+        version="1.27.0",
+        channels=("maven",),
+        max_opset=24,
+        ort_format_versions=(5, 6),
+        source=f"Maven {_MVN} (2026-06-30); {_FACTS}",
+        released="2026-06-30",
     ),
 )
 
