@@ -314,7 +314,11 @@ def _suggestions(graph: GraphInfo, target: EPTarget, rule_reasons: list[list[Rea
     out: list[str] = []
     rule_ok = [not r for r in rule_reasons]
 
+    rank = {"no": 0, "maybe": 1, "yes": 2}
+
     def better(after: tuple[int, int, str]) -> bool:
+        if rank[after[2]] > rank[now[2]] or (now[1] == 0 and after[1] > 0):
+            return True
         return after[0] <= now[0] and after[1] >= now[1] and after[:2] != now[:2]
 
     def what_if(make_ok: list[bool]) -> tuple[int, int, str]:
