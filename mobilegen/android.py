@@ -311,7 +311,7 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
         "xnnpack": opts.xnnpack,
         "accelerated_label": " + ".join(accelerated) if accelerated else "none (CPU)",
         "ort_version": release.version,
-        "ort_source": markdown_text(release.source),
+        "ort_released": markdown_text(release.released or "date unknown"),
         "toolchain": dict(TOOLCHAIN),
         "compile_sdk": COMPILE_SDK,
         "target_sdk": TARGET_SDK,
