@@ -1,0 +1,139 @@
+"""`mobilegen verify PACKAGE`: exit codes, one-line errors, every problem named, --json."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from package_fixtures import build_package  # noqa: E402
+
+from mobilegen.cli import app  # noqa: E402
+from mobilegen.package import canonical_json, write_zip  # noqa: E402
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("verify-cli") / "TinyOut"
+    old = os.environ.pop("SOURCE_DATE_EPOCH", None)
+    try:
+        build_package(root)
+        write_zip(root, root.with_suffix(".zip"))
+    finally:
+        if old is not None:
+            os.environ["SOURCE_DATE_EPOCH"] = old
+    return root
+
+
+@pytest.fixture
+def pkg(pristine: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(pristine, tmp_path / "TinyOut"))
+
+
+def invoke(*args: object):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def error_lines(result) -> list[str]:
+    return [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
+
+
+def assert_one_line_failure(result, code: int, *needles: str) -> None:
+    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
+    lines = error_lines(result)
+    assert len(lines) == 1, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]
+
+
+def test_help_lists_verify() -> None:
+    r = invoke("verify", "--help")
+    assert r.exit_code == 0 and "PACKAGE" in r.stdout
+
+
+def test_ok_folder(pristine: Path) -> None:
+    r = invoke("verify", pristine)
+    assert r.exit_code == 0, r.stderr
+    assert r.stderr.startswith("ok ") and "files match the manifest" in r.stderr
+    assert "runtime maven onnxruntime 1.24.2: loadable" in r.stderr
+
+
+def test_ok_zip_json(pristine: Path) -> None:
+    r = invoke("verify", pristine.with_suffix(".zip"), "--json")
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["passed"] is True and doc["container"] == "zip" and doc["problems"] == []
+    assert [g["output"] for g in doc["golden"]] == ["y", "z"]
+
+
+def test_tampered_package_names_each_problem(pkg: Path) -> None:
+    model = pkg / "model" / "model.ort"
+    data = bytearray(model.read_bytes())
+    data[100] ^= 0xFF
+    model.write_bytes(bytes(data))
+    (pkg / "ios" / "project.yml").unlink()
+    (pkg / "added.txt").write_text("x")
+    r = invoke("verify", pkg)
+    assert r.exit_code == 9
+    lines = error_lines(r)
+    assert len(lines) == 1 and "package verification failed" in lines[0]
+    details = [ln.strip() for ln in r.stderr.splitlines()[1:]]
+    assert any(d.startswith("model/model.ort: changed") for d in details)
+    assert "ios/project.yml: missing (listed in manifest.json)" in details
+    assert "added.txt: not listed in manifest.json (added after packaging)" in details
+
+
+def test_tampered_json_output(pkg: Path) -> None:
+    (pkg / "README.md").write_text("edited\n")
+    r = invoke("verify", pkg, "--json")
+    assert r.exit_code == 9
+    doc = json.loads(r.stdout)
+    assert doc["error"] == "package-verify" and doc["exit_code"] == 9
+    assert any(d.startswith("README.md: changed") for d in doc["details"])
+
+
+def test_missing_path(tmp_path: Path) -> None:
+    assert_one_line_failure(invoke("verify", tmp_path / "nope"), 2, "no such file or folder")
+
+
+def test_not_a_package(tmp_path: Path) -> None:
+    f = tmp_path / "model.pt"
+    f.write_bytes(b"\x80\x02not a package")
+    assert_one_line_failure(invoke("verify", f), 9, "is not a mobilegen package")
+    assert_one_line_failure(invoke("verify", tmp_path), 9, "is not a mobilegen package")
+
+
+def test_zip_escaping_entry(tmp_path: Path) -> None:
+    z = tmp_path / "evil.zip"
+    with zipfile.ZipFile(z, "w") as zf:
+        zf.writestr("pkg/manifest.json", "{}")
+        zf.writestr("../escaped-by-mobilegen-test.txt", "gotcha")
+    assert_one_line_failure(invoke("verify", z), 9, "refusing to extract", "escapes the folder")
+    assert not (tmp_path.parent / "escaped-by-mobilegen-test.txt").exists()
+
+
+def test_unknown_schema_version(pkg: Path) -> None:
+    doc = json.loads((pkg / "manifest.json").read_text())
+    doc["schema_version"] = 99
+    (pkg / "manifest.json").write_text(canonical_json(doc))
+    assert_one_line_failure(invoke("verify", pkg), 9, "manifest schema version 99 is not supported")
+
+
+def test_command_module_imports_no_heavy_libraries() -> None:
+    code = (
+        "import sys, mobilegen.cli.package_cmds, mobilegen.package, mobilegen.report; "
+        "heavy = [m for m in ('torch', 'onnxruntime', 'onnx') if m in sys.modules]; "
+        "assert not heavy, heavy"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
