@@ -317,7 +317,8 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
         "target_sdk": TARGET_SDK,
         "min_sdk": MIN_SDK,
         "nnapi_min_sdk": NNAPI_MIN_SDK,
-        "mobilegen_version": markdown_text(spec.mobilegen_version or "dev"),
+        "mobilegen_version": kt.line_comment(spec.mobilegen_version or "dev"),  # Kotlin/Gradle comments
+        "mobilegen_version_md": markdown_text(spec.mobilegen_version or "dev"),
         "coverage": _coverage_rows(spec.coverage),
         "notes": [markdown_text(n) for n in spec.notes],
     }
