@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from cov_helpers import BOOL, F, I32, I64, K, T, U8, node_model
+from cov_helpers import BOOL, I32, I64, U8, F, K, T, node_model
 from onnx import helper
 
 from mobilegen.coverage import EPTarget
