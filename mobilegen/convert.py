@@ -19,6 +19,7 @@ from pathlib import Path
 from mobilegen.artifacts import OnnxModel, OrtModel
 from mobilegen.errors import ConversionError, UsageError
 from mobilegen.export import quiet
+from mobilegen.ortformat import canonicalize
 
 STYLES = ("runtime", "fixed")
 LEVEL = "all"
@@ -92,7 +93,8 @@ def convert_to_ort(model: OnnxModel, out_ort: Path, out_config: Path, *, style: 
         if len(orts) != 1 or len(configs) != 1:
             raise ConversionError("the ORT converter did not write exactly one .ort and one config", hint="this is a bug; rerun with --debug")
         tmp_ort = out_ort.with_name(out_ort.name + ".tmp")
-        shutil.copyfile(orts[0], tmp_ort)
+        # The converter's layout varies from run to run (hash-map order); rebuild it in sorted order.
+        tmp_ort.write_bytes(canonicalize(orts[0].read_bytes()))
         os.replace(tmp_ort, out_ort)
         out_config.write_text(_clean_config(configs[0].read_text(encoding="utf-8"), out_ort.name), encoding="utf-8")
     version = ort_format_version(out_ort)

@@ -358,6 +358,7 @@ def _finish(model: Any, out_path: Path) -> Any:
             f"the exported model is {size / 1e9:.1f} GB; ORT format (FlatBuffers) and one-file mobile assets stop at 2 GB",
             hint="quantize or shrink the model before packaging it for mobile",
         )
+    _lowest_ir_version(model)
     try:
         onnx.checker.check_model(model)
         inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
@@ -367,6 +368,23 @@ def _finish(model: Any, out_path: Path) -> Any:
     onnx.save_model(inferred, str(tmp))
     shutil.move(str(tmp), str(out_path))
     return inferred
+
+
+def _lowest_ir_version(model: Any) -> None:
+    """Stamp the lowest IR version the model's opsets need: onnx writes its newest IR (14 for onnx 1.23),
+    which onnxruntime releases older than the model cannot load. Kept as is when the model needs it."""
+    import onnx
+    from onnx import helper
+
+    needed = max(helper.find_min_ir_version_for(list(model.opset_import), ignore_unknown=True), 4)
+    if needed >= model.ir_version:
+        return
+    original = model.ir_version
+    model.ir_version = needed
+    try:
+        onnx.checker.check_model(model)
+    except onnx.checker.ValidationError:
+        model.ir_version = original
 
 
 def _opset(model: Any) -> int:

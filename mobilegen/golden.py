@@ -46,7 +46,7 @@ def encode_mgv(case: GoldenCase) -> bytes:
     buf.write(struct.pack("<II", VERSION, len(case.inputs) + len(case.outputs)))
     for role, tensors in ((ROLE_INPUT, case.inputs), (ROLE_OUTPUT, case.outputs)):
         for name, arr in tensors.items():
-            a = np.ascontiguousarray(arr)
+            a = np.asarray(arr).copy(order="C")  # (ascontiguousarray would turn a 0-d array into 1-d)
             dtype = str(a.dtype)
             if dtype not in DTYPES or dtype in ("string", "bfloat16"):
                 raise MobilegenError(f"golden tensor {name!r} has dtype {dtype}, which the device format cannot hold")

@@ -1,0 +1,155 @@
+"""Make ORT-format files reproducible.
+
+onnxruntime writes the kernel-type-string resolver of an ``.ort`` (the table that maps each op to its
+type-constraint arguments) from a hash map, so the same model converted twice gives files that are
+logically identical but laid out differently. A handoff package must be byte-identical across runs,
+so after conversion the front of the FlatBuffer (root table, resolver) is rebuilt in sorted order and
+the model subtree behind it is kept byte for byte. Field numbers follow ORT's schema
+``onnxruntime/core/flatbuffers/schema/ort.fbs`` (InferenceSession: 0 ort_version, 1 model,
+3 kernel_type_str_resolver; KernelTypeStrResolver: 0 op_kernel_type_str_args; OpIdKernelTypeStrArgsEntry:
+0 op_id, 1 kernel_type_str_args; KernelTypeStrArgsEntry: 0 kernel_type_str, 1 args; ArgTypeAndIndex:
+0 arg_type (int8), 1 index (uint32)).
+"""
+
+from __future__ import annotations
+
+import struct
+
+IDENTIFIER = b"ORTM"
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.d = data
+
+    def u16(self, p: int) -> int:
+        return struct.unpack_from("<H", self.d, p)[0]
+
+    def u32(self, p: int) -> int:
+        return struct.unpack_from("<I", self.d, p)[0]
+
+    def vtable(self, table: int) -> int:
+        return table - struct.unpack_from("<i", self.d, table)[0]
+
+    def field(self, table: int, index: int) -> int:
+        """Absolute position of field ``index`` of ``table`` (0 when absent)."""
+        vt = self.vtable(table)
+        slot = 4 + 2 * index
+        if slot >= self.u16(vt):
+            return 0
+        off = self.u16(vt + slot)
+        return table + off if off else 0
+
+    def ref(self, table: int, index: int) -> int:
+        p = self.field(table, index)
+        return p + self.u32(p) if p else 0
+
+    def string(self, p: int) -> str:
+        n = self.u32(p)
+        return self.d[p + 4 : p + 4 + n].decode("utf-8")
+
+    def tables(self, vec: int) -> list[int]:
+        if not vec:
+            return []
+        n = self.u32(vec)
+        return [vec + 4 + 4 * i + self.u32(vec + 4 + 4 * i) for i in range(n)]
+
+
+Resolver = list[tuple[str, list[tuple[str, list[tuple[int, int]]]]]]
+
+
+def _read_resolver(r: _Reader, res: int) -> Resolver:
+    out: Resolver = []
+    for entry in r.tables(r.ref(res, 0)):
+        op_id = r.string(r.ref(entry, 0))
+        args = []
+        for kts in r.tables(r.ref(entry, 1)):
+            name = r.string(r.ref(kts, 0))
+            pairs = []
+            for ai in r.tables(r.ref(kts, 1)):
+                pt, pi = r.field(ai, 0), r.field(ai, 1)
+                pairs.append((struct.unpack_from("<b", r.d, pt)[0] if pt else 0, r.u32(pi) if pi else 0))
+            args.append((name, pairs))
+        out.append((op_id, args))
+    return out
+
+
+def canonicalize(data: bytes) -> bytes:
+    """The same ``.ort`` with its front part rebuilt deterministically (returned unchanged when its layout
+    is not the one this function knows: model subtree behind root table and resolver)."""
+    import flatbuffers
+
+    if len(data) < 16 or data[4:8] != IDENTIFIER:
+        return data
+    r = _Reader(data)
+    root = r.u32(0)
+    model = r.ref(root, 1)
+    res = r.ref(root, 3)
+    version = r.ref(root, 0)
+    if not model or not res:
+        return data
+    start = min(model, r.vtable(model))  # the model subtree was built first: it is the back of the buffer
+    if res >= start or version and version < start and version > res:
+        return data
+    resolver = sorted(_read_resolver(r, res), key=lambda e: e[0])
+    tail = data[start:]
+    b = flatbuffers.Builder(len(data) + 1024)
+    b.minalign = 8
+    b.Prep(1, len(tail))
+    b.head -= len(tail)
+    b.Bytes[b.head : b.head + len(tail)] = tail
+
+    def from_end(pos: int) -> int:  # a position in the old buffer as a builder offset (distance from the end)
+        return len(data) - pos
+
+    version_off = from_end(version) if version >= start else (b.CreateString(r.string(version)) if version else 0)
+    entries = []
+    for op_id, args in resolver:
+        kts_offs = []
+        for name, pairs in sorted(args, key=lambda a: a[0]):
+            ai_offs = []
+            for arg_type, index in pairs:
+                b.StartObject(2)
+                b.PrependUint32Slot(1, index, 0)
+                b.PrependInt8Slot(0, arg_type, 0)
+                ai_offs.append(b.EndObject())
+            b.StartVector(4, len(ai_offs), 4)
+            for o in reversed(ai_offs):
+                b.PrependUOffsetTRelative(o)
+            vec = b.EndVector()
+            s = b.CreateString(name)
+            b.StartObject(2)
+            b.PrependUOffsetTRelativeSlot(1, vec, 0)
+            b.PrependUOffsetTRelativeSlot(0, s, 0)
+            kts_offs.append(b.EndObject())
+        b.StartVector(4, len(kts_offs), 4)
+        for o in reversed(kts_offs):
+            b.PrependUOffsetTRelative(o)
+        vec = b.EndVector()
+        s = b.CreateString(op_id)
+        b.StartObject(2)
+        b.PrependUOffsetTRelativeSlot(1, vec, 0)
+        b.PrependUOffsetTRelativeSlot(0, s, 0)
+        entries.append(b.EndObject())
+    b.StartVector(4, len(entries), 4)
+    for o in reversed(entries):
+        b.PrependUOffsetTRelative(o)
+    vec = b.EndVector()
+    b.StartObject(1)
+    b.PrependUOffsetTRelativeSlot(0, vec, 0)
+    res_off = b.EndObject()
+    b.StartObject(4)
+    b.PrependUOffsetTRelativeSlot(3, res_off, 0)
+    b.PrependUOffsetTRelativeSlot(1, from_end(model), 0)
+    if version_off:
+        b.PrependUOffsetTRelativeSlot(0, version_off, 0)
+    session = b.EndObject()
+    b.Finish(session, file_identifier=IDENTIFIER)
+    return bytes(b.Output())
+
+
+def resolver_entries(data: bytes) -> Resolver:
+    """The resolver's logical content (for tests: canonicalization must not change it)."""
+    r = _Reader(data)
+    root = r.u32(0)
+    return sorted(_read_resolver(r, r.ref(root, 3)), key=lambda e: e[0])
