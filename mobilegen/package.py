@@ -400,19 +400,30 @@ def zip_date_time(epoch: int | None = None) -> tuple[int, int, int, int, int, in
     return (t.tm_year, t.tm_mon, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec - t.tm_sec % 2)
 
 
-def write_zip(folder: Path, zip_path: Path) -> Path:
-    """Zip ``folder`` reproducibly into ``zip_path``: entries under ``<zip stem>/``, sorted, fixed timestamp
-    (SOURCE_DATE_EPOCH or 1980-01-01), mode 0644 or 0755 (exec bit kept), deflate; written to a temporary
-    name next to ``zip_path`` and renamed into place."""
+def zip_prefix(zip_path: Path) -> str:
+    """Default top-level folder inside the zip: the zip's name up to its last ``.zip``, leading dots
+    dropped, so ``OUT.zip`` and a staging name like ``.OUT.zip.tmp-123`` both give ``OUT``."""
+    name = Path(zip_path).name
+    cut = name.rfind(".zip")
+    return (name[:cut] if cut > 0 else name).lstrip(".") or "package"
+
+
+def write_zip(folder: Path, zip_path: Path, *, prefix: str | None = None) -> Path:
+    """Zip ``folder`` reproducibly into ``zip_path``: entries under ``<prefix>/`` (default
+    :func:`zip_prefix`), sorted, fixed timestamp (SOURCE_DATE_EPOCH or 1980-01-01), mode 0644 or 0755
+    (exec bit kept), deflate; written to a temporary name next to ``zip_path`` and renamed into place.
+    The folder's own name never enters the zip (it may be a random staging name)."""
     folder = Path(folder)
     zip_path = Path(zip_path)
+    prefix = zip_prefix(zip_path) if prefix is None else prefix
+    if not prefix or "/" in prefix or "\\" in prefix or prefix in (".", ".."):
+        raise PackageError(f"invalid zip folder name {prefix!r}", hint="this is a bug in mobilegen")
     files, odd = _walk(folder)
     if odd:
         raise PackageError(
             f"cannot zip {folder}: it contains entries that are not regular files: " + ", ".join(odd),
             hint="a package may hold only regular files (no symlinks)",
         )
-    prefix = zip_path.stem
     date_time = zip_date_time()
     tmp = zip_path.with_name(f".{zip_path.name}.{os.getpid()}.tmp")
     try:
@@ -840,3 +851,115 @@ def _ort_format_version(path: Path) -> int | None:
         return int(raw.decode("ascii")) if raw else None
     except Exception:  # noqa: BLE001 — unreadable header: the hash and golden checks report the damage
         return None
+
+
+# ---------------------------------------------------------------------------------------------------
+# Reproducible .ort bytes
+
+
+def canonical_ort_bytes(data: bytes) -> bytes:
+    """The same ORT-format model with a byte layout that depends only on its content.
+
+    onnxruntime (1.31) writes the kernel-type-string resolver of an .ort in hash-map order, so two
+    conversions of one model can differ in a few hundred bytes near the start of the file. This keeps
+    the model subtree's bytes as they are (its offsets are relative and its alignment is relative to
+    the buffer end, which does not move) and rebuilds the resolver and the root table in sorted order.
+    Idempotent; the result loads and runs exactly like the input. Call it on the converter's output
+    before anything hashes or copies the .ort.
+    """
+    import flatbuffers
+    from onnxruntime.tools.ort_format_model.ort_flatbuffers_py.fbs import (
+        ArgTypeAndIndex as A,
+    )
+    from onnxruntime.tools.ort_format_model.ort_flatbuffers_py.fbs import (
+        InferenceSession as S,
+    )
+    from onnxruntime.tools.ort_format_model.ort_flatbuffers_py.fbs import (
+        KernelTypeStrArgsEntry as K,
+    )
+    from onnxruntime.tools.ort_format_model.ort_flatbuffers_py.fbs import (
+        KernelTypeStrResolver as R,
+    )
+    from onnxruntime.tools.ort_format_model.ort_flatbuffers_py.fbs import (
+        OpIdKernelTypeStrArgsEntry as O,
+    )
+
+    sess = S.InferenceSession.GetRootAsInferenceSession(data, 0)
+    model = sess.Model()
+    if model is None:
+        return data
+    m_pos = model._tab.Pos
+    vt_pos = m_pos - int.from_bytes(data[m_pos : m_pos + 4], "little", signed=True)
+    start = min(m_pos, vt_pos)
+    tail = data[start:]
+    ort_version = sess.OrtVersion()
+    res = sess.KernelTypeStrResolver()
+    ops: list[tuple[bytes, list[tuple[bytes, list[tuple[int, int]]]]]] = []
+    if res is not None:
+        for i in range(res.OpKernelTypeStrArgsLength()):
+            e = res.OpKernelTypeStrArgs(i)
+            args = []
+            for j in range(e.KernelTypeStrArgsLength()):
+                k = e.KernelTypeStrArgs(j)
+                args.append((k.KernelTypeStr(), [(k.Args(n).ArgType(), k.Args(n).Index()) for n in range(k.ArgsLength())]))
+            ops.append((e.OpId(), sorted(args, key=lambda a: a[0])))
+        ops.sort(key=lambda o: o[0])
+
+    b = flatbuffers.Builder(len(data) + 1024)
+    # Place the model subtree verbatim at the end (offsets inside it are relative; alignment is
+    # relative to the buffer end, which does not move).
+    b.Prep(8, 0)
+    while b.head < len(tail):
+        b.growByteBuffer()
+    b.head -= len(tail)
+    b.Bytes[b.head : b.head + len(tail)] = tail
+    b.minalign = max(b.minalign, 8)
+    model_off = len(data) - m_pos
+
+    op_offs = []
+    for op_id, args in ops:
+        k_offs = []
+        for kts, pairs in args:
+            a_offs = []
+            for t, idx in pairs:
+                A.Start(b)
+                A.AddArgType(b, t)
+                A.AddIndex(b, idx)
+                a_offs.append(A.End(b))
+            K.StartArgsVector(b, len(a_offs))
+            for off in reversed(a_offs):
+                b.PrependUOffsetTRelative(off)
+            vec = b.EndVector()
+            s = b.CreateString(kts)
+            K.Start(b)
+            K.AddKernelTypeStr(b, s)
+            K.AddArgs(b, vec)
+            k_offs.append(K.End(b))
+        O.StartKernelTypeStrArgsVector(b, len(k_offs))
+        for off in reversed(k_offs):
+            b.PrependUOffsetTRelative(off)
+        kvec = b.EndVector()
+        s = b.CreateString(op_id)
+        O.Start(b)
+        O.AddOpId(b, s)
+        O.AddKernelTypeStrArgs(b, kvec)
+        op_offs.append(O.End(b))
+    res_off = None
+    if res is not None:
+        R.StartOpKernelTypeStrArgsVector(b, len(op_offs))
+        for off in reversed(op_offs):
+            b.PrependUOffsetTRelative(off)
+        ovec = b.EndVector()
+        R.Start(b)
+        R.AddOpKernelTypeStrArgs(b, ovec)
+        res_off = R.End(b)
+    ver = b.CreateString(ort_version) if ort_version is not None else None
+    S.Start(b)
+    if ver is not None:
+        S.AddOrtVersion(b, ver)
+    S.AddModel(b, model_off)
+    if res_off is not None:
+        S.AddKernelTypeStrResolver(b, res_off)
+    root = S.End(b)
+    b.Finish(root, file_identifier=b"ORTM")
+    return bytes(b.Output())
