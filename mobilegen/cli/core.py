@@ -273,6 +273,10 @@ def convert(
             work = Path(tmp)
             loaded, onnx_model = load_and_export(model, opts, work / "model.onnx")
             ort_model = convert_to_ort(onnx_model, work / "model.ort", work / "required_operators.config", style=style)
+            from mobilegen.runtimes import check_loadable, default_release
+
+            for channel in ("maven", "swiftpm"):  # the runtimes the generated apps pin by default
+                check_loadable(default_release(channel), max_opset=ort_model.max_opset, ort_format_version=ort_model.ort_format_version, channel=channel)
             ref, label = reference_for(loaded)
             report = verify(ref, {"onnx": onnx_model.path, "ort": ort_model.path}, onnx_model, VerifyOptions(atol, rtol), reference_label=label)
             atomic_write_file(ort_model.path, output, force=force)

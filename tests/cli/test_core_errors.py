@@ -184,3 +184,17 @@ def test_verification_gate_fails(files, tmp_path: Path) -> None:
     assert r.exit_code == 5, r.stderr
     assert "differ from PyTorch" in error_lines(r)[0]
     assert not (tmp_path / "two.ort").exists()
+
+
+def test_convert_refuses_opset_the_mobile_runtime_cannot_load(tmp_path: Path) -> None:
+    import onnx
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y])
+    path = tmp_path / "new.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 25)], ir_version=11), str(path))
+    out = tmp_path / "new.ort"
+    assert_fails(invoke("convert", path, "-o", out), 2, "cannot load", "--opset")
+    assert not out.exists()
