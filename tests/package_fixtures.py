@@ -52,7 +52,7 @@ from mobilegen.artifacts import (
 )
 from mobilegen.coverage.model import CoverageReport, NodeVerdict
 from mobilegen.golden import GoldenCase, encode_mgv, write_npz
-from mobilegen.package import canonical_ort_bytes
+from mobilegen.ortformat import canonicalize
 from mobilegen.spec import IOSpec, TensorSpec
 
 MODEL_NAME = "Tiny <Net> & friends"
@@ -145,7 +145,7 @@ def _convert() -> _Converted:
         with contextlib.redirect_stdout(io.StringIO()):
             convert_onnx_models_to_ort(src, output_dir=out, optimization_styles=[OptimizationStyle.Fixed])
         # onnxruntime's ORT writer is not byte-deterministic; the pipeline canonicalizes the same way.
-        ort_bytes = canonical_ort_bytes((out / "model.ort").read_bytes())
+        ort_bytes = canonicalize((out / "model.ort").read_bytes())
         config = (out / "model.required_operators.config").read_text()
     # The converter's header names the .ort by its absolute path: keep the file name only.
     config = "".join(
