@@ -298,7 +298,7 @@ def build(opts: BuildOptions) -> BuildResult:
             from mobilegen.package import write_zip
 
             tmp_zip = root.parent / f".{zip_path.name}.tmp-{os.getpid()}"
-            write_zip(root, tmp_zip)
+            write_zip(root, tmp_zip, prefix=opts.out.name)
     if zip_path is not None:
         os.replace(tmp_zip, zip_path)
     return relocate(result, root, opts.out, zip_path)
