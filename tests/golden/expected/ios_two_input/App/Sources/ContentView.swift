@@ -6,12 +6,12 @@ import TextModel
 
 struct ContentView: View {
     @State private var useCoreML = false
-    @State private var status = "Loading…"
-    @State private var providers = "–"
+    @State private var status = "Loading..."
+    @State private var providers = "-"
     @State private var coreMLNote: String? = nil
-    @State private var loadTime = "–"
-    @State private var latency = "–"
-    @State private var maxError = "–"
+    @State private var loadTime = "-"
+    @State private var latency = "-"
+    @State private var maxError = "-"
     @State private var mismatches: [String] = []
     @State private var errorText: String? = nil
 
@@ -60,7 +60,7 @@ struct ContentView: View {
 
     @MainActor
     private func run() async {
-        status = "Running…"
+        status = "Running..."
         errorText = nil
         mismatches = []
         do {
