@@ -172,7 +172,13 @@ public final class TinyCnn: @unchecked Sendable {
             if ORTIsCoreMLExecutionProviderAvailable() {
                 do {
                     let options = try Self.sessionOptions(configuration)
-                    try options.appendCoreMLExecutionProvider(withOptionsV2: Self.coreMLOptions(configuration))
+                    do {
+                        try options.appendCoreMLExecutionProvider(withOptionsV2: Self.coreMLOptions(configuration))
+                    } catch {
+                        // A runtime that rejects an option (e.g. no ModelCacheDirectory): CoreML without the cache.
+                        try options.appendCoreMLExecutionProvider(
+                            withOptionsV2: Self.coreMLOptions(configuration, cache: false))
+                    }
                     created = try ORTSession(env: env, modelPath: url.path, sessionOptions: options)
                 } catch {
                     // CPU is always the fallback: a CoreML failure never stops the model from loading.
@@ -268,7 +274,7 @@ public final class TinyCnn: @unchecked Sendable {
     }
 
     /// CoreML provider options (keys and values as ONNX Runtime's coreml_options.cc parses them).
-    private static func coreMLOptions(_ configuration: Configuration) -> [String: String] {
+    private static func coreMLOptions(_ configuration: Configuration, cache: Bool = true) -> [String: String] {
         var options = [
             "ModelFormat": configuration.modelFormat.rawValue,
             "MLComputeUnits": configuration.computeUnits.rawValue,
@@ -276,7 +282,7 @@ public final class TinyCnn: @unchecked Sendable {
         ]
         // The model carries a COREML_CACHE_KEY in its metadata, so a cached compiled model is reused
         // across launches; the folder name includes the model's hash, so a new model never hits an old cache.
-        if let directory = configuration.coreMLCacheDirectory ?? defaultCoreMLCacheDirectory() {
+        if cache, let directory = configuration.coreMLCacheDirectory ?? defaultCoreMLCacheDirectory() {
             options["ModelCacheDirectory"] = directory.path
         }
         return options
