@@ -5,95 +5,26 @@ Imported by tests/golden/test_android_golden.py and tests/integration/test_andro
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
-import numpy as np
+from project_specs import FAKE_ORT, base_specs, coverage
 
 from mobilegen.android import AndroidOptions
 from mobilegen.artifacts import ProjectSpec
-from mobilegen.coverage.model import CoverageReport, NodeVerdict
-from mobilegen.golden import GoldenCase, encode_mgv
-from mobilegen.spec import IOSpec, TensorSpec
+from mobilegen.coverage.model import NodeVerdict
 
-FAKE_ORT = b"ORTM-fake-model-for-golden-tests\x00\x01\x02"
+__all__ = ["FAKE_ORT", "make_specs"]
 
-
-def _cnn_case() -> GoldenCase:
-    rng = np.random.default_rng(0)
-    return GoldenCase(
-        {"input": rng.standard_normal((1, 3, 32, 32), dtype=np.float32)},
-        {"logits": rng.standard_normal((1, 10), dtype=np.float32)},
-    )
-
-
-def _two_input_case() -> GoldenCase:
-    rng = np.random.default_rng(1)
-    return GoldenCase(
-        {
-            "input_ids": rng.integers(0, 1000, (1, 8), dtype=np.int64),
-            "attention_mask": np.ones((1, 8), dtype=np.float32),
-        },
-        {
-            "logits": rng.standard_normal((1, 2), dtype=np.float32),
-            "pooled.output": rng.standard_normal((1, 16), dtype=np.float32),
-        },
-    )
-
-
-_NNAPI_COVERAGE = CoverageReport(
-    ep="nnapi",
-    format=None,
-    total_nodes=4,
-    supported_nodes=3,
-    partitions=(("conv", "relu"), ("gemm",)),
-    verdict="maybe",
-    nodes=(
-        NodeVerdict("conv", "Conv", "", True),
-        NodeVerdict("relu", "Relu", "", True),
-        NodeVerdict("gap", "GlobalAveragePool", "", False, ("needs Android API 29",)),
-        NodeVerdict("gemm", "Gemm", "", True),
-    ),
-    suggestions=("raise the minimum Android API to 29",),
+_NNAPI_COVERAGE = coverage(
+    "nnapi", None, NodeVerdict("gap", "GlobalAveragePool", "", False, ("needs Android API 29",)), "raise the minimum Android API to 29"
 )
 
 
 def make_specs(tmp: Path) -> dict[str, tuple[ProjectSpec, AndroidOptions]]:
     """name → (spec, options); writes the fake .ort and the .mgv files into ``tmp``."""
-    tmp.mkdir(parents=True, exist_ok=True)
-    model = tmp / "model.ort"
-    model.write_bytes(FAKE_ORT)
-    cnn_mgv = tmp / "cnn.mgv"
-    cnn_mgv.write_bytes(encode_mgv(_cnn_case()))
-    text_mgv = tmp / "text.mgv"
-    text_mgv.write_bytes(encode_mgv(_two_input_case()))
-    cnn = ProjectSpec(
-        model_name="tiny_cnn",
-        io=IOSpec(
-            (TensorSpec("input", "float32", (1, 3, 32, 32)),),
-            (TensorSpec("logits", "float32", (1, 10)),),
-        ),
-        model_file=model,
-        golden_mgv=cnn_mgv,
-        atol=1e-4,
-        rtol=1e-3,
-        coverage=(_NNAPI_COVERAGE,),
-        ort_version="1.24.2",
-        mobilegen_version="0.1.0",
-        notes=("input dims fixed to 1x3x32x32 for NNAPI",),
-    )
-    text = ProjectSpec(
-        model_name="Text Classifier",
-        io=IOSpec(
-            (TensorSpec("input_ids", "int64", (1, 8)), TensorSpec("attention_mask", "float32", (1, 8))),
-            (TensorSpec("logits", "float32", (1, 2)), TensorSpec("pooled.output", "float32", (1, 16))),
-        ),
-        model_file=model,
-        golden_mgv=text_mgv,
-        atol=1e-5,
-        rtol=1e-4,
-        ort_version="1.24.2",
-        mobilegen_version="0.1.0",
-    )
+    cnn, text = base_specs(tmp)
+    cnn = replace(cnn, coverage=(_NNAPI_COVERAGE,), notes=("input dims fixed to 1x3x32x32 for NNAPI",))
     return {
         "android_cnn": (cnn, AndroidOptions(nnapi=True, nnapi_flags=("cpu-disabled",))),
         "android_two_input": (
