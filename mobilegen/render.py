@@ -102,5 +102,8 @@ def render_tree(
         else:
             shutil.copyfile(src, target)
             shutil.copymode(src, target)
+        if target.read_bytes()[:2] == b"#!":
+            # Scripts stay executable even where the template's mode was lost (e.g. some wheel installers).
+            target.chmod(target.stat().st_mode | 0o111)
         written.append(target_rel)
     return sorted(written)

@@ -125,3 +125,16 @@ def test_render_copies_non_templates_byte_exact_with_mode(tmp_path: Path) -> Non
     assert (tmp_path / "out" / "gradlew").read_bytes() == blob
     assert (tmp_path / "out" / "gradlew").stat().st_mode & 0o111
     assert (tmp_path / "out" / "com/example/Foo.kt").read_text() == "class Foo\n"
+
+
+def test_scripts_become_executable_even_without_mode(tmp_path: Path) -> None:
+    from mobilegen.render import render_tree
+
+    tpl = tmp_path / "tpl"
+    tpl.mkdir()
+    (tpl / "gradlew").write_bytes(b"#!/bin/sh\necho hi\n")
+    (tpl / "gradlew").chmod(0o644)
+    (tpl / "notes.txt").write_text("plain\n")
+    render_tree(tpl, {}, tmp_path / "out")
+    assert (tmp_path / "out" / "gradlew").stat().st_mode & 0o111
+    assert not (tmp_path / "out" / "notes.txt").stat().st_mode & 0o111
