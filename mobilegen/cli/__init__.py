@@ -85,11 +85,14 @@ def run_command(
             traceback.print_exc(file=sys.stderr)
         _report_error(wrapped, json_out=json_out, debug=False)
         raise typer.Exit(1) from None
+    gate = getattr(result, "gate_error", None)
     if json_out:
-        emit_json(to_json(result))
+        payload = to_json(result)
+        if isinstance(gate, MobilegenError) and isinstance(payload, dict):
+            payload = {**payload, "error": gate.kind, "message": gate.message, "hint": gate.hint, "details": gate.details, "exit_code": gate.exit_code}
+        emit_json(payload)
     else:
         human(result, err_console)
-    gate = getattr(result, "gate_error", None)
     if isinstance(gate, MobilegenError):
         _report_error(gate, json_out=False, debug=False)
         raise typer.Exit(gate.exit_code)
@@ -103,7 +106,8 @@ def _report_error(err: MobilegenError, *, json_out: bool, debug: bool) -> None:
     # One line on stderr always (CI logs read stderr even with --json).
     err_console.print(f"[bold red]error:[/bold red] {_escape(err.one_line())}")
     for line in err.details:
-        err_console.print(f"  {_escape(line)}")
+        if line not in err.message:  # details that only repeat the summary stay out: one line is the rule
+            err_console.print(f"  {_escape(line)}")
 
 
 def _escape(text: str) -> str:
@@ -112,8 +116,38 @@ def _escape(text: str) -> str:
     return escape(text)
 
 
+def _terminate(signum: int, frame: object) -> None:
+    # SIGTERM (CI cancelling a job, `kill`) unwinds like Ctrl-C, so staging folders are removed.
+    raise SystemExit(128 + signum)
+
+
 def main() -> None:
-    app(prog_name="mobilegen")
+    """Console entry point: one line for usage errors (unknown flag, missing argument), exit codes kept."""
+    import signal
+
+    try:  # recent Typer vendors its own copy of click
+        from typer._click import exceptions as click_exc  # type: ignore[import-not-found]
+    except ImportError:  # pragma: no cover — Typer releases that use click itself
+        from click import exceptions as click_exc  # type: ignore[no-redef]
+    no_args_help = getattr(click_exc, "NoArgsIsHelpError", ())
+
+    signal.signal(signal.SIGTERM, _terminate)
+    try:
+        rv = app(prog_name="mobilegen", standalone_mode=False)
+    except no_args_help as err:  # `mobilegen` alone: the help text, as Typer shows it
+        err.show()
+        sys.exit(2)
+    except click_exc.UsageError as err:
+        where = f"mobilegen {err.ctx.info_name} --help" if err.ctx is not None and err.ctx.parent is not None else "mobilegen --help"
+        where = where.replace("mobilegen mobilegen", "mobilegen")
+        err_console.print(f"[bold red]error:[/bold red] {_escape(err.format_message())} — see '{where}'")
+        sys.exit(2)
+    except typer.Abort:
+        err_console.print("[red]interrupted[/red]")
+        sys.exit(130)
+    except typer.Exit as exit_:
+        sys.exit(exit_.exit_code)
+    sys.exit(rv if isinstance(rv, int) else 0)
 
 
 for _mod in COMMAND_MODULES:

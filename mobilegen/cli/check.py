@@ -28,7 +28,7 @@ from mobilegen.errors import CoverageGateError, LoadError, MobilegenError, Usage
 
 EPS = ("nnapi", "coreml", "xnnpack")
 FORMATS = ("mlprogram", "neuralnetwork")
-API_MIN, API_MAX = 27, 35
+API_MIN, API_MAX = 27, 36  # = coverage.target.MIN_/MAX_ANDROID_API (not imported: it loads onnx)
 
 
 @dataclass
@@ -112,7 +112,7 @@ def _human(result: CheckResult, console: Console) -> None:
         colour = {"yes": "green", "maybe": "yellow"}.get(r.verdict, "red")
         console.print(
             f"[bold]{escape(r.label)}[/bold]: {r.supported_nodes}/{r.total_nodes} nodes ({r.percent:.0f}%), "
-            f"{len(r.partitions)} partition(s) [{sizes}], verdict [{colour}]{r.verdict}[/{colour}]"
+            f"{len(r.partitions)} partition(s) {escape(f'[{sizes}]')}, verdict [{colour}]{r.verdict}[/{colour}]"
         )
         summary = r.unsupported_summary()
         if summary:
@@ -138,7 +138,7 @@ def check(
         str | None, typer.Option("--coreml-format", help="mlprogram or neuralnetwork (default: report both).")
     ] = None,
     android_api: Annotated[
-        int, typer.Option("--android-api", help="Android API level the NNAPI rules assume (27..35; ORT's host default is 31).")
+        int, typer.Option("--android-api", help="Android API level the NNAPI rules assume (27..36; ORT's host default is 31).")
     ] = 31,
     require_static_shapes: Annotated[
         bool, typer.Option("--require-static-shapes", help="CoreML: refuse nodes with symbolic dims (RequireStaticInputShapes).")

@@ -11,7 +11,7 @@ from mobilegen.errors import UsageError
 # we default to the same so results compare with ORT's own view. Pass your app's minSdk to be strict.
 DEFAULT_ANDROID_API = 31
 MIN_ANDROID_API = 27  # NNAPI EP takes nothing below API 27
-MAX_ANDROID_API = 35
+MAX_ANDROID_API = 36  # Android 16; NNAPI is deprecated from 35 on but still present
 
 
 @dataclass(frozen=True)

@@ -50,9 +50,9 @@ def test_unknown_coreml_format(model: Path) -> None:
     assert_fails(invoke(model, "--ep", "coreml", "--coreml-format", "mlmodel"), 2, "unknown --coreml-format")
 
 
-@pytest.mark.parametrize("api", [26, 36])
+@pytest.mark.parametrize("api", [26, 37])
 def test_android_api_out_of_range(model: Path, api: int) -> None:
-    assert_fails(invoke(model, "--ep", "nnapi", "--android-api", api), 2, f"--android-api {api} is outside 27..35")
+    assert_fails(invoke(model, "--ep", "nnapi", "--android-api", api), 2, f"--android-api {api} is outside 27..36")
 
 
 @pytest.mark.parametrize("pct", ["-1", "101"])
@@ -116,3 +116,10 @@ def test_max_partitions_gate(model: Path) -> None:
 def test_gate_passes_for_coreml(model: Path) -> None:
     result = invoke(model, "--ep", "coreml", "--coreml-format", "mlprogram", "--fail-under", 100, "--max-partitions", 1)
     assert result.exit_code == 0, result.stderr
+
+
+def test_cli_api_range_matches_the_analysis() -> None:
+    from mobilegen.cli import check
+    from mobilegen.coverage import target
+
+    assert (check.API_MIN, check.API_MAX) == (target.MIN_ANDROID_API, target.MAX_ANDROID_API)

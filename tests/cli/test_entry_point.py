@@ -1,0 +1,69 @@
+"""The console entry point as a process: one line for usage errors, exit codes, SIGTERM cleanup."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "mobilegen", *args], capture_output=True, text=True, cwd=cwd)
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["export", "m.pt", "--bogus"], "No such option: --bogus"),
+        (["export"], "Missing argument"),
+        (["nosuch"], "No such command"),
+    ],
+)
+def test_usage_errors_are_one_line(args: list[str], needle: str) -> None:
+    p = run(*args)
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and needle in lines[0], p.stderr
+    assert "--help" in lines[0]
+
+
+def test_version_and_help_exit_zero() -> None:
+    assert run("--version").returncode == 0
+    assert run("--help").returncode == 0
+
+
+def test_json_gate_failure_is_one_document(tmp_path: Path) -> None:
+    import onnx
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Erf", ["a"], ["b"]), helper.make_node("Relu", ["b"], ["y"])]
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    p = run("check", str(path), "--ep", "nnapi", "--max-partitions", "1", "--json")
+    assert p.returncode == 7, p.stderr
+    data = json.loads(p.stdout)
+    assert data["reports"] and data["error"] == "coverage-gate" and data["exit_code"] == 7
+
+
+@pytest.mark.slow
+def test_sigterm_leaves_no_staging_folder(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mobilegen", "android", str(ROOT / "examples" / "encoder_tiny.pt2"), "--nnapi", "-o", str(tmp_path / "out")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.time() + 60
+    while time.time() < deadline and not any(p.name.startswith(".out.tmp-") for p in tmp_path.iterdir()):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+    assert list(tmp_path.iterdir()) == []
