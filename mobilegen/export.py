@@ -8,8 +8,11 @@ import contextlib
 import inspect
 import io
 import logging
+import os
 import re
 import shutil
+import sys
+import tempfile
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -25,6 +28,7 @@ from mobilegen.spec import IOSpec, TensorSpec
 # NNAPI and CoreML refuse nodes newer than opset 24 (ORT's EP builders); ORT 1.24 runs up to 24.
 MAX_DEFAULT_OPSET = 24
 MAX_INLINE_BYTES = 2_000_000_000
+TORCHSCRIPT_MAX_OPSET = 20  # torch.onnx._constants.ONNX_TORCHSCRIPT_EXPORTER_MAX_OPSET in torch 2.13
 
 
 @dataclass(frozen=True)
@@ -44,12 +48,33 @@ def quiet() -> Iterator[None]:
     for lg in loggers:
         lg.setLevel(logging.ERROR)
     try:
-        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink), warnings.catch_warnings():
+        with _native_output_silenced(), contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             yield
     finally:
         for lg, lv in zip(loggers, levels, strict=True):
             lg.setLevel(lv)
+
+
+@contextlib.contextmanager
+def _native_output_silenced() -> Iterator[None]:
+    """C++ code (the TorchScript exporter dumps whole graphs on failure) writes to file descriptors 1/2
+    directly; point them at a scratch file so `--json` stdout stays one clean document."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = (os.dup(1), os.dup(2))
+    try:
+        with tempfile.TemporaryFile() as sink:
+            os.dup2(sink.fileno(), 1)
+            os.dup2(sink.fileno(), 2)
+            try:
+                yield
+            finally:
+                os.dup2(saved[0], 1)
+                os.dup2(saved[1], 2)
+    finally:
+        os.close(saved[0])
+        os.close(saved[1])
 
 
 def forward_arg_names(loaded: LoadedModel) -> list[str]:
@@ -113,7 +138,17 @@ def resolve_inputs(loaded: LoadedModel, user: tuple[TensorSpec, ...], sizes: dic
             for d_user, d_model in zip(spec.shape, known.shape, strict=True):
                 if isinstance(d_model, str) and isinstance(d_user, int):
                     sizes[d_model] = d_user
-            spec = replace(spec, shape=tuple(dm if isinstance(dm, str) else du for du, dm in zip(spec.shape, known.shape, strict=True)))
+            # A named dim stays dynamic under the user's name when given one (`--input ids:1xseq`), else the model's.
+            for d_user, d_model in zip(spec.shape, known.shape, strict=True):
+                if isinstance(d_user, str) and isinstance(d_model, str) and d_model in sizes:
+                    sizes.setdefault(d_user, sizes[d_model])
+            spec = replace(
+                spec,
+                shape=tuple(
+                    (du if isinstance(du, str) else dm) if isinstance(dm, str) else du
+                    for du, dm in zip(spec.shape, known.shape, strict=True)
+                ),
+            )
         specs.append(spec)
     return specs, sizes
 
@@ -169,6 +204,10 @@ def export_onnx(loaded: LoadedModel, options: ExportOptions, out_path: Path) -> 
     import torch
 
     specs, sizes = resolve_inputs(loaded, options.inputs, dict(options.example_sizes))
+    for s in specs:  # named dims nobody gave a size for
+        for axis, d in enumerate(s.shape):
+            if isinstance(d, str):
+                sizes.setdefault(d, default_dim_size(axis))
     arrays = example_arrays(specs, sizes)
     args = tuple(torch.from_numpy(arrays[s.name]) for s in specs)
     names = [s.name for s in specs]
@@ -212,8 +251,9 @@ def export_onnx(loaded: LoadedModel, options: ExportOptions, out_path: Path) -> 
                 f"neither exporter could export {loaded.source.name}"
                 + (f": operator {op} is not supported" if op else "")
                 + f" (torch.export: {_short(dynamo_err)}; TorchScript exporter: {_short(err)})",
-                hint=(f"try another --opset (e.g. 18 or 23), or replace {op} in the model" if op else "try another --opset (e.g. 18 or 23)")
-                + "; export to .onnx yourself and pass that file",
+                hint=(f"replace {op} in the model, or try another --opset" if op else "try another --opset")
+                + f" (the TorchScript exporter takes up to {TORCHSCRIPT_MAX_OPSET}, torch.export up to {MAX_DEFAULT_OPSET})"
+                + "; or export to .onnx yourself and pass that file",
             ) from err
     model = program_model
     _rename_dims(model, specs)
@@ -397,6 +437,12 @@ def _onnx_io(model: Any) -> IOSpec:
     return onnx_io_spec(model)
 
 
+def default_dim_size(axis: int) -> int:
+    """Example size of a named dim nobody gave a size for: 1 for a leading (batch) axis, else 32
+    (big enough for most strided convs and sequences). ``--input`` sets the real one."""
+    return 1 if axis == 0 else 32
+
+
 def _check_onnx_inputs(io_spec: IOSpec, options: ExportOptions) -> tuple[list[TensorSpec], dict[str, int]]:
     sizes = dict(options.example_sizes)
     graph = {t.name: t for t in io_spec.inputs}
@@ -417,11 +463,8 @@ def _check_onnx_inputs(io_spec: IOSpec, options: ExportOptions) -> tuple[list[Te
                     raise UsageError(f"--input {name} shape {u.shape_str()} does not match the model's fixed shape {g.shape_str()}", hint=f"use --input {name}:{g.shape_str()}")
                 if isinstance(dg, str) and isinstance(du, int):
                     sizes[dg] = du
-        for d in g.shape:
+        for axis, d in enumerate(g.shape):
             if isinstance(d, str) and d not in sizes:
-                raise UsageError(
-                    f"input {name!r} has dynamic dim {d!r} with no example size",
-                    hint=f"add --input {name}:" + "x".join(str(x) if isinstance(x, int) else "1" for x in g.shape) + (f":{g.dtype}" if g.dtype != "float32" else ""),
-                )
+                sizes[d] = default_dim_size(axis)
         specs.append(g)
     return specs, sizes

@@ -11,6 +11,7 @@ import hashlib
 import importlib
 import importlib.util
 import json
+import os
 import sys
 import zipfile
 from collections.abc import Mapping
@@ -218,10 +219,22 @@ def _load_torch_save(path: Path, digest: str, options: LoadOptions) -> LoadedMod
                 hint="pass --trust-pickle if you trust this file, or save the model with torch.jit.save / torch.export.save, "
                 "or save its state_dict and pass --model-class",
             ) from err
+        # Like `python -m`, let the pickle find classes defined next to it or in the current folder.
+        extra = [p for p in (str(path.resolve().parent), os.getcwd()) if p not in sys.path]
+        sys.path[:0] = extra
         try:
             obj = torch.load(str(path), map_location="cpu", weights_only=False)
+        except ModuleNotFoundError as err2:
+            raise LoadError(
+                f"{path} was pickled with classes from module {err2.name!r}, which cannot be imported here",
+                hint=f"make {err2.name!r} importable (run from its folder or add it to PYTHONPATH), or re-save the model with torch.export.save",
+            ) from err2
         except Exception as err2:
             raise LoadError(f"{path} could not be unpickled: {_first_line(err2)}", hint="load it in Python and re-save it with torch.jit.save") from err2
+        finally:
+            for p in extra:
+                if p in sys.path:
+                    sys.path.remove(p)
         if isinstance(obj, torch.nn.Module):
             obj.eval()
             return LoadedModel(source=path, kind="pickle", sha256=digest, module=obj)
@@ -239,9 +252,12 @@ def _load_torch_save(path: Path, digest: str, options: LoadOptions) -> LoadedMod
         try:
             module.load_state_dict(obj, strict=True)
         except RuntimeError as err:
+            problems = [ln.strip() for ln in str(err).splitlines()[1:] if ln.strip()]
             raise LoadError(
-                f"the weights in {path} do not fit {options.model_class}: {_first_line(err)}",
+                f"the weights in {path} do not fit {options.model_class}: "
+                + (f"{len(problems)} problem(s), first: {problems[0][:200]}" if problems else _first_line(err)),
                 hint="check --model-class and --model-kwargs match the model that was saved",
+                details=problems[:20],
             ) from err
         module.eval()
         return LoadedModel(source=path, kind="state_dict", sha256=digest, module=module)

@@ -153,3 +153,22 @@ def resolver_entries(data: bytes) -> Resolver:
     r = _Reader(data)
     root = r.u32(0)
     return sorted(_read_resolver(r, r.ref(root, 3)), key=lambda e: e[0])
+
+
+def summary(data: bytes) -> tuple[dict[str, int], list[tuple[str, str]]]:
+    """Opset imports ({domain: version}) and the (domain, op_type) of every main-graph node of an ``.ort``
+    (schema fields: Model 1 opset_import, 7 graph; Graph 2 nodes; Node 2 domain, 5 op_type;
+    OperatorSetId 0 domain, 1 version)."""
+    r = _Reader(data)
+    model = r.ref(r.u32(0), 1)
+    opsets: dict[str, int] = {}
+    for entry in r.tables(r.ref(model, 1)):
+        dom = r.ref(entry, 0)
+        ver = r.field(entry, 1)
+        opsets[(r.string(dom) if dom else "") or "ai.onnx"] = struct.unpack_from("<q", data, ver)[0] if ver else 0
+    nodes = []
+    graph = r.ref(model, 7)
+    for node in r.tables(r.ref(graph, 2)) if graph else []:
+        dom, op = r.ref(node, 2), r.ref(node, 5)
+        nodes.append((r.string(dom) if dom else "", r.string(op) if op else "?"))
+    return opsets, nodes

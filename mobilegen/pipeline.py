@@ -17,13 +17,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from mobilegen import __version__, artifacts
 from mobilegen.artifacts import BuildResult, LoadedModel, OnnxModel, OrtModel, ProjectSpec, VerificationReport
 from mobilegen.errors import UsageError
-from mobilegen.export import ExportOptions, export_onnx
+from mobilegen.export import MAX_DEFAULT_OPSET, ExportOptions, export_onnx
 from mobilegen.load import LoadOptions, load_model
 from mobilegen.spec import TensorSpec, apply_dynamic, parse_dynamic_spec, parse_input_spec
 from mobilegen.verify import VerifyOptions, ort_runner, torch_reference, verify
+
+MIN_OPSET = 7
+MAX_EXAMPLE_BYTES = 1 << 30  # seeded inputs are built several times (reference + every artifact, two sizes)
 
 NNAPI_DEPRECATION = (
     "NNAPI is deprecated as of Android 15 (API 35): it keeps working on current devices, but vendors no "
@@ -50,11 +55,20 @@ class ModelOptions:
         sizes: dict[str, int] = {}
         if self.dynamic:
             specs, sizes = apply_dynamic(specs, [parse_dynamic_spec(d) for d in self.dynamic])
-        for s in specs:  # a named dim given directly in --input has no example size: use 1
-            for d in s.dynamic_dims:
-                sizes.setdefault(d, 1)
-        if self.opset is not None and not 7 <= self.opset <= 28:
-            raise UsageError(f"--opset {self.opset} is out of range", hint="use an opset between 7 and 24 (NNAPI/CoreML take up to 24)")
+        if self.opset is not None and not MIN_OPSET <= self.opset <= MAX_DEFAULT_OPSET:
+            raise UsageError(
+                f"--opset {self.opset} is out of range",
+                hint=f"use an opset between {MIN_OPSET} and {MAX_DEFAULT_OPSET}: the pinned mobile runtimes and the NNAPI/CoreML EPs take up to {MAX_DEFAULT_OPSET}",
+            )
+        total = 0
+        for s in specs:
+            shape = s.concrete_shape({**{d: 1 for d in s.dynamic_dims}, **sizes})
+            total += int(np.prod(shape, dtype=np.int64)) * np.dtype(s.dtype if s.dtype != "bfloat16" else "float32").itemsize
+        if total > MAX_EXAMPLE_BYTES:
+            raise UsageError(
+                f"the --input shapes make {total / 2**30:.1f} GiB of example data per run",
+                hint=f"use a smaller example shape (mark large axes dynamic with a name); the limit is {MAX_EXAMPLE_BYTES // 2**30} GiB",
+            )
         return ExportOptions(inputs=tuple(specs), example_sizes=tuple(sorted(sizes.items())), opset=self.opset, output_names=self.output_names)
 
 
@@ -140,6 +154,9 @@ def staged_output(out: Path, *, force: bool, extra: tuple[Path, ...] = ()) -> It
     try:
         parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=parent))
+        umask = os.umask(0)
+        os.umask(umask)
+        staging.chmod(0o777 & ~umask)  # mkdtemp makes it 0700; the handoff must be readable like any folder
     except OSError as err:
         raise UsageError(f"cannot write to {parent}: {err.strerror}", hint="choose a writable -o") from err
     try:
@@ -214,6 +231,9 @@ def build(opts: BuildOptions) -> BuildResult:
         (root / "model").mkdir()
         loaded, onnx_model = load_and_export(opts.model, opts.model_opts, root / artifacts.MODEL_ONNX)
         warnings.extend(onnx_model.notes)
+        if onnx_model.exporter != "passthrough" and not opts.model_opts.output_names:
+            names = ", ".join(o.name for o in onnx_model.io.outputs)
+            warnings.append(f"output names come from the exporter ({names}) and name the wrappers' properties; choose them with --output-name")
         if onnx_model.fallback_reason and onnx_model.exporter == "torchscript" and loaded.kind != "torchscript":
             warnings.append(f"torch.export failed, the TorchScript exporter was used: {onnx_model.fallback_reason}")
         if ios_opts is not None:

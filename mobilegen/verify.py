@@ -28,6 +28,11 @@ class VerifyOptions:
     rtol: float = DEFAULT_RTOL
     sample: Path | None = None  # --sample FILE.npz: one more case of real inputs
 
+    def __post_init__(self) -> None:
+        for flag, value in (("--atol", self.atol), ("--rtol", self.rtol)):
+            if not math.isfinite(value) or value < 0:
+                raise UsageError(f"{flag} {value} is not a tolerance", hint=f"give a finite number ≥ 0, e.g. {flag} 1e-4")
+
 
 def compare(name: str, ref: np.ndarray, got: np.ndarray, atol: float, rtol: float) -> tuple[float, float, float, float | None, bool, str]:
     """max abs error, max relative error, cosine similarity, top-1 agreement (2-D), passed, note."""

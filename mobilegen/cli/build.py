@@ -80,8 +80,6 @@ def _build(
 
     if android_api is not None and not 27 <= android_api <= 36:
         raise UsageError(f"--android-api {android_api} is out of range", hint="NNAPI exists from API 27 (Android 8.1); use 27–36")
-    if atol < 0 or rtol < 0:
-        raise UsageError("--atol/--rtol must be ≥ 0", hint="e.g. --atol 1e-4 --rtol 1e-3")
     return build(
         BuildOptions(
             model=model,

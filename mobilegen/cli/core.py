@@ -14,6 +14,7 @@ from rich.table import Table
 
 from mobilegen.cli import app, run_command
 from mobilegen.cli.options import (
+    AtolOpt,
     DebugOpt,
     DynamicOpt,
     ForceOpt,
@@ -24,6 +25,8 @@ from mobilegen.cli.options import (
     ModelKwargsOpt,
     OpsetOpt,
     OutputNameOpt,
+    RtolOpt,
+    SampleOpt,
     TrustPickleOpt,
     model_options,
 )
@@ -66,20 +69,31 @@ def _inspect(model: Path, opts: Any) -> Inspection:
             dtype = {"float": "float32", "double": "float64"}.get(dtype, dtype)
             return {"name": v.name, "dtype": dtype, "shape": [d if d is not None else "?" for d in v.shape]}
 
+        from mobilegen.ortformat import summary
+
+        opsets, ops = summary(model.read_bytes())
         return Inspection(
             path=str(model), kind="ort", sha256=loaded.sha256,
             inputs=[meta(v) for v in sess.get_inputs()], outputs=[meta(v) for v in sess.get_outputs()],
+            opset=opsets,
+            op_histogram=_histogram(ops),
             ort_format_version=ort_format_version(model),
-            notes=["an .ort file keeps no op list readable without a session; inspect the .onnx it came from for the histogram"],
         )
-    with tempfile.TemporaryDirectory(prefix="mobilegen-inspect-") as tmp:
-        import onnx
+    import onnx
 
-        from mobilegen.export import export_onnx
+    if loaded.kind == "onnx":
+        assert loaded.onnx_path is not None
+        proto = onnx.load_model(str(loaded.onnx_path), load_external_data=False)
+        onnx_model = None
+    elif loaded.io_hint is None and not opts.inputs:
+        return _inspect_module(loaded)
+    else:
+        with tempfile.TemporaryDirectory(prefix="mobilegen-inspect-") as tmp:
+            from mobilegen.export import export_onnx
 
-        onnx_model = export_onnx(loaded, opts.export_options(), Path(tmp) / "model.onnx")
-        proto = onnx.load_model(str(onnx_model.path))
-    hist = Counter((f"{n.domain}:" if n.domain not in ("", "ai.onnx") else "") + n.op_type for n in proto.graph.node)
+            onnx_model = export_onnx(loaded, opts.export_options(), Path(tmp) / "model.onnx")
+            proto = onnx.load_model(str(onnx_model.path))
+    hist = _histogram([(n.domain, n.op_type) for n in proto.graph.node])
     import numpy as np
     from onnx import numpy_helper
 
@@ -93,14 +107,40 @@ def _inspect(model: Path, opts: Any) -> Inspection:
         nbytes += arr.nbytes
     io = onnx_io_spec(proto)
     notes = []
-    if onnx_model.exporter != "passthrough":
+    if onnx_model is not None:
         notes.append(f"exported with the {onnx_model.exporter} exporter" + (f" ({onnx_model.fallback_reason})" if onnx_model.fallback_reason else ""))
+        notes.extend(onnx_model.notes)
     return Inspection(
         path=str(model), kind=loaded.kind, sha256=loaded.sha256,
         inputs=[t.to_dict() for t in io.inputs], outputs=[t.to_dict() for t in io.outputs],
         opset={(o.domain or "ai.onnx"): o.version for o in proto.opset_import},
-        op_histogram=dict(sorted(hist.items(), key=lambda kv: (-kv[1], kv[0]))),
-        parameters=params, parameter_bytes=nbytes, notes=notes + list(onnx_model.notes),
+        op_histogram=hist,
+        parameters=params, parameter_bytes=nbytes, notes=notes,
+    )
+
+
+def _histogram(ops: list[tuple[str, str]]) -> dict[str, int]:
+    hist = Counter((f"{d}:" if d not in ("", "ai.onnx") else "") + op for d, op in ops)
+    return dict(sorted(hist.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _inspect_module(loaded: Any) -> Inspection:
+    """A PyTorch file that records no input shapes: what can be told without exporting it."""
+    from mobilegen.export import forward_arg_names
+
+    module = loaded.module
+    params = list(module.parameters()) + list(module.buffers())
+    names = forward_arg_names(loaded)
+    return Inspection(
+        path=str(loaded.source), kind=loaded.kind, sha256=loaded.sha256,
+        inputs=[{"name": n, "dtype": "?", "shape": ["?"]} for n in names], outputs=[],
+        parameters=sum(int(p.numel()) for p in params if p.is_floating_point()),
+        parameter_bytes=sum(int(p.numel()) * p.element_size() for p in params),
+        notes=[
+            f"a {loaded.kind} file records no input shapes: add "
+            + " ".join(f"--input {n}:SHAPE[:DTYPE]" for n in names or ["x"])
+            + " for the opset and op histogram"
+        ],
     )
 
 
@@ -165,7 +205,9 @@ def _human_export(r: ExportResult, console: Console) -> None:
 
 
 def _print_verification(v: dict[str, Any], console: Console) -> None:
-    t = Table("artifact", "case", "output", "max abs", "max rel", "cosine", "top-1", "", title=f"verification (atol {v['atol']:g}, rtol {v['rtol']:g})")
+    t = Table(title=f"verification (atol {v['atol']:g}, rtol {v['rtol']:g})")
+    for col in ("artifact", "case", "output", "max abs", "max rel", "cosine", "top-1", ""):
+        t.add_column(col, overflow="fold")
     for r in v["rows"]:
         t.add_row(
             r["artifact"], r["case"], r["output"], f"{r['max_abs']:.2e}", f"{r['max_rel']:.2e}", f"{r['cosine']:.6f}",
@@ -185,8 +227,9 @@ def export(
     trust_pickle: TrustPickleOpt = False,
     model_class: ModelClassOpt = None,
     model_kwargs: ModelKwargsOpt = None,
-    atol: Annotated[float, typer.Option("--atol")] = 1e-4,
-    rtol: Annotated[float, typer.Option("--rtol")] = 1e-3,
+    atol: AtolOpt = 1e-4,
+    rtol: RtolOpt = 1e-3,
+    sample: SampleOpt = None,
     force: ForceOpt = False,
     json_out: JsonOpt = False,
     debug: DebugOpt = False,
@@ -202,7 +245,7 @@ def export(
         with tempfile.TemporaryDirectory(prefix="mobilegen-export-") as tmp:
             loaded, onnx_model = load_and_export(model, opts, Path(tmp) / "model.onnx")
             ref, label = reference_for(loaded)
-            report = verify(ref, {"onnx": onnx_model.path}, onnx_model, VerifyOptions(atol, rtol), reference_label=label)
+            report = verify(ref, {"onnx": onnx_model.path}, onnx_model, VerifyOptions(atol, rtol, sample), reference_label=label)
             atomic_write_file(onnx_model.path, output, force=force)
         return ExportResult(str(output), onnx_model.exporter, onnx_model.fallback_reason, onnx_model.opset, onnx_model.io.to_dict(), report.to_dict(), list(onnx_model.notes))
 
@@ -253,8 +296,9 @@ def convert(
     trust_pickle: TrustPickleOpt = False,
     model_class: ModelClassOpt = None,
     model_kwargs: ModelKwargsOpt = None,
-    atol: Annotated[float, typer.Option("--atol")] = 1e-4,
-    rtol: Annotated[float, typer.Option("--rtol")] = 1e-3,
+    atol: AtolOpt = 1e-4,
+    rtol: RtolOpt = 1e-3,
+    sample: SampleOpt = None,
     force: ForceOpt = False,
     json_out: JsonOpt = False,
     debug: DebugOpt = False,
@@ -278,7 +322,7 @@ def convert(
             for channel in ("maven", "swiftpm"):  # the runtimes the generated apps pin by default
                 check_loadable(default_release(channel), max_opset=ort_model.max_opset, ort_format_version=ort_model.ort_format_version, channel=channel)
             ref, label = reference_for(loaded)
-            report = verify(ref, {"onnx": onnx_model.path, "ort": ort_model.path}, onnx_model, VerifyOptions(atol, rtol), reference_label=label)
+            report = verify(ref, {"onnx": onnx_model.path, "ort": ort_model.path}, onnx_model, VerifyOptions(atol, rtol, sample), reference_label=label)
             atomic_write_file(ort_model.path, output, force=force)
             atomic_write_file(ort_model.config_path, config_out, force=True)
         return ConvertResult(

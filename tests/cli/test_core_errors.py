@@ -198,3 +198,75 @@ def test_convert_refuses_opset_the_mobile_runtime_cannot_load(tmp_path: Path) ->
     out = tmp_path / "new.ort"
     assert_fails(invoke("convert", path, "-o", out), 2, "cannot load", "--opset")
     assert not out.exists()
+
+
+def test_inspect_without_shapes_and_ort(files, tmp_path: Path) -> None:
+    r = invoke("inspect", files["torchscript"], "--json")
+    assert r.exit_code == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["inputs"][0]["shape"] == ["?"] and data["parameters"] > 0
+    assert "--input" in data["notes"][0]
+    out = tmp_path / "net.ort"
+    assert invoke("convert", files["onnx"], "-o", out).exit_code == 0
+    r = invoke("inspect", out, "--json")
+    assert r.exit_code == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["opset"]["ai.onnx"] == 17 and data["op_histogram"]
+    assert data["ort_format_version"] in (5, 6)
+
+
+def test_inspect_and_convert_onnx_with_dynamic_dims(tmp_path: Path) -> None:
+    import onnx
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])
+    path = tmp_path / "dyn.onnx"
+    onnx.save(helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y]), opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    r = invoke("inspect", path, "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["inputs"][0]["shape"] == ["batch", 4]
+    r = invoke("convert", path, "-o", tmp_path / "dyn.ort", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert {row["case"] for row in json.loads(r.stdout)["verification"]["rows"]} == {"x:1x4", "x:2x4"}
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "inf"])
+def test_bad_tolerances(files, tmp_path: Path, value: str) -> None:
+    assert_fails(invoke("export", files["onnx"], "-o", tmp_path / "m.onnx", "--atol", value), 2, "--atol")
+
+
+def test_huge_example_input_refused(files, tmp_path: Path) -> None:
+    assert_fails(invoke("export", files["torchscript"], "-o", tmp_path / "m.onnx", "--input", "input:100000x3x64x64"), 2, "GiB")
+
+
+def test_opset_out_of_range(files, tmp_path: Path) -> None:
+    assert_fails(invoke("export", files["onnx"], "-o", tmp_path / "m.onnx", "--opset", "25"), 2, "--opset 25")
+
+
+def test_export_failure_keeps_json_clean(tmp_path: Path) -> None:
+    import torch
+
+    class Svd(torch.nn.Module):
+        def forward(self, x):
+            return torch.linalg.svd(x)[1]
+
+    path = tmp_path / "svd.pt"
+    torch.jit.save(torch.jit.script(Svd()), str(path))
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "mobilegen", "export", str(path), "-o", str(tmp_path / "o.onnx"), "--input", "x:3x3", "--json"], capture_output=True, text=True)
+    assert p.returncode == 4
+    assert json.loads(p.stdout)["error"] == "export"
+
+
+def test_state_dict_mismatch_names_the_problem(files, tmp_path: Path) -> None:
+    src = tmp_path / "arch.py"
+    src.write_text(
+        "from torch import nn\n"
+        "class Net(nn.Sequential):\n"
+        "    def __init__(self, classes=5):\n"
+        "        super().__init__(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, classes))\n"
+    )
+    r = invoke("inspect", files["state_dict"], "--model-class", f"{src}:Net", "--model-kwargs", '{"classes": 7}', "--input", "input:1x3x8x8")
+    assert_fails(r, 3, "size mismatch")
