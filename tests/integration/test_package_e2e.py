@@ -123,3 +123,12 @@ def test_demo_command_from_readme(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "mobilegen", *args], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "demo" / "manifest.json").is_file()
+
+
+def test_coreml_cache_key_in_shipped_model(package) -> None:
+    import onnxruntime as ort
+
+    out, _ = package
+    meta = ort.InferenceSession(str(out / "model" / "model.ort"), providers=["CPUExecutionProvider"]).get_modelmeta()
+    key = meta.custom_metadata_map.get("COREML_CACHE_KEY", "")
+    assert re.fullmatch(r"[0-9a-f]{32}", key), meta.custom_metadata_map
