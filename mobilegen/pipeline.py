@@ -235,7 +235,7 @@ def build(opts: BuildOptions) -> BuildResult:
             names = ", ".join(o.name for o in onnx_model.io.outputs)
             warnings.append(f"output names come from the exporter ({names}) and name the wrappers' properties; choose them with --output-name")
         if onnx_model.fallback_reason and onnx_model.exporter == "torchscript" and loaded.kind != "torchscript":
-            warnings.append(f"torch.export failed, the TorchScript exporter was used: {onnx_model.fallback_reason}")
+            warnings.append(f"ONNX export fell back to the torchscript exporter: {onnx_model.fallback_reason}")
         if ios_opts is not None:
             from mobilegen.ios import check_ios_io
 
@@ -272,8 +272,13 @@ def build(opts: BuildOptions) -> BuildResult:
         for rep in coverage:
             if rep.ep == "nnapi" and rep.supported_nodes == 0:
                 warnings.append("NNAPI takes 0 nodes of this model: everything runs on the CPU (see the coverage report)")
-            elif rep.partitions and len(rep.partitions) > 1:
-                warnings.append(f"{rep.label}: the graph splits into {len(rep.partitions)} partitions (verdict {rep.verdict})")
+            elif rep.supported_nodes < rep.total_nodes or len(rep.partitions) > 1:
+                cpu = rep.total_nodes - rep.supported_nodes
+                parts = len(rep.partitions)
+                warnings.append(
+                    f"{rep.label}: {cpu} of {rep.total_nodes} nodes fall back to the CPU EP; "
+                    f"{parts} partition{'s' if parts != 1 else ''} (verdict {rep.verdict})"
+                )
         model_name = opts.name or opts.model.stem
         spec_common = dict(
             model_name=model_name,

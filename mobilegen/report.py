@@ -135,12 +135,14 @@ def derived_warnings(result: BuildResult) -> list[str]:
                 f"{c.label}: {cpu} of {c.total_nodes} nodes fall back to the CPU EP "
                 f"({len(c.partitions)} {_plural(len(c.partitions), 'partition')} on {c.ep})"
             )
-    seen: set[str] = set()
-    unique = []
+    unique: list[str] = []
     for w in out:
-        if w not in seen:
-            seen.add(w)
-            unique.append(w)
+        # Skip a derived warning the pipeline already gave (the same text, a longer version of it, or
+        # another line about the same EP).
+        label = w.split(":", 1)[0] + ":"
+        if any(w in u or (label in {f"{c.label}:" for c in result.coverage} and u.startswith(label)) for u in unique):
+            continue
+        unique.append(w)
     return unique
 
 
