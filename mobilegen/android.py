@@ -67,9 +67,31 @@ FIXED_CLASS_NAMES = frozenset(
     }
 )
 
-# Members of the generated Inputs/Outputs classes and companion that tensor names must not shadow.
-_RESERVED_MEMBERS = ("equals", "hashCode", "toString", "copy", "close", "run", "inputs", "outputs", "options", "session")
-_FIXED_CONSTANTS = ("TAG", "MODEL_ASSET", "GOLDEN_ASSET", "INPUT_NAMES", "OUTPUT_NAMES", "ATOL", "RTOL", "MODEL_NAME")
+# Every name the templates declare in the scopes tensor-derived names live in, so that no derived name
+# can ever equal one of them (tests/unit/test_generated_names.py checks this list against the rendered
+# wrapper). lowerCamel namespace: members of the wrapper class, its companion and its Inputs/Outputs
+# (including Any's), the Android extension, and the file-private helpers of the wrapper file.
+RESERVED_MEMBERS = frozenset(
+    """
+    equals hashCode toString copy close run create newInstance inputs outputs options session sessionOptions
+    activeProviders lock closed nnapiFlags outputTensor boolBytes floats doubles ints longs shorts bytes
+    booleans env feeds result
+    """.split()
+)
+# SCREAMING_SNAKE namespace: the fixed companion constants, Options.CPU_ONLY and the NnapiFlag entries.
+FIXED_CONSTANTS = frozenset(
+    """
+    TAG MODEL_NAME MODEL_ASSET GOLDEN_ASSET INPUT_NAMES OUTPUT_NAMES ATOL RTOL ACCELERATED_ATOL
+    ACCELERATED_RTOL CPU_ONLY USE_FP16 USE_NCHW CPU_DISABLED
+    """.split()
+)
+# Derived names of one tensor: property + shape property, name constant + shape constant.
+PROP_SUFFIXES = ("", "Shape")
+CONST_SUFFIXES = ("_NAME", "_SHAPE")
+
+# Float16 keeps ~3 significant decimal digits: the floor of the accelerated tolerances when an
+# accelerator may compute in fp16 (NNAPI's USE_FP16 relaxes fp32 to fp16).
+FP16_TOLERANCE = 1e-2
 
 
 @dataclass(frozen=True)
@@ -170,6 +192,38 @@ def android_runtime(opts: AndroidOptions, spec: ProjectSpec | None = None) -> Ru
     return find_release(version, CHANNEL)
 
 
+def accelerated_tolerances(spec: ProjectSpec, opts: AndroidOptions) -> tuple[float, float]:
+    """(atol, rtol) the device test asserts for the accelerated configuration (``Options()``).
+
+    ``spec.accel_atol`` / ``spec.accel_rtol`` win when set. Otherwise: NNAPI with ``--nnapi-flags fp16``
+    lets NNAPI compute fp32 models in fp16 (~3 significant digits), so the build-time tolerances are
+    widened to at least :data:`FP16_TOLERANCE`; every other configuration (NNAPI in fp32, XNNPACK, CPU)
+    computes in fp32 and keeps the build-time ones. Pure.
+    """
+    fp16 = opts.nnapi and "fp16" in opts.nnapi_flags
+    atol = spec.accel_atol if spec.accel_atol is not None else (max(spec.atol, FP16_TOLERANCE) if fp16 else spec.atol)
+    rtol = spec.accel_rtol if spec.accel_rtol is not None else (max(spec.rtol, FP16_TOLERANCE) if fp16 else spec.rtol)
+    return float(atol), float(rtol)
+
+
+def _tolerance_reason(spec: ProjectSpec, opts: AndroidOptions) -> str:
+    """Why the accelerated configuration asserts the tolerance it does (one README sentence)."""
+    if spec.accel_atol is not None or spec.accel_rtol is not None:
+        return "set explicitly for the accelerated configuration when the project was generated"
+    if opts.nnapi and "fp16" in opts.nnapi_flags:
+        return (
+            f"NNAPI runs with `USE_FP16`, which lets it compute in float16 (about 3 significant decimal digits), "
+            f"so atol and rtol are at least {FP16_TOLERANCE!r}"
+        )
+    return "the accelerated configuration computes in float32, like the CPU provider"
+
+
+def _check_tolerances(*pairs: tuple[str, float]) -> None:
+    bad = [f"{name}={value}" for name, value in pairs if not math.isfinite(value) or value < 0]
+    if bad:
+        raise InternalError("tolerances must be finite and >= 0, got " + ", ".join(bad))
+
+
 # --- render context ----------------------------------------------------------------------------------
 
 
@@ -181,15 +235,16 @@ def _names(spec: ProjectSpec, opts: AndroidOptions) -> tuple[str, str]:
 
 def _tensor_contexts(io: IOSpec, class_name: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     tensors: list[tuple[str, TensorSpec]] = [("input", t) for t in io.inputs] + [("output", t) for t in io.outputs]
-    fallback = ["input" if role == "input" else "output" for role, _ in tensors]
     bases = [
-        kt.identifier(t.name, style="camel", fallback=f"{fb}{i}", avoid=_RESERVED_MEMBERS)
-        for i, ((_, t), fb) in enumerate(zip(tensors, fallback, strict=True))
+        kt.identifier(t.name, style="camel", fallback=f"{role}{i}", avoid=RESERVED_MEMBERS)
+        for i, (role, t) in enumerate(tensors)
     ]
-    props = kt.disambiguate(bases, taken=(class_name,))
-    shape_props = kt.disambiguate([p + "Shape" for p in props], taken=[*props, class_name])
-    const_bases = kt.disambiguate(
-        [kt.identifier(p, style="constant", fallback="TENSOR") for p in props], taken=_FIXED_CONSTANTS
+    # Each tensor gets a stem P with P and P + "Shape" both free (so a shape property is always its
+    # tensor's property + "Shape", and never another tensor's data), then a constant stem C with
+    # C_NAME and C_SHAPE both free of each other and of every fixed constant (``model`` → MODEL_2_NAME).
+    props = kt.disambiguate_groups(bases, PROP_SUFFIXES, taken=RESERVED_MEMBERS | {class_name})
+    const_bases = kt.disambiguate_groups(
+        [kt.identifier(p, style="constant", fallback="TENSOR") for p in props], CONST_SUFFIXES, taken=FIXED_CONSTANTS
     )
     inputs: list[dict[str, Any]] = []
     outputs: list[dict[str, Any]] = []
@@ -203,7 +258,7 @@ def _tensor_contexts(io: IOSpec, class_name: str) -> tuple[list[dict[str, Any]],
             "name_md": markdown_text(t.name),
             "comment": kt.line_comment(f"{t.name} · {t.dtype} · {t.shape_str()}"),
             "prop": props[i],
-            "shape_prop": shape_props[i],
+            "shape_prop": props[i] + "Shape",
             "name_const": const_bases[i] + "_NAME",
             "shape_const": const_bases[i] + "_SHAPE",
             "dtype": t.dtype,
@@ -222,9 +277,14 @@ def _tensor_contexts(io: IOSpec, class_name: str) -> tuple[list[dict[str, Any]],
             "bad_size": _product([d if d > 0 else 1 for d in dims]) + 1,
         }
         (inputs if role == "input" else outputs).append(ctx)
-    consts = [c for t in inputs + outputs for c in (t["name_const"], t["shape_const"])] + list(_FIXED_CONSTANTS)
-    members = [t["prop"] for t in inputs + outputs] + [t["shape_prop"] for t in inputs + outputs]
-    if len(set(consts)) != len(consts) or len(set(members)) != len(members):
+    consts = [c for t in inputs + outputs for c in (t["name_const"], t["shape_const"])]
+    members = [m for t in inputs + outputs for m in (t["prop"], t["shape_prop"])]
+    if (
+        len(set(consts)) != len(consts)
+        or len(set(members)) != len(members)
+        or set(consts) & FIXED_CONSTANTS
+        or set(members) & (RESERVED_MEMBERS | {class_name})
+    ):
         raise InternalError("generated Kotlin member names collide after disambiguation")
     return inputs, outputs
 
@@ -274,8 +334,8 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
     release = android_runtime(opts, spec)
     if not re.fullmatch(r"\d+\.\d+\.\d+", release.version):
         raise InternalError(f"runtime version {release.version!r} is not a plain x.y.z")
-    if not (math.isfinite(spec.atol) and math.isfinite(spec.rtol)) or spec.atol < 0 or spec.rtol < 0:
-        raise InternalError(f"tolerances must be finite and >= 0, got atol={spec.atol} rtol={spec.rtol}")
+    accel_atol, accel_rtol = accelerated_tolerances(spec, opts)
+    _check_tolerances(("atol", spec.atol), ("rtol", spec.rtol), ("accel_atol", accel_atol), ("accel_rtol", accel_rtol))
     class_name, package = _names(spec, opts)
     inputs, outputs = _tensor_contexts(spec.io, class_name)
     module = kt.kebab(class_name)
@@ -306,6 +366,9 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
         "all_inputs_static": all(t["static"] for t in inputs),
         "atol": repr(float(spec.atol)),
         "rtol": repr(float(spec.rtol)),
+        "accel_atol": repr(accel_atol),
+        "accel_rtol": repr(accel_rtol),
+        "accel_tolerance_reason": _tolerance_reason(spec, opts),
         "nnapi": opts.nnapi,
         "nnapi_flags": flags,
         "xnnpack": opts.xnnpack,

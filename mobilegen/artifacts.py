@@ -102,6 +102,8 @@ class ProjectSpec:
     golden_mgv: Path  # device golden vectors
     atol: float
     rtol: float
+    accel_atol: float | None = None  # tolerance of the accelerated device tests; None = atol (renderers fill it)
+    accel_rtol: float | None = None  # None = rtol
     coverage: tuple[Any, ...] = ()  # CoverageReport objects for the chosen EPs
     ort_version: str = ""  # mobile runtime version pinned in the project
     mobilegen_version: str = ""

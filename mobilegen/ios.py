@@ -77,7 +77,7 @@ _UNSUPPORTED_HINTS = {
 }
 
 # Members of the generated class and structs: tensor identifiers must not take these names.
-_GENERATED_MEMBERS = frozenset(
+GENERATED_MEMBERS = frozenset(
     """
     modelName inputNames outputNames modelURL modelResourceName load prediction warmUp configuration
     activeExecutionProviders coreMLUnavailableReason session environment queue makeTensor readTensor
@@ -85,6 +85,13 @@ _GENERATED_MEMBERS = frozenset(
     ExecutionProvider init deinit description debugDescription hash hashValue self Type Protocol
     """.split()
 )
+
+# Derived names of one tensor: the data property and its shape (Input/Output property, declared-shape constant).
+_TENSOR_SUFFIXES = ("", "Shape")
+
+# Float16 keeps ~3 significant decimal digits: the floor of the accelerated tolerances when CoreML may
+# compute in fp16 (ML Program / Neural Network on the GPU or the Neural Engine).
+FP16_TOLERANCE = 1e-2
 
 _MODEL_RESOURCE_EXT = "ort"
 _GOLDEN_RESOURCE = "golden.mgv"
@@ -144,6 +151,36 @@ def check_ios_io(io: IOSpec) -> None:
             hint="; ".join(hints),
             details=details,
         )
+
+
+def accelerated_tolerances(spec: ProjectSpec, opts: IosOptions) -> tuple[float, float]:
+    """(atol, rtol) asserted for the CoreML configuration (``Configuration(useCoreML: true)``).
+
+    ``spec.accel_atol`` / ``spec.accel_rtol`` win when set. Otherwise, with compute units other than
+    ``cpu-only`` CoreML may run on the GPU or the Neural Engine, which compute in float16 (~3
+    significant digits): the build-time tolerances are widened to at least :data:`FP16_TOLERANCE`.
+    This depends on the compute units the CoreML configuration is generated with, not on whether
+    CoreML is on by default: the sample app can switch it on either way. Pure.
+    """
+    fp16 = opts.compute_units != "cpu-only"
+    atol = spec.accel_atol if spec.accel_atol is not None else (max(spec.atol, FP16_TOLERANCE) if fp16 else spec.atol)
+    rtol = spec.accel_rtol if spec.accel_rtol is not None else (max(spec.rtol, FP16_TOLERANCE) if fp16 else spec.rtol)
+    return float(atol), float(rtol)
+
+
+def _tolerance_reason(spec: ProjectSpec, opts: IosOptions) -> str:
+    """Why the CoreML configuration asserts the tolerance it does (one README sentence)."""
+    if spec.accel_atol is not None or spec.accel_rtol is not None:
+        return "set explicitly for the accelerated configuration when the package was generated"
+    if opts.compute_units != "cpu-only":
+        where = {"cpu-and-gpu": "the GPU", "cpu-and-ne": "the Neural Engine"}.get(
+            opts.compute_units, "the GPU or the Neural Engine"
+        )
+        return (
+            f"compute units {COMPUTE_UNITS[opts.compute_units][0]} let CoreML run on {where}, which computes in "
+            f"float16 (about 3 significant decimal digits), so atol and rtol are at least {FP16_TOLERANCE!r}"
+        )
+    return "compute units CPUOnly keep CoreML in float32, like the CPU provider"
 
 
 def class_name_for(spec: ProjectSpec, opts: IosOptions) -> str:
@@ -237,18 +274,19 @@ def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str) -> di
     ort_version = find_release(spec.ort_version or opts.ort_version, CHANNEL).version
     class_name = class_name_for(spec, opts)
 
-    namer = swift.SwiftNamer(reserved=_GENERATED_MEMBERS | {class_name})
+    namer = swift.SwiftNamer(reserved=GENERATED_MEMBERS | {class_name})
     tensors = [("input", i, t) for i, t in enumerate(spec.io.inputs)] + [
         ("output", i, t) for i, t in enumerate(spec.io.outputs)
     ]
-    idents = [namer.name(t.name, fallback=f"{role}{i}") for role, i, t in tensors]
-    shape_idents = [namer.claim(ident + "Shape") for ident in idents]
+    # One family per tensor: data property S and shape S + "Shape" (Input/Output property and declared
+    # shape constant), claimed together so a shape name is never another tensor's data name.
+    idents = [namer.name_group(t.name, _TENSOR_SUFFIXES, fallback=f"{role}{i}") for role, i, t in tensors]
     ctx_tensors = [
-        _tensor_context(t, ident, shape_ident, i, role)
-        for (role, i, t), ident, shape_ident in zip(tensors, idents, shape_idents, strict=True)
+        _tensor_context(t, ident, ident + "Shape", i, role) for (role, i, t), ident in zip(tensors, idents, strict=True)
     ]
     inputs = [c for c in ctx_tensors if c["role"] == "input"]
     outputs = [c for c in ctx_tensors if c["role"] == "output"]
+    accel_atol, accel_rtol = accelerated_tolerances(spec, opts)
     fmt_value, fmt_case = COREML_FORMATS[opts.coreml_format]
     cu_value, cu_case = COMPUTE_UNITS[opts.compute_units]
 
@@ -274,6 +312,9 @@ def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str) -> di
         "is_static": spec.io.is_static,
         "atol": swift.swift_float(spec.atol),
         "rtol": swift.swift_float(spec.rtol),
+        "accel_atol": swift.swift_float(accel_atol),
+        "accel_rtol": swift.swift_float(accel_rtol),
+        "accel_tolerance_reason": _tolerance_reason(spec, opts),
         "coreml": opts.coreml,
         "coreml_format": fmt_value,
         "coreml_format_case": fmt_case,

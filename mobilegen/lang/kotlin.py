@@ -5,6 +5,8 @@ Kotlin DSL only through this module:
 
 * :func:`identifier` / :func:`unique_identifiers` — ASCII identifiers, no leading digit, Kotlin hard
   keywords and Java reserved words suffixed with ``_``, collisions disambiguated deterministically;
+  :func:`disambiguate_groups` — the same for families of derived names (``x`` / ``xShape``,
+  ``X_NAME`` / ``X_SHAPE``), collision-free as a whole;
 * :func:`string_literal` — a complete double-quoted literal (``\\\\ \\" \\$ \\n \\r \\t \\b``; other
   control characters and all non-ASCII as ``\\uXXXX``, surrogate pairs above the BMP);
 * :func:`line_comment` — text safe after ``//`` (one line, no comment delimiters);
@@ -111,6 +113,39 @@ def disambiguate(bases: Sequence[str], *, taken: Iterable[str] = ()) -> list[str
                 n += 1
         used.add(candidate)
         out.append(candidate)
+    return out
+
+
+def disambiguate_groups(
+    bases: Sequence[str], suffixes: Sequence[str], *, taken: Iterable[str] = ()
+) -> list[str]:
+    """One stem per base such that every derived name ``stem + suffix`` is unique over all entries.
+
+    For each base, in order, the stem is the base itself when all its derived names are free, else
+    the first ``base_2``, ``base_3``… whose derived names are all free. Free means: not in ``taken``,
+    not derived from an earlier stem, and (for a suffixed stem) not derived from another entry's own
+    base. So no two derived names of the whole set are ever equal, and none is in ``taken`` — by
+    construction, whatever the bases are (``out`` then ``out_shape`` with suffixes ``("", "Shape")``:
+    ``out``/``outShape`` and ``outShape_2``/``outShape_2Shape``; the shape of stem S is always S + suffix).
+    """
+    if not suffixes:
+        raise ValueError("disambiguate_groups needs at least one suffix")
+    taken_set = set(taken)
+    natural = {base + sfx for base in bases for sfx in suffixes}
+    used: set[str] = set()
+    out: list[str] = []
+    for base in bases:
+        stem = base
+        if any(stem + sfx in used or stem + sfx in taken_set for sfx in suffixes):
+            n = 2
+            while True:
+                stem = f"{base}_{n}"
+                derived = [stem + sfx for sfx in suffixes]
+                if not any(d in used or d in taken_set or d in natural for d in derived):
+                    break
+                n += 1
+        used.update(stem + sfx for sfx in suffixes)
+        out.append(stem)
     return out
 
 

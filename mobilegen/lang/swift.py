@@ -10,7 +10,8 @@ goes through this module:
 * :func:`swift_identifier` / :class:`SwiftNamer` — ASCII lowerCamelCase identifiers; a leading digit
   gets a ``_`` prefix (the Core ML way: ``"963"`` → ``_963``); a Swift keyword (every reserved word and
   the contextual ones that bite in declarations) gets a ``_`` suffix (never backticks); collisions are
-  resolved in declaration order with ``_2``, ``_3`` … .
+  resolved in declaration order with ``_2``, ``_3`` … ; :meth:`SwiftNamer.claim_group` does the same for a
+  family of derived names (``x`` / ``xShape``) at once, so they cannot collide with another family.
 * :func:`swift_type_name` / :func:`check_type_name` — PascalCase type names (``--name``).
 * :func:`swift_comment` — text for a ``//`` line comment (one line, no comment delimiters).
 
@@ -126,6 +127,31 @@ class SwiftNamer:
 
     def name(self, text: str, *, fallback: str = "value") -> str:
         return self.claim(swift_identifier(text, fallback=fallback, reserved=self._reserved))
+
+    def _free(self, ident: str) -> bool:
+        return ident not in self._used and ident not in self._reserved and ident not in SWIFT_KEYWORDS
+
+    def claim_group(self, ident: str, suffixes: tuple[str, ...]) -> str:
+        """Take a stem S such that every ``S + suffix`` is free, claim all of them, and return S.
+
+        S is ``ident`` when all its derived names are free, else the first ``ident_N`` that works; so
+        derived names of different stems never meet (``out`` → ``out``/``outShape``, then ``out_shape`` →
+        ``outShape_2``/``outShape_2Shape``: the shape of S is always S + "Shape", never another tensor's data).
+        """
+        if not suffixes:
+            raise RenderError("internal: claim_group needs at least one suffix")
+        if not ident or not (ident[0].isalpha() or ident[0] == "_") or not ident.isascii():
+            raise RenderError(f"internal: {ident!r} is not a Swift identifier")
+        stem, n = ident, 2
+        while not all(self._free(stem + sfx) for sfx in suffixes):
+            stem = f"{ident}_{n}"
+            n += 1
+        self._used.update(stem + sfx for sfx in suffixes)
+        return stem
+
+    def name_group(self, text: str, suffixes: tuple[str, ...], *, fallback: str = "value") -> str:
+        """:meth:`claim_group` for the identifier of ``text``."""
+        return self.claim_group(swift_identifier(text, fallback=fallback, reserved=self._reserved), suffixes)
 
 
 def unique_identifiers(names: Iterable[str], *, reserved: Iterable[str] = (), fallback: str = "value") -> list[str]:

@@ -11,9 +11,13 @@ import TinyCnn
 
 /// Inputs and reference outputs recorded when the model was built (PyTorch outputs).
 struct GoldenVectors {
-    /// Tolerances asserted at build time: |actual - expected| <= atol + rtol * |expected|.
+    /// Tolerances asserted at build time: |actual - expected| <= atol + rtol * |expected|. The CPU
+    /// provider meets them.
     static let atol: Double = 0.0001
     static let rtol: Double = 0.001
+    /// Tolerances for the CoreML configuration: compute units ALL let CoreML run on the GPU or the Neural Engine, which computes in float16 (about 3 significant decimal digits), so atol and rtol are at least 0.01.
+    static let acceleratedAtol: Double = 0.01
+    static let acceleratedRtol: Double = 0.01
 
     struct Tensor {
         let name: String
@@ -87,13 +91,16 @@ struct GoldenVectors {
     }
 
     /// Every output that differs from the recorded one beyond the tolerances (empty = all match).
-    func mismatches(in output: TinyCnnOutput) throws -> [String] {
+    /// Defaults to the build-time tolerances; pass `acceleratedAtol` / `acceleratedRtol` for CoreML.
+    func mismatches(
+        in output: TinyCnnOutput, atol: Double = GoldenVectors.atol, rtol: Double = GoldenVectors.rtol
+    ) throws -> [String] {
         var problems: [String] = []
         problems += Self.compare(
             "logits",
             actual: output.logits.map { Double($0) }, actualShape: output.logitsShape,
             expected: try values(outputs, "logits", as: Float.self, dtype: 1).map { Double($0) },
-            expectedShape: try shape(outputs, "logits"))
+            expectedShape: try shape(outputs, "logits"), atol: atol, rtol: rtol)
         return problems
     }
 
@@ -130,7 +137,8 @@ struct GoldenVectors {
     }
 
     private static func compare(
-        _ name: String, actual: [Double], actualShape: [Int], expected: [Double], expectedShape: [Int]
+        _ name: String, actual: [Double], actualShape: [Int], expected: [Double], expectedShape: [Int],
+        atol: Double, rtol: Double
     ) -> [String] {
         guard actualShape == expectedShape, actual.count == expected.count else {
             return ["\(name): shape \(actualShape) (\(actual.count) values), expected \(expectedShape) (\(expected.count) values)"]

@@ -141,9 +141,16 @@ class TinyCnn private constructor(
         /** Path of the golden vectors in the test APK's (and the sample app's) assets. */
         const val GOLDEN_ASSET: String = "tiny_cnn/golden.mgv"
 
-        /** Tolerance the build verified with (numpy.allclose semantics). */
+        /** Tolerance the build verified with (numpy.allclose semantics); the CPU provider meets it. */
         const val ATOL: Double = 0.0001
         const val RTOL: Double = 0.001
+
+        /**
+         * Tolerance for the accelerated configuration (`Options()` with an accelerator really added):
+         * the accelerated configuration computes in float32, like the CPU provider.
+         */
+        const val ACCELERATED_ATOL: Double = 0.0001
+        const val ACCELERATED_RTOL: Double = 0.001
 
         // input · float32 · 1x3x32x32
         const val INPUT_NAME: String = "input"

@@ -151,9 +151,16 @@ class TextModel private constructor(
         /** Path of the golden vectors in the test APK's (and the sample app's) assets. */
         const val GOLDEN_ASSET: String = "text_model/golden.mgv"
 
-        /** Tolerance the build verified with (numpy.allclose semantics). */
+        /** Tolerance the build verified with (numpy.allclose semantics); the CPU provider meets it. */
         const val ATOL: Double = 1e-05
         const val RTOL: Double = 0.0001
+
+        /**
+         * Tolerance for the accelerated configuration (`Options()` with an accelerator really added):
+         * the accelerated configuration computes in float32, like the CPU provider.
+         */
+        const val ACCELERATED_ATOL: Double = 1e-05
+        const val ACCELERATED_RTOL: Double = 0.0001
 
         // input_ids · int64 · 1x8
         const val INPUT_IDS_NAME: String = "input_ids"
