@@ -105,3 +105,38 @@ def test_context_identifiers_are_unique_and_names_escaped(tmp_path: Path) -> Non
     assert tensors[3]["dims"] == "[-1]" and not tensors[3]["is_static"]
     assert ctx["class_name"] == "TextClassifier"
     assert ctx["require_static"] == "true"
+
+
+# --- accelerated (CoreML) tolerances -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("opts", "expected"),
+    [
+        (ios.IosOptions(coreml=True, compute_units="all"), (1e-2, 1e-2)),
+        (ios.IosOptions(coreml=True, compute_units="cpu-and-gpu"), (1e-2, 1e-2)),
+        (ios.IosOptions(coreml=True, compute_units="cpu-and-ne", coreml_format="neuralnetwork"), (1e-2, 1e-2)),
+        (ios.IosOptions(coreml=True, compute_units="cpu-only"), (1e-4, 1e-3)),
+        # CoreML off by default: the sample app can still switch it on with these compute units.
+        (ios.IosOptions(coreml=False, compute_units="cpu-and-gpu"), (1e-2, 1e-2)),
+        (ios.IosOptions(coreml=False, compute_units="cpu-only"), (1e-4, 1e-3)),
+    ],
+)
+def test_accelerated_tolerances(opts: ios.IosOptions, expected: tuple[float, float], tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    spec, _ = make_specs(tmp_path)["ios_cnn"]
+    spec = replace(spec, atol=1e-4, rtol=1e-3)
+    assert ios.accelerated_tolerances(spec, opts) == expected
+    assert ios.accelerated_tolerances(replace(spec, atol=0.5), opts)[0] == 0.5  # never tighter than build time
+    assert ios.accelerated_tolerances(replace(spec, accel_atol=0.25, accel_rtol=0.125), opts) == (0.25, 0.125)
+
+
+def test_context_carries_both_tolerances(tmp_path: Path) -> None:
+    spec, _ = make_specs(tmp_path)["ios_cnn"]
+    ctx = ios.ios_context(spec, ios.IosOptions(coreml=True), model_sha256="0" * 64)
+    assert (ctx["atol"], ctx["rtol"]) == ("0.0001", "0.001")
+    assert (ctx["accel_atol"], ctx["accel_rtol"]) == ("0.01", "0.01")
+    assert "float16" in ctx["accel_tolerance_reason"]
+    cpu = ios.ios_context(spec, ios.IosOptions(coreml=True, compute_units="cpu-only"), model_sha256="0" * 64)
+    assert (cpu["accel_atol"], cpu["accel_rtol"]) == ("0.0001", "0.001")

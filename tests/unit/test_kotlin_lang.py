@@ -8,7 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mobilegen.android import FP16_TOLERANCE, AndroidOptions, accelerated_tolerances
+from mobilegen.artifacts import ProjectSpec
 from mobilegen.lang import kotlin as kt
+from mobilegen.spec import IOSpec, TensorSpec
 
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -49,6 +52,68 @@ def test_collisions_are_disambiguated_in_order() -> None:
     assert kt.unique_identifiers(["x", "x", "x2"]) == ["x", "x_2", "x2"]
     assert kt.unique_identifiers(["", ""], fallback="input") == ["input0", "input1"]
     assert kt.disambiguate(["A"], taken=["A"]) == ["A_2"]
+
+
+def test_disambiguate_groups_keeps_derived_names_apart() -> None:
+    sfx = ("", "Shape")
+    # out's shape is outShape: out_shape must not take it.
+    assert kt.disambiguate_groups(["out", "outShape"], sfx) == ["out", "outShape_2"]
+    assert kt.disambiguate_groups(["outShape", "out"], sfx) == ["outShape", "out_2"]
+    # constants: MODEL_NAME is taken, so the tensor "model" gets MODEL_2_NAME / MODEL_2_SHAPE
+    assert kt.disambiguate_groups(["MODEL", "MODEL_NAME"], ("_NAME", "_SHAPE"), taken=["MODEL_NAME"]) == [
+        "MODEL_2",
+        "MODEL_NAME",
+    ]
+    # a suffixed stem never takes a derived name of another entry's own base
+    assert kt.disambiguate_groups(["x", "x", "x_2"], sfx) == ["x", "x_3", "x_2"]
+    with pytest.raises(ValueError):
+        kt.disambiguate_groups(["x"], ())
+
+
+@given(
+    st.lists(st.sampled_from(["a", "aShape", "aShapeShape", "a_2", "a_2Shape", "b", "close"]), max_size=8),
+    st.sets(st.sampled_from(["a", "aShape", "close", "a_2Shape"])),
+)
+def test_disambiguate_groups_never_collides(bases: list[str], taken: set[str]) -> None:
+    sfx = ("", "Shape")
+    stems = kt.disambiguate_groups(bases, sfx, taken=taken)
+    derived = [s + x for s in stems for x in sfx]
+    assert len(set(derived)) == len(derived)
+    assert not set(derived) & taken
+
+
+# --- accelerated tolerances (mobilegen.android) ----------------------------------------------------
+
+
+def _spec(atol: float = 1e-4, rtol: float = 1e-3, **kw: float) -> ProjectSpec:
+    from pathlib import Path
+
+    io = IOSpec((TensorSpec("x", "float32", (1,)),), (TensorSpec("y", "float32", (1,)),))
+    return ProjectSpec(
+        model_name="m", io=io, model_file=Path("m.ort"), golden_mgv=Path("g.mgv"), atol=atol, rtol=rtol, **kw
+    )
+
+
+@pytest.mark.parametrize(
+    ("opts", "expected"),
+    [
+        (AndroidOptions(), (1e-4, 1e-3)),
+        (AndroidOptions(xnnpack=True), (1e-4, 1e-3)),
+        (AndroidOptions(nnapi=True), (1e-4, 1e-3)),
+        (AndroidOptions(nnapi=True, nnapi_flags=("nchw", "cpu-disabled")), (1e-4, 1e-3)),
+        (AndroidOptions(nnapi=True, nnapi_flags=("fp16",)), (FP16_TOLERANCE, FP16_TOLERANCE)),
+        (AndroidOptions(nnapi=True, xnnpack=True, nnapi_flags=("fp16", "cpu-disabled")), (1e-2, 1e-2)),
+    ],
+)
+def test_accelerated_tolerances(opts: AndroidOptions, expected: tuple[float, float]) -> None:
+    assert accelerated_tolerances(_spec(), opts) == expected
+
+
+def test_accelerated_tolerances_keep_looser_build_ones_and_explicit_values() -> None:
+    fp16 = AndroidOptions(nnapi=True, nnapi_flags=("fp16",))
+    assert accelerated_tolerances(_spec(atol=0.05, rtol=1e-3), fp16) == (0.05, 1e-2)
+    assert accelerated_tolerances(_spec(accel_atol=0.2), fp16) == (0.2, 1e-2)
+    assert accelerated_tolerances(_spec(accel_atol=0.2, accel_rtol=0.3), AndroidOptions()) == (0.2, 0.3)
 
 
 @given(st.lists(st.text(max_size=12), max_size=8))
@@ -167,3 +232,14 @@ def test_kebab_and_snake() -> None:
 def test_filters_exported() -> None:
     assert set(kt.FILTERS) >= {"kt_str", "kt_ident", "kt_comment"}
     assert kt.FILTERS["kt_str"]("$") == '"\\$"'
+
+
+def test_android_context_carries_both_tolerances() -> None:
+    from mobilegen.android import android_context
+
+    ctx = android_context(_spec(), AndroidOptions(nnapi=True, nnapi_flags=("fp16",)))
+    assert (ctx["atol"], ctx["rtol"], ctx["accel_atol"], ctx["accel_rtol"]) == ("0.0001", "0.001", "0.01", "0.01")
+    assert "USE_FP16" in ctx["accel_tolerance_reason"]
+    plain = android_context(_spec(), AndroidOptions(xnnpack=True))
+    assert (plain["accel_atol"], plain["accel_rtol"]) == ("0.0001", "0.001")
+    assert "float32" in plain["accel_tolerance_reason"]

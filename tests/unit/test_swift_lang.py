@@ -73,6 +73,21 @@ def test_namer_respects_reserved_and_claims() -> None:
     assert namer.name("input names") == "inputNames_"
     assert namer.claim("xShape") == "xShape"
     assert namer.claim("xShape") == "xShape_2"
+
+
+def test_claim_group_keeps_families_apart() -> None:
+    namer = swift.SwiftNamer(reserved={"prediction"})
+    sfx = ("", "Shape")
+    assert namer.name_group("out", sfx) == "out"  # out, outShape
+    assert namer.name_group("out_shape", sfx) == "outShape_2"  # outShape is out's shape
+    assert namer.name_group("outShape_2", sfx) == "outShape2"
+    assert namer.name_group("prediction", sfx) == "prediction_"
+    assert namer.claim("out") == "out_2"  # everything claimed by a group is taken
+    other = swift.SwiftNamer()
+    assert other.name_group("out_shape", sfx) == "outShape"  # declaration order decides
+    assert other.name_group("out", sfx) == "out_2"
+    with pytest.raises(RenderError):
+        other.claim_group("9x", sfx)
     with pytest.raises(RenderError):
         namer.claim("1abc")
 
