@@ -292,6 +292,37 @@ HOSTILE = [
     "INPUT_NAMES",
     "TAG",
     "Companion",
+    "model",
+    "MODEL_NAME",
+    "input_names",
+    "run",
+    "options",
+    "env",
+    "session",
+    "outputs",
+    "out",
+    "out_shape",
+]
+
+# Names of members the generated wrapper declares (and near misses): all in one model, compiled.
+MEMBER_NAMES = [
+    "model",
+    "MODEL_NAME",
+    "input_names",
+    "close",
+    "run",
+    "options",
+    "env",
+    "session",
+    "outputs",
+    "Companion",
+    "out",
+    "out_shape",
+    "outShape",
+    "TAG",
+    "ACCELERATED_ATOL",
+    "lock",
+    "create",
 ]
 _names = st.one_of(st.sampled_from(HOSTILE), st.text(max_size=10))
 _dims = st.lists(st.one_of(st.integers(1, 4), st.sampled_from(["batch", "seq"])), min_size=0, max_size=3)
@@ -376,5 +407,23 @@ def test_hostile_names_parse_compile_and_inject_nothing(
 
     example()
     assert rendered
+    # Every member-like name at once, as inputs (dynamic, so shape properties exist) and as outputs.
+    half = len(MEMBER_NAMES) // 2
+    members = ProjectSpec(
+        model_name="model",
+        io=IOSpec(
+            tuple(TensorSpec(n, "float32", (1, "n")) for n in MEMBER_NAMES[:half]),
+            tuple(TensorSpec(n, "float32", (2,)) for n in MEMBER_NAMES[half:]),
+        ),
+        model_file=model,
+        golden_mgv=mgv,
+        atol=1e-4,
+        rtol=1e-3,
+    )
+    dest = root / "members"
+    render_android(members, AndroidOptions(nnapi=True, nnapi_flags=("fp16",), package="com.example.members"), dest)
+    problems = [p for path in _kotlin_files(dest) for p in _parse_problems(path)]
+    assert not problems, "\n".join(problems)
+    rendered.append(dest)
     sources = [s for tree in rendered for s in _core_sources(tree)]
     _compile(kotlinc, shim_classes, sources, root / "hostile.jar")

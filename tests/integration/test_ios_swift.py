@@ -125,6 +125,10 @@ _HOSTILE_PIECES = [
     "a_b",
     "aB",
     "aBShape",
+    "out",
+    "_shape",
+    "Shape",
+    "model",
     "input",
     " ",
     "`",
@@ -189,6 +193,22 @@ def test_hostile_names_give_parseable_swift_with_nothing_injected(
         wrapper = next(t for p, t in texts.items() if p.parent.parent.name == "Sources")
         for name, _, _ in inputs + outputs:
             assert swift.swift_string(name) in wrapper
+
+
+def test_member_like_names_parse_and_shapes_belong_to_their_tensor(tmp_path: Path) -> None:
+    names = ["out", "out_shape", "outShape", "model", "modelName", "prediction", "input", "init", "self", "Type"]
+    spec, _ = make_specs(tmp_path / "inputs")["ios_cnn"]
+    io = IOSpec(
+        tuple(TensorSpec(n, "float32", (1, "n")) for n in names[:5]),
+        tuple(TensorSpec(n, "float32", (2,)) for n in names[5:]),
+    )
+    render_ios(replace(spec, io=io), IosOptions(coreml=True), tmp_path / "out")
+    for path in swift_files(tmp_path / "out"):
+        assert syntax_problems(path.read_bytes()) == [], path
+    wrapper = (tmp_path / "out/Sources/TinyCnn/TinyCnn.swift").read_text()
+    # out's shape is outShape; out_shape's data is outShape_2 (its shape outShape_2Shape).
+    assert "public var outShape: [Int]" in wrapper
+    assert "public var outShape_2: [Float]" in wrapper and "public var outShape_2Shape: [Int]" in wrapper
 
 
 def test_the_checks_catch_an_unescaped_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
