@@ -145,9 +145,9 @@ def check_ios_io(io: IOSpec) -> None:
                 hints.append(hint)
     if details:
         raise UsageError(
-            "ONNX Runtime's Objective-C API (used from Swift) has no element type for "
-            + "; ".join(details)
-            + " (it supports float32, int8, uint8, int32, uint32, int64, uint64)",
+            "; ".join(details)
+            + ": ONNX Runtime's Objective-C API (used from Swift) has no such element type"
+            + " (it has float32, int8, uint8, int32, uint32, int64, uint64)",
             hint="; ".join(hints),
             details=details,
         )
