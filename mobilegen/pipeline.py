@@ -291,17 +291,24 @@ def build(opts: BuildOptions) -> BuildResult:
             notes=tuple(warnings),
         )
         targets: list[str] = []
+        device_tolerances: dict[str, tuple[float, float]] = {}
         if android_opts is not None:
             from mobilegen.android import render_android
 
             spec = ProjectSpec(coverage=tuple(r for r in coverage if r.ep in ("nnapi", "xnnpack")), ort_version=runtimes["maven"].version, **spec_common)  # type: ignore[arg-type]
             render_android(spec, android_opts, root / artifacts.ANDROID_DIR)
+            from mobilegen.android import accelerated_tolerances as android_tolerances
+
+            device_tolerances["android_accelerated"] = android_tolerances(spec, android_opts)
             targets.append("android")
         if ios_opts is not None:
             from mobilegen.ios import render_ios
 
             spec = ProjectSpec(coverage=tuple(r for r in coverage if r.ep == "coreml"), ort_version=runtimes["swiftpm"].version, **spec_common)  # type: ignore[arg-type]
             render_ios(spec, ios_opts, root / artifacts.IOS_DIR)
+            from mobilegen.ios import accelerated_tolerances as ios_tolerances
+
+            device_tolerances["ios_coreml"] = ios_tolerances(spec, ios_opts)
             targets.append("ios")
         result = BuildResult(
             out_dir=root,
@@ -312,7 +319,11 @@ def build(opts: BuildOptions) -> BuildResult:
             ort=ort_model,
             coverage=tuple(coverage),
             targets=tuple(targets),
-            options=_options_record(opts, onnx_model, ort_model),
+            options={
+                **_options_record(opts, onnx_model, ort_model),
+                # what the generated device tests assert for accelerated runs (fp16 paths are wider)
+                "device_tolerances": {k: {"atol": a, "rtol": r} for k, (a, r) in device_tolerances.items()},
+            },
             runtimes={c: r.version for c, r in runtimes.items()},
             warnings=tuple(warnings),
         )
