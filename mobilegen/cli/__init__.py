@@ -105,9 +105,10 @@ def _report_error(err: MobilegenError, *, json_out: bool, debug: bool) -> None:
         emit_json(err.to_dict())
     # One line on stderr always (CI logs read stderr even with --json).
     err_console.print(f"[bold red]error:[/bold red] {_escape(err.one_line())}")
+    if all(line in err.message for line in err.details):
+        return  # details that only repeat the summary stay out: one line is the rule
     for line in err.details:
-        if line not in err.message:  # details that only repeat the summary stay out: one line is the rule
-            err_console.print(f"  {_escape(line)}")
+        err_console.print(f"  {_escape(line)}")
 
 
 def _escape(text: str) -> str:
