@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from mobilegen.artifacts import ProjectSpec
+from mobilegen.artifacts import FP16_TOLERANCE, ProjectSpec
 from mobilegen.errors import InternalError, RenderError, UsageError
 from mobilegen.lang import kotlin as kt
 from mobilegen.render import render_tree, templates_root
@@ -89,9 +89,6 @@ FIXED_CONSTANTS = frozenset(
 PROP_SUFFIXES = ("", "Shape")
 CONST_SUFFIXES = ("_NAME", "_SHAPE")
 
-# Float16 keeps ~3 significant decimal digits: the floor of the accelerated tolerances when an
-# accelerator may compute in fp16 (NNAPI's USE_FP16 relaxes fp32 to fp16).
-FP16_TOLERANCE = 1e-2
 
 
 @dataclass(frozen=True)
@@ -200,10 +197,7 @@ def accelerated_tolerances(spec: ProjectSpec, opts: AndroidOptions) -> tuple[flo
     widened to at least :data:`FP16_TOLERANCE`; every other configuration (NNAPI in fp32, XNNPACK, CPU)
     computes in fp32 and keeps the build-time ones. Pure.
     """
-    fp16 = opts.nnapi and "fp16" in opts.nnapi_flags
-    atol = spec.accel_atol if spec.accel_atol is not None else (max(spec.atol, FP16_TOLERANCE) if fp16 else spec.atol)
-    rtol = spec.accel_rtol if spec.accel_rtol is not None else (max(spec.rtol, FP16_TOLERANCE) if fp16 else spec.rtol)
-    return float(atol), float(rtol)
+    return spec.accelerated_tolerances(fp16=bool(opts.nnapi and "fp16" in opts.nnapi_flags))
 
 
 def _tolerance_reason(spec: ProjectSpec, opts: AndroidOptions) -> str:

@@ -92,6 +92,11 @@ class OrtModel:
     max_opset: int  # highest ai.onnx since_version any node needs
 
 
+# Float16 keeps ~3 significant decimal digits: the floor of the accelerated tolerances when an
+# accelerator may compute in fp16 (NNAPI's USE_FP16, CoreML on the GPU / Neural Engine).
+FP16_TOLERANCE = 1e-2
+
+
 @dataclass(frozen=True)
 class ProjectSpec:
     """Everything a project renderer (Android / iOS) needs; built by the pipeline, fixed in golden tests."""
@@ -104,6 +109,14 @@ class ProjectSpec:
     rtol: float
     accel_atol: float | None = None  # tolerance of the accelerated device tests; None = atol (renderers fill it)
     accel_rtol: float | None = None  # None = rtol
+
+    def accelerated_tolerances(self, fp16: bool) -> tuple[float, float]:
+        """(atol, rtol) for an accelerated device run: ``accel_*`` when set; else, when the accelerator may
+        compute in float16 (~3 significant digits), the build-time ones widened to FP16_TOLERANCE; else
+        the build-time ones."""
+        atol = self.accel_atol if self.accel_atol is not None else (max(self.atol, FP16_TOLERANCE) if fp16 else self.atol)
+        rtol = self.accel_rtol if self.accel_rtol is not None else (max(self.rtol, FP16_TOLERANCE) if fp16 else self.rtol)
+        return float(atol), float(rtol)
     coverage: tuple[Any, ...] = ()  # CoverageReport objects for the chosen EPs
     ort_version: str = ""  # mobile runtime version pinned in the project
     mobilegen_version: str = ""

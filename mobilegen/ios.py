@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from mobilegen.artifacts import ProjectSpec
+from mobilegen.artifacts import FP16_TOLERANCE, ProjectSpec
 from mobilegen.errors import RenderError, UsageError
 from mobilegen.lang import swift
 from mobilegen.render import render_tree, templates_root
@@ -89,9 +89,6 @@ GENERATED_MEMBERS = frozenset(
 # Derived names of one tensor: the data property and its shape (Input/Output property, declared-shape constant).
 _TENSOR_SUFFIXES = ("", "Shape")
 
-# Float16 keeps ~3 significant decimal digits: the floor of the accelerated tolerances when CoreML may
-# compute in fp16 (ML Program / Neural Network on the GPU or the Neural Engine).
-FP16_TOLERANCE = 1e-2
 
 _MODEL_RESOURCE_EXT = "ort"
 _GOLDEN_RESOURCE = "golden.mgv"
@@ -162,10 +159,7 @@ def accelerated_tolerances(spec: ProjectSpec, opts: IosOptions) -> tuple[float, 
     This depends on the compute units the CoreML configuration is generated with, not on whether
     CoreML is on by default: the sample app can switch it on either way. Pure.
     """
-    fp16 = opts.compute_units != "cpu-only"
-    atol = spec.accel_atol if spec.accel_atol is not None else (max(spec.atol, FP16_TOLERANCE) if fp16 else spec.atol)
-    rtol = spec.accel_rtol if spec.accel_rtol is not None else (max(spec.rtol, FP16_TOLERANCE) if fp16 else spec.rtol)
-    return float(atol), float(rtol)
+    return spec.accelerated_tolerances(fp16=bool(opts.compute_units != "cpu-only"))
 
 
 def _tolerance_reason(spec: ProjectSpec, opts: IosOptions) -> str:

@@ -103,6 +103,19 @@ def canonicalize(data: bytes) -> bytes:
         return len(data) - pos
 
     version_off = from_end(version) if version >= start else (b.CreateString(r.string(version)) if version else 0)
+    def table_vector(offsets: list[int]) -> int:
+        b.StartVector(4, len(offsets), 4)
+        for o in reversed(offsets):
+            b.PrependUOffsetTRelative(o)
+        return int(b.EndVector())
+
+    def keyed_entry(key: str, vector: int) -> int:  # {0: key string, 1: vector of tables}
+        s = b.CreateString(key)
+        b.StartObject(2)
+        b.PrependUOffsetTRelativeSlot(1, vector, 0)
+        b.PrependUOffsetTRelativeSlot(0, s, 0)
+        return int(b.EndObject())
+
     entries = []
     for op_id, args in resolver:
         kts_offs = []
@@ -113,28 +126,9 @@ def canonicalize(data: bytes) -> bytes:
                 b.PrependUint32Slot(1, index, 0)
                 b.PrependInt8Slot(0, arg_type, 0)
                 ai_offs.append(b.EndObject())
-            b.StartVector(4, len(ai_offs), 4)
-            for o in reversed(ai_offs):
-                b.PrependUOffsetTRelative(o)
-            vec = b.EndVector()
-            s = b.CreateString(name)
-            b.StartObject(2)
-            b.PrependUOffsetTRelativeSlot(1, vec, 0)
-            b.PrependUOffsetTRelativeSlot(0, s, 0)
-            kts_offs.append(b.EndObject())
-        b.StartVector(4, len(kts_offs), 4)
-        for o in reversed(kts_offs):
-            b.PrependUOffsetTRelative(o)
-        vec = b.EndVector()
-        s = b.CreateString(op_id)
-        b.StartObject(2)
-        b.PrependUOffsetTRelativeSlot(1, vec, 0)
-        b.PrependUOffsetTRelativeSlot(0, s, 0)
-        entries.append(b.EndObject())
-    b.StartVector(4, len(entries), 4)
-    for o in reversed(entries):
-        b.PrependUOffsetTRelative(o)
-    vec = b.EndVector()
+            kts_offs.append(keyed_entry(name, table_vector(ai_offs)))
+        entries.append(keyed_entry(op_id, table_vector(kts_offs)))
+    vec = table_vector(entries)
     b.StartObject(1)
     b.PrependUOffsetTRelativeSlot(0, vec, 0)
     res_off = b.EndObject()
