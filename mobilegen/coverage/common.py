@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mobilegen.coverage.rules import NodeContext, dtype_name, fmt_shape
+from mobilegen.coverage.rules import F32, NodeContext, dtype_name, fmt_shape
 
 
 def unknown_shape_reasons(ctx: NodeContext, ep: str) -> list[str]:
@@ -53,3 +53,17 @@ def const_reason(ctx: NodeContext, i: int, what: str, ep: str) -> str | None:
     if not ctx.has_input(i) or ctx.is_const(i):
         return None
     return f"{what} input '{ctx.input_name(i)}' is not a constant initializer: {ep} needs it constant"
+
+
+def both_float32_reason(ctx: NodeContext, ep: str) -> str | None:
+    """Binary ops (Pow) whose two inputs must both be float32."""
+    a, b = ctx.dtype(0), ctx.dtype(1)
+    if a == F32 and b == F32:
+        return None
+    return f"{ctx.node.op_type} inputs are {dtype_name(a)} and {dtype_name(b)}: {ep} {ctx.node.op_type} takes float32 for both"
+
+
+def two_inputs_reason(ctx: NodeContext, ep: str) -> str | None:
+    """Variadic ops (Max/Min) the EP takes only with exactly two inputs."""
+    n = sum(1 for t in ctx.node.inputs if t)
+    return None if n == 2 else f"{ctx.node.op_type} with {n} inputs: {ep} takes exactly 2"

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from mobilegen.coverage.common import const_reason, dtype_reason, symbolic_dim_reasons, unknown_shape_reasons
+from mobilegen.coverage.common import (
+    both_float32_reason,
+    const_reason,
+    dtype_reason,
+    symbolic_dim_reasons,
+    two_inputs_reason,
+    unknown_shape_reasons,
+)
 from mobilegen.coverage.rules import (
     BOOL,
     DYNAMIC,
@@ -182,15 +189,11 @@ def _binary_dtype(ctx: NodeContext) -> str | None:
 
 
 def _pow(ctx: NodeContext) -> str | None:
-    a, b = ctx.dtype(0), ctx.dtype(1)
-    if a == F32 and b == F32:
-        return None
-    return f"Pow inputs are {dtype_name(a)} and {dtype_name(b)}: CoreML Pow takes float32 for both"
+    return both_float32_reason(ctx, "CoreML")
 
 
 def _max_binary(ctx: NodeContext) -> str | None:
-    n = sum(1 for t in ctx.node.inputs if t)
-    return None if n == 2 else f"Max with {n} inputs: CoreML takes exactly 2"
+    return two_inputs_reason(ctx, "CoreML")
 
 
 def _matmul(ctx: NodeContext) -> list[str]:

@@ -9,10 +9,12 @@ from __future__ import annotations
 import numpy as np
 
 from mobilegen.coverage.common import (
+    both_float32_reason,
     const_reason,
     dtype_reason,
     rank_reason,
     symbolic_dim_reasons,
+    two_inputs_reason,
     unknown_shape_reasons,
 )
 from mobilegen.coverage.rules import (
@@ -163,15 +165,11 @@ def _binary_rank(ctx: NodeContext) -> list[str]:
 
 
 def _pow_dtype(ctx: NodeContext) -> str | None:
-    a, b = ctx.dtype(0), ctx.dtype(1)
-    if a == F32 and b == F32:
-        return None
-    return f"Pow inputs are {dtype_name(a)} and {dtype_name(b)}: NNAPI Pow takes float32 for both"
+    return both_float32_reason(ctx, "NNAPI")
 
 
 def _minmax_inputs(ctx: NodeContext) -> str | None:
-    n = sum(1 for t in ctx.node.inputs if t)
-    return None if n == 2 else f"{ctx.node.op_type} with {n} inputs: NNAPI takes exactly 2"
+    return two_inputs_reason(ctx, "NNAPI")
 
 
 def _batch_matmul_ok(ctx: NodeContext) -> bool:
