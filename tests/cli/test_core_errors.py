@@ -270,3 +270,25 @@ def test_state_dict_mismatch_names_the_problem(files, tmp_path: Path) -> None:
     )
     r = invoke("inspect", files["state_dict"], "--model-class", f"{src}:Net", "--model-kwargs", '{"classes": 7}', "--input", "input:1x3x8x8")
     assert_fails(r, 3, "size mismatch")
+
+
+@pytest.mark.parametrize("kind", ["torchscript", "exported_program", "pickle", "state_dict", "onnx"])
+def test_every_input_kind_converts(files, tmp_path: Path, kind: str) -> None:
+    src = tmp_path / "arch.py"
+    src.write_text(
+        "from torch import nn\n"
+        "class Net(nn.Sequential):\n"
+        "    def __init__(self):\n"
+        "        super().__init__(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 5))\n"
+    )
+    extra = {
+        "torchscript": ["--input", "input:1x3x8x8"],
+        "pickle": ["--trust-pickle", "--input", "input:1x3x8x8"],
+        "state_dict": ["--model-class", f"{src}:Net", "--input", "input:1x3x8x8"],
+    }.get(kind, [])
+    out = tmp_path / f"{kind}.ort"
+    r = invoke("convert", files[kind], "-o", out, "--json", *extra)
+    assert r.exit_code == 0, r.stderr
+    rows = json.loads(r.stdout)["verification"]["rows"]
+    assert {row["artifact"] for row in rows} == {"onnx", "ort"} and all(row["passed"] for row in rows)
+    assert out.read_bytes()[4:8] == b"ORTM"
