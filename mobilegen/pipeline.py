@@ -24,7 +24,7 @@ from mobilegen.artifacts import BuildResult, LoadedModel, OnnxModel, OrtModel, P
 from mobilegen.errors import UsageError
 from mobilegen.export import MAX_DEFAULT_OPSET, ExportOptions, export_onnx
 from mobilegen.load import LoadOptions, load_model
-from mobilegen.spec import TensorSpec, apply_dynamic, parse_dynamic_spec, parse_input_spec
+from mobilegen.spec import apply_dynamic, parse_dynamic_spec, parse_input_spec
 from mobilegen.verify import VerifyOptions, ort_runner, torch_reference, verify
 
 MIN_OPSET = 7
@@ -70,23 +70,6 @@ class ModelOptions:
                 hint=f"use a smaller example shape (mark large axes dynamic with a name); the limit is {MAX_EXAMPLE_BYTES // 2**30} GiB",
             )
         return ExportOptions(inputs=tuple(specs), example_sizes=tuple(sorted(sizes.items())), opset=self.opset, output_names=self.output_names)
-
-
-def to_onnx(
-    path: Path,
-    *,
-    inputs: tuple[str, ...] = (),
-    dynamic: tuple[str, ...] = (),
-    opset: int | None = None,
-    trust_pickle: bool = False,
-    model_class: str | None = None,
-    model_kwargs: str | None = None,
-    workdir: Path,
-) -> OnnxModel:
-    """Any loadable model → a checked, self-contained .onnx in ``workdir`` (used by ``check``)."""
-    opts = ModelOptions(inputs=inputs, dynamic=dynamic, opset=opset, load=LoadOptions(trust_pickle, model_class, model_kwargs))
-    export_opts = opts.export_options()
-    return export_onnx(load_model(path, opts.load), export_opts, workdir / "model.onnx")
 
 
 def load_and_export(path: Path, opts: ModelOptions, out_path: Path) -> tuple[LoadedModel, OnnxModel]:
@@ -396,7 +379,3 @@ def relocate(result: BuildResult, old: Path, new: Path, zip_path: Path | None) -
     ort_model = replace(result.ort, path=mv(result.ort.path), config_path=mv(result.ort.config_path))
     ver: VerificationReport = replace(result.verification, golden_npz=mv_opt(result.verification.golden_npz), golden_mgv=mv_opt(result.verification.golden_mgv))
     return replace(result, out_dir=new, onnx=onnx_model, ort=ort_model, verification=ver, zip_path=zip_path)
-
-
-def input_names_hint(specs: tuple[TensorSpec, ...]) -> str:
-    return ", ".join(s.name for s in specs)

@@ -23,8 +23,9 @@ from mobilegen.cli.options import (
     ModelKwargsOpt,
     OpsetOpt,
     TrustPickleOpt,
+    model_options,
 )
-from mobilegen.errors import CoverageGateError, LoadError, MobilegenError, UsageError
+from mobilegen.errors import CoverageGateError, MobilegenError, UsageError
 
 EPS = ("nnapi", "coreml", "xnnpack")
 FORMATS = ("mlprogram", "neuralnetwork")
@@ -67,27 +68,14 @@ def _validate(eps: list[str], coreml_format: str | None, android_api: int, fail_
         raise UsageError(f"--max-partitions {max_partitions} must be at least 1")
 
 
-def _load_model(path: Path, workdir: Path, export_kwargs: dict[str, Any]) -> Any:
+def _load_model(path: Path, workdir: Path, opts: Any) -> Any:
+    """The model as the other commands see it: detected by content, exported when it is PyTorch."""
     import onnx
 
-    if not path.exists():
-        raise LoadError(f"{path} does not exist", hint="check the path")
-    is_onnx = path.suffix.lower() == ".onnx"
-    if not is_onnx:
-        from mobilegen.pipeline import to_onnx  # lazy: pulls in torch
+    from mobilegen.pipeline import load_and_export  # lazy: pulls in torch
 
-        exported = to_onnx(path, workdir=workdir, **export_kwargs)
-        path = exported.path
-    try:
-        model = onnx.load(str(path))
-        onnx.checker.check_model(model)
-    except Exception as err:  # noqa: BLE001 — any onnx failure is a load failure with a hint
-        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
-        raise LoadError(
-            f"{path.name} is not a valid ONNX model: {first}",
-            hint="re-export it, or run `python -m onnx.checker` on it for details",
-        ) from err
-    return model
+    _, exported = load_and_export(path, opts, workdir / "model.onnx")
+    return onnx.load_model(str(exported.path))
 
 
 def _gate(reports: tuple[Any, ...], fail_under: float | None, max_partitions: int | None) -> MobilegenError | None:
@@ -166,16 +154,9 @@ def check(
         from mobilegen.coverage import analyze_all
 
         targets = _targets(eps, coreml_format, android_api, require_static_shapes)
-        export_kwargs = {
-            "inputs": tuple(inputs or ()),
-            "dynamic": tuple(dynamic or ()),
-            "opset": opset,
-            "trust_pickle": trust_pickle,
-            "model_class": model_class,
-            "model_kwargs": model_kwargs,
-        }
+        opts = model_options(inputs, dynamic, opset, None, trust_pickle, model_class, model_kwargs)
         with tempfile.TemporaryDirectory(prefix="mobilegen-check-") as tmp:
-            proto = _load_model(model, Path(tmp), export_kwargs)
+            proto = _load_model(model, Path(tmp), opts)
         reports = analyze_all(proto, targets)
         return CheckResult(reports, _gate(reports, fail_under, max_partitions))
 
