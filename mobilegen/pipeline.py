@@ -78,11 +78,16 @@ def load_and_export(path: Path, opts: ModelOptions, out_path: Path) -> tuple[Loa
     return loaded, export_onnx(loaded, export_opts, out_path)
 
 
-def reference_for(loaded: LoadedModel) -> tuple[Any, str]:
-    if loaded.kind == "onnx":
-        assert loaded.onnx_path is not None
+def reference_for(loaded: LoadedModel, exported: OnnxModel) -> tuple[Any, str]:
+    """PyTorch; for an ONNX input, the source model under onnxruntime with optimizations off — or, when
+    this onnxruntime cannot load the source as written (a newer IR version), mobilegen's normalized copy."""
+    if loaded.kind != "onnx":
+        return torch_reference(loaded), "PyTorch"
+    assert loaded.onnx_path is not None
+    try:
         return ort_runner(loaded.onnx_path, basic_only=True), "the source ONNX model (no PyTorch model given)"
-    return torch_reference(loaded), "PyTorch"
+    except Exception:  # noqa: BLE001 — onnxruntime raises its own Fail/InvalidGraph types
+        return ort_runner(exported.path, basic_only=True), "the normalized source ONNX model (no PyTorch model given)"
 
 
 def fix_dynamic_dims(model: OnnxModel, out_path: Path) -> tuple[OnnxModel, str | None]:
@@ -125,15 +130,18 @@ def stamp_cache_key(model: OnnxModel) -> str:
 
 
 @contextlib.contextmanager
-def staged_output(out: Path, *, force: bool, extra: tuple[Path, ...] = ()) -> Iterator[Path]:
-    """Yield a staging folder beside ``out``; on success it replaces ``out`` atomically (``--force``
-    needed when ``out`` exists), on failure it is removed and ``out`` is untouched."""
-    for p in (out, *extra):
+def staged_output(out: Path, *, force: bool, extra: tuple[Path, ...] = (), protect: tuple[Path, ...] = ()) -> Iterator[Path]:
+    """Yield a staging folder beside ``out``; on success it replaces ``out`` atomically, on failure it is
+    removed and ``out`` is untouched. ``--force`` replaces only an empty folder or an earlier mobilegen
+    output, never a folder holding one of ``protect`` (the input model)."""
+    out = Path(os.path.abspath(out))
+    check_replaceable(out, force=force, protect=protect)
+    for p in extra:
         if p.exists() and not force:
             raise UsageError(f"{p} already exists", hint="pass --force to replace it, or choose another -o")
-        if p.exists() and p.is_file() and p == out:
-            raise UsageError(f"{p} is a file, not a folder", hint="choose another -o")
-    parent = out.parent if str(out.parent) else Path(".")
+        if p.is_dir():
+            raise UsageError(f"{p} is a folder", hint="choose another -o (the zip is written next to the output folder)")
+    parent = out.parent
     try:
         parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=parent))
@@ -144,16 +152,48 @@ def staged_output(out: Path, *, force: bool, extra: tuple[Path, ...] = ()) -> It
         raise UsageError(f"cannot write to {parent}: {err.strerror}", hint="choose a writable -o") from err
     try:
         yield staging
+        backup = None
+        if out.exists():
+            backup = parent / f".{out.name}.old-{os.getpid()}"
+            os.replace(out, backup)
+        try:
+            os.replace(staging, out)
+        except OSError:
+            if backup is not None:
+                os.replace(backup, out)
+            raise
+        if backup is not None:
+            shutil.rmtree(backup, ignore_errors=True)
+    except OSError as err:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise UsageError(f"cannot move the result into {out}: {err.strerror}", hint="choose another -o") from err
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    backup = None
-    if out.exists():
-        backup = parent / f".{out.name}.old-{os.getpid()}"
-        os.replace(out, backup)
-    os.replace(staging, out)
-    if backup is not None:
-        shutil.rmtree(backup, ignore_errors=True)
+
+
+def check_replaceable(out: Path, *, force: bool, protect: tuple[Path, ...] = ()) -> None:
+    for p in protect:
+        if Path(os.path.abspath(p)).is_relative_to(out):
+            raise UsageError(f"the output folder {out} contains the input {p}", hint="choose an -o outside the model's folder")
+    if not out.exists():
+        return
+    if not force:
+        raise UsageError(f"{out} already exists", hint="pass --force to replace it, or choose another -o")
+    if not out.is_dir():
+        raise UsageError(f"{out} is a file, not a folder", hint="choose another -o")
+    if any(out.iterdir()) and not _is_mobilegen_output(out):
+        raise UsageError(
+            f"{out} is not empty and is not a mobilegen output folder (no manifest.json of ours)",
+            hint="--force replaces only earlier mobilegen outputs; choose another -o",
+        )
+
+
+def _is_mobilegen_output(folder: Path) -> bool:
+    try:
+        return json.loads((folder / artifacts.MANIFEST).read_text(encoding="utf-8")).get("kind") == "mobilegen-package"
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def atomic_write_file(src: Path, dest: Path, *, force: bool) -> None:
@@ -208,9 +248,10 @@ def build(opts: BuildOptions) -> BuildResult:
         validate_ios_options(ios_opts)
         runtimes["swiftpm"] = ios_runtime(ios_opts)
     opts.model_opts.export_options()  # flag errors before any heavy work
-    zip_path = Path(str(opts.out) + ".zip") if opts.zip else None
+    out = Path(os.path.abspath(opts.out))
+    zip_path = Path(str(out) + ".zip") if opts.zip else None
     warnings: list[str] = []
-    with staged_output(opts.out, force=opts.force, extra=(zip_path,) if zip_path else ()) as root:
+    with staged_output(out, force=opts.force, extra=(zip_path,) if zip_path else (), protect=(opts.model,)) as root:
         (root / "model").mkdir()
         loaded, onnx_model = load_and_export(opts.model, opts.model_opts, root / artifacts.MODEL_ONNX)
         warnings.extend(onnx_model.notes)
@@ -235,7 +276,7 @@ def build(opts: BuildOptions) -> BuildResult:
                     warnings.append(note + (" (the iOS package ships the same fixed-size model)" if ios_opts else ""))
         stamp_cache_key(onnx_model)
         ort_model = convert_to_ort(onnx_model, root / artifacts.MODEL_ORT, root / artifacts.MODEL_OPS_CONFIG, style=opts.style)
-        reference, ref_label = reference_for(loaded)
+        reference, ref_label = reference_for(loaded, onnx_model)
         verification = verify(
             reference,
             {"onnx": onnx_model.path, "ort": ort_model.path},
@@ -317,10 +358,10 @@ def build(opts: BuildOptions) -> BuildResult:
             from mobilegen.package import write_zip
 
             tmp_zip = root.parent / f".{zip_path.name}.tmp-{os.getpid()}"
-            write_zip(root, tmp_zip, prefix=opts.out.name)
+            write_zip(root, tmp_zip, prefix=out.name)
     if zip_path is not None:
         os.replace(tmp_zip, zip_path)
-    return relocate(result, root, opts.out, zip_path)
+    return relocate(result, root, out, zip_path)
 
 
 def analyse(onnx_model: OnnxModel, android_opts: Any, ios_opts: Any, android_api: int | None) -> list[Any]:

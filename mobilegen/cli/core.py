@@ -241,10 +241,10 @@ def export(
         from mobilegen.verify import VerifyOptions, verify
 
         opts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs)
-        _check_out(output, force)
+        _check_out(output, force, model)
         with tempfile.TemporaryDirectory(prefix="mobilegen-export-") as tmp:
             loaded, onnx_model = load_and_export(model, opts, Path(tmp) / "model.onnx")
-            ref, label = reference_for(loaded)
+            ref, label = reference_for(loaded, onnx_model)
             report = verify(ref, {"onnx": onnx_model.path}, onnx_model, VerifyOptions(atol, rtol, sample), reference_label=label)
             atomic_write_file(onnx_model.path, output, force=force)
         return ExportResult(str(output), onnx_model.exporter, onnx_model.fallback_reason, onnx_model.opset, onnx_model.io.to_dict(), report.to_dict(), list(onnx_model.notes))
@@ -252,9 +252,13 @@ def export(
     run_command(action, json_out=json_out, debug=debug, human=_human_export, to_json=lambda r: r.__dict__)
 
 
-def _check_out(output: Path, force: bool) -> None:
+def _check_out(output: Path, force: bool, model: Path) -> None:
+    import os
+
     from mobilegen.errors import UsageError
 
+    if os.path.abspath(output) == os.path.abspath(model):
+        raise UsageError(f"-o {output} is the input model", hint="write the result to another path")
     if output.exists() and not force:
         raise UsageError(f"{output} already exists", hint="pass --force to replace it, or choose another -o")
     if output.is_dir():
@@ -311,8 +315,9 @@ def convert(
         from mobilegen.verify import VerifyOptions, verify
 
         opts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs)
-        _check_out(output, force)
         config_out = output.with_name("required_operators.config")
+        _check_out(output, force, model)
+        _check_out(config_out, force, model)
         with tempfile.TemporaryDirectory(prefix="mobilegen-convert-") as tmp:
             work = Path(tmp)
             loaded, onnx_model = load_and_export(model, opts, work / "model.onnx")
@@ -321,10 +326,10 @@ def convert(
 
             for channel in ("maven", "swiftpm"):  # the runtimes the generated apps pin by default
                 check_loadable(default_release(channel), max_opset=ort_model.max_opset, ort_format_version=ort_model.ort_format_version, channel=channel)
-            ref, label = reference_for(loaded)
+            ref, label = reference_for(loaded, onnx_model)
             report = verify(ref, {"onnx": onnx_model.path, "ort": ort_model.path}, onnx_model, VerifyOptions(atol, rtol, sample), reference_label=label)
             atomic_write_file(ort_model.path, output, force=force)
-            atomic_write_file(ort_model.config_path, config_out, force=True)
+            atomic_write_file(ort_model.config_path, config_out, force=force)
         return ConvertResult(
             str(output), str(config_out), ort_model.optimization_style, ort_model.optimization_level,
             ort_model.ort_format_version, ort_model.converter_version, onnx_model.opset, report.to_dict(), list(onnx_model.notes),

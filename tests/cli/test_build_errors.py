@@ -138,3 +138,43 @@ def test_scripts_become_executable_even_without_mode(tmp_path: Path) -> None:
     render_tree(tpl, {}, tmp_path / "out")
     assert (tmp_path / "out" / "gradlew").stat().st_mode & 0o111
     assert not (tmp_path / "out" / "notes.txt").stat().st_mode & 0o111
+
+
+def test_force_never_replaces_a_folder_that_is_not_ours(fmodel: Path, tmp_path: Path) -> None:
+    models = tmp_path / "models"
+    models.mkdir()
+    model = models / "id.onnx"
+    model.write_bytes(fmodel.read_bytes())
+    (models / "notes.txt").write_text("mine")
+    assert_fails(invoke("android", model, "-o", models, "--force"), 2, "contains the input")
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    assert_fails(invoke("android", fmodel, "-o", other, "--force"), 2, "not a mobilegen output folder")
+    assert (models / "notes.txt").read_text() == "mine" and (other / "notes.txt").read_text() == "mine"
+    assert model.is_file()
+    no_leftovers(tmp_path)
+
+
+def test_force_replaces_an_earlier_output(fmodel: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert invoke("android", fmodel, "-o", out).exit_code == 0
+    first = (out / "manifest.json").read_bytes()
+    r = invoke("android", fmodel, "-o", out, "--force")
+    assert r.exit_code == 0, r.stderr
+    assert (out / "manifest.json").read_bytes() == first
+    no_leftovers(tmp_path)
+
+
+def test_zip_path_that_is_a_folder(fmodel: Path, tmp_path: Path) -> None:
+    (tmp_path / "out.zip").mkdir()
+    assert_fails(invoke("android", fmodel, "-o", tmp_path / "out", "--zip", "--force"), 2, "is a folder")
+    assert not (tmp_path / "out").exists()
+    no_leftovers(tmp_path)
+
+
+def test_convert_never_overwrites_silently(fmodel: Path, tmp_path: Path) -> None:
+    (tmp_path / "required_operators.config").write_text("mine")
+    assert_fails(invoke("convert", fmodel, "-o", tmp_path / "m.ort"), 2, "required_operators.config")
+    assert (tmp_path / "required_operators.config").read_text() == "mine"
+    assert_fails(invoke("export", fmodel, "-o", fmodel, "--force"), 2, "is the input model")
