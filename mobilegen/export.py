@@ -37,6 +37,7 @@ class ExportOptions:
     example_sizes: tuple[tuple[str, int], ...] = ()  # example size per named dim (from --input / --dynamic)
     opset: int | None = None
     output_names: tuple[str, ...] = ()
+    dynamic_given: bool = False  # --dynamic was used (it re-traces, so it only applies to PyTorch models)
 
 
 @contextlib.contextmanager
@@ -185,8 +186,14 @@ def export_onnx(loaded: LoadedModel, options: ExportOptions, out_path: Path) -> 
 
     if loaded.kind == "onnx":
         assert loaded.onnx_path is not None
+        if options.opset is not None or options.dynamic_given:
+            raise UsageError(
+                f"{'--opset' if options.opset is not None else '--dynamic'} applies to PyTorch models; {loaded.source.name} is ONNX already",
+                hint="re-export it from PyTorch with that flag, or drop the flag (an ONNX model keeps its opset and dims)",
+            )
         model = onnx.load_model(str(loaded.onnx_path), load_external_data=True)
         notes = _constant_initializers(model)
+        _rename_outputs(model, options.output_names)
         io_spec = _onnx_io(model)
         specs, sizes = _check_onnx_inputs(io_spec, options)
         model = _finish(model, out_path)

@@ -49,7 +49,10 @@ def encode_mgv(case: GoldenCase) -> bytes:
             a = np.asarray(arr).copy(order="C")  # (ascontiguousarray would turn a 0-d array into 1-d)
             dtype = str(a.dtype)
             if dtype not in DTYPES or dtype in ("string", "bfloat16"):
-                raise MobilegenError(f"golden tensor {name!r} has dtype {dtype}, which the device format cannot hold")
+                raise MobilegenError(
+                    f"golden tensor {name!r} has dtype {dtype}, which the device format cannot hold",
+                    hint="cast it at the model boundary (e.g. to float32)",
+                )
             data = a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes()
             raw_name = name.encode("utf-8")
             buf.write(struct.pack("<BI", role, len(raw_name)))
@@ -63,10 +66,10 @@ def encode_mgv(case: GoldenCase) -> bytes:
 
 def decode_mgv(data: bytes) -> GoldenCase:
     if data[:4] != MAGIC:
-        raise MobilegenError("not a golden-vector file (bad magic)")
+        raise MobilegenError("not a golden-vector file (bad magic)", hint="pass a .mgv written by mobilegen")
     version, count = struct.unpack_from("<II", data, 4)
     if version != VERSION:
-        raise MobilegenError(f"golden-vector file version {version} is not supported (expected {VERSION})")
+        raise MobilegenError(f"golden-vector file version {version} is not supported (expected {VERSION})", hint="regenerate it with this mobilegen")
     off = 12
     inputs: dict[str, np.ndarray] = {}
     outputs: dict[str, np.ndarray] = {}
@@ -102,7 +105,7 @@ def write_npz(path: Path, case: GoldenCase) -> None:
         for key, arr in arrays.items():
             info = zipfile.ZipInfo(key + ".npy", date_time=(1980, 1, 1, 0, 0, 0))
             member = io.BytesIO()
-            np.lib.format.write_array(member, np.ascontiguousarray(arr), allow_pickle=False)
+            np.lib.format.write_array(member, np.asarray(arr).copy(order="C"), allow_pickle=False)
             zf.writestr(info, member.getvalue())
     path.write_bytes(buf.getvalue())
 

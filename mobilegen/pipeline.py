@@ -69,7 +69,13 @@ class ModelOptions:
                 f"the --input shapes make {total / 2**30:.1f} GiB of example data per run",
                 hint=f"use a smaller example shape (mark large axes dynamic with a name); the limit is {MAX_EXAMPLE_BYTES // 2**30} GiB",
             )
-        return ExportOptions(inputs=tuple(specs), example_sizes=tuple(sorted(sizes.items())), opset=self.opset, output_names=self.output_names)
+        return ExportOptions(
+            inputs=tuple(specs),
+            example_sizes=tuple(sorted(sizes.items())),
+            opset=self.opset,
+            output_names=self.output_names,
+            dynamic_given=bool(self.dynamic),
+        )
 
 
 def load_and_export(path: Path, opts: ModelOptions, out_path: Path) -> tuple[LoadedModel, OnnxModel]:

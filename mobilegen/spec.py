@@ -144,6 +144,8 @@ def parse_input_spec(text: str) -> TensorSpec:
         raise UsageError(f"malformed --input {text!r}", hint=f"write NAME:SHAPE[:DTYPE], e.g. {example}")
     name, shape_text = parts[0], parts[1].strip()
     dtype = canonical_dtype(parts[2]) if len(parts) == 3 else "float32"
+    if dtype in ("string", "bfloat16"):
+        raise UsageError(f"--input {text!r}: mobilegen cannot make example {dtype} tensors", hint="export models with numeric inputs (float32, int64, ...)")
     if shape_text in ("", "scalar"):
         return TensorSpec(name, dtype, ())
     dims: list[Dim] = []

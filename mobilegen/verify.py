@@ -102,7 +102,7 @@ def torch_reference(loaded: LoadedModel) -> Callable[[dict[str, np.ndarray]], li
 
     def run(arrays: dict[str, np.ndarray]) -> list[np.ndarray]:
         with torch.no_grad(), quiet():
-            out = fn(*[torch.from_numpy(np.ascontiguousarray(a)) for a in arrays.values()])
+            out = fn(*[torch.from_numpy(np.asarray(a).copy(order="C")) for a in arrays.values()])
         return [t.detach().cpu().numpy() for t in _flatten(out)]
 
     return run

@@ -68,6 +68,14 @@ def run_command(
     """
     try:
         result = action()
+        gate = getattr(result, "gate_error", None)
+        if json_out:
+            payload = to_json(result)
+            if isinstance(gate, MobilegenError) and isinstance(payload, dict):
+                payload = {**payload, "error": gate.kind, "message": gate.message, "hint": gate.hint, "details": gate.details, "exit_code": gate.exit_code}
+            emit_json(payload)
+        else:
+            human(result, err_console)
     except MobilegenError as err:
         _report_error(err, json_out=json_out, debug=debug)
         raise typer.Exit(err.exit_code) from None
@@ -85,14 +93,6 @@ def run_command(
             traceback.print_exc(file=sys.stderr)
         _report_error(wrapped, json_out=json_out, debug=False)
         raise typer.Exit(1) from None
-    gate = getattr(result, "gate_error", None)
-    if json_out:
-        payload = to_json(result)
-        if isinstance(gate, MobilegenError) and isinstance(payload, dict):
-            payload = {**payload, "error": gate.kind, "message": gate.message, "hint": gate.hint, "details": gate.details, "exit_code": gate.exit_code}
-        emit_json(payload)
-    else:
-        human(result, err_console)
     if isinstance(gate, MobilegenError):
         _report_error(gate, json_out=False, debug=False)
         raise typer.Exit(gate.exit_code)

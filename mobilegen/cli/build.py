@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape as esc
 from rich.table import Table
 
 from mobilegen.cli import app, run_command
@@ -98,7 +99,7 @@ def _build(
 
 
 def _human_build(r: Any, console: Console) -> None:
-    console.print(f"[bold green]wrote[/bold green] {r.out_dir}/ ({', '.join(r.targets)})" + (f" and {r.zip_path}" if r.zip_path else ""))
+    console.print(f"[bold green]wrote[/bold green] {esc(str(r.out_dir))}/ ({', '.join(r.targets)})" + (f" and {esc(str(r.zip_path))}" if r.zip_path else ""))
     console.print(
         f"model: {r.loaded.kind} → ONNX opset {r.onnx.opset} ({r.onnx.exporter} exporter) → ORT format v{r.ort.ort_format_version} "
         f"({r.ort.optimization_style} style)"
@@ -112,12 +113,12 @@ def _human_build(r: Any, console: Console) -> None:
         for rep in r.coverage:
             refused = ", ".join(f"{op}×{n}" for op, n, _ in rep.unsupported_summary()[:4])
             colour = {"yes": "green", "maybe": "yellow"}.get(rep.verdict, "red")
-            t.add_row(rep.label, f"{rep.supported_nodes}/{rep.total_nodes}", str(len(rep.partitions)), f"[{colour}]{rep.verdict}[/{colour}]", refused)
+            t.add_row(esc(rep.label), f"{rep.supported_nodes}/{rep.total_nodes}", str(len(rep.partitions)), f"[{colour}]{rep.verdict}[/{colour}]", esc(refused))
         console.print(t)
     for w in r.warnings:
-        style = "bold red" if "0 nodes" in w else "yellow"
-        console.print(f"[{style}]warning:[/{style}] {w}")
-    console.print(f"report: {r.out_dir}/report/report.html")
+        style = "bold red" if w.startswith("NNAPI takes 0 nodes") else "yellow"
+        console.print(f"[{style}]warning:[/{style}] {esc(w)}")
+    console.print(f"report: {esc(str(r.out_dir))}/report/report.html")
 
 
 def _json_build(r: Any) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape as esc
 from rich.table import Table
 
 from mobilegen.cli import app, run_command
@@ -145,11 +146,11 @@ def _inspect_module(loaded: Any) -> Inspection:
 
 
 def _human_inspect(r: Inspection, console: Console) -> None:
-    console.print(f"[bold]{r.path}[/bold]  ({r.kind})  sha256 {r.sha256[:16]}…")
+    console.print(f"[bold]{esc(r.path)}[/bold]  ({r.kind})  sha256 {r.sha256[:16]}…")
     t = Table("", "name", "dtype", "shape", box=None, pad_edge=False)
     for role, items in (("input", r.inputs), ("output", r.outputs)):
         for i in items:
-            t.add_row(role, i["name"], i["dtype"], "x".join(str(d) for d in i["shape"]) or "scalar")
+            t.add_row(role, esc(i["name"]), i["dtype"], esc("x".join(str(d) for d in i["shape"])) or "scalar")
     console.print(t)
     if r.opset:
         console.print("opset: " + ", ".join(f"{k} {v}" for k, v in r.opset.items()))
@@ -158,9 +159,9 @@ def _human_inspect(r: Inspection, console: Console) -> None:
     if r.ort_format_version is not None:
         console.print(f"ORT format version: {r.ort_format_version}")
     if r.op_histogram:
-        console.print("ops: " + ", ".join(f"{k}×{v}" for k, v in r.op_histogram.items()))
+        console.print(esc("ops: " + ", ".join(f"{k}×{v}" for k, v in r.op_histogram.items())))
     for n in r.notes:
-        console.print(f"[dim]{n}[/dim]")
+        console.print(f"[dim]{esc(n)}[/dim]")
 
 
 @app.command()
@@ -195,13 +196,13 @@ class ExportResult:
 
 
 def _human_export(r: ExportResult, console: Console) -> None:
-    console.print(f"[green]wrote[/green] {r.output} (opset {r.opset}, {r.exporter} exporter)")
+    console.print(f"[green]wrote[/green] {esc(r.output)} (opset {r.opset}, {r.exporter} exporter)")
     if r.fallback_reason:
-        console.print(f"[yellow]fell back to the TorchScript exporter:[/yellow] {r.fallback_reason}")
+        console.print(f"[yellow]fell back to the TorchScript exporter:[/yellow] {esc(r.fallback_reason)}")
     if r.verification:
         _print_verification(r.verification, console)
     for n in r.notes:
-        console.print(f"[yellow]note:[/yellow] {n}")
+        console.print(f"[yellow]note:[/yellow] {esc(n)}")
 
 
 def _print_verification(v: dict[str, Any], console: Console) -> None:
@@ -210,7 +211,7 @@ def _print_verification(v: dict[str, Any], console: Console) -> None:
         t.add_column(col, overflow="fold")
     for r in v["rows"]:
         t.add_row(
-            r["artifact"], r["case"], r["output"], f"{r['max_abs']:.2e}", f"{r['max_rel']:.2e}", f"{r['cosine']:.6f}",
+            r["artifact"], esc(r["case"]), esc(r["output"]), f"{r['max_abs']:.2e}", f"{r['max_rel']:.2e}", f"{r['cosine']:.6f}",
             "" if r["top1"] is None else f"{r['top1']:.2f}", "[green]ok[/green]" if r["passed"] else "[red]FAIL[/red]",
         )
     console.print(t)
@@ -280,12 +281,12 @@ class ConvertResult:
 
 def _human_convert(r: ConvertResult, console: Console) -> None:
     console.print(
-        f"[green]wrote[/green] {r.output} (ORT format v{r.ort_format_version}, optimization style {r.optimization_style}, "
-        f"level {r.optimization_level}, onnxruntime {r.converter_version}) and {r.required_operators}"
+        f"[green]wrote[/green] {esc(r.output)} (ORT format v{r.ort_format_version}, optimization style {r.optimization_style}, "
+        f"level {r.optimization_level}, onnxruntime {r.converter_version}) and {esc(r.required_operators)}"
     )
     _print_verification(r.verification, console)
     for n in r.notes:
-        console.print(f"[yellow]note:[/yellow] {n}")
+        console.print(f"[yellow]note:[/yellow] {esc(n)}")
 
 
 @app.command()

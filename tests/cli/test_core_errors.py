@@ -292,3 +292,18 @@ def test_every_input_kind_converts(files, tmp_path: Path, kind: str) -> None:
     rows = json.loads(r.stdout)["verification"]["rows"]
     assert {row["artifact"] for row in rows} == {"onnx", "ort"} and all(row["passed"] for row in rows)
     assert out.read_bytes()[4:8] == b"ORTM"
+
+
+def test_onnx_input_flags(files, tmp_path: Path) -> None:
+    assert_fails(invoke("export", files["onnx"], "-o", tmp_path / "a.onnx", "--opset", "18"), 2, "--opset applies to PyTorch")
+    assert_fails(invoke("export", files["onnx"], "-o", tmp_path / "a.onnx", "--input", "x:1x3x8x8", "--dynamic", "x:0=batch"), 2, "--dynamic applies")
+    r = invoke("export", files["onnx"], "-o", tmp_path / "b.onnx", "--output-name", "logits", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["io"]["outputs"][0]["name"] == "logits"
+
+
+def test_model_text_is_not_console_markup(files, tmp_path: Path) -> None:
+    args = ["export", str(files["onnx"]), "-o", str(tmp_path / "m.onnx"), "--output-name", "y[/b][red]"]
+    r = runner.invoke(app, args, env={"COLUMNS": "250"})
+    assert r.exit_code == 0, r.stderr
+    assert "y[/b][red]" in r.stderr

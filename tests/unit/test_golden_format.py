@@ -21,8 +21,9 @@ def test_mgv_round_trip(dtype: str, shape: list[int], name: str) -> None:
     case = GoldenCase({name: arr}, {"out": arr[..., None] if arr.ndim else arr})
     back = decode_mgv(encode_mgv(case))
     assert list(back.inputs) == [name]
-    np.testing.assert_array_equal(back.inputs[name], arr)
-    assert back.inputs[name].dtype == arr.dtype
+    for got, want in ((back.inputs[name], arr), (back.outputs["out"], case.outputs["out"])):
+        assert got.shape == want.shape and got.dtype == want.dtype  # assert_array_equal broadcasts 0-d
+        np.testing.assert_array_equal(got, want)
 
 
 def test_mgv_rejects_garbage() -> None:
@@ -37,3 +38,10 @@ def test_npz_is_deterministic(tmp_path) -> None:
     assert (tmp_path / "a.npz").read_bytes() == (tmp_path / "b.npz").read_bytes()
     back = read_npz(tmp_path / "a.npz")
     np.testing.assert_array_equal(back.inputs["x"], case.inputs["x"])
+
+
+def test_npz_keeps_scalars(tmp_path) -> None:
+    case = GoldenCase({"s": np.array(3.5, dtype=np.float32)}, {"y": np.array(7, dtype=np.int64)})
+    write_npz(tmp_path / "s.npz", case)
+    back = read_npz(tmp_path / "s.npz")
+    assert back.inputs["s"].shape == () and back.outputs["y"].shape == ()

@@ -19,7 +19,7 @@ def test_parse_input_spec(text: str, expected: TensorSpec) -> None:
     assert parse_input_spec(text) == expected
 
 
-@pytest.mark.parametrize("text", ["x", "x:1x3:float32:extra", ":1x3", "x:1x-3", "x:1x0", "x:1x3:complex", "x:1xx3"])
+@pytest.mark.parametrize("text", ["x", "x:1x3:float32:extra", ":1x3", "x:1x3:string", "x:1x3:bfloat16", "x:1x-3", "x:1x0", "x:1x3:complex", "x:1xx3"])
 def test_parse_input_spec_rejects(text: str) -> None:
     with pytest.raises(UsageError) as info:
         parse_input_spec(text)
