@@ -17,6 +17,7 @@ from typing import Any
 from mobilegen.artifacts import FP16_TOLERANCE, ProjectSpec
 from mobilegen.errors import InternalError, RenderError, UsageError
 from mobilegen.lang import kotlin as kt
+from mobilegen.markdown import md_escape
 from mobilegen.render import render_tree, templates_root
 from mobilegen.runtimes import RuntimeRelease, find_release
 from mobilegen.spec import IOSpec, TensorSpec
@@ -249,7 +250,7 @@ def _tensor_contexts(io: IOSpec, class_name: str) -> tuple[list[dict[str, Any]],
         ctx = {
             "name": t.name,
             "name_literal": kt.string_literal(t.name),
-            "name_md": markdown_text(t.name),
+            "name_md": md_escape(t.name),
             "comment": kt.line_comment(f"{t.name} · {t.dtype} · {t.shape_str()}"),
             "prop": props[i],
             "shape_prop": props[i] + "Shape",
@@ -290,32 +291,23 @@ def _product(dims: list[int]) -> int:
     return n
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+!|~])")
-
-
-def markdown_text(text: str) -> str:
-    """Untrusted text as one line of inert Markdown (no HTML, no links, no code spans)."""
-    one_line = kt.line_comment(text)
-    return _MD_SPECIAL.sub(r"\\\1", one_line)
-
-
 def _coverage_rows(coverage: tuple[Any, ...]) -> list[dict[str, Any]]:
     rows = []
     for rep in coverage:
         unsupported = [
-            {"op": markdown_text(op), "count": count, "reasons": markdown_text("; ".join(reasons)[:200])}
+            {"op": md_escape(op), "count": count, "reasons": md_escape("; ".join(reasons)[:200])}
             for op, count, reasons in rep.unsupported_summary()[:10]
         ]
         rows.append(
             {
-                "label": markdown_text(rep.label),
+                "label": md_escape(rep.label),
                 "supported": rep.supported_nodes,
                 "total": rep.total_nodes,
                 "percent": f"{rep.percent:.1f}",
                 "partitions": len(rep.partitions),
-                "verdict": markdown_text(rep.verdict),
+                "verdict": md_escape(rep.verdict),
                 "unsupported": unsupported,
-                "suggestions": [markdown_text(s) for s in rep.suggestions[:5]],
+                "suggestions": [md_escape(s) for s in rep.suggestions[:5]],
             }
         )
     return rows
@@ -354,7 +346,7 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
         "golden_asset": f"{asset_dir}/golden.mgv",
         "model_name_literal": kt.string_literal(spec.model_name),
         "model_name_comment": kt.line_comment(spec.model_name),
-        "model_name_md": markdown_text(spec.model_name),
+        "model_name_md": md_escape(spec.model_name),
         "inputs": inputs,
         "outputs": outputs,
         "all_inputs_static": all(t["static"] for t in inputs),
@@ -368,16 +360,16 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
         "xnnpack": opts.xnnpack,
         "accelerated_label": " + ".join(accelerated) if accelerated else "none (CPU)",
         "ort_version": release.version,
-        "ort_released": markdown_text(release.released or "date unknown"),
+        "ort_released": md_escape(release.released or "date unknown"),
         "toolchain": dict(TOOLCHAIN),
         "compile_sdk": COMPILE_SDK,
         "target_sdk": TARGET_SDK,
         "min_sdk": MIN_SDK,
         "nnapi_min_sdk": NNAPI_MIN_SDK,
         "mobilegen_version": kt.line_comment(spec.mobilegen_version or "dev"),  # Kotlin/Gradle comments
-        "mobilegen_version_md": markdown_text(spec.mobilegen_version or "dev"),
+        "mobilegen_version_md": md_escape(spec.mobilegen_version or "dev"),
         "coverage": _coverage_rows(spec.coverage),
-        "notes": [markdown_text(n) for n in spec.notes],
+        "notes": [md_escape(n) for n in spec.notes],
     }
 
 

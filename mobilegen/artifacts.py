@@ -92,6 +92,13 @@ class OrtModel:
     max_opset: int  # highest ai.onnx since_version any node needs
 
 
+# Shown wherever NNAPI is chosen (CLI, project READMEs, report).
+NNAPI_DEPRECATION = (
+    "NNAPI is deprecated as of Android 15 (API 35): it keeps working on current devices, but vendors no "
+    "longer improve their drivers; keep the CPU/XNNPACK path tested too."
+)
+
+
 # Float16 keeps ~3 significant decimal digits: the floor of the accelerated tolerances when an
 # accelerator may compute in fp16 (NNAPI's USE_FP16, CoreML on the GPU / Neural Engine).
 FP16_TOLERANCE = 1e-2

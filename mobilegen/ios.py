@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -25,6 +24,7 @@ from typing import Any
 from mobilegen.artifacts import FP16_TOLERANCE, ProjectSpec
 from mobilegen.errors import RenderError, UsageError
 from mobilegen.lang import swift
+from mobilegen.markdown import md_code, md_escape
 from mobilegen.render import render_tree, templates_root
 from mobilegen.runtimes import RuntimeRelease, find_release
 from mobilegen.spec import DTYPES, IOSpec, TensorSpec
@@ -186,20 +186,6 @@ def class_name_for(spec: ProjectSpec, opts: IosOptions) -> str:
 # --- context -------------------------------------------------------------------------------------
 
 
-def _md_code(text: str) -> str:
-    """``text`` as a Markdown inline code span on one line (fence longer than any backtick run)."""
-    one_line = swift.swift_comment(text).replace("|", "\\|")
-    longest = max((len(m) for m in re.findall(r"`+", one_line)), default=0)
-    fence = "`" * (longest + 1)
-    pad = " " if one_line.startswith("`") or one_line.endswith("`") or not one_line else ""
-    return f"{fence}{pad}{one_line}{pad}{fence}"
-
-
-def _md_text(text: str) -> str:
-    """Arbitrary text for a Markdown table cell / bullet: one line, no HTML, no table breaks."""
-    return swift.swift_comment(text).replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
-
-
 def _tensor_context(t: TensorSpec, ident: str, shape_ident: str, index: int, role: str) -> dict[str, Any]:
     swift_type, ort_case = SWIFT_ELEMENT_TYPES[t.dtype]
     dims = [d if isinstance(d, int) else -1 for d in t.shape]
@@ -225,8 +211,8 @@ def _tensor_context(t: TensorSpec, ident: str, shape_ident: str, index: int, rol
         "warm_dims": swift.swift_int_array(warm_dims),
         "warm_count": math.prod(warm_dims),
         "doc": swift.swift_comment(doc),
-        "md_name": _md_code(t.name),
-        "md_shape": _md_text(shape_text),
+        "md_name": md_code(t.name),
+        "md_shape": md_escape(shape_text),
     }
 
 
@@ -241,12 +227,12 @@ def _coverage_rows(coverage: tuple[Any, ...]) -> list[dict[str, str]]:
         ]
         rows.append(
             {
-                "label": _md_text(rep.label),
+                "label": md_escape(rep.label),
                 "nodes": f"{rep.supported_nodes}/{rep.total_nodes}",
                 "percent": f"{rep.percent:.0f}%",
                 "partitions": str(len(rep.partitions)),
-                "verdict": _md_text(rep.verdict),
-                "unsupported": _md_text(", ".join(unsupported)) if unsupported else "none",
+                "verdict": md_escape(rep.verdict),
+                "unsupported": md_escape(", ".join(unsupported)) if unsupported else "none",
             }
         )
     return rows
@@ -294,7 +280,7 @@ def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str) -> di
         "model_name": spec.model_name,
         "model_name_literal": swift.swift_string(spec.model_name),
         "model_name_comment": swift.swift_comment(spec.model_name),
-        "model_name_md": _md_text(spec.model_name),
+        "model_name_md": md_escape(spec.model_name),
         "model_resource": class_name,
         "model_resource_ext": _MODEL_RESOURCE_EXT,
         "model_file": f"{class_name}.{_MODEL_RESOURCE_EXT}",
@@ -328,7 +314,7 @@ def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str) -> di
         "macos_min": MACOS_MIN,
         "mobilegen_version": swift.swift_comment(spec.mobilegen_version or "dev"),
         "coverage": _coverage_rows(spec.coverage),
-        "notes": [_md_text(n) for n in spec.notes],
+        "notes": [md_escape(n) for n in spec.notes],
     }
 
 

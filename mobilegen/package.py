@@ -51,13 +51,12 @@ from mobilegen.artifacts import (
     BuildResult,
 )
 from mobilegen.errors import MobilegenError, PackageError, PackageVerifyError, UsageError
+from mobilegen.markdown import md_code, md_escape
 from mobilegen.report import (
     SIZED_FILES,
     coverage_json,
     derived_warnings,
     jsonable,
-    md_code,
-    md_escape,
     placement,
     render_html,
     render_markdown,

@@ -20,7 +20,15 @@ from typing import Any
 import numpy as np
 
 from mobilegen import __version__, artifacts
-from mobilegen.artifacts import BuildResult, LoadedModel, OnnxModel, OrtModel, ProjectSpec, VerificationReport
+from mobilegen.artifacts import (
+    NNAPI_DEPRECATION,
+    BuildResult,
+    LoadedModel,
+    OnnxModel,
+    OrtModel,
+    ProjectSpec,
+    VerificationReport,
+)
 from mobilegen.errors import UsageError
 from mobilegen.export import MAX_DEFAULT_OPSET, ExportOptions, export_onnx
 from mobilegen.load import LoadOptions, load_model
@@ -30,10 +38,6 @@ from mobilegen.verify import VerifyOptions, ort_runner, torch_reference, verify
 MIN_OPSET = 7
 MAX_EXAMPLE_BYTES = 1 << 30  # seeded inputs are built several times (reference + every artifact, two sizes)
 
-NNAPI_DEPRECATION = (
-    "NNAPI is deprecated as of Android 15 (API 35): it keeps working on current devices, but vendors no "
-    "longer improve their drivers; keep the CPU/XNNPACK path tested too."
-)
 
 
 @dataclass(frozen=True)

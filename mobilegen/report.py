@@ -25,8 +25,10 @@ from mobilegen.artifacts import (
     MODEL_ONNX,
     MODEL_OPS_CONFIG,
     MODEL_ORT,
+    NNAPI_DEPRECATION,
     BuildResult,
 )
+from mobilegen.markdown import md_escape
 
 # Files whose sizes the report lists (package-relative paths), in this order.
 SIZED_FILES = (MODEL_ONNX, MODEL_ORT, MODEL_OPS_CONFIG, GOLDEN_NPZ, GOLDEN_MGV, GOLDEN_TOLERANCES)
@@ -47,10 +49,6 @@ PALETTE = (
 CPU_COLOR = "#cfcfcf"
 CPU = "CPU"
 
-NNAPI_DEPRECATION = (
-    "NNAPI is deprecated since Android 15: it still runs on current devices, but vendors no longer "
-    "ship driver updates; prefer XNNPACK or the CPU EP for new apps."
-)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -286,27 +284,6 @@ def _coverage_headline(c: Any) -> str:
 
 # ---------------------------------------------------------------------------------------------------
 # Markdown
-
-_MD_SPECIAL = set("\\`*_[]<>|#&!~")
-
-
-def md_escape(text: object) -> str:
-    """Backslash-escape Markdown punctuation (CommonMark allows it before any ASCII punctuation); one line."""
-    s = " ".join(str(text).splitlines())
-    return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in s)
-
-
-def md_code(text: object) -> str:
-    """An inline code span holding ``text`` verbatim (fence longer than any backtick run inside)."""
-    s = " ".join(str(text).splitlines())
-    longest = run = 0
-    for ch in s:
-        run = run + 1 if ch == "`" else 0
-        longest = max(longest, run)
-    fence = "`" * (longest + 1)
-    pad = " " if s.startswith("`") or s.endswith("`") or not s.strip() else ""
-    return f"{fence}{pad}{s}{pad}{fence}"
-
 
 def _md_table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]

@@ -24,13 +24,12 @@ from package_fixtures import (  # noqa: E402
 
 from mobilegen.artifacts import BuildResult  # noqa: E402
 from mobilegen.coverage.model import CoverageReport, NodeVerdict  # noqa: E402
+from mobilegen.markdown import md_code, md_escape  # noqa: E402
 from mobilegen.report import (  # noqa: E402
     NNAPI_DEPRECATION,
     coverage_json,
     derived_warnings,
     jsonable,
-    md_code,
-    md_escape,
     placement,
     render_html,
     render_markdown,

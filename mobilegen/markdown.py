@@ -1,0 +1,29 @@
+"""Untrusted text (model names, tensor names, reasons) in generated Markdown: one escaper, one code-span
+maker, used by every README and report mobilegen writes."""
+
+from __future__ import annotations
+
+_MD_SPECIAL = set("\\`*_[]<>|#&!~")
+
+
+def _one_line(text: object) -> str:
+    s = " ".join(str(text).splitlines())
+    return "".join(ch if ch.isprintable() else "\ufffd" for ch in s)
+
+
+def md_escape(text: object) -> str:
+    """Backslash-escape Markdown punctuation (CommonMark allows it before any ASCII punctuation); one line,
+    control characters replaced — no HTML, links, emphasis or table breaks can come from ``text``."""
+    return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in _one_line(text))
+
+
+def md_code(text: object) -> str:
+    """An inline code span holding ``text`` verbatim (fence longer than any backtick run inside)."""
+    s = _one_line(text)
+    longest = run = 0
+    for ch in s:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * (longest + 1)
+    pad = " " if s.startswith("`") or s.endswith("`") or not s.strip() else ""
+    return f"{fence}{pad}{s}{pad}{fence}"
