@@ -12,14 +12,13 @@ import logging
 import os
 import re
 import shutil
-import struct
 import tempfile
 from pathlib import Path
 
 from mobilegen.artifacts import OnnxModel, OrtModel
-from mobilegen.errors import ConversionError, UsageError
+from mobilegen.errors import ConversionError, UsageError, first_line
 from mobilegen.export import quiet
-from mobilegen.ortformat import canonicalize
+from mobilegen.ortformat import canonicalize, format_version
 
 STYLES = ("runtime", "fixed")
 LEVEL = "all"
@@ -27,27 +26,7 @@ LEVEL = "all"
 
 def ort_format_version(path: Path) -> int | None:
     """The ``ort_version`` field of the InferenceSession FlatBuffer (ort.fbs), e.g. 6."""
-    data = path.read_bytes()
-    if len(data) < 16 or data[4:8] != b"ORTM":
-        return None
-    try:
-        (root,) = struct.unpack_from("<I", data, 0)
-        (soff,) = struct.unpack_from("<i", data, root)
-        vtable = root - soff
-        vsize, _ = struct.unpack_from("<HH", data, vtable)
-        if vsize < 6:
-            return None
-        (field_off,) = struct.unpack_from("<H", data, vtable + 4)
-        if field_off == 0:
-            return None
-        pos = root + field_off
-        (rel,) = struct.unpack_from("<I", data, pos)
-        spos = pos + rel
-        (length,) = struct.unpack_from("<I", data, spos)
-        text = data[spos + 4 : spos + 4 + length].decode("ascii")
-        return int(text)
-    except (struct.error, UnicodeDecodeError, ValueError):
-        return None
+    return format_version(path.read_bytes())
 
 
 def model_max_opset(onnx_path: Path) -> int:
@@ -79,7 +58,7 @@ def convert_to_ort(model: OnnxModel, out_ort: Path, out_config: Path, *, style: 
                 convert_onnx_models_to_ort(src, output_dir=out_dir, optimization_styles=[ort_style])
         except Exception as err:  # noqa: BLE001 — ORT raises plain exceptions (Fail, RuntimeError, ...)
             raise ConversionError(
-                f"onnxruntime could not convert the model to ORT format: {str(err).strip().splitlines()[0][:300] if str(err).strip() else type(err).__name__}",
+                f"onnxruntime could not convert the model to ORT format: {first_line(err)}",
                 hint="the model may use an op or opset this onnxruntime does not implement; try another --opset",
             ) from err
         finally:

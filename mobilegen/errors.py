@@ -8,6 +8,17 @@ Exit codes are part of the CLI contract (documented in the README):
 
 from __future__ import annotations
 
+import re
+
+
+def first_line(err: BaseException | None, limit: int = 300) -> str:
+    """The first non-empty line of an exception's text (colour codes removed), or its type name."""
+    if err is None:
+        return ""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(err))
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return (lines[0] if lines else type(err).__name__)[:limit]
+
 
 class MobilegenError(Exception):
     """Base of every expected failure. ``message`` says what is wrong, ``hint`` what to do next."""

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from mobilegen.artifacts import LoadedModel, OnnxModel
-from mobilegen.errors import ExportError, UsageError
+from mobilegen.errors import ExportError, UsageError, first_line
 from mobilegen.spec import IOSpec, TensorSpec
 
 # NNAPI and CoreML refuse nodes newer than opset 24 (ORT's EP builders); ORT 1.24 runs up to 24.
@@ -249,7 +249,7 @@ def export_onnx(loaded: LoadedModel, options: ExportOptions, out_path: Path) -> 
     reason = None
     if program_model is None:
         exporter = "torchscript"
-        reason = _short(dynamo_err)
+        reason = first_line(dynamo_err)
         try:
             program_model = _export_torchscript(loaded, args, names, dyn, options.opset, out_path)
         except Exception as err:  # noqa: BLE001
@@ -257,7 +257,7 @@ def export_onnx(loaded: LoadedModel, options: ExportOptions, out_path: Path) -> 
             raise ExportError(
                 f"neither exporter could export {loaded.source.name}"
                 + (f": operator {op} is not supported" if op else "")
-                + f" (torch.export: {_short(dynamo_err)}; TorchScript exporter: {_short(err)})",
+                + f" (torch.export: {first_line(dynamo_err)}; TorchScript exporter: {first_line(err)})",
                 hint=(f"replace {op} in the model, or try another --opset" if op else "try another --opset")
                 + f" (the TorchScript exporter takes up to {TORCHSCRIPT_MAX_OPSET}, torch.export up to {MAX_DEFAULT_OPSET})"
                 + "; or export to .onnx yourself and pass that file",
@@ -295,13 +295,6 @@ def _constant_initializers(model: Any) -> tuple[str, ...]:
         model.graph.input.remove(vi)
     model.ir_version = max(model.ir_version, 4)
     return (f"{len(overridable)} initializers were also graph inputs (IR < 4 style); they are constants now",)
-
-
-def _short(err: BaseException | None) -> str:
-    if err is None:
-        return ""
-    lines = [ln.strip() for ln in re.sub(r"\x1b\[[0-9;]*m", "", str(err)).splitlines() if ln.strip()]
-    return (lines[0] if lines else type(err).__name__)[:240]
 
 
 def _export_dynamo(loaded: LoadedModel, args: tuple, names: list[str], dyn: dict, opset: int | None) -> Any:
@@ -410,7 +403,7 @@ def _finish(model: Any, out_path: Path) -> Any:
         onnx.checker.check_model(model)
         inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as err:
-        raise ExportError(f"the ONNX model is invalid: {_short(err)}", hint="try another --opset, or export with the other exporter") from err
+        raise ExportError(f"the ONNX model is invalid: {first_line(err)}", hint="try another --opset, or export with the other exporter") from err
     tmp = out_path.with_name(out_path.name + ".tmp")
     onnx.save_model(inferred, str(tmp))
     shutil.move(str(tmp), str(out_path))

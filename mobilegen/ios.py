@@ -14,7 +14,6 @@ comment says "All"; ``ModelFormat`` ∈ ``MLProgram``, ``NeuralNetwork``).
 
 from __future__ import annotations
 
-import hashlib
 import math
 import shutil
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from typing import Any
 from mobilegen.artifacts import FP16_TOLERANCE, ProjectSpec
 from mobilegen.errors import RenderError, UsageError
 from mobilegen.lang import swift
+from mobilegen.load import sha256_file
 from mobilegen.markdown import md_code, md_escape
 from mobilegen.render import render_tree, templates_root
 from mobilegen.runtimes import RuntimeRelease, find_release
@@ -238,14 +238,6 @@ def _coverage_rows(coverage: tuple[Any, ...]) -> list[dict[str, str]]:
     return rows
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str) -> dict[str, Any]:
     """The render context of ``templates/ios`` (pure; exposed for tests)."""
     validate_ios_options(opts)
@@ -328,7 +320,7 @@ def render_ios(spec: ProjectSpec, opts: IosOptions, dest: Path) -> list[PurePosi
     for label, path in (("model", spec.model_file), ("golden vectors", spec.golden_mgv)):
         if not path.is_file():
             raise RenderError(f"the {label} file {path} does not exist", hint="this is a bug in the pipeline; please report it")
-    context = ios_context(spec, opts, model_sha256=_sha256(spec.model_file))
+    context = ios_context(spec, opts, model_sha256=sha256_file(spec.model_file))
     try:
         written = render_tree(templates_root() / "ios", context, dest, filters=swift.FILTERS)
         extra = {

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from mobilegen.artifacts import LoadedModel
-from mobilegen.errors import LoadError, UsageError
+from mobilegen.errors import LoadError, UsageError, first_line
 from mobilegen.spec import ONNX_TO_DTYPE, IOSpec, TensorSpec
 
 ORT_IDENTIFIER = b"ORTM"
@@ -92,24 +92,19 @@ def load_model(path: Path, options: LoadOptions = LoadOptions()) -> LoadedModel:
         try:
             module = torch.jit.load(str(path), map_location="cpu")
         except Exception as err:
-            raise LoadError(f"{path} looks like TorchScript but does not load: {_first_line(err)}", hint="re-save it with torch.jit.save") from err
+            raise LoadError(f"{path} looks like TorchScript but does not load: {first_line(err)}", hint="re-save it with torch.jit.save") from err
         module.eval()
         return LoadedModel(source=path, kind="torchscript", sha256=digest, module=module, io_hint=_torchscript_io_hint(module))
     if kind == "exported_program":
         try:
             ep = torch.export.load(str(path))
         except Exception as err:
-            raise LoadError(f"{path} looks like a torch.export program but does not load: {_first_line(err)}", hint="re-save it with torch.export.save using torch 2.13") from err
+            raise LoadError(f"{path} looks like a torch.export program but does not load: {first_line(err)}", hint="re-save it with torch.export.save using torch 2.13") from err
         hint, sizes = _exported_io_hint(ep)
         return LoadedModel(
             source=path, kind="exported_program", sha256=digest, module=ep, io_hint=hint, example_sizes=sizes
         )
     return _load_torch_save(path, digest, options)
-
-
-def _first_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return text[0][:300] if text else type(err).__name__
 
 
 def _load_onnx(path: Path, digest: str) -> LoadedModel:
@@ -120,7 +115,7 @@ def _load_onnx(path: Path, digest: str) -> LoadedModel:
         model = onnx.load_model(str(path), load_external_data=False)
     except (DecodeError, RuntimeWarning, ValueError, OSError) as err:
         raise LoadError(
-            f"{path} is not a model mobilegen can read (not PyTorch, and not valid ONNX: {_first_line(err)})",
+            f"{path} is not a model mobilegen can read (not PyTorch, and not valid ONNX: {first_line(err)})",
             hint="pass a .pt (torch.jit.save / torch.save), .pt2 (torch.export.save) or .onnx file; if it is ONNX, it may be truncated",
         ) from err
     if not model.HasField("graph") or len(model.graph.node) == 0 or model.ir_version == 0:
@@ -230,7 +225,7 @@ def _load_torch_save(path: Path, digest: str, options: LoadOptions) -> LoadedMod
                 hint=f"make {err2.name!r} importable (run from its folder or add it to PYTHONPATH), or re-save the model with torch.export.save",
             ) from err2
         except Exception as err2:
-            raise LoadError(f"{path} could not be unpickled: {_first_line(err2)}", hint="load it in Python and re-save it with torch.jit.save") from err2
+            raise LoadError(f"{path} could not be unpickled: {first_line(err2)}", hint="load it in Python and re-save it with torch.jit.save") from err2
         finally:
             for p in extra:
                 if p in sys.path:
@@ -239,7 +234,7 @@ def _load_torch_save(path: Path, digest: str, options: LoadOptions) -> LoadedMod
             obj.eval()
             return LoadedModel(source=path, kind="pickle", sha256=digest, module=obj)
     except Exception as err:
-        raise LoadError(f"{path} could not be read by torch.load: {_first_line(err)}", hint="the file may be truncated; re-save it") from err
+        raise LoadError(f"{path} could not be read by torch.load: {first_line(err)}", hint="the file may be truncated; re-save it") from err
     if isinstance(obj, Mapping) and "state_dict" in obj and isinstance(obj["state_dict"], Mapping):
         obj = obj["state_dict"]  # a common checkpoint layout: {"state_dict": ..., "epoch": ...}
     if isinstance(obj, Mapping) and obj and all(isinstance(v, torch.Tensor) for v in obj.values()):
@@ -255,7 +250,7 @@ def _load_torch_save(path: Path, digest: str, options: LoadOptions) -> LoadedMod
             problems = [ln.strip() for ln in str(err).splitlines()[1:] if ln.strip()]
             raise LoadError(
                 f"the weights in {path} do not fit {options.model_class}: "
-                + (f"{len(problems)} problem(s), first: {problems[0][:200]}" if problems else _first_line(err)),
+                + (f"{len(problems)} problem(s), first: {problems[0][:200]}" if problems else first_line(err)),
                 hint="check --model-class and --model-kwargs match the model that was saved",
                 details=problems[:20],
             ) from err
@@ -294,14 +289,14 @@ def _instantiate(model_class: str, model_kwargs: str | None) -> Any:
                 sys.path.insert(0, "")  # let users name modules of the current directory
             module = importlib.import_module(mod_name)
     except ImportError as err:
-        raise UsageError(f"cannot import {mod_name!r} for --model-class: {_first_line(err)}", hint="make the module importable (PYTHONPATH) or give a .py file path") from err
+        raise UsageError(f"cannot import {mod_name!r} for --model-class: {first_line(err)}", hint="make the module importable (PYTHONPATH) or give a .py file path") from err
     cls = getattr(module, cls_name, None)
     if cls is None:
         raise UsageError(f"{mod_name} has no {cls_name!r}", hint="check the class name after the ':'")
     try:
         instance = cls(**kwargs)
     except TypeError as err:
-        raise UsageError(f"cannot construct {model_class}: {_first_line(err)}", hint="pass the constructor's arguments with --model-kwargs") from err
+        raise UsageError(f"cannot construct {model_class}: {first_line(err)}", hint="pass the constructor's arguments with --model-kwargs") from err
     if not isinstance(instance, torch.nn.Module):
         raise UsageError(f"{model_class} is not a torch.nn.Module", hint="point --model-class at the model's nn.Module class")
     return instance

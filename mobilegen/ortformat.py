@@ -149,6 +149,18 @@ def resolver_entries(data: bytes) -> Resolver:
     return sorted(_read_resolver(r, r.ref(root, 3)), key=lambda e: e[0])
 
 
+def format_version(data: bytes) -> int | None:
+    """The InferenceSession's ``ort_version`` (field 0, a decimal string such as "6"); None if unreadable."""
+    if len(data) < 16 or data[4:8] != IDENTIFIER:
+        return None
+    try:
+        r = _Reader(data)
+        text = r.ref(r.u32(0), 0)
+        return int(r.string(text)) if text else None
+    except (struct.error, UnicodeDecodeError, ValueError, IndexError):
+        return None
+
+
 def summary(data: bytes) -> tuple[dict[str, int], list[tuple[str, str]]]:
     """Opset imports ({domain: version}) and the (domain, op_type) of every main-graph node of an ``.ort``
     (schema fields: Model 1 opset_import, 7 graph; Graph 2 nodes; Node 2 domain, 5 op_type;

@@ -51,7 +51,9 @@ from mobilegen.artifacts import (
     BuildResult,
 )
 from mobilegen.errors import MobilegenError, PackageError, PackageVerifyError, UsageError
+from mobilegen.load import sha256_file
 from mobilegen.markdown import md_code, md_escape
+from mobilegen.ortformat import format_version
 from mobilegen.report import (
     SIZED_FILES,
     coverage_json,
@@ -80,14 +82,6 @@ _CHUNK = 1 << 20
 
 # ---------------------------------------------------------------------------------------------------
 # Hashing and listing
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(_CHUNK), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _is_exec(path: Path) -> bool:
@@ -841,12 +835,6 @@ def _check_runtimes(root: Path, doc: Mapping[str, Any], problems: list[str]) -> 
 def _ort_format_version(path: Path) -> int | None:
     """The ORT-format version recorded in the .ort flatbuffer (None when it cannot be read)."""
     try:
-        from onnxruntime.tools.ort_format_model.ort_flatbuffers_py.fbs.InferenceSession import (
-            InferenceSession,
-        )
-
-        data = path.read_bytes()
-        raw = InferenceSession.GetRootAsInferenceSession(data, 0).OrtVersion()
-        return int(raw.decode("ascii")) if raw else None
-    except Exception:  # noqa: BLE001 — unreadable header: the hash and golden checks report the damage
+        return format_version(path.read_bytes())
+    except OSError:
         return None

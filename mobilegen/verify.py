@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from mobilegen.artifacts import LoadedModel, OnnxModel, VerificationReport, VerifyRow
-from mobilegen.errors import UsageError, VerificationError
+from mobilegen.errors import UsageError, VerificationError, first_line
 from mobilegen.export import example_arrays, quiet, torch_callable
 from mobilegen.golden import GoldenCase, encode_mgv, write_npz
 from mobilegen.spec import TensorSpec
@@ -152,19 +152,19 @@ def verify(
         try:
             runners[label] = ort_runner(path)
         except Exception as err:  # noqa: BLE001 — ORT load failures are plain exceptions
-            raise VerificationError(f"onnxruntime cannot load the {label} artifact: {str(err).strip().splitlines()[0][:300]}", hint="rerun with --debug") from err
+            raise VerificationError(f"onnxruntime cannot load the {label} artifact: {first_line(err)}", hint="rerun with --debug") from err
     golden: list[GoldenCase] = []
     for arrays in cases:
         try:
             expected = reference(arrays)
         except Exception as err:  # noqa: BLE001
-            raise VerificationError(f"the {reference_label} reference failed on inputs {_case_label(arrays)}: {str(err).strip()[:300]}", hint="check the input shapes (--input/--dynamic)") from err
+            raise VerificationError(f"the {reference_label} reference failed on inputs {_case_label(arrays)}: {first_line(err)}", hint="check the input shapes (--input/--dynamic)") from err
         golden.append(GoldenCase(dict(arrays), {n: e for n, e in zip(out_names, expected, strict=False)}))
         for label, run in runners.items():
             try:
                 got = run(arrays)
             except Exception as err:  # noqa: BLE001
-                rows.append(VerifyRow(label, _case_label(arrays), "*", math.inf, math.inf, 0.0, None, False, f"run failed: {str(err).strip().splitlines()[0][:200]}"))
+                rows.append(VerifyRow(label, _case_label(arrays), "*", math.inf, math.inf, 0.0, None, False, f"run failed: {first_line(err, 200)}"))
                 continue
             if len(got) != len(expected):
                 rows.append(VerifyRow(label, _case_label(arrays), "*", math.inf, math.inf, 0.0, None, False, f"{len(got)} outputs, expected {len(expected)}"))

@@ -24,6 +24,7 @@ from mobilegen.coverage.model import CoverageReport, NodeVerdict
 from mobilegen.coverage.partition import group_nodes, only_constant_inputs
 from mobilegen.coverage.rules import DYNAMIC, OP, OTHER, EPTable, NodeContext, Reason
 from mobilegen.coverage.target import EPTarget
+from mobilegen.errors import first_line
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +69,7 @@ def _optimize(model: onnx.ModelProto) -> tuple[onnx.ModelProto | None, str | Non
         try:
             ort.InferenceSession(str(src), so, providers=["CPUExecutionProvider"])
         except Exception as err:  # noqa: BLE001 — ORT refuses the model (custom op, bad graph): analyse as given
-            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            first = first_line(err)
             return None, f"onnxruntime could not load the model on CPU ({first}); analysed the graph as given"
         return onnx.load(str(dst)), None
 
