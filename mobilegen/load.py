@@ -283,13 +283,22 @@ def _instantiate(model_class: str, model_kwargs: str | None) -> Any:
             assert spec is not None and spec.loader is not None
             module = importlib.util.module_from_spec(spec)
             sys.modules[spec.name] = module
-            spec.loader.exec_module(module)
+            try:
+                spec.loader.exec_module(module)
+            except BaseException:
+                sys.modules.pop(spec.name, None)
+                raise
         else:
             if "" not in sys.path and "." not in sys.path:
                 sys.path.insert(0, "")  # let users name modules of the current directory
             module = importlib.import_module(mod_name)
     except ImportError as err:
         raise UsageError(f"cannot import {mod_name!r} for --model-class: {first_line(err)}", hint="make the module importable (PYTHONPATH) or give a .py file path") from err
+    except Exception as err:  # noqa: BLE001 — the user's own module failed while importing
+        raise LoadError(
+            f"importing {mod_name!r} for --model-class failed: {type(err).__name__}: {first_line(err)}",
+            hint="fix the error in that module (run it with python to see the traceback)",
+        ) from err
     cls = getattr(module, cls_name, None)
     if cls is None:
         raise UsageError(f"{mod_name} has no {cls_name!r}", hint="check the class name after the ':'")

@@ -159,7 +159,12 @@ def verify(
             expected = reference(arrays)
         except Exception as err:  # noqa: BLE001
             raise VerificationError(f"the {reference_label} reference failed on inputs {_case_label(arrays)}: {first_line(err)}", hint="check the input shapes (--input/--dynamic)") from err
-        golden.append(GoldenCase(dict(arrays), {n: e for n, e in zip(out_names, expected, strict=False)}))
+        if len(expected) != len(out_names):
+            raise VerificationError(
+                f"the {reference_label} reference returned {len(expected)} outputs, the ONNX model declares {len(out_names)}",
+                hint="return tensors only (no None or Python numbers) from forward, or name the outputs with --output-name",
+            )
+        golden.append(GoldenCase(dict(arrays), dict(zip(out_names, expected, strict=True))))
         for label, run in runners.items():
             try:
                 got = run(arrays)
@@ -169,7 +174,7 @@ def verify(
             if len(got) != len(expected):
                 rows.append(VerifyRow(label, _case_label(arrays), "*", math.inf, math.inf, 0.0, None, False, f"{len(got)} outputs, expected {len(expected)}"))
                 continue
-            for name, e, g in zip(out_names, expected, got, strict=False):
+            for name, e, g in zip(out_names, expected, got, strict=True):
                 ma, mr, cos, top1, ok, note = compare(name, e, g, options.atol, options.rtol)
                 rows.append(VerifyRow(label, _case_label(arrays), name, ma, mr, cos, top1, ok, note))
     npz = mgv = None

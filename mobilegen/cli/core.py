@@ -59,11 +59,15 @@ def _inspect(model: Path, opts: Any) -> Inspection:
         import onnxruntime as ort
 
         from mobilegen.convert import ort_format_version
-        from mobilegen.verify import ort_runner  # noqa: F401 — onnxruntime loads .ort directly
 
         so = ort.SessionOptions()
         so.log_severity_level = 3
-        sess = ort.InferenceSession(str(model), sess_options=so, providers=["CPUExecutionProvider"])
+        try:
+            sess = ort.InferenceSession(str(model), sess_options=so, providers=["CPUExecutionProvider"])
+        except Exception as err:  # noqa: BLE001 — onnxruntime raises its own Fail/InvalidGraph types
+            from mobilegen.errors import LoadError, first_line
+
+            raise LoadError(f"{model} is not a loadable ORT-format model: {first_line(err)}", hint="re-convert it with mobilegen convert") from err
 
         def meta(v: Any) -> dict[str, Any]:
             dtype = v.type.replace("tensor(", "").replace(")", "").replace("float)", "float32")

@@ -24,6 +24,8 @@ import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from mobilegen.errors import RenderError
+
 KOTLIN_HARD_KEYWORDS = frozenset(
     "as break class continue do else false for fun if in interface is null object package return super "
     "this throw true try typealias typeof val var when while".split()
@@ -172,7 +174,10 @@ def escape_string(text: str) -> str:
     for ch in text:
         cp = ord(ch)
         if 0xD800 <= cp <= 0xDFFF:
-            raise ValueError(f"lone surrogate U+{cp:04X} cannot be written as Kotlin text")
+            raise RenderError(
+                f"name {text!r} contains a lone UTF-16 surrogate (U+{cp:04X}), which no Kotlin string can hold",
+                hint="rename the tensor/model to valid Unicode text",
+            )
         if ch in _SIMPLE_ESCAPES:
             out.append(_SIMPLE_ESCAPES[ch])
         elif 0x20 <= cp < 0x7F:

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from model_files import TwoInput, hostile_pickle, write_all, write_bad  # noqa: E402
+from model_files import hostile_pickle, write_all, write_bad  # noqa: E402
 
 from mobilegen.cli import app  # noqa: E402
 
@@ -168,23 +168,25 @@ def test_convert_onnx_writes_ort_and_config(files, tmp_path: Path) -> None:
     assert all(r["passed"] for r in data["verification"]["rows"])
 
 
-def test_verification_gate_fails(files, tmp_path: Path) -> None:
-    # atol=rtol=0 on a float model: any rounding difference between the reference and ORT fails, and
-    # the table lists every failing output.
+def test_verification_gate_fails(tmp_path: Path) -> None:
+    # forward draws fresh noise, so the exported graph can never reproduce PyTorch's numbers: the gate
+    # must fail, list every failing (artifact, output) pair, and leave no output behind.
     import torch
 
-    path = tmp_path / "two.pt2"
-    m = TwoInput().eval()
-    torch.export.save(torch.export.export(m, (torch.zeros(1, 8, dtype=torch.long), torch.ones(1, 8))), str(path))
-    with torch.no_grad():
-        m.proj.weight.mul_(1e3)
-    r = invoke("convert", path, "-o", tmp_path / "two.ort", "--atol", "0", "--rtol", "0")
-    if r.exit_code == 0:
-        pytest.skip("ORT reproduced PyTorch bit-exactly; nothing to fail on")
+    class Noisy(torch.nn.Module):
+        def forward(self, x):
+            return x + torch.rand_like(x), x * 2
+
+    path = tmp_path / "noisy.pt2"
+    torch.export.save(torch.export.export(Noisy(), (torch.zeros(1, 8),)), str(path))
+    out = tmp_path / "noisy.ort"
+    r = invoke("convert", path, "-o", out)
     assert r.exit_code == 5, r.stderr
     assert "differ from PyTorch" in error_lines(r)[0]
-    assert not (tmp_path / "two.ort").exists()
-
+    details = [ln.strip() for ln in r.stderr.splitlines() if ln.startswith("  ")]
+    assert {d.split()[0] for d in details} == {"onnx", "ort"}
+    assert len(details) == 2  # only the noisy output fails, for both artifacts
+    assert not out.exists() and not (tmp_path / "required_operators.config").exists()
 
 def test_convert_refuses_opset_the_mobile_runtime_cannot_load(tmp_path: Path) -> None:
     import onnx
@@ -307,3 +309,15 @@ def test_model_text_is_not_console_markup(files, tmp_path: Path) -> None:
     r = runner.invoke(app, args, env={"COLUMNS": "250"})
     assert r.exit_code == 0, r.stderr
     assert "y[/b][red]" in r.stderr
+
+
+def test_damaged_ort_and_broken_model_class(files, tmp_path: Path) -> None:
+    out = tmp_path / "net.ort"
+    assert invoke("convert", files["onnx"], "-o", out).exit_code == 0
+    data = bytearray(out.read_bytes())
+    bad = tmp_path / "bad.ort"
+    bad.write_bytes(bytes(data[:64]) + b"\0" * (len(data) - 64))
+    assert_fails(invoke("inspect", bad), 3, "not a loadable ORT-format model")
+    src = tmp_path / "broken.py"
+    src.write_text("class Net(:\n")
+    assert_fails(invoke("inspect", files["state_dict"], "--model-class", f"{src}:Net"), 3, "SyntaxError")

@@ -148,7 +148,9 @@ def test_string_literal(text: str, literal: str) -> None:
 
 
 def test_lone_surrogates_are_refused() -> None:
-    with pytest.raises(ValueError):
+    from mobilegen.errors import RenderError
+
+    with pytest.raises(RenderError):
         kt.string_literal("a\udc80")
 
 
