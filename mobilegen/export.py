@@ -220,8 +220,6 @@ def export_onnx(loaded: LoadedModel, options: ExportOptions, out_path: Path) -> 
     names = [s.name for s in specs]
     dyn = {s.name: {i: d for i, d in enumerate(s.shape) if isinstance(d, str)} for s in specs}
     dyn = {k: v for k, v in dyn.items() if v}
-    if options.opset is not None and options.opset > MAX_DEFAULT_OPSET:
-        pass  # allowed, the runtime check and coverage analysis will say what it costs
 
     fn = torch_callable(loaded)
     with torch.no_grad():

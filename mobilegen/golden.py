@@ -18,7 +18,6 @@ from __future__ import annotations
 import io
 import struct
 import zipfile
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -115,7 +114,3 @@ def read_npz(path: Path) -> GoldenCase:
         inputs = {k[len("input:") :]: z[k] for k in z.files if k.startswith("input:")}
         outputs = {k[len("output:") :]: z[k] for k in z.files if k.startswith("output:")}
     return GoldenCase(inputs, outputs)
-
-
-def as_case(inputs: Mapping[str, np.ndarray], outputs: Mapping[str, np.ndarray]) -> GoldenCase:
-    return GoldenCase(dict(inputs), dict(outputs))

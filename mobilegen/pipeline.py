@@ -13,7 +13,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -236,8 +236,6 @@ class BuildOptions:
     style: str = "runtime"
     force: bool = False
     zip: bool = False
-    name: str | None = None  # display name; default: the model file's stem
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def build(opts: BuildOptions) -> BuildResult:
@@ -313,7 +311,7 @@ def build(opts: BuildOptions) -> BuildResult:
                     f"{rep.label}: {cpu} of {rep.total_nodes} nodes fall back to the CPU EP; "
                     f"{parts} partition{'s' if parts != 1 else ''} (verdict {rep.verdict})"
                 )
-        model_name = opts.name or opts.model.stem
+        model_name = opts.model.stem
         spec_common = dict(
             model_name=model_name,
             io=onnx_model.io,

@@ -96,9 +96,6 @@ class TensorSpec:
     def to_dict(self) -> dict[str, object]:
         return {"name": self.name, "dtype": self.dtype, "shape": list(self.shape)}
 
-    @classmethod
-    def from_dict(cls, d: dict) -> TensorSpec:
-        return cls(name=d["name"], dtype=d["dtype"], shape=tuple(d["shape"]))
 
 
 @dataclass(frozen=True)
@@ -115,21 +112,6 @@ class IOSpec:
             "inputs": [t.to_dict() for t in self.inputs],
             "outputs": [t.to_dict() for t in self.outputs],
         }
-
-    @classmethod
-    def from_dict(cls, d: dict) -> IOSpec:
-        return cls(
-            inputs=tuple(TensorSpec.from_dict(x) for x in d["inputs"]),
-            outputs=tuple(TensorSpec.from_dict(x) for x in d["outputs"]),
-        )
-
-    def with_shapes(self, sizes: dict[str, int]) -> IOSpec:
-        """Replace named dims by the sizes given (where known); used when fixing dims for NNAPI."""
-
-        def fix(t: TensorSpec) -> TensorSpec:
-            return replace(t, shape=tuple(sizes.get(d, d) if isinstance(d, str) else d for d in t.shape))
-
-        return IOSpec(tuple(fix(t) for t in self.inputs), tuple(fix(t) for t in self.outputs))
 
 
 _NAME_RE = re.compile(r"^[^:\s][^:]*$")
