@@ -256,6 +256,9 @@ def build(opts: BuildOptions) -> BuildResult:
         validate_ios_options(ios_opts)
         runtimes["swiftpm"] = ios_runtime(ios_opts)
     opts.model_opts.export_options()  # flag errors before any heavy work
+    from mobilegen.package import source_date_epoch
+
+    source_date_epoch()  # a malformed SOURCE_DATE_EPOCH fails now, not after the whole build
     out = Path(os.path.abspath(opts.out))
     zip_path = Path(str(out) + ".zip") if opts.zip else None
     warnings: list[str] = []
