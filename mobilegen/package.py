@@ -721,6 +721,7 @@ def _rerun_golden(root: Path, atol: float, rtol: float, problems: list[str]) -> 
     import numpy as np
 
     from mobilegen.golden import decode_mgv, read_npz
+    from mobilegen.verify import compare  # the gate's own comparison, so verify and build agree
 
     try:
         case = read_npz(root / GOLDEN_NPZ)
@@ -765,24 +766,11 @@ def _rerun_golden(root: Path, atol: float, rtol: float, problems: list[str]) -> 
         if name not in got:
             problems.append(f"golden output {name}: the packaged model has no such output")
             continue
-        actual = np.asarray(got[name])
-        exp = np.asarray(expected)
-        if actual.shape != exp.shape:
-            problems.append(f"golden output {name}: shape {list(actual.shape)}, expected {list(exp.shape)}")
-            checks.append(GoldenCheck(name, float("inf"), float("inf"), False, "shape mismatch"))
+        max_abs, max_rel, _cos, _top1, ok, note = compare(name, np.asarray(expected), np.asarray(got[name]), atol, rtol)
+        if note.startswith("shape"):
+            problems.append(f"golden output {name}: {note}")
+            checks.append(GoldenCheck(name, max_abs, max_rel, False, "shape mismatch"))
             continue
-        if exp.dtype.kind in "fc":
-            a64 = actual.astype(np.float64)
-            e64 = exp.astype(np.float64)
-            err_abs = np.abs(a64 - e64)
-            max_abs = float(err_abs.max()) if err_abs.size else 0.0
-            denom = np.maximum(np.abs(e64), np.finfo(np.float64).tiny)
-            max_rel = float((err_abs / denom).max()) if err_abs.size else 0.0
-            ok = bool(np.allclose(a64, e64, atol=atol, rtol=rtol, equal_nan=True))
-        else:
-            ok = bool(np.array_equal(actual, exp))
-            max_abs = 0.0 if ok else float(np.abs(actual.astype(np.float64) - exp.astype(np.float64)).max())
-            max_rel = 0.0 if ok else float("inf")
         checks.append(GoldenCheck(name, max_abs, max_rel, ok, f"onnxruntime {version} CPU"))
         if not ok:
             problems.append(
