@@ -17,7 +17,7 @@ from typing import Any
 from mobilegen.artifacts import FP16_TOLERANCE, ProjectSpec
 from mobilegen.errors import InternalError, RenderError, UsageError
 from mobilegen.lang import kotlin as kt
-from mobilegen.markdown import md_escape
+from mobilegen.markdown import coverage_rows, md_escape
 from mobilegen.render import render_tree, templates_root
 from mobilegen.runtimes import RuntimeRelease, find_release
 from mobilegen.spec import IOSpec, TensorSpec
@@ -291,28 +291,6 @@ def _product(dims: list[int]) -> int:
     return n
 
 
-def _coverage_rows(coverage: tuple[Any, ...]) -> list[dict[str, Any]]:
-    rows = []
-    for rep in coverage:
-        unsupported = [
-            {"op": md_escape(op), "count": count, "reasons": md_escape("; ".join(reasons)[:200])}
-            for op, count, reasons in rep.unsupported_summary()[:10]
-        ]
-        rows.append(
-            {
-                "label": md_escape(rep.label),
-                "supported": rep.supported_nodes,
-                "total": rep.total_nodes,
-                "percent": f"{rep.percent:.1f}",
-                "partitions": len(rep.partitions),
-                "verdict": md_escape(rep.verdict),
-                "unsupported": unsupported,
-                "suggestions": [md_escape(s) for s in rep.suggestions[:5]],
-            }
-        )
-    return rows
-
-
 def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
     """The complete render context (pure; no file system access)."""
     validate_android_options(opts)
@@ -368,7 +346,7 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
         "nnapi_min_sdk": NNAPI_MIN_SDK,
         "mobilegen_version": kt.line_comment(spec.mobilegen_version or "dev"),  # Kotlin/Gradle comments
         "mobilegen_version_md": md_escape(spec.mobilegen_version or "dev"),
-        "coverage": _coverage_rows(spec.coverage),
+        "coverage": coverage_rows(spec.coverage),
         "notes": [md_escape(n) for n in spec.notes],
     }
 

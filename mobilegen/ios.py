@@ -24,7 +24,7 @@ from mobilegen.artifacts import FP16_TOLERANCE, ProjectSpec
 from mobilegen.errors import RenderError, UsageError
 from mobilegen.lang import swift
 from mobilegen.load import sha256_file
-from mobilegen.markdown import md_code, md_escape
+from mobilegen.markdown import coverage_rows, md_code, md_escape
 from mobilegen.render import render_tree, templates_root
 from mobilegen.runtimes import RuntimeRelease, find_release
 from mobilegen.spec import DTYPES, IOSpec, TensorSpec
@@ -216,28 +216,6 @@ def _tensor_context(t: TensorSpec, ident: str, shape_ident: str, index: int, rol
     }
 
 
-def _coverage_rows(coverage: tuple[Any, ...]) -> list[dict[str, str]]:
-    rows = []
-    for rep in coverage:
-        if not hasattr(rep, "supported_nodes"):
-            continue
-        unsupported = [
-            f"{op} ×{count}" + (f" ({'; '.join(reasons[:2])})" if reasons else "")
-            for op, count, reasons in rep.unsupported_summary()[:8]
-        ]
-        rows.append(
-            {
-                "label": md_escape(rep.label),
-                "nodes": f"{rep.supported_nodes}/{rep.total_nodes}",
-                "percent": f"{rep.percent:.0f}%",
-                "partitions": str(len(rep.partitions)),
-                "verdict": md_escape(rep.verdict),
-                "unsupported": md_escape(", ".join(unsupported)) if unsupported else "none",
-            }
-        )
-    return rows
-
-
 def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str) -> dict[str, Any]:
     """The render context of ``templates/ios`` (pure; exposed for tests)."""
     validate_ios_options(opts)
@@ -305,7 +283,7 @@ def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str) -> di
         "ios_min": IOS_MIN,
         "macos_min": MACOS_MIN,
         "mobilegen_version": swift.swift_comment(spec.mobilegen_version or "dev"),
-        "coverage": _coverage_rows(spec.coverage),
+        "coverage": coverage_rows(spec.coverage),
         "notes": [md_escape(n) for n in spec.notes],
     }
 

@@ -3,6 +3,8 @@ maker, used by every README and report mobilegen writes."""
 
 from __future__ import annotations
 
+from typing import Any
+
 _MD_SPECIAL = set("\\`*_[]<>|#&!~")
 
 
@@ -27,3 +29,29 @@ def md_code(text: object) -> str:
     fence = "`" * (longest + 1)
     pad = " " if s.startswith("`") or s.endswith("`") or not s.strip() else ""
     return f"{fence}{pad}{s}{pad}{fence}"
+
+
+def coverage_rows(coverage: tuple[Any, ...]) -> list[dict[str, Any]]:
+    """Markdown-safe rows of the coverage reports for the generated READMEs (every value escaped)."""
+    rows = []
+    for rep in coverage:
+        summary = rep.unsupported_summary()
+        brief = [f"{op} ×{count}" + (f" ({'; '.join(reasons[:2])})" if reasons else "") for op, count, reasons in summary[:8]]
+        rows.append(
+            {
+                "label": md_escape(rep.label),
+                "supported": rep.supported_nodes,
+                "total": rep.total_nodes,
+                "nodes": f"{rep.supported_nodes}/{rep.total_nodes}",
+                "percent": f"{rep.percent:.1f}",
+                "partitions": len(rep.partitions),
+                "verdict": md_escape(rep.verdict),
+                "unsupported": [
+                    {"op": md_escape(op), "count": count, "reasons": md_escape("; ".join(reasons)[:200])}
+                    for op, count, reasons in summary[:10]
+                ],
+                "unsupported_text": md_escape(", ".join(brief)) if brief else "none",
+                "suggestions": [md_escape(s) for s in rep.suggestions[:5]],
+            }
+        )
+    return rows
