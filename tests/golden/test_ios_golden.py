@@ -3,23 +3,17 @@ byte, with tests/golden/expected/<name>/. ``pytest --update-goldens`` rewrites t
 
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from golden_trees import assert_tree_matches, tree  # noqa: E402
 from ios_specs import FAKE_ORT, NAMES, make_specs  # noqa: E402
 
 from mobilegen.errors import UsageError  # noqa: E402
 from mobilegen.ios import render_ios  # noqa: E402
-
-EXPECTED = Path(__file__).parent / "expected"
-
-
-def _tree(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -27,19 +21,10 @@ def test_ios_tree_matches_golden(name: str, tmp_path: Path, update_goldens: bool
     spec, opts = make_specs(tmp_path / "inputs")[name]
     out = tmp_path / name
     written = render_ios(spec, opts, out)
-    actual = _tree(out)
+    actual = tree(out)
     assert sorted(actual) == [p.as_posix() for p in written]
 
-    expected_dir = EXPECTED / name
-    if update_goldens:
-        shutil.rmtree(expected_dir, ignore_errors=True)
-        shutil.copytree(out, expected_dir)
-        return
-    assert expected_dir.is_dir(), f"no golden tree for {name}; run pytest --update-goldens and review it"
-    expected = _tree(expected_dir)
-    assert sorted(actual) == sorted(expected), "file lists differ"
-    changed = [path for path in expected if expected[path] != actual[path]]
-    assert not changed, f"files differ from the golden tree: {changed} (pytest --update-goldens rewrites them)"
+    assert_tree_matches(out, name, update_goldens)
 
 
 def test_resources_are_copied_byte_exact(tmp_path: Path) -> None:
