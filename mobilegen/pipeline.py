@@ -10,6 +10,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -266,7 +267,8 @@ def build(opts: BuildOptions) -> BuildResult:
         (root / "model").mkdir()
         loaded, onnx_model = load_and_export(opts.model, opts.model_opts, root / artifacts.MODEL_ONNX)
         warnings.extend(onnx_model.notes)
-        if onnx_model.exporter != "passthrough" and not opts.model_opts.output_names:
+        generic = all(re.fullmatch(r"output(_\d+)?", o.name) for o in onnx_model.io.outputs)
+        if onnx_model.exporter != "passthrough" and not opts.model_opts.output_names and not generic:
             names = ", ".join(o.name for o in onnx_model.io.outputs)
             warnings.append(f"output names come from the exporter ({names}) and name the wrappers' properties; choose them with --output-name")
         if onnx_model.fallback_reason and onnx_model.exporter == "torchscript" and loaded.kind != "torchscript":
