@@ -117,7 +117,7 @@ def test_accelerated_tolerances_keep_looser_build_ones_and_explicit_values() -> 
 
 
 @given(st.lists(st.text(max_size=12), max_size=8))
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 def test_unique_identifiers_are_valid_and_unique(names: list[str]) -> None:
     out = kt.unique_identifiers(names)
     assert len(out) == len(names)
@@ -177,7 +177,7 @@ def _decode_kotlin(body: str) -> str:
 
 
 @given(st.text(alphabet=st.characters(blacklist_categories=("Cs",))))
-@settings(max_examples=300)
+@settings(max_examples=300, deadline=None)
 def test_escape_round_trips(text: str) -> None:
     assert _decode_kotlin(kt.escape_string(text)) == text
 
