@@ -178,3 +178,20 @@ def test_convert_never_overwrites_silently(fmodel: Path, tmp_path: Path) -> None
     assert_fails(invoke("convert", fmodel, "-o", tmp_path / "m.ort"), 2, "required_operators.config")
     assert (tmp_path / "required_operators.config").read_text() == "mine"
     assert_fails(invoke("export", fmodel, "-o", fmodel, "--force"), 2, "is the input model")
+
+
+def test_zero_nnapi_coverage_still_builds_with_a_loud_warning(tmp_path: Path) -> None:
+    import json
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    graph = helper.make_graph([helper.make_node("Erf", ["x"], ["y"])], "g", [x], [y])
+    path = tmp_path / "erf.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    r = invoke("android", path, "--nnapi", "-o", tmp_path / "out", "--json")
+    assert r.exit_code == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["coverage"][0]["supported_nodes"] == 0
+    assert any(w.startswith("NNAPI takes 0 nodes") for w in data["warnings"])
+    human = invoke("android", path, "--nnapi", "-o", tmp_path / "out2")
+    assert "NNAPI takes 0 nodes" in human.stderr
