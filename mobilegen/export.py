@@ -122,23 +122,7 @@ def resolve_inputs(loaded: LoadedModel, user: tuple[TensorSpec, ...], sizes: dic
         spec = by_name.get(n) or hinted[n]
         known = hinted.get(n)
         if known is not None and spec is not known:
-            if len(known.shape) != len(spec.shape):
-                raise UsageError(
-                    f"--input {n} has rank {len(spec.shape)} ({spec.shape_str()}), the model's {n!r} has rank {len(known.shape)} ({known.shape_str()})",
-                    hint=f"give {len(known.shape)} dims",
-                )
-            if known.dtype != spec.dtype:
-                raise UsageError(f"--input {n} has dtype {spec.dtype}, the model's {n!r} is {known.dtype}", hint=f"use :{known.dtype}")
-            for d_user, d_model in zip(spec.shape, known.shape, strict=True):
-                if isinstance(d_user, int) and isinstance(d_model, int) and d_user != d_model:
-                    raise UsageError(
-                        f"--input {n} shape {spec.shape_str()} does not match the model's fixed shape {known.shape_str()}",
-                        hint=f"use --input {n}:{known.shape_str()}",
-                    )
-            # Sizes given for the model's named dims become their example sizes.
-            for d_user, d_model in zip(spec.shape, known.shape, strict=True):
-                if isinstance(d_model, str) and isinstance(d_user, int):
-                    sizes[d_model] = d_user
+            match_model_input(spec, known, sizes)
             # A named dim stays dynamic under the user's name when given one (`--input ids:1xseq`), else the model's.
             for d_user, d_model in zip(spec.shape, known.shape, strict=True):
                 if isinstance(d_user, str) and isinstance(d_model, str) and d_model in sizes:
@@ -152,6 +136,27 @@ def resolve_inputs(loaded: LoadedModel, user: tuple[TensorSpec, ...], sizes: dic
             )
         specs.append(spec)
     return specs, sizes
+
+
+def match_model_input(user: TensorSpec, known: TensorSpec, sizes: dict[str, int]) -> None:
+    """Refuse a ``--input`` whose rank, dtype or fixed dims contradict what the model records; sizes
+    given for the model's named dims become their example sizes (in ``sizes``)."""
+    n = user.name
+    if len(known.shape) != len(user.shape):
+        raise UsageError(
+            f"--input {n} has rank {len(user.shape)} ({user.shape_str()}), the model's {n!r} has rank {len(known.shape)} ({known.shape_str()})",
+            hint=f"give {len(known.shape)} dims",
+        )
+    if known.dtype != user.dtype:
+        raise UsageError(f"--input {n} has dtype {user.dtype}, the model's {n!r} is {known.dtype}", hint=f"use :{known.dtype}")
+    for d_user, d_model in zip(user.shape, known.shape, strict=True):
+        if isinstance(d_user, int) and isinstance(d_model, int) and d_user != d_model:
+            raise UsageError(
+                f"--input {n} shape {user.shape_str()} does not match the model's fixed shape {known.shape_str()}",
+                hint=f"use --input {n}:{known.shape_str()}",
+            )
+        if isinstance(d_model, str) and isinstance(d_user, int):
+            sizes[d_model] = d_user
 
 
 def example_arrays(specs: list[TensorSpec] | tuple[TensorSpec, ...], sizes: dict[str, int], seed: int = 0) -> dict[str, np.ndarray]:
@@ -452,15 +457,7 @@ def _check_onnx_inputs(io_spec: IOSpec, options: ExportOptions) -> tuple[list[Te
     for name, g in graph.items():
         u = user.get(name)
         if u is not None:
-            if len(u.shape) != len(g.shape):
-                raise UsageError(f"--input {name} has rank {len(u.shape)}, the model's {name!r} has rank {len(g.shape)} ({g.shape_str()})", hint=f"give {len(g.shape)} dims")
-            if u.dtype != g.dtype:
-                raise UsageError(f"--input {name} has dtype {u.dtype}, the model's {name!r} is {g.dtype}", hint=f"use :{g.dtype}")
-            for du, dg in zip(u.shape, g.shape, strict=True):
-                if isinstance(dg, int) and isinstance(du, int) and du != dg:
-                    raise UsageError(f"--input {name} shape {u.shape_str()} does not match the model's fixed shape {g.shape_str()}", hint=f"use --input {name}:{g.shape_str()}")
-                if isinstance(dg, str) and isinstance(du, int):
-                    sizes[dg] = du
+            match_model_input(u, g, sizes)
         for axis, d in enumerate(g.shape):
             if isinstance(d, str) and d not in sizes:
                 sizes[d] = default_dim_size(axis)
