@@ -29,13 +29,6 @@ def ort_format_version(path: Path) -> int | None:
     return format_version(path.read_bytes())
 
 
-def model_max_opset(onnx_path: Path) -> int:
-    import onnx
-
-    model = onnx.load_model(str(onnx_path), load_external_data=False)
-    return max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
-
-
 def convert_to_ort(model: OnnxModel, out_ort: Path, out_config: Path, *, style: str = "runtime") -> OrtModel:
     import onnxruntime
     from onnxruntime.tools.convert_onnx_models_to_ort import OptimizationStyle, convert_onnx_models_to_ort
@@ -86,7 +79,7 @@ def convert_to_ort(model: OnnxModel, out_ort: Path, out_config: Path, *, style: 
         optimization_level=LEVEL,
         ort_format_version=version,
         converter_version=onnxruntime.__version__,
-        max_opset=model_max_opset(model.path),
+        max_opset=model.opset,  # the ai.onnx opset import, read when the model was exported
     )
 
 
