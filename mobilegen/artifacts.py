@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mobilegen.spec import IOSpec
+
+if TYPE_CHECKING:
+    from mobilegen.warnings import Notice
 
 # What a loaded artifact was, detected by content.
 KINDS = ("torchscript", "exported_program", "pickle", "state_dict", "onnx", "ort")
@@ -144,7 +147,7 @@ class BuildResult:
     targets: tuple[str, ...]  # "android", "ios"
     options: dict[str, Any]  # JSON-able: EPs and flags, opset, optimization style, tolerances...
     runtimes: dict[str, str]  # channel ("maven", "swiftpm") -> pinned onnxruntime version
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[Notice, ...] = ()  # every warning, computed once (mobilegen.warnings.collect)
     zip_path: Path | None = None
 
 

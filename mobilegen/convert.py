@@ -8,17 +8,18 @@ see standard ONNX ops. ``Fixed`` stays available for CPU/XNNPACK-only apps.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import re
 import shutil
-import tempfile
 from pathlib import Path
 
 from mobilegen.artifacts import OnnxModel, OrtModel
 from mobilegen.errors import ConversionError, UsageError, first_line
 from mobilegen.export import quiet
 from mobilegen.ortformat import canonicalize, format_version
+from mobilegen.outputs import temp_dir
 
 STYLES = ("runtime", "fixed")
 LEVEL = "all"
@@ -29,6 +30,21 @@ def ort_format_version(path: Path) -> int | None:
     return format_version(path.read_bytes())
 
 
+CONFIG_SUFFIX = ".required_operators.config"
+
+
+def config_path_for(ort_path: Path) -> Path:
+    """``DIR/NAME.ort`` → ``DIR/NAME.required_operators.config`` (onnxruntime's own converter names it so):
+    several models converted into one folder each keep their config."""
+    ort_path = Path(ort_path)
+    if ort_path.name == "required_operators.config" or ort_path.name.endswith(CONFIG_SUFFIX):
+        raise UsageError(
+            f"-o {ort_path} is named like an operator config",
+            hint=f"give the .ort path, e.g. -o model.ort (the config is written beside it as model{CONFIG_SUFFIX})",
+        )
+    return ort_path.with_name(ort_path.stem + CONFIG_SUFFIX)
+
+
 def convert_to_ort(model: OnnxModel, out_ort: Path, out_config: Path, *, style: str = "runtime") -> OrtModel:
     import onnxruntime
     from onnxruntime.tools.convert_onnx_models_to_ort import OptimizationStyle, convert_onnx_models_to_ort
@@ -36,8 +52,7 @@ def convert_to_ort(model: OnnxModel, out_ort: Path, out_config: Path, *, style: 
     if style not in STYLES:
         raise UsageError(f"unknown optimization style {style!r}", hint="use runtime (for NNAPI/CoreML) or fixed")
     ort_style = OptimizationStyle.Runtime if style == "runtime" else OptimizationStyle.Fixed
-    with tempfile.TemporaryDirectory(prefix="mobilegen-ort-") as tmp:
-        work = Path(tmp)
+    with temp_dir("ort") as work:  # a storage error in here names TMPDIR; the results are written after it
         src = work / "model.onnx"
         shutil.copyfile(model.path, src)
         out_dir = work / "out"
@@ -50,6 +65,8 @@ def convert_to_ort(model: OnnxModel, out_ort: Path, out_config: Path, *, style: 
             with quiet():
                 convert_onnx_models_to_ort(src, output_dir=out_dir, optimization_styles=[ort_style])
         except Exception as err:  # noqa: BLE001 — ORT raises plain exceptions (Fail, RuntimeError, ...)
+            if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise  # a full TMPDIR, not a model problem (temp_dir says so)
             raise ConversionError(
                 f"onnxruntime could not convert the model to ORT format: {first_line(err)}",
                 hint="the model may use an op or opset this onnxruntime does not implement; try another --opset",
@@ -64,11 +81,13 @@ def convert_to_ort(model: OnnxModel, out_ort: Path, out_config: Path, *, style: 
         configs = sorted(out_dir.glob("*.config"))
         if len(orts) != 1 or len(configs) != 1:
             raise ConversionError("the ORT converter did not write exactly one .ort and one config", hint="this is a bug; rerun with --debug")
-        tmp_ort = out_ort.with_name(out_ort.name + ".tmp")
         # The converter's layout varies from run to run (hash-map order); rebuild it in sorted order.
-        tmp_ort.write_bytes(canonicalize(orts[0].read_bytes()))
-        os.replace(tmp_ort, out_ort)
-        out_config.write_text(_clean_config(configs[0].read_text(encoding="utf-8"), out_ort.name), encoding="utf-8")
+        ort_bytes = canonicalize(orts[0].read_bytes())
+        config_text = _clean_config(configs[0].read_text(encoding="utf-8"), out_ort.name)
+    tmp_ort = out_ort.with_name(out_ort.name + ".tmp")
+    tmp_ort.write_bytes(ort_bytes)
+    os.replace(tmp_ort, out_ort)
+    out_config.write_text(config_text, encoding="utf-8")
     version = ort_format_version(out_ort)
     if version is None:
         raise ConversionError(f"{out_ort} is not a readable ORT-format file", hint="this is a bug; rerun with --debug")

@@ -10,14 +10,35 @@ from __future__ import annotations
 
 import re
 
+# A C++ source location and function signature that onnxruntime/onnx put in front of the real message
+# ("/onnxruntime_src/.../model_load_utils.h:46 void onnxruntime::f(const std::string&, int) Opset 99 is ...").
+_CXX_FRAME = re.compile(r"[\w./\\-]+\.(?:h|hpp|cc|cpp|cxx):\d+\s+[^()]*\((?:[^()]|\([^()]*\))*\)\s*(?:const\s+)?")
+
 
 def first_line(err: BaseException | None, limit: int = 300) -> str:
-    """The first non-empty line of an exception's text (colour codes removed), or its type name."""
+    """The first non-empty line of an exception's text (colour codes and C++ source locations removed), or
+    its type name; past ``limit`` characters it ends at a sentence or word boundary, with an ellipsis."""
     if err is None:
         return ""
     text = re.sub(r"\x1b\[[0-9;]*m", "", str(err))
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    return (lines[0] if lines else type(err).__name__)[:limit]
+    line = re.sub(r"\s{2,}", " ", _CXX_FRAME.sub(" ", lines[0])).strip() if lines else ""
+    return shorten(line or (lines[0] if lines else type(err).__name__), limit)
+
+
+def shorten(text: str, limit: int = 300) -> str:
+    """``text`` if it fits in ``limit`` characters, else cut after its last full sentence (when that keeps
+    at least half) or its last whole word, followed by an ellipsis — never mid-word."""
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]
+    sentence = max(head.rfind(". "), head.rfind("; "), head.rfind("! "), head.rfind("? "))
+    if sentence >= limit // 2:
+        return head[: sentence + 1] + " …"
+    space = head.rfind(" ")
+    if space > 0:
+        return head[:space].rstrip(" ,;:-(") + " …"
+    return head + "…"
 
 
 class MobilegenError(Exception):

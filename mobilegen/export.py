@@ -22,12 +22,13 @@ from typing import Any
 import numpy as np
 
 from mobilegen.artifacts import LoadedModel, OnnxModel
-from mobilegen.errors import ExportError, UsageError, first_line
-from mobilegen.spec import IOSpec, TensorSpec
+from mobilegen.errors import ExportError, LoadError, UsageError, first_line, shorten
+from mobilegen.onnx_checks import model_bytes
+from mobilegen.spec import IOSpec, TensorSpec, check_tensor_name
 
 # NNAPI and CoreML refuse nodes newer than opset 24 (ORT's EP builders); ORT 1.24 runs up to 24.
 MAX_DEFAULT_OPSET = 24
-MAX_INLINE_BYTES = 2_000_000_000
+MAX_INLINE_BYTES = 2_000_000_000  # ORT format (FlatBuffers) and one-file assets stop at 2 GB
 TORCHSCRIPT_MAX_OPSET = 20  # torch.onnx._constants.ONNX_TORCHSCRIPT_EXPORTER_MAX_OPSET in torch 2.13
 
 
@@ -38,6 +39,16 @@ class ExportOptions:
     opset: int | None = None
     output_names: tuple[str, ...] = ()
     dynamic_given: bool = False  # --dynamic was used (it re-traces, so it only applies to PyTorch models)
+
+    def __post_init__(self) -> None:
+        """--output-name values are refused before any work (they are only applied after the export)."""
+        for name in self.output_names:
+            if not name:
+                raise UsageError("--output-name is empty", hint="give every output a name")
+            check_tensor_name(name, "--output-name")
+        dupes = sorted({n for n in self.output_names if self.output_names.count(n) > 1})
+        if dupes:
+            raise UsageError(f"--output-name {dupes[0]!r} is given more than once", hint="give each output its own name")
 
 
 @contextlib.contextmanager
@@ -187,29 +198,11 @@ def _op_from_error(text: str) -> str | None:
 
 def export_onnx(loaded: LoadedModel, options: ExportOptions, out_path: Path) -> OnnxModel:
     """Export to ``out_path`` (a single self-contained .onnx). ONNX inputs are copied through."""
-    import onnx
 
     if loaded.kind == "onnx":
-        assert loaded.onnx_path is not None
-        if options.opset is not None or options.dynamic_given:
-            raise UsageError(
-                f"{'--opset' if options.opset is not None else '--dynamic'} applies to PyTorch models; {loaded.source.name} is ONNX already",
-                hint="re-export it from PyTorch with that flag, or drop the flag (an ONNX model keeps its opset and dims)",
-            )
-        model = onnx.load_model(str(loaded.onnx_path), load_external_data=True)
-        notes = _constant_initializers(model)
-        _rename_outputs(model, options.output_names)
-        io_spec = _onnx_io(model)
-        specs, sizes = _check_onnx_inputs(io_spec, options)
-        model = _finish(model, out_path)
-        return OnnxModel(
-            path=out_path,
-            io=replace(_onnx_io(model), inputs=tuple(specs)),
-            opset=_opset(model),
-            exporter="passthrough",
-            example_sizes=sizes,
-            notes=notes,
-        )
+        from mobilegen.onnx_source import passthrough, read_onnx_source
+
+        return passthrough(loaded, options, out_path, read_onnx_source(loaded, options))
     if loaded.kind == "ort":
         raise UsageError(f"{loaded.source} is already in ORT format", hint="pass the .onnx or PyTorch model it came from")
 
@@ -235,7 +228,7 @@ def export_onnx(loaded: LoadedModel, options: ExportOptions, out_path: Path) -> 
             raise UsageError(
                 "the model rejected the example inputs "
                 + ", ".join(f"{s.name}:{'x'.join(map(str, a.shape))}:{s.dtype}" for s, a in zip(specs, args, strict=True))
-                + f": {str(err).strip().splitlines()[-1][:300] if str(err).strip() else type(err).__name__}",
+                + f": {shorten(str(err).strip().splitlines()[-1]) if str(err).strip() else type(err).__name__}",
                 hint="check --input names, shapes and dtypes against what the model's forward expects",
             ) from err
 
@@ -267,8 +260,8 @@ def export_onnx(loaded: LoadedModel, options: ExportOptions, out_path: Path) -> 
             ) from err
     model = program_model
     _rename_dims(model, specs)
-    _rename_outputs(model, options.output_names)
-    model = _finish(model, out_path)
+    rename_outputs(model, options.output_names)
+    model = finish_model(model, out_path, source=None)
     io_spec = _onnx_io(model)
     specialised: list[str] = []
     static_now = [s for s in io_spec.inputs if s.is_static]
@@ -278,7 +271,7 @@ def export_onnx(loaded: LoadedModel, options: ExportOptions, out_path: Path) -> 
     return OnnxModel(
         path=out_path,
         io=io_spec,
-        opset=_opset(model),
+        opset=opset_of(model),
         exporter=exporter,
         fallback_reason=reason,
         example_sizes={k: v for k, v in sizes.items()},
@@ -286,18 +279,12 @@ def export_onnx(loaded: LoadedModel, options: ExportOptions, out_path: Path) -> 
     )
 
 
-def _constant_initializers(model: Any) -> tuple[str, ...]:
-    """Old (IR < 4) models list every initializer as a graph input too, which makes weights overridable
-    inputs: the ORT-format session then demands them at run time. Mobile apps never feed weights, so
-    they become plain constants (IR version raised to 4, where that is valid)."""
-    inits = {i.name for i in model.graph.initializer}
-    overridable = [vi for vi in model.graph.input if vi.name in inits]
-    if not overridable:
-        return ()
-    for vi in overridable:
-        model.graph.input.remove(vi)
-    model.ir_version = max(model.ir_version, 4)
-    return (f"{len(overridable)} initializers were also graph inputs (IR < 4 style); they are constants now",)
+def refuse_too_large(size: int, what: str, extra_hint: str = "") -> None:
+    if size > MAX_INLINE_BYTES:
+        raise ExportError(
+            f"{what} {size / 1e9:.1f} GB; ORT format (FlatBuffers) and one-file mobile assets stop at 2 GB",
+            hint="quantize or shrink the model before packaging it for mobile" + extra_hint,
+        )
 
 
 def _export_dynamo(loaded: LoadedModel, args: tuple, names: list[str], dyn: dict, opset: int | None) -> Any:
@@ -364,11 +351,12 @@ def _rename_dims(model: Any, specs: list[TensorSpec]) -> None:
                     d.dim_param = mapping[d.dim_param]
 
 
-def _rename_outputs(model: Any, wanted: tuple[str, ...]) -> None:
+def rename_outputs(model: Any, wanted: tuple[str, ...]) -> None:
     outs = list(model.graph.output)
     if wanted:
         if len(wanted) != len(outs):
             raise UsageError(f"--output-name given {len(wanted)} times, the model has {len(outs)} outputs", hint="name every output, in order")
+        _check_output_names(model, wanted)
         new = list(wanted)
     elif any(o.name.isdigit() for o in outs):
         new = ["output"] if len(outs) == 1 else [f"output_{i}" for i in range(len(outs))]
@@ -388,24 +376,29 @@ def _rename_outputs(model: Any, wanted: tuple[str, ...]) -> None:
         vi.name = mapping.get(vi.name, vi.name)
 
 
-def _finish(model: Any, out_path: Path) -> Any:
-    """Check, infer shapes, and write one self-contained file (weights inlined)."""
+def _check_output_names(model: Any, wanted: tuple[str, ...]) -> None:
+    """A new output name must not already name another tensor of the graph (the model would break)."""
+    outputs = {o.name for o in model.graph.output}
+    taken = {v.name for v in model.graph.input} | {i.name for i in model.graph.initializer}
+    taken |= {n for node in model.graph.node for n in node.output if n not in outputs}
+    clash = [n for n in wanted if n in taken]
+    if clash:
+        raise UsageError(f"--output-name {clash[0]!r} is already the name of another tensor in the model", hint="choose another name")
+
+
+def finish_model(model: Any, out_path: Path, *, source: Path | None) -> Any:
+    """Check, infer shapes, and write one self-contained file (weights inlined). ``source`` is the ONNX
+    file the model came from (its problems are load errors), None for a model exported from PyTorch."""
     import onnx
 
-    try:
-        size = model.ByteSize()
-    except Exception:  # noqa: BLE001
-        size = 0
-    if size > MAX_INLINE_BYTES:
-        raise ExportError(
-            f"the exported model is {size / 1e9:.1f} GB; ORT format (FlatBuffers) and one-file mobile assets stop at 2 GB",
-            hint="quantize or shrink the model before packaging it for mobile",
-        )
+    refuse_too_large(model_bytes(model), "the exported model is" if source is None else f"{source.name} is")
     _lowest_ir_version(model)
     try:
         onnx.checker.check_model(model)
         inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as err:
+        if source is not None:
+            raise LoadError(f"{source.name} is not a valid ONNX model: {first_line(err)}", hint="fix the model or re-export it") from err
         raise ExportError(f"the ONNX model is invalid: {first_line(err)}", hint="try another --opset, or export with the other exporter") from err
     tmp = out_path.with_name(out_path.name + ".tmp")
     onnx.save_model(inferred, str(tmp))
@@ -430,7 +423,7 @@ def _lowest_ir_version(model: Any) -> None:
         model.ir_version = original
 
 
-def _opset(model: Any) -> int:
+def opset_of(model: Any) -> int:
     return max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=0)
 
 
@@ -444,22 +437,3 @@ def default_dim_size(axis: int) -> int:
     """Example size of a named dim nobody gave a size for: 1 for a leading (batch) axis, else 32
     (big enough for most strided convs and sequences). ``--input`` sets the real one."""
     return 1 if axis == 0 else 32
-
-
-def _check_onnx_inputs(io_spec: IOSpec, options: ExportOptions) -> tuple[list[TensorSpec], dict[str, int]]:
-    sizes = dict(options.example_sizes)
-    graph = {t.name: t for t in io_spec.inputs}
-    user = {t.name: t for t in options.inputs}
-    unknown = [n for n in user if n not in graph]
-    if unknown:
-        raise UsageError(f"--input names {', '.join(map(repr, unknown))}, which the model does not take", hint=f"the model's inputs are: {', '.join(graph)}")
-    specs = []
-    for name, g in graph.items():
-        u = user.get(name)
-        if u is not None:
-            match_model_input(u, g, sizes)
-        for axis, d in enumerate(g.shape):
-            if isinstance(d, str) and d not in sizes:
-                sizes[d] = default_dim_size(axis)
-        specs.append(g)
-    return specs, sizes

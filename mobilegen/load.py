@@ -1,7 +1,8 @@
 """Detect a model artifact by its content (not its extension) and load it → LoadedModel.
 
-Kinds: TorchScript archive, torch.export ExportedProgram (.pt2), pickled nn.Module (only with
-``trust_pickle``: unpickling runs code), state_dict (needs the class: ``--model-class``), ONNX
+Kinds: TorchScript archive, torch.export ExportedProgram (.pt2; without ``trust_pickle`` only if loading
+it runs no code from the file, see pt2_safety), pickled nn.Module (only with ``trust_pickle``: unpickling
+runs code), state_dict (needs the class: ``--model-class``), ONNX
 (passes through) and ORT format (inspect only).
 """
 
@@ -14,13 +15,13 @@ import json
 import os
 import sys
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mobilegen.artifacts import LoadedModel
-from mobilegen.errors import LoadError, UsageError, first_line
+from mobilegen.errors import LoadError, MobilegenError, UsageError, first_line
 from mobilegen.spec import ONNX_TO_DTYPE, IOSpec, TensorSpec
 
 ORT_IDENTIFIER = b"ORTM"
@@ -96,8 +97,12 @@ def load_model(path: Path, options: LoadOptions = LoadOptions()) -> LoadedModel:
         module.eval()
         return LoadedModel(source=path, kind="torchscript", sha256=digest, module=module, io_hint=_torchscript_io_hint(module))
     if kind == "exported_program":
+        from mobilegen.pt2_safety import load_exported_program
+
         try:
-            ep = torch.export.load(str(path))
+            ep = load_exported_program(path, trust=options.trust_pickle)
+        except MobilegenError:
+            raise
         except Exception as err:
             raise LoadError(f"{path} looks like a torch.export program but does not load: {first_line(err)}", hint="re-save it with torch.export.save using torch 2.13") from err
         hint, sizes = _exported_io_hint(ep)
@@ -123,6 +128,9 @@ def _load_onnx(path: Path, digest: str) -> LoadedModel:
             f"{path} is not a model mobilegen can read (no ONNX graph in it)",
             hint="pass a .pt (torch.jit.save / torch.save), .pt2 (torch.export.save) or .onnx file",
         )
+    from mobilegen.onnx_checks import check_onnx_source
+
+    check_onnx_source(model, path)
     return LoadedModel(source=path, kind="onnx", sha256=digest, onnx_path=path, io_hint=onnx_io_spec(model))
 
 
@@ -134,7 +142,7 @@ def onnx_io_spec(model: Any) -> IOSpec:
         tt = vi.type.tensor_type
         dims: list[int | str] = []
         for i, d in enumerate(tt.shape.dim):
-            if d.HasField("dim_value") and d.dim_value > 0:
+            if d.HasField("dim_value") and d.dim_value >= 0:  # 0 stays 0 (sources with one are refused at load)
                 dims.append(int(d.dim_value))
             else:
                 dims.append(d.dim_param or f"{vi.name}_dim{i}")
@@ -263,6 +271,8 @@ def _load_torch_save(path: Path, digest: str, options: LoadOptions) -> LoadedMod
 
 
 def _instantiate(model_class: str, model_kwargs: str | None) -> Any:
+    """Import the class named by ``--model-class`` (a file the user names, so its code is trusted) and
+    construct it. Its import and constructor may not end the process: ``sys.exit`` there is a load error."""
     import torch
 
     if ":" not in model_class:
@@ -274,38 +284,74 @@ def _instantiate(model_class: str, model_kwargs: str | None) -> Any:
         raise UsageError(f"--model-kwargs is not valid JSON: {err.msg}", hint="pass a JSON object, e.g. --model-kwargs '{\"num_classes\": 10}'") from err
     if not isinstance(kwargs, dict):
         raise UsageError("--model-kwargs must be a JSON object", hint="e.g. --model-kwargs '{\"num_classes\": 10}'")
+    module = _import_model_module(mod_name)
+    cls = getattr(module, cls_name, None)
+    if cls is None:
+        raise UsageError(f"{mod_name} has no {cls_name!r}", hint="check the class name after the ':'")
+    if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
+        kind = type(cls).__name__
+        what = f"the class {cls.__name__}" if isinstance(cls, type) else f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
+        raise UsageError(
+            f"--model-class {model_class} names {what}, not a torch.nn.Module subclass (it was not called)",
+            hint="point --model-class at the model's nn.Module class",
+        )
     try:
-        if mod_name.endswith(".py"):
-            file = Path(mod_name)
-            if not file.is_file():
-                raise UsageError(f"--model-class file {file} does not exist", hint="check the path")
-            spec = importlib.util.spec_from_file_location(f"_mobilegen_user_{file.stem}", file)
-            assert spec is not None and spec.loader is not None
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[spec.name] = module
-            try:
-                spec.loader.exec_module(module)
-            except BaseException:
-                sys.modules.pop(spec.name, None)
-                raise
-        else:
-            if "" not in sys.path and "." not in sys.path:
-                sys.path.insert(0, "")  # let users name modules of the current directory
-            module = importlib.import_module(mod_name)
+        instance = cls(**kwargs)
+    except TypeError as err:
+        raise UsageError(f"cannot construct {model_class}: {first_line(err)}", hint="pass the constructor's arguments with --model-kwargs") from err
+    except SystemExit as err:
+        raise _exited(f"constructing {model_class}", err) from None
+    except Exception as err:  # noqa: BLE001 — the user's constructor failed
+        raise LoadError(
+            f"constructing {model_class} failed: {type(err).__name__}: {first_line(err)}",
+            hint="fix the error in that class (construct it in Python to see the traceback)",
+        ) from err
+    if not isinstance(instance, torch.nn.Module):  # a __new__ that returns something else
+        raise UsageError(f"{model_class}(...) did not return a torch.nn.Module", hint="point --model-class at the model's nn.Module class")
+    return instance
+
+
+def _import_model_module(mod_name: str) -> Any:
+    if mod_name.endswith(".py"):
+        file = Path(mod_name)
+        if not file.is_file():
+            what = "is not a file" if file.exists() else "does not exist"
+            raise UsageError(f"--model-class file {file} {what}", hint="check the path before the ':'")
+        spec = importlib.util.spec_from_file_location(f"_mobilegen_user_{file.stem}", file)
+        if spec is None or spec.loader is None:
+            raise UsageError(f"--model-class file {file} cannot be imported as a Python module", hint="give a .py file")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        loader = spec.loader
+        try:
+            _run_import(mod_name, lambda: loader.exec_module(module))
+        except BaseException:
+            sys.modules.pop(spec.name, None)
+            raise
+        return module
+    if "" not in sys.path and "." not in sys.path:
+        sys.path.insert(0, "")  # let users name modules of the current directory
+    return _run_import(mod_name, lambda: importlib.import_module(mod_name))
+
+
+def _run_import(mod_name: str, load: Callable[[], Any]) -> Any:
+    try:
+        result = load()
     except ImportError as err:
         raise UsageError(f"cannot import {mod_name!r} for --model-class: {first_line(err)}", hint="make the module importable (PYTHONPATH) or give a .py file path") from err
+    except SystemExit as err:
+        raise _exited(f"importing {mod_name!r} for --model-class", err) from None
     except Exception as err:  # noqa: BLE001 — the user's own module failed while importing
         raise LoadError(
             f"importing {mod_name!r} for --model-class failed: {type(err).__name__}: {first_line(err)}",
             hint="fix the error in that module (run it with python to see the traceback)",
         ) from err
-    cls = getattr(module, cls_name, None)
-    if cls is None:
-        raise UsageError(f"{mod_name} has no {cls_name!r}", hint="check the class name after the ':'")
-    try:
-        instance = cls(**kwargs)
-    except TypeError as err:
-        raise UsageError(f"cannot construct {model_class}: {first_line(err)}", hint="pass the constructor's arguments with --model-kwargs") from err
-    if not isinstance(instance, torch.nn.Module):
-        raise UsageError(f"{model_class} is not a torch.nn.Module", hint="point --model-class at the model's nn.Module class")
-    return instance
+    return result
+
+
+def _exited(action: str, err: SystemExit) -> LoadError:
+    """``sys.exit()`` in user code would end mobilegen silently with the user's status (often 0)."""
+    return LoadError(
+        f"{action} called sys.exit({err.code!r}) instead of defining the model",
+        hint="guard the module's script code with `if __name__ == \"__main__\":`",
+    )

@@ -6,14 +6,10 @@ failure at any stage leaves no partial output.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
+import math
 import os
-import re
-import shutil
-import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -22,7 +18,6 @@ import numpy as np
 
 from mobilegen import __version__, artifacts
 from mobilegen.artifacts import (
-    NNAPI_DEPRECATION,
     BuildResult,
     LoadedModel,
     OnnxModel,
@@ -33,8 +28,20 @@ from mobilegen.artifacts import (
 from mobilegen.errors import UsageError
 from mobilegen.export import MAX_DEFAULT_OPSET, ExportOptions, export_onnx
 from mobilegen.load import LoadOptions, load_model
+from mobilegen.outputs import stage_zip, staged_output
 from mobilegen.spec import apply_dynamic, parse_dynamic_spec, parse_input_spec
 from mobilegen.verify import VerifyOptions, ort_runner, torch_reference, verify
+from mobilegen.warnings import (
+    NNAPI_DEPRECATED,
+    Notice,
+    build_notices,
+    collect,
+    coverage_notices,
+    dims_fixed,
+    dims_fixed_text,
+    export_notices,
+    texts,
+)
 
 MIN_OPSET = 7
 MAX_EXAMPLE_BYTES = 1 << 30  # seeded inputs are built several times (reference + every artifact, two sizes)
@@ -68,7 +75,8 @@ class ModelOptions:
         total = 0
         for s in specs:
             shape = s.concrete_shape({**{d: 1 for d in s.dynamic_dims}, **sizes})
-            total += int(np.prod(shape, dtype=np.int64)) * np.dtype(s.dtype if s.dtype != "bfloat16" else "float32").itemsize
+            # math.prod is exact: np.prod in int64 wraps for huge dims and would let them through
+            total += math.prod(shape) * np.dtype(s.dtype if s.dtype != "bfloat16" else "float32").itemsize
         if total > MAX_EXAMPLE_BYTES:
             raise UsageError(
                 f"the --input shapes make {total / 2**30:.1f} GiB of example data per run",
@@ -118,8 +126,7 @@ def fix_dynamic_dims(model: OnnxModel, out_path: Path) -> tuple[OnnxModel, str |
     os.replace(tmp, out_path)
     from mobilegen.load import onnx_io_spec
 
-    fixed = ", ".join(f"{d}={model.example_sizes.get(d, 1)}" for d in dims)
-    note = f"dynamic dims fixed for NNAPI (which takes no symbolic dims): {fixed}; pass --keep-dynamic to keep them"
+    note = dims_fixed_text({d: model.example_sizes.get(d, 1) for d in dims})
     return replace(model, path=out_path, io=onnx_io_spec(proto), notes=model.notes + (note,)), note
 
 
@@ -138,87 +145,6 @@ def stamp_cache_key(model: OnnxModel) -> str:
     onnx.save_model(proto, str(tmp))
     os.replace(tmp, model.path)
     return key
-
-
-@contextlib.contextmanager
-def staged_output(out: Path, *, force: bool, extra: tuple[Path, ...] = (), protect: tuple[Path, ...] = ()) -> Iterator[Path]:
-    """Yield a staging folder beside ``out``; on success it replaces ``out`` atomically, on failure it is
-    removed and ``out`` is untouched. ``--force`` replaces only an empty folder or an earlier mobilegen
-    output, never a folder holding one of ``protect`` (the input model)."""
-    out = Path(os.path.abspath(out))
-    check_replaceable(out, force=force, protect=protect)
-    for p in extra:
-        if p.exists() and not force:
-            raise UsageError(f"{p} already exists", hint="pass --force to replace it, or choose another -o")
-        if p.is_dir():
-            raise UsageError(f"{p} is a folder", hint="choose another -o (the zip is written next to the output folder)")
-    parent = out.parent
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=parent))
-        umask = os.umask(0)
-        os.umask(umask)
-        staging.chmod(0o777 & ~umask)  # mkdtemp makes it 0700; the handoff must be readable like any folder
-    except OSError as err:
-        raise UsageError(f"cannot write to {parent}: {err.strerror}", hint="choose a writable -o") from err
-    try:
-        yield staging
-        backup = None
-        if out.exists():
-            backup = parent / f".{out.name}.old-{os.getpid()}"
-            os.replace(out, backup)
-        try:
-            os.replace(staging, out)
-        except OSError:
-            if backup is not None:
-                os.replace(backup, out)
-            raise
-        if backup is not None:
-            shutil.rmtree(backup, ignore_errors=True)
-    except OSError as err:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise UsageError(f"cannot move the result into {out}: {err.strerror}", hint="choose another -o") from err
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-
-
-def check_replaceable(out: Path, *, force: bool, protect: tuple[Path, ...] = ()) -> None:
-    for p in protect:
-        if Path(os.path.abspath(p)).is_relative_to(out):
-            raise UsageError(f"the output folder {out} contains the input {p}", hint="choose an -o outside the model's folder")
-    if not out.exists():
-        return
-    if not force:
-        raise UsageError(f"{out} already exists", hint="pass --force to replace it, or choose another -o")
-    if not out.is_dir():
-        raise UsageError(f"{out} is a file, not a folder", hint="choose another -o")
-    if any(out.iterdir()) and not _is_mobilegen_output(out):
-        raise UsageError(
-            f"{out} is not empty and is not a mobilegen output folder (no manifest.json of ours)",
-            hint="--force replaces only earlier mobilegen outputs; choose another -o",
-        )
-
-
-def _is_mobilegen_output(folder: Path) -> bool:
-    try:
-        return json.loads((folder / artifacts.MANIFEST).read_text(encoding="utf-8")).get("kind") == "mobilegen-package"
-    except (OSError, ValueError, AttributeError):
-        return False
-
-
-def atomic_write_file(src: Path, dest: Path, *, force: bool) -> None:
-    if dest.exists() and not force:
-        raise UsageError(f"{dest} already exists", hint="pass --force to replace it, or choose another -o")
-    if dest.is_dir():
-        raise UsageError(f"{dest} is a folder", hint="choose an output file path")
-    try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")
-        shutil.copyfile(src, tmp)
-        os.replace(tmp, dest)
-    except OSError as err:
-        raise UsageError(f"cannot write {dest}: {err.strerror}", hint="choose a writable output path") from err
 
 
 # ----------------------------------------------------------------------------- full build
@@ -262,17 +188,11 @@ def build(opts: BuildOptions) -> BuildResult:
     source_date_epoch()  # a malformed SOURCE_DATE_EPOCH fails now, not after the whole build
     out = Path(os.path.abspath(opts.out))
     zip_path = Path(str(out) + ".zip") if opts.zip else None
-    warnings: list[str] = []
-    with staged_output(out, force=opts.force, extra=(zip_path,) if zip_path else (), protect=(opts.model,)) as root:
+    notices: list[Notice] = []
+    with staged_output(out, force=opts.force, zip_path=zip_path, protect=(opts.model,)) as root:
         (root / "model").mkdir()
         loaded, onnx_model = load_and_export(opts.model, opts.model_opts, root / artifacts.MODEL_ONNX)
-        warnings.extend(onnx_model.notes)
-        generic = all(re.fullmatch(r"output(_\d+)?", o.name) for o in onnx_model.io.outputs)
-        if onnx_model.exporter != "passthrough" and not opts.model_opts.output_names and not generic:
-            names = ", ".join(o.name for o in onnx_model.io.outputs)
-            warnings.append(f"output names come from the exporter ({names}) and name the wrappers' properties; choose them with --output-name")
-        if onnx_model.fallback_reason and onnx_model.exporter == "torchscript" and loaded.kind != "torchscript":
-            warnings.append(f"ONNX export fell back to the torchscript exporter: {onnx_model.fallback_reason}")
+        notices.extend(export_notices(loaded, onnx_model, output_names_given=bool(opts.model_opts.output_names)))
         if ios_opts is not None:
             from mobilegen.ios import check_ios_io
 
@@ -282,11 +202,11 @@ def build(opts: BuildOptions) -> BuildResult:
 
             check_android_io(onnx_model.io)
         if android_opts is not None and android_opts.nnapi:
-            warnings.append(NNAPI_DEPRECATION)
+            notices.append(NNAPI_DEPRECATED)
             if not onnx_model.io.is_static and not opts.keep_dynamic:
                 onnx_model, note = fix_dynamic_dims(onnx_model, root / artifacts.MODEL_ONNX)
                 if note:
-                    warnings.append(note + (" (the iOS package ships the same fixed-size model)" if ios_opts else ""))
+                    notices.append(dims_fixed(note, ios_too=ios_opts is not None))
         stamp_cache_key(onnx_model)
         ort_model = convert_to_ort(onnx_model, root / artifacts.MODEL_ORT, root / artifacts.MODEL_OPS_CONFIG, style=opts.style)
         reference, ref_label = reference_for(loaded, onnx_model)
@@ -306,16 +226,8 @@ def build(opts: BuildOptions) -> BuildResult:
         for channel, release in runtimes.items():
             check_loadable(release, max_opset=ort_model.max_opset, ort_format_version=ort_model.ort_format_version, channel=channel)
         coverage = analyse(onnx_model, android_opts, ios_opts, opts.android_api)
-        for rep in coverage:
-            if rep.ep == "nnapi" and rep.supported_nodes == 0:
-                warnings.append("NNAPI takes 0 nodes of this model: everything runs on the CPU (see the coverage report)")
-            elif rep.supported_nodes < rep.total_nodes or len(rep.partitions) > 1:
-                cpu = rep.total_nodes - rep.supported_nodes
-                parts = len(rep.partitions)
-                warnings.append(
-                    f"{rep.label}: {cpu} of {rep.total_nodes} nodes fall back to the CPU EP; "
-                    f"{parts} partition{'s' if parts != 1 else ''} (verdict {rep.verdict})"
-                )
+        notices.extend(coverage_notices(coverage))
+        warnings = collect(notices, onnx_model, coverage, source_kind=loaded.kind)
         model_name = opts.model.stem
         spec_common = dict(
             model_name=model_name,
@@ -325,7 +237,7 @@ def build(opts: BuildOptions) -> BuildResult:
             atol=opts.verify.atol,
             rtol=opts.verify.rtol,
             mobilegen_version=__version__,
-            notes=tuple(warnings),
+            notes=tuple(texts(build_notices(warnings))),
         )
         targets: list[str] = []
         device_tolerances: dict[str, tuple[float, float]] = {}
@@ -362,18 +274,13 @@ def build(opts: BuildOptions) -> BuildResult:
                 "device_tolerances": {k: {"atol": a, "rtol": r} for k, (a, r) in device_tolerances.items()},
             },
             runtimes={c: r.version for c, r in runtimes.items()},
-            warnings=tuple(warnings),
+            warnings=warnings,
         )
         from mobilegen.package import finalize_package
 
         finalize_package(root, result)
         if zip_path is not None:
-            from mobilegen.package import write_zip
-
-            tmp_zip = root.parent / f".{zip_path.name}.tmp-{os.getpid()}"
-            write_zip(root, tmp_zip, prefix=out.name)
-    if zip_path is not None:
-        os.replace(tmp_zip, zip_path)
+            stage_zip(root, zip_path)
     return relocate(result, root, out, zip_path)
 
 
@@ -382,9 +289,10 @@ def analyse(onnx_model: OnnxModel, android_opts: Any, ios_opts: Any, android_api
 
     from mobilegen.coverage import EPTarget, analyze_all
 
+    # Which providers each target enables, with which settings (None: the provider's default).
     targets = []
     if android_opts is not None and android_opts.nnapi:
-        targets.append(EPTarget(ep="nnapi", android_api=android_api) if android_api else EPTarget(ep="nnapi"))
+        targets.append(EPTarget(ep="nnapi", android_api=android_api))
     if android_opts is not None and android_opts.xnnpack:
         targets.append(EPTarget(ep="xnnpack"))
     if ios_opts is not None and ios_opts.coreml:

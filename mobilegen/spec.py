@@ -6,11 +6,15 @@ A dimension is an ``int`` (fixed) or a ``str`` (a named dynamic axis).
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field, replace
 
-from mobilegen.errors import UsageError
+from mobilegen.errors import UsageError, shorten
 
 Dim = int | str
+
+# The largest fixed dim accepted: the generated Kotlin/Swift code and golden format index with 32-bit ints.
+MAX_DIM = 2**31 - 1
 
 # Canonical dtype names (numpy spelling) and their ONNX TensorProto codes.
 DTYPES: dict[str, int] = {
@@ -118,6 +122,34 @@ _NAME_RE = re.compile(r"^[^:\s][^:]*$")
 _DIM_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
+def check_tensor_name(name: str, where: str, hint: str = "use printable characters (e.g. x, input_ids, logits)") -> None:
+    """Refuse a tensor name with control characters (NUL, newline, DEL, ...): the generated code, golden
+    vectors and manifest could not carry it end to end. ``where`` says where the name came from."""
+    bad = sorted({ch for ch in name if unicodedata.category(ch) in ("Cc", "Cs")})
+    if bad:
+        raise UsageError(f"{where} {name!r} contains control character(s) {', '.join(repr(ch) for ch in bad)}", hint=hint)
+
+
+def _parse_dim(tok: str, text: str, shape_text: str, example: str) -> Dim:
+    if re.fullmatch(r"[0-9]+", tok):
+        if len(tok.lstrip("0")) > len(str(MAX_DIM)) or int(tok) > MAX_DIM:  # length first: int() refuses > 4300 digits
+            raise UsageError(
+                f"--input {shorten(text, 80)!r} has a dim of {shorten(tok, 30)}, above the largest size {MAX_DIM}",
+                hint="give the real (example) size of that axis, or name it to make it dynamic",
+            )
+        if int(tok) == 0:
+            raise UsageError(f"--input {text!r} has a dim of size 0", hint="every fixed dim must be ≥ 1")
+        return int(tok)
+    if _DIM_NAME_RE.match(tok):
+        return tok
+    if any(ch.isdigit() for ch in tok):  # Arabic-Indic, fullwidth, superscript... digits: int() takes some of them
+        raise UsageError(f"--input {text!r}: dim {tok!r} is not written with the digits 0-9", hint=f"write sizes with ASCII digits, e.g. {example}")
+    raise UsageError(
+        f"malformed shape {shape_text!r} in --input {text!r}",
+        hint=f"dims are separated by 'x': numbers, or names for dynamic axes, e.g. {example}",
+    )
+
+
 def parse_input_spec(text: str) -> TensorSpec:
     """``name:1x3x224x224[:dtype]``; a dim given as a name (``batchx3x224x224``) is dynamic."""
     example = "--input x:1x3x224x224:float32"
@@ -125,33 +157,20 @@ def parse_input_spec(text: str) -> TensorSpec:
     if len(parts) not in (2, 3) or not parts[0] or not _NAME_RE.match(parts[0]):
         raise UsageError(f"malformed --input {text!r}", hint=f"write NAME:SHAPE[:DTYPE], e.g. {example}")
     name, shape_text = parts[0], parts[1].strip()
+    check_tensor_name(name, "--input name")
     dtype = canonical_dtype(parts[2]) if len(parts) == 3 else "float32"
     if dtype in ("string", "bfloat16"):
         raise UsageError(f"--input {text!r}: mobilegen cannot make example {dtype} tensors", hint="export models with numeric inputs (float32, int64, ...)")
     if shape_text in ("", "scalar"):
         return TensorSpec(name, dtype, ())
-    dims: list[Dim] = []
     # Dims are separated by ',' or by an 'x' next to a digit ("batchx3x224x224"; "batch,seq_max").
     tokens = shape_text.split(",") if "," in shape_text else re.split(r"(?<=\d)x|x(?=\d)", shape_text)
-    for tok in tokens:
-        tok = tok.strip()
-        if tok.isdigit():
-            if int(tok) <= 0:
-                raise UsageError(f"--input {text!r} has a dim of size 0", hint="every fixed dim must be ≥ 1")
-            dims.append(int(tok))
-        elif _DIM_NAME_RE.match(tok):
-            dims.append(tok)
-        else:
-            raise UsageError(
-                f"malformed shape {shape_text!r} in --input {text!r}",
-                hint=f"dims are separated by 'x': numbers, or names for dynamic axes, e.g. {example}",
-            )
-    return TensorSpec(name, dtype, tuple(dims))
+    return TensorSpec(name, dtype, tuple(_parse_dim(tok.strip(), text, shape_text, example) for tok in tokens))
 
 
 def parse_dynamic_spec(text: str) -> tuple[str, int, str]:
     """``name:axis[=dimname]`` → (input name, axis, dim name). Default dim name: ``<name>_dim<axis>``."""
-    m = re.match(r"^([^:]+):(-?\d+)(?:=([A-Za-z_][A-Za-z0-9_]*))?$", text.strip())
+    m = re.match(r"^([^:]+):(-?[0-9]{1,9})(?:=([A-Za-z_][A-Za-z0-9_]*))?$", text.strip())
     if not m:
         raise UsageError(f"malformed --dynamic {text!r}", hint="write INPUT:AXIS[=NAME], e.g. --dynamic x:0=batch")
     name, axis, dim = m.group(1), int(m.group(2)), m.group(3)

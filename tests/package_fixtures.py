@@ -27,7 +27,7 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -54,6 +54,7 @@ from mobilegen.coverage.model import CoverageReport, NodeVerdict
 from mobilegen.golden import GoldenCase, encode_mgv, write_npz
 from mobilegen.ortformat import canonicalize
 from mobilegen.spec import IOSpec, TensorSpec
+from mobilegen.warnings import Notice, collect
 
 MODEL_NAME = "Tiny <Net> & friends"
 OPSET = 17
@@ -262,7 +263,7 @@ def make_build(
         inputs=(TensorSpec("x", "float32", ("batch", 4, 8)),),
         outputs=(TensorSpec("y", "float32", ("batch", 8)), TensorSpec("z", "float32", ("batch", 4, 8))),
     )
-    return BuildResult(
+    result = BuildResult(
         out_dir=out_dir if out_dir is not None else root,
         model_name=MODEL_NAME,
         loaded=LoadedModel(source=SOURCE, kind="torchscript", sha256=SOURCE_SHA256),
@@ -291,8 +292,10 @@ def make_build(
             "zip": True,
         },
         runtimes=dict(RUNTIMES),
-        warnings=("dynamic dim batch of input x fixed to 1 for NNAPI",),
+        warnings=(Notice("dims-fixed", "warning", "dynamic dim batch of input x fixed to 1 for NNAPI"),),
     )
+    # The rest of the list as the pipeline finishes it (NNAPI deprecation, dynamic input, CPU fallbacks).
+    return replace(result, warnings=collect(result.warnings, result.onnx, result.coverage, source_kind=result.loaded.kind))
 
 
 def build_package(root: Path, *, fresh: bool = False) -> tuple[BuildResult, dict]:

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
+import signal
 import sys
 import traceback
 from collections.abc import Callable
-from typing import Any
+from types import FrameType
+from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
@@ -76,15 +79,16 @@ def run_command(
             emit_json(payload)
         else:
             human(result, err_console)
-    except MobilegenError as err:
-        _report_error(err, json_out=json_out, debug=debug)
-        raise typer.Exit(err.exit_code) from None
     except KeyboardInterrupt:
-        err_console.print("[red]interrupted[/red]")
-        raise typer.Exit(130) from None
+        _interrupted(json_out)
     except (typer.Exit, typer.Abort):
         raise
     except Exception as err:  # noqa: BLE001 — the one place a bug becomes exit code 1
+        if _signalled:  # a library turned the interrupt into its own error (ImportError: initialization failed)
+            _interrupted(json_out)
+        if isinstance(err, MobilegenError):
+            _report_error(err, json_out=json_out, debug=debug)
+            raise typer.Exit(err.exit_code) from None
         wrapped = InternalError(
             f"internal error: {type(err).__name__}: {err}",
             hint="this is a bug in mobilegen; rerun with --debug and report the traceback",
@@ -96,6 +100,14 @@ def run_command(
     if isinstance(gate, MobilegenError):
         _report_error(gate, json_out=False, debug=False)
         raise typer.Exit(gate.exit_code)
+
+
+def _interrupted(json_out: bool) -> NoReturn:
+    code = 128 + (_signalled[0] if _signalled else signal.SIGINT)
+    if json_out:
+        emit_json({"error": "interrupted", "message": "interrupted", "hint": None, "details": [], "exit_code": code})
+    err_console.print("[red]interrupted[/red]")
+    raise typer.Exit(code) from None
 
 
 def _report_error(err: MobilegenError, *, json_out: bool, debug: bool) -> None:
@@ -117,38 +129,83 @@ def _escape(text: str) -> str:
     return escape(text)
 
 
-def _terminate(signum: int, frame: object) -> None:
-    # SIGTERM (CI cancelling a job, `kill`) unwinds like Ctrl-C, so staging folders are removed.
-    raise SystemExit(128 + signum)
+# Signals received (the first decides the exit code: 128 + signum). Set by main()'s handlers only.
+_signalled: list[int] = []
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    """Ctrl-C and SIGTERM unwind the stack (KeyboardInterrupt / SystemExit), so staging is removed.
+
+    Never inside an import: an exception raised while a native module initialises (torch, onnxruntime)
+    comes out as "ImportError: initialization failed", a half-imported module, or an abort. There the
+    signal is only recorded, and raised as soon as the import has finished. A second signal waits for the
+    cleanup; a third exits at once (the next run removes what is left)."""
+    if _signalled:
+        _signalled.append(signum)
+        if len(_signalled) >= 3:
+            os._exit(128 + _signalled[0])
+        return
+    _signalled.append(signum)
+    _raise_when_safe(frame)
+
+
+def _raise_when_safe(frame: FrameType | None) -> None:
+    if _in_import(frame):
+        signal.signal(signal.SIGALRM, lambda _s, f: _raise_when_safe(f))
+        signal.setitimer(signal.ITIMER_REAL, 0.02)
+        return
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    if _signalled[0] == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise SystemExit(128 + _signalled[0])
+
+
+def _in_import(frame: FrameType | None) -> bool:
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def install_signal_handlers() -> None:
+    signal.signal(signal.SIGINT, _on_signal)
+    signal.signal(signal.SIGTERM, _on_signal)
 
 
 def main() -> None:
     """Console entry point: one line for usage errors (unknown flag, missing argument), exit codes kept."""
-    import signal
-
+    install_signal_handlers()
     try:  # recent Typer vendors its own copy of click
         from typer._click import exceptions as click_exc  # type: ignore[import-not-found]
     except ImportError:  # pragma: no cover — Typer releases that use click itself
         from click import exceptions as click_exc  # type: ignore[no-redef]
     no_args_help = getattr(click_exc, "NoArgsIsHelpError", ())
 
-    signal.signal(signal.SIGTERM, _terminate)
     try:
         rv = app(prog_name="mobilegen", standalone_mode=False)
     except no_args_help as err:  # `mobilegen` alone: the help text, as Typer shows it
         err.show()
-        sys.exit(2)
+        _exit(2)
     except click_exc.UsageError as err:
         where = f"mobilegen {err.ctx.info_name} --help" if err.ctx is not None and err.ctx.parent is not None else "mobilegen --help"
         where = where.replace("mobilegen mobilegen", "mobilegen")
         err_console.print(f"[bold red]error:[/bold red] {_escape(err.format_message())} — see '{where}'")
-        sys.exit(2)
-    except typer.Abort:
+        _exit(2)
+    except (typer.Abort, KeyboardInterrupt):  # Ctrl-C outside a command's action (argument parsing)
         err_console.print("[red]interrupted[/red]")
-        sys.exit(130)
+        _exit(128 + (_signalled[0] if _signalled else signal.SIGINT))
     except typer.Exit as exit_:
-        sys.exit(exit_.exit_code)
-    sys.exit(rv if isinstance(rv, int) else 0)
+        _exit(exit_.exit_code)
+    _exit(rv if isinstance(rv, int) else 0)
+
+
+def _exit(code: int) -> NoReturn:
+    # The work is done (or cleaned up): a signal during interpreter shutdown must not turn the result
+    # into a Python traceback or a death by signal.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sys.exit(code)
 
 
 for _mod in COMMAND_MODULES:

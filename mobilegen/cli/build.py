@@ -98,6 +98,10 @@ def _build(
     )
 
 
+# The package documents list every notice; the CLI says the build-scope ones (mobilegen.warnings).
+_SEVERITY_STYLE = {"warning": "yellow", "severe": "bold red"}
+
+
 def _human_build(r: Any, console: Console) -> None:
     console.print(f"[bold green]wrote[/bold green] {esc(str(r.out_dir))}/ ({', '.join(r.targets)})" + (f" and {esc(str(r.zip_path))}" if r.zip_path else ""))
     console.print(
@@ -115,13 +119,17 @@ def _human_build(r: Any, console: Console) -> None:
             colour = {"yes": "green", "maybe": "yellow"}.get(rep.verdict, "red")
             t.add_row(esc(rep.label), f"{rep.supported_nodes}/{rep.total_nodes}", str(len(rep.partitions)), f"[{colour}]{rep.verdict}[/{colour}]", esc(refused))
         console.print(t)
-    for w in r.warnings:
-        style = "bold red" if w.startswith("NNAPI takes 0 nodes") else "yellow"
-        console.print(f"[{style}]warning:[/{style}] {esc(w)}")
+    from mobilegen.warnings import build_notices
+
+    for w in build_notices(r.warnings):
+        style = _SEVERITY_STYLE[w.severity]
+        console.print(f"[{style}]warning:[/{style}] {esc(w.text)}")
     console.print(f"report: {esc(str(r.out_dir))}/report/report.html")
 
 
 def _json_build(r: Any) -> dict[str, Any]:
+    from mobilegen.warnings import build_notices, texts
+
     return {
         "output": str(r.out_dir),
         "zip": str(r.zip_path) if r.zip_path else None,
@@ -141,7 +149,7 @@ def _json_build(r: Any) -> dict[str, Any]:
         "coverage": [
             {k: v for k, v in rep.to_dict().items() if k != "nodes"} | {"supported_percent": round(rep.percent, 1)} for rep in r.coverage
         ],
-        "warnings": list(r.warnings),
+        "warnings": texts(build_notices(r.warnings)),
     }
 
 

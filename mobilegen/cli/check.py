@@ -1,17 +1,24 @@
-"""``mobilegen check``: per-node coverage of NNAPI / CoreML / XNNPACK, with reasons, and CI gates."""
+"""``mobilegen check``: per-node coverage of each execution provider, with reasons, and CI gates.
+
+The ``--ep`` choices and the provider flags' ranges, choices and defaults come from the provider registry
+(``mobilegen.providers``), read when a command runs or its help is shown, so registered plug-ins appear.
+"""
 
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from typer.core import TyperCommand, TyperOption
 
+from mobilegen import providers
 from mobilegen.cli import app, run_command
 from mobilegen.cli.options import (
     DebugOpt,
@@ -26,42 +33,46 @@ from mobilegen.cli.options import (
     model_options,
 )
 from mobilegen.errors import CoverageGateError, MobilegenError, UsageError
+from mobilegen.providers import Setting, SettingValue
 
-EPS = ("nnapi", "coreml", "xnnpack")
-FORMATS = ("mlprogram", "neuralnetwork")
-API_MIN, API_MAX = 27, 36  # = coverage.target.MIN_/MAX_ANDROID_API (not imported: it loads onnx)
+if TYPE_CHECKING:
+    from typer._click import Context, HelpFormatter
+
+    from mobilegen.coverage import CoverageReport, EPTarget
 
 
 @dataclass
 class CheckResult:
-    reports: tuple[Any, ...]  # CoverageReport
+    reports: tuple[CoverageReport, ...]
     gate_error: MobilegenError | None = None
 
     def to_dict(self) -> dict[str, object]:
         return {"reports": [r.to_dict() for r in self.reports]}
 
 
-def _targets(eps: list[str], coreml_format: str | None, android_api: int, static: bool) -> list[Any]:
+def _targets(eps: list[str], given: Mapping[str, SettingValue | None]) -> list[EPTarget]:
+    """One target per provider with the given settings it declares; a provider with a variant setting
+    (CoreML's format) gets one target per variant unless its flag names one."""
     from mobilegen.coverage import EPTarget
 
-    out = []
-    for ep in eps:
-        if ep == "coreml":
-            for fmt in (coreml_format,) if coreml_format else FORMATS:
-                out.append(EPTarget("coreml", coreml_format=fmt, require_static_shapes=static))
+    out: list[EPTarget] = []
+    for name in eps:
+        provider = providers.get(name)
+        values = {s.name: given[s.name] for s in provider.settings if given.get(s.name) is not None}
+        variant = provider.variant
+        if variant is None or variant.name in values:
+            out.append(EPTarget(name, **values))
         else:
-            out.append(EPTarget(ep, android_api=android_api, require_static_shapes=static))
+            out.extend(EPTarget(name, **values, **{variant.name: choice}) for choice in variant.choices)
     return out
 
 
-def _validate(eps: list[str], coreml_format: str | None, android_api: int, fail_under: float | None, max_partitions: int | None) -> None:
+def _validate(eps: list[str], given: Mapping[str, SettingValue | None], fail_under: float | None, max_partitions: int | None) -> None:
+    known = providers.names()
     for ep in eps:
-        if ep not in EPS:
-            raise UsageError(f"unknown --ep '{ep}'", hint=f"use one of: {', '.join(EPS)}")
-    if coreml_format is not None and coreml_format not in FORMATS:
-        raise UsageError(f"unknown --coreml-format '{coreml_format}'", hint=f"use one of: {', '.join(FORMATS)}")
-    if not API_MIN <= android_api <= API_MAX:
-        raise UsageError(f"--android-api {android_api} is outside {API_MIN}..{API_MAX}", hint="NNAPI needs API 27 or newer")
+        if ep not in known:
+            raise UsageError(f"unknown --ep '{ep}'", hint=f"use one of: {', '.join(known)}")
+    providers.validate_settings(given)
     if fail_under is not None and not 0 <= fail_under <= 100:
         raise UsageError(f"--fail-under {fail_under:g} is outside 0..100", hint="give a percentage of supported nodes")
     if max_partitions is not None and max_partitions < 1:
@@ -69,16 +80,16 @@ def _validate(eps: list[str], coreml_format: str | None, android_api: int, fail_
 
 
 def _load_model(path: Path, workdir: Path, opts: Any) -> Any:
-    """The model as the other commands see it: detected by content, exported when it is PyTorch."""
-    import onnx
+    """The model as the other commands see it: detected by content, exported when it is PyTorch; an ONNX
+    model too large for one file (external data past 2 GB) is analysed as given instead of refused."""
+    from mobilegen.load import load_model
+    from mobilegen.onnx_source import onnx_for_analysis  # lazy: pulls in onnx
 
-    from mobilegen.pipeline import load_and_export  # lazy: pulls in torch
-
-    _, exported = load_and_export(path, opts, workdir / "model.onnx")
-    return onnx.load_model(str(exported.path))
+    export_opts = opts.export_options()  # flag errors before any heavy work
+    return onnx_for_analysis(load_model(path, opts.load), export_opts, workdir / "model.onnx")
 
 
-def _gate(reports: tuple[Any, ...], fail_under: float | None, max_partitions: int | None) -> MobilegenError | None:
+def _gate(reports: tuple[CoverageReport, ...], fail_under: float | None, max_partitions: int | None) -> MobilegenError | None:
     misses = []
     for r in reports:
         if fail_under is not None and r.percent < fail_under:
@@ -114,20 +125,48 @@ def _human(result: CheckResult, console: Console) -> None:
             console.print(table)
         for s in r.suggestions:
             console.print(f"  → {escape(s)}")
-        for note in r.settings.get("notes", ()):
+        notes = r.settings.get("notes")
+        for note in notes if isinstance(notes, list) else ():
             console.print(f"  [dim]note: {escape(str(note))}[/dim]")
 
 
-@app.command("check")
+def _declared(name: str) -> Setting | None:
+    """The first registered provider's setting called ``name`` (the flag's help and defaults)."""
+    return next((s for p in providers.all_providers() if (s := p.setting(name)) is not None), None)
+
+
+def _flag_help(setting: Setting) -> str:
+    if setting.variant:
+        return f"{setting.help}: {' or '.join(setting.choices)} (default: report each)."
+    if setting.choices:
+        return f"{setting.help}: {', '.join(setting.choices)} (default: {setting.default})."
+    if setting.minimum is not None or setting.maximum is not None:
+        return f"{setting.help} ({setting.range_text}; default {setting.default})."
+    return f"{setting.help}."
+
+
+class _CheckCommand(TyperCommand):
+    """Fills the help of ``--ep`` and of the provider flags from the registry when the help is shown."""
+
+    def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
+        for param in self.params:
+            if not isinstance(param, TyperOption) or param.name is None:
+                continue
+            if param.name == "ep":
+                param.help = f"Execution provider: {', '.join(providers.names())}. Repeatable."
+            elif (setting := _declared(param.name)) is not None:
+                param.help = _flag_help(setting)
+        super().format_help(ctx, formatter)
+
+
+# Flags named after the provider setting they set (on every chosen provider that declares it); their
+# help, ranges and defaults come from the registry.
+@app.command("check", cls=_CheckCommand)
 def check(
     model: ModelArg,
-    ep: Annotated[list[str], typer.Option("--ep", help="Execution provider: nnapi, coreml or xnnpack. Repeatable.")],
-    coreml_format: Annotated[
-        str | None, typer.Option("--coreml-format", help="mlprogram or neuralnetwork (default: report both).")
-    ] = None,
-    android_api: Annotated[
-        int, typer.Option("--android-api", help="Android API level the NNAPI rules assume (27..36; ORT's host default is 31).")
-    ] = 31,
+    ep: Annotated[list[str], typer.Option("--ep", help="Execution provider (a name in the provider registry). Repeatable.")],
+    coreml_format: Annotated[str | None, typer.Option("--coreml-format", help="CoreML model format.")] = None,
+    android_api: Annotated[int | None, typer.Option("--android-api", help="Android API level the NNAPI rules assume.")] = None,
     require_static_shapes: Annotated[
         bool, typer.Option("--require-static-shapes", help="CoreML: refuse nodes with symbolic dims (RequireStaticInputShapes).")
     ] = False,
@@ -146,14 +185,19 @@ def check(
     json_out: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
-    """Which nodes NNAPI / CoreML / XNNPACK will run, each refusal with its reason, and the partitions."""
+    """Which nodes each execution provider will run, each refusal with its reason, and the partitions."""
 
     def action() -> CheckResult:
         eps = [e.strip().lower() for e in ep]
-        _validate(eps, coreml_format, android_api, fail_under, max_partitions)
+        given: dict[str, SettingValue | None] = {
+            "coreml_format": coreml_format,
+            "android_api": android_api,
+            "require_static_shapes": require_static_shapes,
+        }
+        _validate(eps, given, fail_under, max_partitions)
         from mobilegen.coverage import analyze_all
 
-        targets = _targets(eps, coreml_format, android_api, require_static_shapes)
+        targets = _targets(eps, given)
         opts = model_options(inputs, dynamic, opset, None, trust_pickle, model_class, model_kwargs)
         with tempfile.TemporaryDirectory(prefix="mobilegen-check-") as tmp:
             proto = _load_model(model, Path(tmp), opts)

@@ -99,17 +99,19 @@ def _inspect(model: Path, opts: Any) -> Inspection:
             onnx_model = export_onnx(loaded, opts.export_options(), Path(tmp) / "model.onnx")
             proto = onnx.load_model(str(onnx_model.path))
     hist = _histogram([(n.domain, n.op_type) for n in proto.graph.node])
-    import numpy as np
-    from onnx import numpy_helper
+    import math
+
+    from mobilegen.onnx_checks import tensor_nbytes
 
     params = 0
     nbytes = 0
+    # Counted from dims and types, never from the data: external data is not read for an inspection.
     for init in proto.graph.initializer:
-        arr = numpy_helper.to_array(init)
-        if not np.issubdtype(arr.dtype, np.floating) and init.data_type not in (2, 3):  # shape constants are not parameters
+        kind = onnx.TensorProto.DataType.Name(init.data_type) if init.data_type in onnx.TensorProto.DataType.values() else ""
+        if "FLOAT" not in kind and kind not in ("DOUBLE", "UINT8", "INT8"):  # shape constants are not parameters
             continue
-        params += int(np.prod(arr.shape)) if arr.shape else 1
-        nbytes += arr.nbytes
+        params += math.prod(init.dims)
+        nbytes += tensor_nbytes(init) or 0
     io = onnx_io_spec(proto)
     notes = []
     if onnx_model is not None:
@@ -242,32 +244,20 @@ def export(
     """Export MODEL to one self-contained .onnx file, verified against PyTorch."""
 
     def action() -> ExportResult:
-        from mobilegen.pipeline import atomic_write_file, load_and_export, reference_for
+        from mobilegen.outputs import staged_files, temp_dir
+        from mobilegen.pipeline import load_and_export, reference_for
         from mobilegen.verify import VerifyOptions, verify
 
         opts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs)
-        _check_out(output, force, model)
-        with tempfile.TemporaryDirectory(prefix="mobilegen-export-") as tmp:
-            loaded, onnx_model = load_and_export(model, opts, Path(tmp) / "model.onnx")
+        # -o is checked now and again right before it is replaced (mobilegen.outputs)
+        with staged_files([output], force=force, protect=(model,)) as (staged,), temp_dir("export") as tmp:
+            loaded, onnx_model = load_and_export(model, opts, tmp / "model.onnx")
             ref, label = reference_for(loaded, onnx_model)
             report = verify(ref, {"onnx": onnx_model.path}, onnx_model, VerifyOptions(atol, rtol, sample), reference_label=label)
-            atomic_write_file(onnx_model.path, output, force=force)
+            staged.copy_from(onnx_model.path)
         return ExportResult(str(output), onnx_model.exporter, onnx_model.fallback_reason, onnx_model.opset, onnx_model.io.to_dict(), report.to_dict(), list(onnx_model.notes))
 
     run_command(action, json_out=json_out, debug=debug, human=_human_export, to_json=lambda r: r.__dict__)
-
-
-def _check_out(output: Path, force: bool, model: Path) -> None:
-    import os
-
-    from mobilegen.errors import UsageError
-
-    if os.path.abspath(output) == os.path.abspath(model):
-        raise UsageError(f"-o {output} is the input model", hint="write the result to another path")
-    if output.exists() and not force:
-        raise UsageError(f"{output} already exists", hint="pass --force to replace it, or choose another -o")
-    if output.is_dir():
-        raise UsageError(f"{output} is a folder", hint="give a file path for -o")
 
 
 @dataclass(frozen=True)
@@ -296,7 +286,7 @@ def _human_convert(r: ConvertResult, console: Console) -> None:
 @app.command()
 def convert(
     model: ModelArg,
-    output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the .ort (required_operators.config goes beside it).")],
+    output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the .ort (NAME.required_operators.config goes beside it).")],
     input: InputOpt = None,
     dynamic: DynamicOpt = None,
     opset: OpsetOpt = None,
@@ -315,26 +305,25 @@ def convert(
     """Convert MODEL (.onnx or any PyTorch artifact) to ORT format (.ort), verified against the reference."""
 
     def action() -> ConvertResult:
-        from mobilegen.convert import convert_to_ort
-        from mobilegen.pipeline import atomic_write_file, load_and_export, reference_for
+        from mobilegen.convert import config_path_for, convert_to_ort
+        from mobilegen.outputs import staged_files, temp_dir
+        from mobilegen.pipeline import load_and_export, reference_for
         from mobilegen.verify import VerifyOptions, verify
 
         opts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs)
-        config_out = output.with_name("required_operators.config")
-        _check_out(output, force, model)
-        _check_out(config_out, force, model)
-        with tempfile.TemporaryDirectory(prefix="mobilegen-convert-") as tmp:
-            work = Path(tmp)
+        config_out = config_path_for(output)
+        with staged_files([output, config_out], force=force, protect=(model,)) as (staged_ort, staged_config), temp_dir("convert") as work:
             loaded, onnx_model = load_and_export(model, opts, work / "model.onnx")
-            ort_model = convert_to_ort(onnx_model, work / "model.ort", work / "required_operators.config", style=style)
+            (work / "ort").mkdir()  # the final names, so the config's header names the .ort the user gets
+            ort_model = convert_to_ort(onnx_model, work / "ort" / output.name, work / "ort" / config_out.name, style=style)
             from mobilegen.runtimes import check_loadable, default_release
 
             for channel in ("maven", "swiftpm"):  # the runtimes the generated apps pin by default
                 check_loadable(default_release(channel), max_opset=ort_model.max_opset, ort_format_version=ort_model.ort_format_version, channel=channel)
             ref, label = reference_for(loaded, onnx_model)
             report = verify(ref, {"onnx": onnx_model.path, "ort": ort_model.path}, onnx_model, VerifyOptions(atol, rtol, sample), reference_label=label)
-            atomic_write_file(ort_model.path, output, force=force)
-            atomic_write_file(ort_model.config_path, config_out, force=force)
+            staged_ort.copy_from(ort_model.path)
+            staged_config.copy_from(ort_model.config_path)
         return ConvertResult(
             str(output), str(config_out), ort_model.optimization_style, ort_model.optimization_level,
             ort_model.ort_format_version, ort_model.converter_version, onnx_model.opset, report.to_dict(), list(onnx_model.notes),

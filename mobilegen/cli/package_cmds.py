@@ -24,7 +24,8 @@ def verify_cmd(package: PackageArg, json_out: JsonOpt = False, debug: DebugOpt =
     """Check a package: every file's sha256 and size, the manifest's schema, nothing added or missing;
     re-run the golden vectors on model/model.ort with onnxruntime; check the pinned runtime can load it.
 
-    Exit 0 when all pass, 9 naming every problem otherwise (2 when PACKAGE does not exist)."""
+    Exit 0 when all pass, 9 naming every problem otherwise (a package is untrusted input: special files,
+    zip bombs and malformed manifests are problems too); 2 when PACKAGE does not exist or cannot be read."""
 
     def action() -> Any:
         from mobilegen.package import verify_package  # lazy: keeps --help instant
@@ -34,17 +35,22 @@ def verify_cmd(package: PackageArg, json_out: JsonOpt = False, debug: DebugOpt =
     run_command(action, json_out=json_out, debug=debug, human=_human, to_json=lambda r: r.to_dict())
 
 
+def _text(value: str) -> str:
+    """Text from a package (model, output and runtime names) as printable, markup-free console text."""
+    return escape(value if value.isprintable() else ascii(value)[1:-1])
+
+
 def _human(result: Any, console: Console) -> None:
     console.print(
         f"[bold green]ok[/bold green] {escape(result.package)} ({result.container}): "
-        f"{escape(result.model_name)}, {result.files_checked} files match the manifest "
+        f"{_text(result.model_name)}, {result.files_checked} files match the manifest "
         f"(schema {result.schema_version})"
     )
     table = Table(title=f"golden vectors on model/model.ort (atol {result.atol:g}, rtol {result.rtol:g})", title_justify="left")
     for col in ("output", "max abs", "max rel", "result"):
         table.add_column(col)
     for g in result.golden:
-        table.add_row(escape(g.output), f"{g.max_abs:.3g}", f"{g.max_rel:.3g}", "pass" if g.passed else "FAIL")
+        table.add_row(_text(g.output), f"{g.max_abs:.3g}", f"{g.max_rel:.3g}", "pass" if g.passed else "FAIL")
     console.print(table)
     for r in result.runtimes:
-        console.print(f"runtime {escape(r.channel)} onnxruntime {escape(r.version)}: loadable ({escape(r.note)})")
+        console.print(f"runtime {_text(r.channel)} onnxruntime {_text(r.version)}: loadable ({_text(r.note)})")

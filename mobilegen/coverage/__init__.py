@@ -1,19 +1,22 @@
-"""Coverage analysis: which nodes NNAPI, CoreML (NeuralNetwork / MLProgram) and XNNPACK take, and why not.
+"""Coverage analysis: which nodes an execution provider takes, and why not.
 
     from mobilegen.coverage import analyze, EPTarget
     report = analyze(model_proto, EPTarget("nnapi", android_api=29))
+
+The providers (NNAPI, CoreML NeuralNetwork / MLProgram, XNNPACK, and any registered plug-in) come from
+the registry in :mod:`mobilegen.providers`; this package holds the provider-independent machinery.
 """
 
 from mobilegen.coverage.analyze import analyze, analyze_all, verdict
-from mobilegen.coverage.model import COREML_FORMATS, EPS, CoverageReport, NodeVerdict
+from mobilegen.coverage.model import CoverageReport, NodeVerdict
 from mobilegen.coverage.target import EPTarget
+from mobilegen.providers.base import Reason
 
 __all__ = [
-    "COREML_FORMATS",
-    "EPS",
     "CoverageReport",
     "EPTarget",
     "NodeVerdict",
+    "Reason",
     "analyze",
     "analyze_all",
     "verdict",

@@ -1,10 +1,13 @@
-"""The coverage analysis: optimize like ORT does at load, evaluate the EP tables, partition, judge.
+"""The coverage analysis: optimize like ORT does at load, evaluate the provider's rules, partition, judge.
 
 ``analyze(model, target)`` / ``analyze_all(model, targets)`` are the public entry points. The model is
 first optimized in-process by onnxruntime at ORT_ENABLE_BASIC with the CPU EP (what the device sees
 before the EP's GetCapability: constant folding, function inlining such as HardSwish -> HardSigmoid +
 Mul), then shape-inferred. A Fixed/"all"-level graph is never analysed: its fused contrib ops would be
 reported as refused although the device never sees them.
+
+Everything provider-specific (rule table, display name, settings, partition and suggestion hooks) comes
+from the provider registry (``mobilegen.providers``) through ``target.provider``.
 """
 
 from __future__ import annotations
@@ -18,23 +21,17 @@ from pathlib import Path
 
 import onnx
 
-from mobilegen.coverage import coreml, nnapi, xnnpack
 from mobilegen.coverage.graph import CONTROL_FLOW_OPS, GraphInfo, build_graph_info
 from mobilegen.coverage.model import CoverageReport, NodeVerdict
-from mobilegen.coverage.partition import group_nodes, only_constant_inputs
-from mobilegen.coverage.rules import DYNAMIC, OP, OTHER, EPTable, NodeContext, Reason
+from mobilegen.coverage.partition import Support, group_nodes
+from mobilegen.coverage.rules import EPTable, NodeContext
 from mobilegen.coverage.target import EPTarget
 from mobilegen.errors import first_line
+from mobilegen.onnx_checks import model_bytes
+from mobilegen.providers.base import DYNAMIC, OP, ExecutionProvider, Reason
 
 log = logging.getLogger(__name__)
 
-TABLES: dict[str, EPTable] = {"nnapi": nnapi.TABLE, "coreml": coreml.TABLE, "xnnpack": xnnpack.TABLE}
-EP_NAMES = {"nnapi": "NNAPI", "coreml": "CoreML", "xnnpack": "XNNPACK"}
-API = "api"
-STOP = "stop"
-GROUP = "partition"
-# Contrib ops that ORT's NNAPI/CoreML builders look up by op type only (the domain is not checked).
-_DOMAIN_BLIND = ("com.microsoft",)
 _TWO_GB = 2_000_000_000
 
 
@@ -53,10 +50,12 @@ class Prepared:
 def _optimize(model: onnx.ModelProto) -> tuple[onnx.ModelProto | None, str | None]:
     import onnxruntime as ort  # lazy: heavy import
 
-    with tempfile.TemporaryDirectory(prefix="mobilegen-coverage-") as tmp:
+    from mobilegen.outputs import temp_dir  # a full TMPDIR is named as such, never blamed on -o
+
+    with temp_dir("coverage") as tmp:
         src = Path(tmp) / "model.onnx"
         dst = Path(tmp) / "model.basic.onnx"
-        large = model.ByteSize() > _TWO_GB
+        large = model_bytes(model) > _TWO_GB  # not ByteSize(): it raises EncodeError past 2 GiB
         onnx.save_model(model, str(src), save_as_external_data=large, location="model.onnx.data")
         so = ort.SessionOptions()
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
@@ -88,7 +87,7 @@ def _infer_shapes(model: onnx.ModelProto) -> tuple[onnx.ModelProto, str | None]:
 
 def _infer_shapes_inner(model: onnx.ModelProto) -> tuple[onnx.ModelProto, str | None]:
     try:
-        if model.ByteSize() > _TWO_GB:
+        if model_bytes(model) > _TWO_GB:
             with tempfile.TemporaryDirectory(prefix="mobilegen-shapes-") as tmp:
                 p = Path(tmp) / "m.onnx"
                 onnx.save_model(model, str(p), save_as_external_data=True)
@@ -117,52 +116,39 @@ def prepare(model: onnx.ModelProto, *, optimize: bool = True) -> Prepared:
 # --- per-node rules ------------------------------------------------------------------------------
 
 
-def _lookup(table: EPTable, ep: str, domain: str, op_type: str):  # type: ignore[no-untyped-def]
-    spec = table.spec(domain, op_type)
-    if spec is None and ep in ("nnapi", "coreml") and domain in _DOMAIN_BLIND:
-        spec = table.spec("", op_type)  # the builder registry is keyed by op type only
-    return spec
-
-
-def evaluate_node(table: EPTable, graph: GraphInfo, index: int, target: EPTarget) -> list[Reason]:
-    """Every reason the EP's builder/kernel would refuse this node for (empty: supported on its own)."""
+def evaluate_node(
+    provider: ExecutionProvider, table: EPTable, graph: GraphInfo, index: int, target: EPTarget
+) -> list[Reason]:
+    """Every reason the provider's builder/kernel would refuse this node for (empty: supported on its own)."""
     node = graph.nodes[index]
-    name = EP_NAMES[target.ep]
+    ep, name = provider.name, provider.display_name
     if node.op_type in CONTROL_FLOW_OPS and node.is_onnx_domain:
         return [
             Reason(
                 f"{node.op_type} has no {name} builder; its {node.subgraph_nodes} body node(s) stay on CPU "
                 f"({name} does not take subgraphs)",
                 OP,
-                f"{target.ep}.registered",
+                f"{ep}.registered",
             )
         ]
     known_domain = node.is_onnx_domain or node.domain in ("com.microsoft", "ai.onnx.ml")
     if not known_domain:
-        return [
-            Reason(
-                f"op {node.qualified} is from custom domain '{node.domain}': no {name} builder",
-                OP,
-                f"{target.ep}.registered",
-            )
-        ]
-    spec = _lookup(table, target.ep, node.domain, node.op_type)
+        return [Reason(f"op {node.qualified} is from custom domain '{node.domain}': no {name} builder", OP, f"{ep}.registered")]
+    spec = table.lookup(node.domain, node.op_type)
     if spec is None:
-        if node.op_type in table.extra.get("unmodelled", ()):
+        if node.op_type in table.unmodelled:
             text = f"{name} has a {node.op_type} builder, but mobilegen does not model its limits yet (counted as refused)"
         else:
             text = f"op {node.qualified} has no {name} builder"
-        return [Reason(text, OP, f"{target.ep}.registered")]
-    if target.ep == "coreml" and target.coreml_format not in spec.formats:
+        return [Reason(text, OP, f"{ep}.registered")]
+    variant = target.variant
+    if variant is not None and spec.formats is not None and variant not in spec.formats:
         other = ", ".join(spec.formats)
-        return [Reason(f"{node.op_type} has no CoreML {target.coreml_format} builder (only {other})", OP, "coreml.format")]
+        return [Reason(f"{node.op_type} has no {name} {variant} builder (only {other})", OP, f"{ep}.format")]
     ctx = NodeContext(node, graph, target, spec)
     reasons: list[Reason] = []
     for rule in table.general:
-        found = rule.evaluate(ctx)
-        if rule.id == "nnapi.min_api":
-            found = [Reason(r.text, API, r.rule) for r in found]
-        reasons.extend(found)
+        reasons.extend(rule.evaluate(ctx))
     for rid in spec.rules:
         reasons.extend(table.rules[rid].evaluate(ctx))
     return reasons
@@ -170,9 +156,9 @@ def evaluate_node(table: EPTable, graph: GraphInfo, index: int, target: EPTarget
 
 def evaluate_rule(rule_id: str, graph: GraphInfo, index: int, target: EPTarget) -> list[Reason] | None:
     """One rule on one node (for tests): its reasons, or None if the rule does not apply to the node."""
-    table = TABLES[target.ep]
+    table = target.provider.rule_table()
     node = graph.nodes[index]
-    spec = _lookup(table, target.ep, node.domain, node.op_type)
+    spec = table.lookup(node.domain, node.op_type)
     if spec is None:
         return None
     rule = next((r for r in table.general if r.id == rule_id), None)
@@ -193,88 +179,47 @@ class _Outcome:
     groups: list[list[int]]
 
 
-def _partition(graph: GraphInfo, target: EPTarget, rule_ok: Sequence[bool], rule_reasons: Sequence[list[Reason]]) -> _Outcome:
-    n = len(graph.nodes)
-    reasons = [list(r) for r in rule_reasons]
-    ok = list(rule_ok)
-
-    if target.ep == "xnnpack":
-        # Clip/Relu are taken only when fused into a producer XNNPACK takes (node_support_checker.cc).
-        for node in graph.nodes:
-            if node.op_type in ("Clip", "Relu") and ok[node.index]:
-                p = graph.producer.get(node.inputs[0])
-                if p is None or not ok[p]:
-                    ok[node.index] = False
-                    reasons[node.index].append(
-                        Reason(f"{node.op_type} has no preceding XNNPACK node to fuse into", OTHER, "xnnpack.fusion")
-                    )
-
-    if target.ep == "nnapi":
-        stops = [node.index for node in graph.nodes if node.op_type in target.nnapi_stop_ops]
-        if stops:
-            from mobilegen.coverage.partition import downstream_of
-
-            for idx, root in downstream_of(graph, stops).items():
-                rn = graph.nodes[root]
-                text = (
-                    f"{rn.op_type} is an NNAPI partitioning stop op"
-                    if idx == root
-                    else f"downstream of {rn.op_type} '{rn.name}' (NNAPI stop op): kept on CPU"
-                )
-                reasons[idx].append(Reason(text, STOP, "nnapi.stop_ops"))
-                ok[idx] = False
-
-    current_outputs: set[str] = set()
+def _partition(
+    graph: GraphInfo,
+    provider: ExecutionProvider,
+    target: EPTarget,
+    rule_ok: Sequence[bool],
+    rule_reasons: Sequence[Sequence[Reason]],
+) -> _Outcome:
+    """Group the nodes as ORT's GetCapability does, with the provider's hooks on top."""
+    support = Support(graph, list(rule_ok), [list(r) for r in rule_reasons])
+    provider.refine(support, target)
+    group_outputs: set[str] = set()
 
     def is_supported(i: int) -> bool:
-        if not ok[i]:
+        if not support.taken[i]:
             return False
-        node = graph.nodes[i]
-        if target.ep == "nnapi" and node.op_type in nnapi.INTERNAL_QUANT_OPS:
-            info = graph.info(node.inputs[0]) if node.inputs else None
-            if info is not None and info.elem_type == 2 and node.inputs[0] not in current_outputs:
-                reasons[i].append(
-                    Reason(
-                        f"uint8 {node.op_type} input '{node.inputs[0]}' is not produced inside the NNAPI partition",
-                        GROUP,
-                        "nnapi.uint8_internal",
-                    )
-                )
-                return False
-        current_outputs.update(o for o in node.outputs if o)
+        refusal = provider.refuse_in_group(support, i, group_outputs)
+        if refusal is not None:
+            support.reasons[i].append(refusal)
+            return False
+        group_outputs.update(o for o in graph.nodes[i].outputs if o)
         return True
 
-    dropped: list[tuple[list[int], str]] = []
+    dropped: list[tuple[list[int], Reason]] = []
 
     def on_closed(group: list[int]) -> bool:
-        current_outputs.clear()
-        if target.ep != "nnapi":
-            return True
-        if len(group) == 1 and graph.nodes[group[0]].op_type in nnapi.GROUP_DROP_OPS:
-            op = graph.nodes[group[0]].op_type
-            dropped.append((group, f"a partition of a lone {op} is dropped: not worth running on NNAPI"))
+        group_outputs.clear()
+        refusal = provider.drop_group(support, group)
+        if refusal is not None:
+            dropped.append((group, refusal))
             return False
         return True
 
     groups = group_nodes(graph, is_supported, on_closed)
-    if target.ep == "nnapi":
-        kept = []
-        for g in groups:
-            if only_constant_inputs(graph, g):
-                dropped.append((g, "partition fed only by constants is dropped by NNAPI"))
-            else:
-                kept.append(g)
-        groups = kept
-    in_group = [False] * n
+    in_group = [False] * len(graph.nodes)
     for g in groups:
         for i in g:
             in_group[i] = True
-    for g, text in dropped:
+    for g, refusal in dropped:
         for i in g:
-            reasons[i].append(Reason(text, GROUP, "nnapi.group"))
-    supported = [in_group[i] for i in range(n)]
-    return _Outcome(supported, reasons, groups)
-
+            support.reasons[i].append(refusal)
+    return _Outcome(in_group, support.reasons, groups)
 
 
 def verdict(partitions: int, supported: int, total: int) -> str:
@@ -289,13 +234,19 @@ def verdict(partitions: int, supported: int, total: int) -> str:
     return "no"
 
 
-def _summary(out: _Outcome, total: int) -> tuple[int, int, str]:
+# --- suggestions -----------------------------------------------------------------------------------
+
+_Summary = tuple[int, int, str]  # partitions, supported nodes, verdict
+_RANK = {"no": 0, "maybe": 1, "yes": 2}
+
+
+def _summary(out: _Outcome, total: int) -> _Summary:
     s = sum(out.supported)
     p = len(out.groups)
     return p, s, verdict(p, s, total)
 
 
-def _fmt_change(before: tuple[int, int, str], after: tuple[int, int, str], total: int) -> str:
+def _fmt_change(before: _Summary, after: _Summary, total: int) -> str:
     (p0, s0, v0), (p1, s1, v1) = before, after
 
     def pct(s: int) -> str:
@@ -307,42 +258,48 @@ def _fmt_change(before: tuple[int, int, str], after: tuple[int, int, str], total
     return text
 
 
-def _suggestions(graph: GraphInfo, target: EPTarget, rule_reasons: list[list[Reason]], base: _Outcome) -> list[str]:
-    total = len(graph.nodes)
-    if total == 0:
-        return []
-    now = _summary(base, total)
-    out: list[str] = []
-    rule_ok = [not r for r in rule_reasons]
+class WhatIf:
+    """What a suggestion hook may ask: each node's rule reasons, and what taking more nodes would change."""
 
-    rank = {"no": 0, "maybe": 1, "yes": 2}
+    def __init__(
+        self, graph: GraphInfo, provider: ExecutionProvider, target: EPTarget, rule_reasons: Sequence[Sequence[Reason]], now: _Summary
+    ) -> None:
+        self.graph = graph
+        self.rule_reasons = rule_reasons
+        self._provider = provider
+        self._target = target
+        self._now = now
 
-    def better(after: tuple[int, int, str]) -> bool:
-        if rank[after[2]] > rank[now[2]] or (now[1] == 0 and after[1] > 0):
+    def change_if_taken(self, nodes: Sequence[bool]) -> str | None:
+        """How the partitions would change ("4 partitions → 2, 86% → 93% of nodes…") if the rules also took
+        the marked nodes, when that is an improvement; None when it is not."""
+        total = len(self.graph.nodes)
+        make_ok = [not self.rule_reasons[i] or bool(nodes[i]) for i in range(total)]
+        trimmed = [[] if make_ok[i] else self.rule_reasons[i] for i in range(total)]
+        after = _summary(_partition(self.graph, self._provider, self._target, make_ok, trimmed), total)
+        return _fmt_change(self._now, after, total) if self._better(after) else None
+
+    def _better(self, after: _Summary) -> bool:
+        now = self._now
+        if _RANK[after[2]] > _RANK[now[2]] or (now[1] == 0 and after[1] > 0):
             return True
         return after[0] <= now[0] and after[1] >= now[1] and after[:2] != now[:2]
 
-    def what_if(make_ok: list[bool]) -> tuple[int, int, str]:
-        trimmed = [[] if make_ok[i] else rule_reasons[i] for i in range(total)]
-        return _summary(_partition(graph, target, make_ok, trimmed), total)
 
+def _suggestions(
+    graph: GraphInfo, provider: ExecutionProvider, target: EPTarget, rule_reasons: list[list[Reason]], base: _Outcome
+) -> list[str]:
+    total = len(graph.nodes)
+    if total == 0:
+        return []
+    whatif = WhatIf(graph, provider, target, rule_reasons, _summary(base, total))
+    out: list[str] = []
     dyn = [bool(r) and all(x.category == DYNAMIC for x in r) for r in rule_reasons]
     if any(dyn):
-        after = what_if([rule_ok[i] or dyn[i] for i in range(total)])
-        if better(after):
-            out.append(f"fix the dynamic dims (export with static shapes / make_dynamic_shape_fixed): {_fmt_change(now, after, total)}")
-    if target.ep == "nnapi":
-        api = [bool(r) and all(x.category in (API, DYNAMIC) for x in r) and any(x.category == API for x in r) for r in rule_reasons]
-        if any(api):
-            needed = max(
-                int(x.text.split("needs Android API ")[1].split(",")[0])
-                for r in rule_reasons
-                for x in r
-                if x.category == API and "needs Android API " in x.text
-            )
-            after = what_if([rule_ok[i] or api[i] for i in range(total)])
-            if better(after):
-                out.append(f"target Android API {needed}+ (--android-api {needed}): {_fmt_change(now, after, total)}")
+        change = whatif.change_if_taken(dyn)
+        if change:
+            out.append(f"fix the dynamic dims (export with static shapes / make_dynamic_shape_fixed): {change}")
+    out.extend(provider.suggest(whatif, target))
     counts = Counter(
         graph.nodes[i].qualified
         for i in range(total)
@@ -350,9 +307,9 @@ def _suggestions(graph: GraphInfo, target: EPTarget, rule_reasons: list[list[Rea
     )
     if counts:
         op, count = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0]
-        after = what_if([rule_ok[i] or graph.nodes[i].qualified == op for i in range(total)])
-        if better(after):
-            out.append(f"replace {op} ({count} node{'s' if count != 1 else ''}) with supported ops: {_fmt_change(now, after, total)}")
+        change = whatif.change_if_taken([graph.nodes[i].qualified == op for i in range(total)])
+        if change:
+            out.append(f"replace {op} ({count} node{'s' if count != 1 else ''}) with supported ops: {change}")
     return out
 
 
@@ -361,18 +318,15 @@ def _suggestions(graph: GraphInfo, target: EPTarget, rule_reasons: list[list[Rea
 
 def _report(prepared: Prepared, target: EPTarget) -> CoverageReport:
     graph = prepared.graph
-    table = TABLES[target.ep]
-    rule_reasons = [evaluate_node(table, graph, i, target) for i in range(len(graph.nodes))]
-    outcome = _partition(graph, target, [not r for r in rule_reasons], rule_reasons)
+    provider = target.provider
+    table = provider.rule_table()
+    rule_reasons = [evaluate_node(provider, table, graph, i, target) for i in range(len(graph.nodes))]
+    outcome = _partition(graph, provider, target, [not r for r in rule_reasons], rule_reasons)
     total = len(graph.nodes)
     nodes = tuple(
-        NodeVerdict(
-            name=node.name,
-            op_type=node.op_type,
-            domain=node.domain,
-            supported=outcome.supported[node.index],
-            reasons=() if outcome.supported[node.index] else _dedupe(outcome.reasons[node.index]),
-        )
+        NodeVerdict(node.name, node.op_type, node.domain, True)
+        if outcome.supported[node.index]
+        else NodeVerdict.refused(node.name, node.op_type, node.domain, _dedupe(outcome.reasons[node.index]))
         for node in graph.nodes
     )
     partitions = tuple(tuple(graph.nodes[i].name for i in g) for g in outcome.groups)
@@ -383,23 +337,23 @@ def _report(prepared: Prepared, target: EPTarget) -> CoverageReport:
         settings["notes"] = list(prepared.notes)
     return CoverageReport(
         ep=target.ep,
-        format=target.coreml_format,
+        format=target.variant,
         total_nodes=total,
         supported_nodes=supported,
         partitions=partitions,
         verdict=verdict(len(partitions), supported, total),
         nodes=nodes,
-        suggestions=tuple(_suggestions(graph, target, rule_reasons, outcome)),
+        suggestions=tuple(_suggestions(graph, provider, target, rule_reasons, outcome)),
         settings=settings,
     )
 
 
-def _dedupe(reasons: list[Reason]) -> tuple[str, ...]:
-    seen: list[str] = []
+def _dedupe(reasons: list[Reason]) -> tuple[Reason, ...]:
+    """The first reason of each distinct text, in order."""
+    seen: dict[str, Reason] = {}
     for r in reasons:
-        if r.text not in seen:
-            seen.append(r.text)
-    return tuple(seen) or ("not taken by the EP",)
+        seen.setdefault(r.text, r)
+    return tuple(seen.values()) or (Reason("not taken by the EP"),)
 
 
 def analyze(model: onnx.ModelProto, target: EPTarget, *, optimize: bool = True) -> CoverageReport:

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-EPS = ("nnapi", "coreml", "xnnpack")
-COREML_FORMATS = ("mlprogram", "neuralnetwork")
+from mobilegen.providers.base import Reason
 
 
 @dataclass(frozen=True)
@@ -15,21 +14,29 @@ class NodeVerdict:
     domain: str
     supported: bool
     reasons: tuple[str, ...] = ()  # empty when supported; one or more specific reasons otherwise
+    refusals: tuple[Reason, ...] = ()  # the same reasons with their rule id, category and min_api
+
+    @classmethod
+    def refused(cls, name: str, op_type: str, domain: str, refusals: tuple[Reason, ...]) -> NodeVerdict:
+        return cls(name, op_type, domain, False, tuple(r.text for r in refusals), refusals)
 
     def to_dict(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "name": self.name,
             "op_type": self.op_type,
             "domain": self.domain,
             "supported": self.supported,
             "reasons": list(self.reasons),
         }
+        if self.refusals:
+            out["refusals"] = [r.to_dict() for r in self.refusals]
+        return out
 
 
 @dataclass(frozen=True)
 class CoverageReport:
-    ep: str  # one of EPS
-    format: str | None  # CoreML: "mlprogram" / "neuralnetwork"; else None
+    ep: str  # a name in the provider registry (mobilegen.providers)
+    format: str | None  # the provider's variant (CoreML: "mlprogram" / "neuralnetwork"); else None
     total_nodes: int
     supported_nodes: int
     partitions: tuple[tuple[str, ...], ...]  # node names per partition, in ORT's order

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 
 from mobilegen.coverage.graph import GraphInfo
+from mobilegen.providers.base import Reason
 
 SupportFn = Callable[[int], bool]
 GroupFn = Callable[[list[int]], bool]
@@ -115,5 +117,24 @@ def partition_inputs(graph: GraphInfo, group: Sequence[int]) -> list[str]:
 
 
 def only_constant_inputs(graph: GraphInfo, group: Sequence[int]) -> bool:
-    """NNAPI drops a partition without any non-constant input (nnapi_execution_provider.cc)."""
+    """Whether every input of the group is a constant (NNAPI drops such partitions)."""
     return all(graph.is_const(t) for t in partition_inputs(graph, group))
+
+
+@dataclass
+class Support:
+    """Per node, whether the provider takes it and why not: what the partition hooks read and change."""
+
+    graph: GraphInfo
+    taken: list[bool]
+    reasons: list[list[Reason]]
+
+    def refuse(self, index: int, reason: Reason) -> None:
+        self.taken[index] = False
+        self.reasons[index].append(reason)
+
+    def downstream_of(self, roots: Iterable[int]) -> dict[int, int]:
+        return downstream_of(self.graph, roots)
+
+    def only_constant_inputs(self, group: Sequence[int]) -> bool:
+        return only_constant_inputs(self.graph, group)

@@ -1,26 +1,26 @@
-"""Rule types shared by the EP tables, and the per-node context the rule predicates read.
+"""Rule types shared by the providers' tables, and the per-node context the rule predicates read.
 
-A table is data: an ``OpSpec`` per registered op (since-version range, minimum Android API, the dtypes
+A table is data: an ``OpSpec`` per registered op (since-version range, minimum platform API, the dtypes
 input 0 may have, the ids of the op rules that apply) plus ``Rule`` objects. A rule's ``check`` returns
-the reasons it refuses the node (empty: accepted). Every rule names the ONNX Runtime source file it
-was read from (paths in the microsoft/onnxruntime repository).
+the reasons it refuses the node (empty: accepted); every reason it gives carries the rule's id and
+category. Every rule names the ONNX Runtime source file it was read from (paths in the
+microsoft/onnxruntime repository).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 from onnx import TensorProto
 
 from mobilegen.coverage.graph import GraphInfo, NodeInfo, Shape
+from mobilegen.coverage.target import EPTarget
+from mobilegen.providers.base import API, DYNAMIC, GROUP, OP, OTHER, STOP, Reason
 
-# Reason categories: what a suggestion may assume away ("dynamic") or which op to replace ("op").
-DYNAMIC = "dynamic"
-OP = "op"
-OTHER = "other"
+__all__ = ["API", "DYNAMIC", "GROUP", "OP", "OTHER", "STOP", "Reason"]  # the categories, for the tables
 
 DTYPE_NAMES: dict[int, str] = {
     TensorProto.FLOAT: "float32",
@@ -52,21 +52,14 @@ def dtype_name(code: int | None) -> str:
     return "unknown" if code is None else DTYPE_NAMES.get(int(code), f"type {code}")
 
 
-@dataclass(frozen=True)
-class Reason:
-    text: str
-    category: str = OTHER
-    rule: str = ""  # id of the rule that produced it
-
-
 @dataclass
 class NodeContext:
     """What a rule sees: one node, the graph around it, and the target settings."""
 
     node: NodeInfo
     graph: GraphInfo
-    target: Any  # EPTarget (kept untyped here to avoid an import cycle)
-    spec: Any = None  # the OpSpec of the node's op in the table being evaluated
+    target: EPTarget
+    spec: OpSpec  # the node's op in the table being evaluated
 
     # --- attributes -------------------------------------------------------------------------------
     def attr(self, name: str, default: Any = None) -> Any:
@@ -134,12 +127,14 @@ class NodeContext:
         return sum(1 for o in self.node.outputs if o)
 
 
-CheckFn = Callable[[NodeContext], "str | Sequence[str] | None"]
+# A check returns refusal texts, or Reasons when it has more to say than text (``min_api``).
+CheckResult = str | Reason | Sequence[str | Reason] | None
+CheckFn = Callable[[NodeContext], CheckResult]
 
 
 @dataclass(frozen=True)
 class Rule:
-    """One predicate of an EP table. ``check`` returns refusal reasons (None/empty: accepted)."""
+    """One predicate of a provider's table. ``check`` returns refusal reasons (None/empty: accepted)."""
 
     id: str
     summary: str
@@ -151,8 +146,16 @@ class Rule:
         out = self.check(ctx)
         if not out:
             return []
-        texts = [out] if isinstance(out, str) else list(out)
-        return [Reason(t, self.category, self.id) for t in texts]
+        items = [out] if isinstance(out, str | Reason) else list(out)
+        return [
+            replace(i, category=self.category, rule=self.id) if isinstance(i, Reason) else Reason(i, self.category, self.id)
+            for i in items
+        ]
+
+
+def needs_api(text: str, level: int) -> Reason:
+    """A refusal that a platform API level of ``level`` would lift (the rule adds its id and category)."""
+    return Reason(text, min_api=level)
 
 
 MinApi = int | Callable[[NodeContext], int]
@@ -165,12 +168,12 @@ class OpSpec:
     op_type: str
     source: str
     since_min: int = 1
-    since_max: int | None = None  # None: the EP's default cap
-    min_api: MinApi = 27  # NNAPI only
-    input0_dtypes: tuple[int, ...] | None = None  # None: the EP's default
+    since_max: int | None = None  # None: the provider's default cap
+    min_api: MinApi | None = None  # the platform API level the op needs (NNAPI: its feature level)
+    input0_dtypes: tuple[int, ...] | None = None  # None: the provider's default
     rules: tuple[str, ...] = ()
     domain: str = ""
-    formats: tuple[str, ...] = ("mlprogram", "neuralnetwork")  # CoreML only
+    formats: tuple[str, ...] | None = None  # the provider variants with a builder (CoreML formats); None: all
     note: str = ""
 
 
@@ -182,10 +185,19 @@ class EPTable:
     general: tuple[Rule, ...]  # general rules, evaluated for every registered op, in order
     default_since_max: int
     default_input0_dtypes: tuple[int, ...]
-    extra: dict[str, Any] = field(default_factory=dict)
+    unmodelled: tuple[str, ...] = ()  # ops with a builder whose limits are not modelled (counted as refused)
+    domain_blind: tuple[str, ...] = ()  # domains whose ops the builders look up by op type only
+    extra: dict[str, str] = field(default_factory=dict)  # source files worth naming
 
     def spec(self, domain: str, op_type: str) -> OpSpec | None:
         return self.ops.get(("" if domain == "ai.onnx" else domain, op_type))
+
+    def lookup(self, domain: str, op_type: str) -> OpSpec | None:
+        """The spec the provider's builder registry finds for a node (domain-blind lookups included)."""
+        spec = self.spec(domain, op_type)
+        if spec is None and domain in self.domain_blind:
+            spec = self.spec("", op_type)
+        return spec
 
     def all_rules(self) -> list[Rule]:
         return list(self.general) + list(self.rules.values())

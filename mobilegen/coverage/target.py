@@ -1,58 +1,71 @@
-"""What the analysis is for: an execution provider and its settings."""
+"""What one analysis is for: an execution provider and the values of its settings."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mobilegen.coverage.model import COREML_FORMATS, EPS
-from mobilegen.errors import UsageError
-
-# ORT's NNAPI EP assumes ORT_NNAPI_MAX_SUPPORTED_API_LEVEL (31) when GetCapability runs off-device;
-# we default to the same so results compare with ORT's own view. Pass your app's minSdk to be strict.
-DEFAULT_ANDROID_API = 31
-MIN_ANDROID_API = 27  # NNAPI EP takes nothing below API 27
-MAX_ANDROID_API = 36  # Android 16; NNAPI is deprecated from 35 on but still present
+from mobilegen import providers
+from mobilegen.errors import InternalError
+from mobilegen.providers.base import ExecutionProvider, SettingValue
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class EPTarget:
-    ep: str  # "nnapi" | "coreml" | "xnnpack"
-    coreml_format: str | None = None  # "mlprogram" | "neuralnetwork"; CoreML only (default mlprogram)
-    android_api: int = DEFAULT_ANDROID_API  # NNAPI only
-    require_static_shapes: bool = False  # CoreML RequireStaticInputShapes; NNAPI always needs fixed shapes
-    nnapi_stop_ops: tuple[str, ...] = ("NonMaxSuppression",)
+    """``EPTarget("nnapi", android_api=29)``: the provider by its registry name, each setting it declares
+    as a keyword (None or left out: the default). Unknown providers and settings are UsageErrors."""
 
-    def __post_init__(self) -> None:
-        if self.ep not in EPS:
-            raise UsageError(f"unknown execution provider '{self.ep}'", hint=f"use one of: {', '.join(EPS)}")
-        if self.ep == "coreml":
-            if self.coreml_format is None:
-                object.__setattr__(self, "coreml_format", "mlprogram")
-            elif self.coreml_format not in COREML_FORMATS:
-                raise UsageError(
-                    f"unknown CoreML format '{self.coreml_format}'", hint=f"use one of: {', '.join(COREML_FORMATS)}"
-                )
-        elif self.coreml_format is not None:
-            raise UsageError(f"coreml_format applies to the coreml EP only, not '{self.ep}'")
-        if not MIN_ANDROID_API <= self.android_api <= MAX_ANDROID_API:
-            raise UsageError(
-                f"Android API level {self.android_api} is outside {MIN_ANDROID_API}..{MAX_ANDROID_API}",
-                hint="NNAPI needs API 27 (Android 8.1) or newer",
-            )
-        object.__setattr__(self, "nnapi_stop_ops", tuple(self.nnapi_stop_ops))
+    ep: str
+    values: tuple[tuple[str, SettingValue], ...]  # every setting of the provider, in declared order
+
+    def __init__(self, ep: str, **settings: SettingValue | None) -> None:
+        object.__setattr__(self, "ep", ep)
+        object.__setattr__(self, "values", providers.get(ep).resolve(settings))
+
+    @property
+    def provider(self) -> ExecutionProvider:
+        return providers.get(self.ep)
+
+    def value(self, name: str) -> SettingValue:
+        for key, value in self.values:
+            if key == name:
+                return value
+        raise InternalError(f"execution provider '{self.ep}' has no setting '{name}'")
+
+    def int_value(self, name: str) -> int:
+        value = self.value(name)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InternalError(f"setting '{name}' of '{self.ep}' is {value!r}, not an integer")
+        return value
+
+    def str_value(self, name: str) -> str:
+        value = self.value(name)
+        if not isinstance(value, str):
+            raise InternalError(f"setting '{name}' of '{self.ep}' is {value!r}, not a string")
+        return value
+
+    def bool_value(self, name: str) -> bool:
+        value = self.value(name)
+        if not isinstance(value, bool):
+            raise InternalError(f"setting '{name}' of '{self.ep}' is {value!r}, not true/false")
+        return value
+
+    def names_value(self, name: str) -> tuple[str, ...]:
+        value = self.value(name)
+        if not isinstance(value, tuple):
+            raise InternalError(f"setting '{name}' of '{self.ep}' is {value!r}, not a list of names")
+        return value
+
+    @property
+    def variant(self) -> str | None:
+        """The value of the provider's variant setting (CoreML's format), None when it has none."""
+        setting = self.provider.variant
+        return None if setting is None else self.str_value(setting.name)
 
     @property
     def label(self) -> str:
-        return f"{self.ep}/{self.coreml_format}" if self.coreml_format else self.ep
+        variant = self.variant
+        return f"{self.ep}/{variant}" if variant else self.ep
 
     def settings(self) -> dict[str, object]:
-        out: dict[str, object] = {}
-        if self.ep == "nnapi":
-            out["android_api"] = self.android_api
-            out["nnapi_stop_ops"] = list(self.nnapi_stop_ops)
-            out["require_static_shapes"] = True
-        elif self.ep == "coreml":
-            out["require_static_shapes"] = self.require_static_shapes
-        else:
-            out["require_static_shapes"] = self.require_static_shapes
-        return out
+        """What the coverage report records under ``settings``."""
+        return self.provider.report_settings(dict(self.values))

@@ -174,9 +174,9 @@ def test_zip_path_that_is_a_folder(fmodel: Path, tmp_path: Path) -> None:
 
 
 def test_convert_never_overwrites_silently(fmodel: Path, tmp_path: Path) -> None:
-    (tmp_path / "required_operators.config").write_text("mine")
-    assert_fails(invoke("convert", fmodel, "-o", tmp_path / "m.ort"), 2, "required_operators.config")
-    assert (tmp_path / "required_operators.config").read_text() == "mine"
+    (tmp_path / "m.required_operators.config").write_text("mine")
+    assert_fails(invoke("convert", fmodel, "-o", tmp_path / "m.ort"), 2, "m.required_operators.config")
+    assert (tmp_path / "m.required_operators.config").read_text() == "mine"
     assert_fails(invoke("export", fmodel, "-o", fmodel, "--force"), 2, "is the input model")
 
 

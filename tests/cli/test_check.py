@@ -86,7 +86,14 @@ def test_json_contract(model: Path) -> None:
     assert nn["partitions"] == [["r1"], ["r2"]]
     assert nn["verdict"] == "no"
     erf = next(n for n in nn["nodes"] if n["name"] == "erf")
-    assert erf == {"name": "erf", "op_type": "Erf", "domain": "", "supported": False, "reasons": ["op Erf has no NNAPI builder"]}
+    assert erf == {
+        "name": "erf",
+        "op_type": "Erf",
+        "domain": "",
+        "supported": False,
+        "reasons": ["op Erf has no NNAPI builder"],
+        "refusals": [{"rule": "nnapi.registered", "category": "op", "text": "op Erf has no NNAPI builder", "min_api": None}],
+    }
     assert payload["reports"][1]["verdict"] == "yes"
 
 
@@ -118,8 +125,13 @@ def test_gate_passes_for_coreml(model: Path) -> None:
     assert result.exit_code == 0, result.stderr
 
 
-def test_cli_api_range_matches_the_analysis() -> None:
-    from mobilegen.cli import check
-    from mobilegen.coverage import target
+def test_cli_api_range_matches_the_analysis(model: Path) -> None:
+    from mobilegen import providers
+    from mobilegen.coverage import EPTarget
 
-    assert (check.API_MIN, check.API_MAX) == (target.MIN_ANDROID_API, target.MAX_ANDROID_API)
+    setting = providers.get("nnapi").setting("android_api")
+    assert setting is not None and setting.minimum is not None and setting.maximum is not None
+    for api in (setting.minimum, setting.maximum):
+        assert EPTarget("nnapi", android_api=api).int_value("android_api") == api
+        assert invoke(model, "--ep", "nnapi", "--android-api", api, "--json").exit_code == 0
+    assert_fails(invoke(model, "--ep", "nnapi", "--android-api", setting.maximum + 1), 2, f"outside {setting.range_text}")

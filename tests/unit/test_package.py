@@ -1,9 +1,10 @@
-"""package.py: finalize_package (manifest, README, reports), write_zip, verify_package (no torch)."""
+"""mobilegen.package: finalize_package (manifest, README, reports), write_zip, verify_package (no torch)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import sys
@@ -34,6 +35,8 @@ from mobilegen.package import (  # noqa: E402
     MANIFEST_SCHEMA_VERSION,
     canonical_json,
     finalize_package,
+    parse_manifest,
+    render_readme,
     verify_package,
     write_zip,
     zip_date_time,
@@ -138,10 +141,51 @@ def test_readme_for_the_app_team(pristine: Path) -> None:
     assert "`tiny_net.pt`" in text
 
 
+def test_readme_golden(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, update_goldens: bool) -> None:
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", GOLDEN_EPOCH)
+    pin_versions(monkeypatch)
+    root = tmp_path / "TinyOut"
+    finalize_package(root, golden_result(make_build(root)))
+    assert_golden("README.md", (root / "README.md").read_text(encoding="utf-8"), update_goldens)
+
+
+def test_readme_escapes_model_text(tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    result = make_build(root)
+    io = result.onnx.io
+    hostile = replace(io.inputs[0], name="x|y<img src=a>`\n# h", shape=())
+    result = replace(
+        result,
+        model_name="Net | <b>bold</b> *",
+        warnings=(),
+        onnx=replace(result.onnx, io=replace(io, inputs=(hostile, *io.inputs[1:]))),
+        loaded=replace(result.loaded, source=Path("/models/we`ird.pt")),
+    )
+    text = render_readme(result, root)
+    assert text.startswith("# Net \\| \\<b\\>bold\\</b\\> \\*: on-device model package\n")
+    assert "| input | x\\|y\\<img src=a\\>\\` \\# h | float32 | scalar |" in text  # one line, escaped
+    assert "from ``we`ird.pt`` (" in text
+    assert "## Warnings\n\nNone.\n" in text
+    assert not re.search(r"(?<!\\)<(b|img)", text)  # no tag survives unescaped
+
+
+def test_manifest_written_is_the_manifest_read(pristine: Path) -> None:
+    raw = (pristine / MANIFEST).read_bytes()
+    read = parse_manifest(raw, reader_version="test")
+    doc = json.loads(raw)
+    assert read.problems == ()
+    assert [f.to_json() for f in read.files] == doc["files"]
+    assert read.tolerances is not None and read.tolerances.to_json() == doc["tolerances"]
+    assert read.ort is not None and read.ort.to_json() == doc["ort"]
+    assert dict(read.mobile_runtimes) == doc["versions"]["mobile_runtimes"]
+    assert read.schema_version == MANIFEST_SCHEMA_VERSION and read.model_name == doc["model_name"]
+
+
 def test_epoch_is_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
     _, manifest = build_package(tmp_path / "p")
-    assert manifest["source_date_epoch"] == 1700000000
+    assert manifest.source_date_epoch == 1700000000
+    assert json.loads((tmp_path / "p" / MANIFEST).read_text())["source_date_epoch"] == 1700000000
 
 
 def test_bad_source_date_epoch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

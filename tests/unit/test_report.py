@@ -1,4 +1,4 @@
-"""report.py: Markdown / HTML / JSON renderings of a BuildResult (no torch)."""
+"""mobilegen.report: Markdown / HTML (templates/report/) / JSON renderings of a BuildResult (no torch)."""
 
 from __future__ import annotations
 
@@ -28,13 +28,16 @@ from mobilegen.markdown import md_code, md_escape  # noqa: E402
 from mobilegen.report import (  # noqa: E402
     NNAPI_DEPRECATION,
     coverage_json,
-    derived_warnings,
     jsonable,
+    partition_picture,
     placement,
     render_html,
     render_markdown,
+    report_context,
     runs,
+    warning_texts,
 )
+from mobilegen.warnings import Notice, collect  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -156,17 +159,50 @@ def test_supported_node_outside_every_partition_runs_on_cpu() -> None:
     assert runs(rep) == [(1, 0, 2), (0, 2, 1)]
 
 
-def test_derived_warnings(build: BuildResult) -> None:
-    w = derived_warnings(build)
-    assert w[0] == build.warnings[0]
+def test_report_lists_the_builds_warnings(build: BuildResult) -> None:
+    w = warning_texts(build)
+    assert w[0] == build.warnings[0].text
     assert NNAPI_DEPRECATION in w
     assert any(x.startswith("nnapi: 2 of 6 nodes fall back to the CPU EP") for x in w)
     assert any(x.startswith("input x has dynamic dims (batch)") for x in w)
     assert not any(x.startswith("xnnpack:") for x in w)
     assert len(w) == len(set(w))
-    fallback = replace(build, onnx=replace(build.onnx, exporter="torchscript", fallback_reason="dynamo failed: <boom>"))
-    assert "ONNX export fell back to the torchscript exporter: dynamo failed: <boom>" in derived_warnings(fallback)
+    onnx = replace(build.onnx, exporter="torchscript", fallback_reason="dynamo failed: <boom>")
+    fallback = replace(build, onnx=onnx, warnings=collect(build.warnings[:1], onnx, build.coverage, source_kind="pickle"))
+    assert "ONNX export fell back to the torchscript exporter: dynamo failed: <boom>" in warning_texts(fallback)
     assert "dynamo failed: &lt;boom&gt;" in render_html(fallback)
+    assert "dynamo failed: \\<boom\\>" in render_markdown(fallback)
+
+
+def test_report_reads_the_list_and_derives_nothing(build: BuildResult) -> None:
+    # The report shows exactly BuildResult.warnings, in order, whatever the coverage says.
+    only = replace(build, warnings=(Notice("x", "severe", "only <this> one"),))
+    md, page = render_markdown(only), render_html(only)
+    assert "- only \\<this\\> one\n\n## Execution provider coverage" in md
+    assert '<ul class="warnings"><li>only &lt;this&gt; one</li></ul>' in page
+    assert NNAPI_DEPRECATION not in md and NNAPI_DEPRECATION not in page
+
+
+def test_html_escapes_quotes_like_html_escape(build: BuildResult) -> None:
+    # Byte-stable with the hand-written renderer: quotes as &quot; / &#x27;, never markupsafe's &#34; / &#39;.
+    page = render_html(build)
+    assert "&quot;&lt;dynamic&gt;&quot;" in page
+    assert "&#34;" not in page and "&#39;" not in page
+    q = replace(build, model_name="it's \"q\"")
+    assert "<title>mobilegen report: it&#x27;s &quot;q&quot;</title>" in render_html(q)
+
+
+def test_context_is_typed_and_shared_by_both_pages(build: BuildResult) -> None:
+    ctx = report_context(build, sizes={"model/model.ort": 2048, "extra.bin": 1})
+    assert [s.file for s in ctx.sizes] == ["model/model.ort", "extra.bin"]
+    assert ctx.sizes[0].size == "2.0 KiB"
+    nnapi = ctx.coverage[0]
+    assert nnapi.placement == "P1×4 · CPU×2" and nnapi.refused_title == "All 2 refused nodes"
+    assert nnapi.picture is not None and len(nnapi.picture.cells) == 6
+    assert ctx.warnings == build.warnings
+    md = render_markdown(build, sizes={"model/model.ort": 2048, "extra.bin": 1})
+    assert "| extra.bin | 1 | 1 B |" in md
+    assert "<td>extra.bin</td><td>1</td><td>1 B</td>" in render_html(build, sizes={"model/model.ort": 2048, "extra.bin": 1})
 
 
 def test_no_coverage_no_rows(build: BuildResult) -> None:
@@ -176,7 +212,7 @@ def test_no_coverage_no_rows(build: BuildResult) -> None:
     assert "No execution provider was analysed." in render_html(bare, sizes={})
 
 
-def test_large_graph_picture_stays_compact() -> None:
+def test_large_graph_picture_stays_compact(build: BuildResult) -> None:
     n = 3000
     names = [f"node_{i}" for i in range(n)]
     refused = set(range(50, n, 97))
@@ -192,9 +228,10 @@ def test_large_graph_picture_stays_compact() -> None:
             cur.append(nm)
     parts.append(tuple(cur))
     rep = CoverageReport("nnapi", None, n, n - len(refused), tuple(parts), "maybe", nodes)
-    from mobilegen.report import _partition_picture
-
-    svg = _partition_picture(rep)
+    picture = partition_picture(rep)
+    assert picture is not None and picture.more_partitions == len(parts) - 20
+    page = render_html(replace(build, coverage=(rep,), warnings=()), sizes={})
+    svg = page[page.index('<div class="partitions">') : page.index("</svg></div>")]
     assert svg.count("<rect") == n + len(runs(rep))
     assert f"… {len(parts) - 20} more partitions" in svg
     assert 'width="944"' in svg  # 100 columns of 9 px + row labels

@@ -160,7 +160,32 @@ def test_api_level_refusal_and_suggestion() -> None:
     report = analyze(model, EPTarget("nnapi", android_api=27), optimize=False)
     sqrt = report.nodes[1]
     assert sqrt.reasons == ("needs Android API 29, target is 27",)
+    assert [(r.rule, r.category, r.min_api) for r in sqrt.refusals] == [("nnapi.min_api", "api", 29)]
     assert any(s.startswith("target Android API 29+") for s in report.suggestions)
+
+
+def test_uint8_op_only_inside_an_nnapi_partition() -> None:
+    """A uint8 Transpose is taken when its input comes from the same partition, refused when it comes in."""
+    scale = numpy_helper.from_array(np.asarray(0.5, np.float32), "s")
+    zero = numpy_helper.from_array(np.asarray(0, np.uint8), "z")
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], name="quant"),
+        helper.make_node("Transpose", ["q"], ["inside"], name="inside", perm=[1, 0]),
+        helper.make_node("Transpose", ["u"], ["outside"], name="outside", perm=[1, 0]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", F, (2, 4)), helper.make_tensor_value_info("u", TensorProto.UINT8, (2, 4))],
+        [helper.make_tensor_value_info(o, TensorProto.UINT8, None) for o in ("inside", "outside")],
+        initializer=[scale, zero],
+    )
+    report = analyze(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), EPTarget("nnapi"), optimize=False)
+    nodes_by_name = {n.name: n for n in report.nodes}
+    assert nodes_by_name["inside"].supported and report.partitions == (("quant", "inside"),)
+    (refusal,) = nodes_by_name["outside"].refusals
+    assert (refusal.rule, refusal.category) == ("nnapi.uint8_internal", "partition")
+    assert refusal.text == "uint8 Transpose input 'u' is not produced inside the NNAPI partition"
 
 
 def test_basic_optimization_inlines_hardswish() -> None:
@@ -175,4 +200,10 @@ def test_json_contract_keys() -> None:
     report = analyze(chain([("Relu", [], {})]), EPTarget("xnnpack"), optimize=False)
     d = report.to_dict()
     assert list(d) == ["ep", "format", "total_nodes", "supported_nodes", "partitions", "verdict", "suggestions", "settings", "nodes"]
-    assert set(d["nodes"][0]) == {"name", "op_type", "domain", "supported", "reasons"}
+    node = d["nodes"][0]  # a lone Relu: XNNPACK takes it only fused into a producer
+    assert set(node) == {"name", "op_type", "domain", "supported", "reasons", "refusals"}
+    assert node["refusals"] == [
+        {"rule": "xnnpack.fusion", "category": "other", "text": node["reasons"][0], "min_api": None}
+    ]
+    nn = analyze(chain([("Relu", [], {})]), EPTarget("nnapi"), optimize=False).to_dict()
+    assert set(nn["nodes"][0]) == {"name", "op_type", "domain", "supported", "reasons"}  # taken: no refusals

@@ -1,20 +1,14 @@
-"""XNNPACK EP rules, read from onnxruntime/core/providers/xnnpack/ (detail/node_support_checker.cc and kernels).
-
-XNNPACK is a kernel EP, not a compiling one: it claims single nodes (Clip/Relu fused into a preceding
-Conv/MaxPool/AveragePool). Partitions are still computed with ORT's grouping so the numbers compare
-with the other EPs; a boundary costs an NHWC<->NCHW transpose, not a copy to another device.
-"""
+"""The XNNPACK table: general and op rules, and the registered kernels, read from
+onnxruntime/core/providers/xnnpack/ (detail/node_support_checker.cc and the kernels)."""
 
 from __future__ import annotations
 
 from mobilegen.coverage.common import const_reason, dtype_reason
 from mobilegen.coverage.rules import F16, F32, I8, U8, EPTable, NodeContext, OpSpec, Rule, fmt_shape
+from mobilegen.providers.xnnpack import CHECKER, DISPLAY_NAME, FUSABLE_PRODUCERS, X
 
-EP = "XNNPACK"
-X = "onnxruntime/core/providers/xnnpack/"
-CHECKER = X + "detail/node_support_checker.cc"
+EP = DISPLAY_NAME
 EP_SRC = X + "xnnpack_execution_provider.cc"
-FUSABLE_PRODUCERS = ("Conv", "MaxPool", "AveragePool")
 
 
 def _opset(ctx: NodeContext) -> str | None:
@@ -142,7 +136,7 @@ OP_RULES = {
 
 
 def _op(op: str, src: str, since: int, dtypes: tuple[int, ...], rules: tuple[str, ...]) -> OpSpec:
-    return OpSpec(op, X + src, since, None, 27, dtypes, rules)
+    return OpSpec(op, X + src, since, None, None, dtypes, rules)
 
 
 OPS = {
@@ -167,5 +161,6 @@ TABLE = EPTable(
     general=GENERAL,
     default_since_max=10_000,
     default_input0_dtypes=(F32,),
-    extra={"unmodelled": UNMODELLED, "ep_source": EP_SRC},
+    unmodelled=UNMODELLED,
+    extra={"ep_source": EP_SRC},
 )

@@ -1,4 +1,5 @@
-"""NNAPI EP rules, read from onnxruntime/core/providers/nnapi/nnapi_builtin/ (see docs/coverage.md).
+"""NNAPI op rules: one predicate per limit of an op builder in
+onnxruntime/core/providers/nnapi/nnapi_builtin/builders/impl/ (see docs/coverage.md).
 
 Android API levels stand for NNAPI feature levels: FL1 = API 27, FL2 = 28, FL3 = 29, FL4 = 30, FL5 = 31.
 QDQ node units are not modelled: every node is checked on its own (Q/DQ nodes by their own builders).
@@ -11,28 +12,25 @@ import numpy as np
 from mobilegen.coverage.common import (
     both_float32_reason,
     const_reason,
-    dtype_reason,
     rank_reason,
-    symbolic_dim_reasons,
     two_inputs_reason,
-    unknown_shape_reasons,
 )
 from mobilegen.coverage.rules import (
-    DYNAMIC,
     F32,
     I32,
     U8,
-    EPTable,
     NodeContext,
-    OpSpec,
+    Reason,
     Rule,
     const_ints,
     dtype_name,
     fmt_num,
     fmt_shape,
+    needs_api,
 )
+from mobilegen.providers.nnapi import DISPLAY_NAME
 
-EP = "NNAPI"
+EP = DISPLAY_NAME
 B = "onnxruntime/core/providers/nnapi/nnapi_builtin/builders/"
 IMPL = B + "impl/"
 BASE = IMPL + "base_op_builder.cc"
@@ -40,53 +38,10 @@ HELPER = B + "helper.cc"
 FACTORY = B + "op_builder_factory.cc"
 EP_SRC = "onnxruntime/core/providers/nnapi/nnapi_builtin/nnapi_execution_provider.cc"
 
-MAX_OPSET = 28  # BaseOpBuilder::GetMaxSupportedOpSet (impl/base_op_builder.h)
-MIN_API = 27  # ORT_NNAPI_MIN_API_LEVEL: below it GetCapability takes nothing
-ORT_HOST_API = 31  # ORT_NNAPI_MAX_SUPPORTED_API_LEVEL: what GetCapability assumes on a non-Android host
-DEFAULT_STOP_OPS = ("NonMaxSuppression",)
-GROUP_DROP_OPS = ("Reshape", "Flatten", "Identity")  # helper.cc::IsValidSupportedNodeGroup
-INTERNAL_QUANT_OPS = ("Transpose", "Resize", "Concat", "MaxPool")  # helper.cc: uint8 only inside a partition
 
-
-# --- general rules ----------------------------------------------------------------------------------
-
-
-def _api(ctx: NodeContext) -> str | None:
-    spec: OpSpec = ctx.spec
-    need = spec.min_api(ctx) if callable(spec.min_api) else spec.min_api
-    have = ctx.target.android_api
-    if need > have:
-        return f"needs Android API {need}, target is {have}"
-    return None
-
-
-def _opset(ctx: NodeContext) -> str | None:
-    spec: OpSpec = ctx.spec
-    hi = spec.since_max or MAX_OPSET
-    v = ctx.node.since_version
-    if v is None or spec.since_min <= v <= hi:
-        return None
-    return f"{ctx.node.op_type} opset {v} (node since_version): NNAPI takes {spec.since_min}..{hi}"
-
-
-def _input0_dtype(ctx: NodeContext) -> str | None:
-    spec: OpSpec = ctx.spec
-    return dtype_reason(ctx, 0, spec.input0_dtypes or (F32,), EP)
-
-
-GENERAL = (
-    Rule("nnapi.min_api", "the op's minimum NNAPI feature level (Android API) is met", IMPL + "base_op_builder.h", _api),
-    Rule("nnapi.shapes_known", "every input has a shape", BASE, lambda c: unknown_shape_reasons(c, EP)),
-    Rule(
-        "nnapi.fixed_dims",
-        "every input dim is fixed",
-        BASE,
-        lambda c: symbolic_dim_reasons(c, "NNAPI needs fixed shapes"),
-        DYNAMIC,
-    ),
-    Rule("nnapi.input0_dtype", "input 0 has a supported element type (default float32)", BASE, _input0_dtype),
-    Rule("nnapi.opset", "node since_version within the builder's range", BASE, _opset),
-)
+def target_api(ctx: NodeContext) -> int:
+    """The Android API level the analysis assumes (the ``android_api`` setting)."""
+    return ctx.target.int_value("android_api")
 
 
 # --- op rules -----------------------------------------------------------------------------------
@@ -124,7 +79,7 @@ def _conv_weight(ctx: NodeContext) -> str | None:
     return None
 
 
-def _conv_dilations(ctx: NodeContext) -> str | None:
+def _conv_dilations(ctx: NodeContext) -> str | Reason | None:
     dil = tuple(ctx.attr("dilations", (1, 1)))
     if all(d == 1 for d in dil):
         return None
@@ -132,8 +87,8 @@ def _conv_dilations(ctx: NodeContext) -> str | None:
     w = ctx.shape(1)
     if group != 1 and w is not None and len(w) > 1 and w[1] != 1:
         return f"dilations {list(dil)} on a grouped convolution: NNAPI supports dilation only for plain/depthwise conv"
-    if ctx.target.android_api < 29:
-        return f"dilations {list(dil)} need Android API 29, target is {ctx.target.android_api}"
+    if target_api(ctx) < 29:
+        return needs_api(f"dilations {list(dil)} need Android API 29, target is {target_api(ctx)}", 29)
     return None
 
 
@@ -174,7 +129,7 @@ def _minmax_inputs(ctx: NodeContext) -> str | None:
 
 def _batch_matmul_ok(ctx: NodeContext) -> bool:
     # op_builder_helpers.cc::IsSupportedBatchMatMul: API 29, float, same rank >= 3, same leading dims
-    if ctx.node.op_type != "MatMul" or ctx.target.android_api < 29:
+    if ctx.node.op_type != "MatMul" or target_api(ctx) < 29:
         return False
     a, b = ctx.shape(0), ctx.shape(1)
     if a is None or b is None or len(a) < 3 or len(a) != len(b):
@@ -221,7 +176,7 @@ def _gemm_b_const(ctx: NodeContext) -> str | None:
     return None
 
 
-def _gemm_bias(ctx: NodeContext) -> str | None:
+def _gemm_bias(ctx: NodeContext) -> str | Reason | None:
     if not ctx.has_input(2):
         return None
     c, b = ctx.shape(2), ctx.shape(1)
@@ -230,8 +185,8 @@ def _gemm_bias(ctx: NodeContext) -> str | None:
     if len(c) == 0:
         return "Gemm C is a scalar: NNAPI takes a 1-D bias of size N"
     if len(c) > 1:
-        if ctx.target.android_api < 28:
-            return f"Gemm C {fmt_shape(c)} is not 1-D: needs Android API 28, target is {ctx.target.android_api}"
+        if target_api(ctx) < 28:
+            return needs_api(f"Gemm C {fmt_shape(c)} is not 1-D: needs Android API 28, target is {target_api(ctx)}", 28)
         if any(d != 1 for d in c[:-1]):
             return f"Gemm C {fmt_shape(c)}: NNAPI takes a bias of shape [N] or [1, .., 1, N]"
     n = b[1] if int(ctx.attr("transB", 0)) == 0 else b[0]
@@ -258,18 +213,18 @@ def _reshape_zero(ctx: NodeContext) -> str | None:
     return None
 
 
-def _softmax(ctx: NodeContext) -> str | None:
+def _softmax(ctx: NodeContext) -> str | Reason | None:
     r = ctx.rank(0)
     if r is None:
         return None
     if r > 4:
         return f"Softmax input has rank {r}: NNAPI takes rank <= 4"
-    if ctx.target.android_api < 29:
+    if target_api(ctx) < 29:
         axis = int(ctx.attr("axis", -1 if ctx.since >= 13 else 1))
         if axis < 0:
             axis += r
         if r not in (2, 4) or axis != r - 1:
-            return f"Softmax rank {r} axis {axis}: below API 29 NNAPI takes only 2-D/4-D on the last axis"
+            return needs_api(f"Softmax rank {r} axis {axis}: below API 29 NNAPI takes only 2-D/4-D on the last axis", 29)
     return None
 
 
@@ -294,8 +249,8 @@ def _pool_attrs(ctx: NodeContext) -> list[str]:
     return out
 
 
-def _resize(ctx: NodeContext) -> list[str]:
-    out = []
+def _resize(ctx: NodeContext) -> list[str | Reason]:
+    out: list[str | Reason] = []
     r = ctx.rank(0)
     if r is not None and r != 4:
         out.append(f"Resize input has rank {r}: NNAPI takes 4-D")
@@ -311,8 +266,8 @@ def _resize(ctx: NodeContext) -> list[str]:
         out.append("Resize keep_aspect_ratio_policy other than stretch is not supported by NNAPI")
     if mode == "linear":
         if coord in ("half_pixel", "align_corners"):
-            if ctx.target.android_api < 30:
-                out.append(f"Resize linear with {coord} needs Android API 30, target is {ctx.target.android_api}")
+            if target_api(ctx) < 30:
+                out.append(needs_api(f"Resize linear with {coord} needs Android API 30, target is {target_api(ctx)}", 30))
         elif coord != "asymmetric":
             out.append(f"Resize coordinate_transformation_mode '{coord}' is not supported by NNAPI")
     elif mode == "nearest":
@@ -462,10 +417,6 @@ def _quantize_out(ctx: NodeContext) -> str | None:
     return f"QuantizeLinear output is {dtype_name(dt)}: NNAPI quantizes only to uint8"
 
 
-def _resize_api(ctx: NodeContext) -> int:
-    return 28 if ctx.dtype(0) == U8 else 29
-
-
 OP_RULES = {
     r.id: r
     for r in (
@@ -500,81 +451,3 @@ OP_RULES = {
         Rule("nnapi.quantize.out", "QuantizeLinear output uint8", IMPL + "quantizelinear_op_builder.cc", _quantize_out),
     )
 }
-
-
-def _op(op: str, src: str, since: int = 1, api: int | object = 27, dtypes: tuple[int, ...] | None = None,
-        rules: tuple[str, ...] = (), since_max: int | None = None, domain: str = "") -> OpSpec:
-    return OpSpec(op, IMPL + src, since, since_max, api, dtypes, rules, domain)  # type: ignore[arg-type]
-
-
-_UNARY = "unary_op_builder.cc"
-_BIN = "binary_op_builder.cc"
-_POOL = "pool_op_builder.cc"
-_GEMM = "gemm_op_builder.cc"
-
-OPS = {
-    (s.domain, s.op_type): s
-    for s in (
-        _op("Conv", "conv_op_builder.cc", 1, 28, rules=("nnapi.conv.weight", "nnapi.conv.dilations")),
-        _op("BatchNormalization", "batchnorm_op_builder.cc", 7, 27, rules=("nnapi.batchnorm",)),
-        _op("Relu", "relu_op_builder.cc", 1, 27),
-        _op("Clip", "clip_op_builder.cc", 1, 27, rules=("nnapi.clip.range",)),
-        _op("Sigmoid", _UNARY, 6, 27, rules=("nnapi.rank_1_4",)),
-        _op("Tanh", _UNARY, 6, 27),
-        _op("Floor", _UNARY, 6, 27),
-        _op("Abs", _UNARY, 6, 29),
-        _op("Exp", _UNARY, 6, 29),
-        _op("Log", _UNARY, 6, 29),
-        _op("Neg", _UNARY, 6, 29),
-        _op("Sin", _UNARY, 6, 29),
-        _op("Sqrt", _UNARY, 6, 29),
-        _op("LeakyRelu", "leakyrelu_op_builder.cc", 6, 27, rules=("nnapi.rank_1_4",)),
-        _op("Elu", "elu_op_builder.cc", 6, 30),
-        _op("PRelu", _BIN, 1, 29, rules=("nnapi.binary.rank",)),
-        _op("Add", _BIN, 7, 27, rules=("nnapi.binary.rank",)),
-        _op("Mul", _BIN, 7, 27, rules=("nnapi.binary.rank",)),
-        _op("Sub", _BIN, 7, 28, rules=("nnapi.binary.rank",)),
-        _op("Div", _BIN, 7, 28, rules=("nnapi.binary.rank",)),
-        _op("Pow", _BIN, 7, 29, rules=("nnapi.binary.rank", "nnapi.pow.dtype")),
-        _op("Max", "minmax_op_builder.cc", 6, 29, rules=("nnapi.minmax.inputs",)),
-        _op("Min", "minmax_op_builder.cc", 6, 29, rules=("nnapi.minmax.inputs",)),
-        _op("MatMul", _GEMM, 1, 27, rules=("nnapi.matmul",)),
-        _op("Gemm", _GEMM, 7, 27, rules=("nnapi.gemm.attrs", "nnapi.gemm.rank", "nnapi.gemm.b_const", "nnapi.gemm.bias")),
-        _op("Reshape", "reshape_op_builder.cc", 5, 27, rules=("nnapi.rank_1_4", "nnapi.reshape.shape_const", "nnapi.reshape.zero")),
-        _op("Flatten", "flatten_op_builder.cc", 1, 27, rules=("nnapi.rank_1_4",)),
-        _op("Transpose", "transpose_op_builder.cc", 1, 28, dtypes=(F32, U8), rules=("nnapi.rank_1_4",)),
-        _op("Concat", "concat_op_builder.cc", 1, 27, dtypes=(F32, U8), rules=("nnapi.rank_1_4",)),
-        _op("Split", "split_op_builder.cc", 13, 29, rules=("nnapi.split",)),
-        _op("Slice", "slice_op_builder.cc", 10, 28, rules=("nnapi.slice",)),
-        _op("Gather", "gather_op_builder.cc", 1, 29, rules=("nnapi.gather",)),
-        _op("Softmax", "softmax_op_builder.cc", 1, 28, rules=("nnapi.softmax",)),
-        _op("ReduceMean", "reduction_op_builder.cc", 1, 28, rules=("nnapi.reducemean",)),
-        _op("GlobalAveragePool", _POOL, 1, 28, rules=("nnapi.pool.rank4",)),
-        _op("GlobalMaxPool", _POOL, 1, 28, rules=("nnapi.pool.rank4",)),
-        _op("AveragePool", _POOL, 1, 28, rules=("nnapi.pool.rank4", "nnapi.pool.attrs")),
-        _op("MaxPool", _POOL, 1, 28, dtypes=(F32, U8), rules=("nnapi.pool.rank4", "nnapi.pool.attrs")),
-        _op("Resize", "resize_op_builder.cc", 11, _resize_api, dtypes=(F32, U8), rules=("nnapi.resize",)),
-        _op("Pad", "pad_op_builder.cc", 11, 29, rules=("nnapi.rank_1_4", "nnapi.pad")),
-        _op("Squeeze", "squeeze_op_builder.cc", 1, 28, rules=("nnapi.rank_1_4", "nnapi.axes_const")),
-        _op("Unsqueeze", "unsqueeze_op_builder.cc", 1, 27, rules=("nnapi.rank_1_4", "nnapi.axes_const")),
-        _op("Cast", "cast_op_builder.cc", 6, 29, rules=("nnapi.cast.to",)),
-        _op("Identity", "identity_op_builder.cc", 1, 27),
-        _op("DepthToSpace", "depthtospace_op_builder.cc", 1, 27, rules=("nnapi.depthtospace",)),
-        _op("LRN", "LRN_op_builder.cc", 1, 28, rules=("nnapi.pool.rank4",)),
-        _op("QuantizeLinear", "quantizelinear_op_builder.cc", 10, 29, rules=("nnapi.qdq.params", "nnapi.quantize.out")),
-        _op("DequantizeLinear", "dequantizelinear_op_builder.cc", 10, 27, dtypes=(U8,), rules=("nnapi.qdq.params",)),
-    )
-}
-
-# Registered in op_builder_factory.cc but not modelled here (quantized QLinear* ops need QDQ node units).
-UNMODELLED = ("QLinearConv", "QLinearMatMul", "QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearAveragePool")
-
-TABLE = EPTable(
-    ep="nnapi",
-    ops=OPS,
-    rules=OP_RULES,
-    general=GENERAL,
-    default_since_max=MAX_OPSET,
-    default_input0_dtypes=(F32,),
-    extra={"unmodelled": UNMODELLED, "factory": FACTORY, "helper": HELPER, "ep_source": EP_SRC},
-)

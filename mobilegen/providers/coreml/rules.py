@@ -1,112 +1,47 @@
-"""CoreML EP rules (NeuralNetwork and MLProgram), read from onnxruntime/core/providers/coreml/builders/.
+"""CoreML op rules (NeuralNetwork and MLProgram): one predicate per limit of an op builder in
+onnxruntime/core/providers/coreml/builders/impl/.
 
-One table; each op lists the formats it has a builder for, and format-specific sub-rules check
-``ctx.target.coreml_format``. Dynamic dims are accepted unless the target requires static shapes
-(the EP's ``RequireStaticInputShapes`` option).
+Format-specific limits check the target's ``coreml_format``. Dynamic dims are accepted unless the target
+requires static shapes (the EP's ``RequireStaticInputShapes`` option).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from mobilegen.coverage.common import (
-    both_float32_reason,
-    const_reason,
-    dtype_reason,
-    symbolic_dim_reasons,
-    two_inputs_reason,
-    unknown_shape_reasons,
-)
+from mobilegen.coverage.common import both_float32_reason, const_reason, dtype_reason, two_inputs_reason
 from mobilegen.coverage.rules import (
     BOOL,
-    DYNAMIC,
     F16,
     F32,
     I32,
     I64,
-    EPTable,
     NodeContext,
-    OpSpec,
     Rule,
     const_ints,
     dtype_name,
     fmt_shape,
 )
+from mobilegen.providers.coreml import DISPLAY_NAME
 
-EP = "CoreML"
+EP = DISPLAY_NAME
 B = "onnxruntime/core/providers/coreml/builders/"
 IMPL = B + "impl/"
 BASE = IMPL + "base_op_builder.cc"
 HELPER = B + "helper.cc"
 EP_SRC = "onnxruntime/core/providers/coreml/coreml_execution_provider.cc"
 
-MAX_OPSET = 24  # BaseOpBuilder::GetMaxSupportedOpSet in the source checked (see docs/coverage.md)
 MAX_RANK = 5
 MAX_CONV_DIM = 16384
-MLP = ("mlprogram",)
-NN = ("neuralnetwork",)
-BOTH = ("mlprogram", "neuralnetwork")
 
 
-def _is_mlp(ctx: NodeContext) -> bool:
-    return ctx.target.coreml_format == "mlprogram"
+def coreml_format(ctx: NodeContext) -> str:
+    """The format the target builds: "mlprogram" or "neuralnetwork" (the ``coreml_format`` setting)."""
+    return ctx.target.str_value("coreml_format")
 
 
-# --- general rules ----------------------------------------------------------------------------------
-
-
-def _opset(ctx: NodeContext) -> str | None:
-    spec: OpSpec = ctx.spec
-    hi = spec.since_max or MAX_OPSET
-    v = ctx.node.since_version
-    if v is None or spec.since_min <= v <= hi:
-        return None
-    return f"{ctx.node.op_type} opset {v} (node since_version): CoreML takes {spec.since_min}..{hi}"
-
-
-def _static(ctx: NodeContext) -> list[str]:
-    if not ctx.target.require_static_shapes:
-        return []
-    return symbolic_dim_reasons(ctx, "static input shapes are required (--require-static-shapes)")
-
-
-def _zero_dims(ctx: NodeContext) -> list[str]:
-    out = []
-    for i, name in enumerate(ctx.node.inputs):
-        s = ctx.shape(i)
-        if not name or s is None or 0 not in s:
-            continue
-        if ctx.node.op_type == "Resize" and i == 1:  # empty 'roi' is allowed
-            continue
-        out.append(f"input '{name}' {fmt_shape(s)} has a zero-sized dim: not supported by CoreML")
-    return out
-
-
-def _rank(ctx: NodeContext) -> list[str]:
-    out = []
-    for i, name in enumerate(ctx.node.inputs):
-        r = ctx.rank(i)
-        if name and r is not None and r > MAX_RANK:
-            out.append(f"input '{name}' has rank {r}: CoreML takes rank <= {MAX_RANK}")
-    return out
-
-
-def _input0_dtype(ctx: NodeContext) -> str | None:
-    spec: OpSpec = ctx.spec
-    allowed = spec.input0_dtypes or (F32,)
-    if _is_mlp(ctx) and spec.input0_dtypes is None:
-        allowed = (F32, F16)
-    return dtype_reason(ctx, 0, allowed, f"CoreML {ctx.target.coreml_format}")
-
-
-GENERAL = (
-    Rule("coreml.opset", "node since_version within the builder's range", BASE, _opset),
-    Rule("coreml.shapes_known", "every input has a shape", HELPER, lambda c: unknown_shape_reasons(c, EP)),
-    Rule("coreml.static_shapes", "no symbolic dims when static shapes are required", HELPER, _static, DYNAMIC),
-    Rule("coreml.zero_dims", "no zero-sized dims (Resize roi excepted)", HELPER, _zero_dims),
-    Rule("coreml.rank", "every input rank <= 5", HELPER, _rank),
-    Rule("coreml.input0_dtype", "input 0 float32 (MLProgram also float16) unless the op says otherwise", BASE, _input0_dtype),
-)
+def is_mlp(ctx: NodeContext) -> bool:
+    return coreml_format(ctx) == "mlprogram"
 
 
 # --- op rules -----------------------------------------------------------------------------------
@@ -117,7 +52,7 @@ def _conv(ctx: NodeContext) -> list[str]:
     r = ctx.rank(1)
     if r is not None and r not in (3, 4):
         out.append(f"weight has rank {r}: CoreML takes only 1-D/2-D convolution")
-    if not _is_mlp(ctx) and not ctx.is_const(1):
+    if not is_mlp(ctx) and not ctx.is_const(1):
         out.append(f"weight input '{ctx.input_name(1)}' is not a constant initializer (NeuralNetwork needs it)")
     c = const_reason(ctx, 2, "bias", EP)
     if c:
@@ -184,8 +119,8 @@ def _clip(ctx: NodeContext) -> list[str]:
 
 
 def _binary_dtype(ctx: NodeContext) -> str | None:
-    allowed = (F32, F16, I64) if _is_mlp(ctx) else (F32,)
-    return dtype_reason(ctx, 0, allowed, f"CoreML {ctx.target.coreml_format}")
+    allowed = (F32, F16, I64) if is_mlp(ctx) else (F32,)
+    return dtype_reason(ctx, 0, allowed, f"CoreML {coreml_format(ctx)}")
 
 
 def _pow(ctx: NodeContext) -> str | None:
@@ -198,7 +133,7 @@ def _max_binary(ctx: NodeContext) -> str | None:
 
 def _matmul(ctx: NodeContext) -> list[str]:
     ra, rb = ctx.rank(0), ctx.rank(1)
-    if _is_mlp(ctx):
+    if is_mlp(ctx):
         if ra == 1 and rb is not None and rb > 1:
             return ["MatMul of a 1-D A with an N-D B is not supported by CoreML MLProgram"]
         return []
@@ -248,7 +183,7 @@ def _concat(ctx: NodeContext) -> list[str]:
     out = []
     if sum(1 for t in ctx.node.inputs if t) < 2:
         out.append("Concat with fewer than 2 inputs is not supported by CoreML")
-    if not _is_mlp(ctx):
+    if not is_mlp(ctx):
         r = ctx.rank(0)
         axis = int(ctx.attr("axis", 0))
         if r is not None:
@@ -300,7 +235,7 @@ def _gather(ctx: NodeContext) -> list[str]:
 
 
 def _shape(ctx: NodeContext) -> list[str]:
-    if _is_mlp(ctx):
+    if is_mlp(ctx):
         return []
     out = []
     if int(ctx.attr("start", 0)) != 0:
@@ -333,7 +268,7 @@ def _reduce(ctx: NodeContext) -> list[str]:
     out = []
     if ctx.has_input(1) and not ctx.is_const(1):
         out.append(f"axes input '{ctx.input_name(1)}' is not a constant initializer")
-    if not _is_mlp(ctx) and int(ctx.attr("noop_with_empty_axes", 0)) == 1:
+    if not is_mlp(ctx) and int(ctx.attr("noop_with_empty_axes", 0)) == 1:
         axes = ctx.attr("axes")
         if (axes is None or len(axes) == 0) and not ctx.has_input(1):
             out.append("noop_with_empty_axes=1 without axes is not supported by CoreML NeuralNetwork")
@@ -361,7 +296,7 @@ def _pool_attrs(ctx: NodeContext) -> list[str]:
         out.append("pooling dilations are not supported by CoreML")
     if ctx.n_outputs != 1:
         out.append("MaxPool Indices output is not supported by CoreML")
-    if not _is_mlp(ctx) and int(ctx.attr("ceil_mode", 0)) != 0:
+    if not is_mlp(ctx) and int(ctx.attr("ceil_mode", 0)) != 0:
         out.append("ceil_mode=1 is not supported by CoreML NeuralNetwork")
     return out
 
@@ -370,9 +305,9 @@ def _resize(ctx: NodeContext) -> list[str]:
     out = []
     r = ctx.rank(0)
     if r is not None:
-        if _is_mlp(ctx) and not 3 <= r <= 5:
+        if is_mlp(ctx) and not 3 <= r <= 5:
             out.append(f"Resize input rank {r}: CoreML MLProgram takes 3..5")
-        if not _is_mlp(ctx) and r != 4:
+        if not is_mlp(ctx) and r != 4:
             out.append(f"Resize input rank {r}: CoreML NeuralNetwork takes 4-D")
     mode = ctx.attr("mode", "nearest")
     coord = ctx.attr("coordinate_transformation_mode", "half_pixel")
@@ -386,7 +321,7 @@ def _resize(ctx: NodeContext) -> list[str]:
         out.append("Resize keep_aspect_ratio_policy other than stretch is not supported by CoreML")
     if mode == "nearest" and (coord != "asymmetric" or ctx.attr("nearest_mode", "round_prefer_floor") != "floor"):
         out.append("Resize nearest: CoreML takes only asymmetric coordinates with nearest_mode=floor")
-    if mode == "linear" and not _is_mlp(ctx) and coord != "asymmetric":
+    if mode == "linear" and not is_mlp(ctx) and coord != "asymmetric":
         out.append(f"Resize linear with '{coord}': CoreML NeuralNetwork takes only asymmetric")
     use_sizes = ctx.has_input(3)
     i = 3 if use_sizes else 2
@@ -449,7 +384,7 @@ def _unsqueeze_rank(ctx: NodeContext) -> str | None:
 def _cast(ctx: NodeContext) -> str | None:
     to = int(ctx.attr("to", 0))
     src = ctx.dtype(0)
-    if _is_mlp(ctx):
+    if is_mlp(ctx):
         ok = (F32, F16, I32, I64)
         if src in ok and to in ok:
             return None
@@ -464,7 +399,7 @@ def _depthtospace(ctx: NodeContext) -> str | None:
     mode = ctx.attr("mode", "DCR")
     if mode == "DCR":
         return None
-    if not _is_mlp(ctx):
+    if not is_mlp(ctx):
         return f"DepthToSpace mode {mode}: CoreML NeuralNetwork takes only DCR"
     if not ctx.is_static(0):
         return "DepthToSpace CRD needs a static input shape on CoreML MLProgram"
@@ -541,100 +476,3 @@ OP_RULES = {
         Rule("coreml.tile", "Tile input rank <= 5", IMPL + "tile_op_builder.cc", _tile),
     )
 }
-
-ANY = (F32, F16, I32, I64, BOOL)
-
-
-def _op(op: str, src: str, formats: tuple[str, ...] = BOTH, since: int = 1, rules: tuple[str, ...] = (),
-        dtypes: tuple[int, ...] | None = None, since_max: int | None = None) -> OpSpec:
-    return OpSpec(op, IMPL + src, since, since_max, 27, dtypes, rules, "", formats)
-
-
-_ACT = "activation_op_builder.cc"
-_UN = "unary_op_builder.cc"
-_BIN = "binary_op_builder.cc"
-_RED = "reduction_op_builder.cc"
-_POOL = "pool_op_builder.cc"
-
-OPS = {
-    (s.domain, s.op_type): s
-    for s in (
-        _op("Conv", "conv_op_builder.cc", rules=("coreml.conv",)),
-        _op("ConvTranspose", "convtranspose_op_builder.cc", MLP, rules=("coreml.convtranspose", "coreml.conv")),
-        _op("BatchNormalization", "batch_norm_op_builder.cc", rules=("coreml.batchnorm",)),
-        _op("Relu", _ACT, since=6),
-        _op("Sigmoid", _ACT, since=6),
-        _op("Tanh", _ACT, since=6),
-        _op("LeakyRelu", _ACT, since=6),
-        _op("PRelu", _ACT, since=7, rules=("coreml.prelu",)),
-        _op("Elu", _ACT, MLP, since=6),
-        _op("Softplus", _ACT, MLP),
-        _op("HardSigmoid", _ACT, MLP, since=6),
-        _op("Gelu", _ACT, MLP, since=20),
-        _op("Clip", "clip_op_builder.cc", since=6, rules=("coreml.clip",)),
-        _op("Erf", _UN, MLP),
-        _op("Exp", _UN, MLP),
-        _op("Round", _UN, MLP),
-        _op("Cos", _UN, MLP),
-        _op("Sin", _UN, MLP),
-        _op("Ceil", _UN, MLP),
-        _op("Sqrt", _UN),
-        _op("Reciprocal", _UN),
-        _op("Add", _BIN, since=7, rules=("coreml.binary.dtype",), dtypes=ANY),
-        _op("Sub", _BIN, since=7, rules=("coreml.binary.dtype",), dtypes=ANY),
-        _op("Mul", _BIN, since=7, rules=("coreml.binary.dtype",), dtypes=ANY),
-        _op("Div", _BIN, since=7, rules=("coreml.binary.dtype",), dtypes=ANY),
-        _op("Pow", _BIN, since=7, rules=("coreml.pow",)),
-        _op("Max", _BIN, MLP, rules=("coreml.max.binary",)),
-        _op("MatMul", "gemm_op_builder.cc", rules=("coreml.matmul",)),
-        _op("Gemm", "gemm_op_builder.cc", rules=("coreml.gemm",)),
-        _op("Reshape", "reshape_op_builder.cc", since=5, rules=("coreml.reshape",), dtypes=(F32, F16, I32, I64)),
-        _op("Flatten", "flatten_op_builder.cc", NN),
-        _op("Transpose", "transpose_op_builder.cc"),
-        _op("Concat", "concat_op_builder.cc", rules=("coreml.concat",)),
-        _op("Split", "split_op_builder.cc", since=13, rules=("coreml.split",)),
-        _op("Slice", "slice_op_builder.cc", since=10, rules=("coreml.slice",), dtypes=(F32, F16, I64)),
-        _op("Gather", "gather_op_builder.cc", rules=("coreml.gather",), dtypes=(F32, F16, I64)),
-        _op("GatherND", "gather_nd_op_builder.cc", MLP, rules=("coreml.gathernd",), dtypes=(F32, F16, I32, I64)),
-        _op("Shape", "shape_op_builder.cc", rules=("coreml.shape",), dtypes=ANY),
-        _op("Softmax", "softmax_op_builder.cc", rules=("coreml.softmax",)),
-        _op("LayerNormalization", "normalization_op_builder.cc", MLP, rules=("coreml.norm",)),
-        _op("GroupNormalization", "normalization_op_builder.cc", MLP, rules=("coreml.norm",)),
-        _op("InstanceNormalization", "normalization_op_builder.cc", MLP, rules=("coreml.norm",)),
-        _op("ReduceMean", _RED, rules=("coreml.reduce",)),
-        _op("ReduceSum", _RED, rules=("coreml.reduce",)),
-        _op("ReduceMax", _RED, MLP, rules=("coreml.reduce",)),
-        _op("ReduceMin", _RED, MLP, rules=("coreml.reduce",)),
-        _op("ReduceProd", _RED, MLP, rules=("coreml.reduce",)),
-        _op("ArgMax", "argmax_op_builder.cc", rules=("coreml.argmax",)),
-        _op("GlobalAveragePool", _POOL, rules=("coreml.pool.rank4",)),
-        _op("GlobalMaxPool", _POOL, rules=("coreml.pool.rank4",)),
-        _op("AveragePool", _POOL, rules=("coreml.pool.rank4", "coreml.pool.attrs")),
-        _op("MaxPool", _POOL, rules=("coreml.pool.rank4", "coreml.pool.attrs")),
-        _op("Resize", "resize_op_builder.cc", since=11, rules=("coreml.resize",)),
-        _op("Pad", "pad_op_builder.cc", NN, since=11, rules=("coreml.pad",)),
-        _op("Squeeze", "squeeze_op_builder.cc", rules=("coreml.axes_const",), dtypes=(F32, F16, I32, I64)),
-        _op("Unsqueeze", "squeeze_op_builder.cc", MLP, rules=("coreml.axes_const", "coreml.unsqueeze.rank"), dtypes=(F32, F16, I32, I64)),
-        _op("Cast", "cast_op_builder.cc", rules=("coreml.cast",), dtypes=ANY),
-        _op("DepthToSpace", "depthtospace_op_builder.cc", rules=("coreml.depthtospace",)),
-        _op("LRN", "LRN_op_builder.cc", NN, rules=("coreml.lrn",)),
-        _op("Where", "where_op_builder.cc", MLP, rules=("coreml.where",), dtypes=(BOOL,)),
-        _op("And", "logical_op_builder.cc", MLP, rules=("coreml.and",), dtypes=(BOOL,)),
-        _op("Tile", "tile_op_builder.cc", MLP, rules=("coreml.tile",), dtypes=(F32, F16, I32, I64, BOOL)),
-        _op("Identity", "identity_op_builder.cc", MLP, dtypes=ANY),
-    )
-}
-
-# Builders that exist in ORT but whose limits mobilegen does not model yet: reported as unsupported,
-# with that reason (pessimistic, never optimistic).
-UNMODELLED = ("GridSample", "QuickGelu", "FusedConv", "Expand", "Equal", "Not", "Mod", "Neg", "Range")
-
-TABLE = EPTable(
-    ep="coreml",
-    ops=OPS,
-    rules=OP_RULES,
-    general=GENERAL,
-    default_since_max=MAX_OPSET,
-    default_input0_dtypes=(F32,),
-    extra={"unmodelled": UNMODELLED, "helper": HELPER, "ep_source": EP_SRC},
-)

@@ -1,0 +1,177 @@
+"""Finish a package folder: ``report/``, ``README.md`` and, last, ``manifest.json``.
+
+Layout (relative to the package root; constants in :mod:`mobilegen.artifacts`)::
+
+    android/ ios/                 generated projects (per target)
+    model/model.onnx model.ort required_operators.config
+    golden/golden.npz golden.mgv tolerances.json
+    report/coverage.json report.md report.html
+    README.md                     for the app team
+    manifest.json                 written last; lists every other file with sha256 and size
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from mobilegen.artifacts import (
+    GOLDEN_MGV,
+    GOLDEN_NPZ,
+    GOLDEN_TOLERANCES,
+    MANIFEST,
+    MODEL_ONNX,
+    MODEL_OPS_CONFIG,
+    MODEL_ORT,
+    README,
+    REPORT_DIR,
+    BuildResult,
+)
+from mobilegen.errors import PackageError
+from mobilegen.package.manifest import ABS_PATH, FileEntry, Manifest, OrtInfo, SourceInfo, Tolerances
+from mobilegen.package.readme import render_readme
+from mobilegen.package.tree import file_entries
+from mobilegen.package.zip_writer import source_date_epoch
+from mobilegen.report import (
+    SIZED_FILES,
+    coverage_json,
+    jsonable,
+    placement,
+    render_html,
+    render_markdown,
+    tool_versions,
+    warning_texts,
+)
+
+REPORT_COVERAGE = f"{REPORT_DIR}/coverage.json"
+REPORT_MD = f"{REPORT_DIR}/report.md"
+REPORT_HTML = f"{REPORT_DIR}/report.html"
+
+# Files the pipeline must have put into the staging folder before finalize_package.
+REQUIRED_FILES = (MODEL_ONNX, MODEL_ORT, MODEL_OPS_CONFIG, GOLDEN_NPZ, GOLDEN_MGV, GOLDEN_TOLERANCES)
+
+
+def finalize_package(root: Path, result: BuildResult) -> Manifest:
+    """Write ``report/``, ``README.md`` and, last, ``manifest.json`` into the staging folder ``root``.
+
+    Returns the manifest. Raises PackageError when the staging folder lacks a file of the layout, holds
+    something that is not a regular file, or contains the build folder's absolute path (not reproducible).
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise PackageError(f"package folder {root} does not exist", hint="this is a bug in mobilegen's pipeline")
+    missing = [rel for rel in REQUIRED_FILES if not (root / rel).is_file()]
+    missing += [f"{t}/" for t in result.targets if not (root / t).is_dir()]
+    if missing:
+        raise PackageError(
+            "the package folder lacks " + ", ".join(missing),
+            hint="this is a bug in mobilegen's pipeline: every stage must write its files before packaging",
+        )
+    epoch = source_date_epoch()
+    sizes = {rel: (root / rel).stat().st_size for rel in SIZED_FILES if (root / rel).is_file()}
+    try:
+        (root / REPORT_DIR).mkdir(exist_ok=True)
+        _write_text(root / REPORT_COVERAGE, coverage_json(result))
+        _write_text(root / REPORT_MD, render_markdown(result, sizes=sizes))
+        _write_text(root / REPORT_HTML, render_html(result, sizes=sizes))
+        _write_text(root / README, render_readme(result, root))
+    except OSError as err:
+        raise PackageError(f"cannot write the package reports into {root}: {err}") from err
+    files = file_entries(root)
+    _refuse_absolute_paths(root, result, files)
+    manifest = build_manifest(result, files, epoch=epoch)
+    try:
+        _write_text(root / MANIFEST, manifest.text())
+    except OSError as err:
+        raise PackageError(f"cannot write {MANIFEST}: {err}") from err
+    return manifest
+
+
+def build_manifest(result: BuildResult, files: tuple[FileEntry, ...], *, epoch: int | None) -> Manifest:
+    ver = result.verification
+    ort = result.ort
+    return Manifest(
+        model_name=jsonable(result.model_name),
+        targets=tuple(jsonable(list(result.targets))),
+        versions=jsonable(tool_versions(result)),
+        source=SourceInfo(result.loaded.source.name, jsonable(result.loaded.kind), result.loaded.sha256),
+        io=jsonable(result.onnx.io.to_dict()),
+        onnx=jsonable(
+            {
+                "opset": result.onnx.opset,
+                "exporter": result.onnx.exporter,
+                "fallback_reason": result.onnx.fallback_reason,
+                "example_sizes": {k: result.onnx.example_sizes[k] for k in sorted(result.onnx.example_sizes)},
+            }
+        ),
+        ort=OrtInfo(
+            MODEL_ORT,
+            jsonable(ort.ort_format_version),
+            jsonable(ort.max_opset),
+            jsonable(ort.optimization_style),
+            jsonable(ort.optimization_level),
+        ),
+        options=jsonable(_scrub_paths(result.options)),
+        tolerances=Tolerances(ver.atol, ver.rtol),
+        verification=jsonable(ver.to_dict()),
+        coverage=tuple(jsonable(coverage_summary(c)) for c in result.coverage),
+        warnings=tuple(jsonable(warning_texts(result))),
+        source_date_epoch=epoch,
+        files=files,
+    )
+
+
+def coverage_summary(report: Any) -> dict[str, Any]:
+    cpu_nodes = sum(1 for _i, _n, _o, p in placement(report) if not p)
+    return {
+        "label": report.label,
+        "ep": report.ep,
+        "format": report.format,
+        "total_nodes": report.total_nodes,
+        "supported_nodes": report.supported_nodes,
+        "percent": round(report.percent, 2),
+        "partitions": len(report.partitions),
+        "cpu_nodes": cpu_nodes,
+        "verdict": report.verdict,
+        "refused_ops": [{"op": op, "nodes": n, "reasons": list(r)} for op, n, r in report.unsupported_summary()],
+        "settings": dict(report.settings),
+    }
+
+
+def _scrub_paths(value: Any) -> Any:
+    """Options may carry paths: keep only the file name of anything absolute (no absolute paths in a package)."""
+    if isinstance(value, Path):
+        return value.name
+    if isinstance(value, str) and ABS_PATH.match(value):
+        return PurePosixPath(value.replace("\\", "/")).name
+    if isinstance(value, Mapping):
+        return {str(k): _scrub_paths(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_scrub_paths(v) for v in value]
+    return value
+
+
+def _write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text.encode("utf-8"))  # bytes: no platform newline translation
+
+
+def _refuse_absolute_paths(root: Path, result: BuildResult, files: tuple[FileEntry, ...]) -> None:
+    needles = {str(root.resolve()), str(root.absolute()), str(result.out_dir)}
+    needles = {n for n in needles if Path(n).is_absolute() and len(Path(n).parts) > 2}
+    if not needles:
+        return
+    raw = [n.encode("utf-8") for n in needles]
+    leaks = []
+    for entry in files:
+        data = (root / entry.path).read_bytes()
+        if any(r in data for r in raw):
+            leaks.append(entry.path)
+    if leaks:
+        raise PackageError(
+            "package files contain the build folder's absolute path, so the package is not reproducible: "
+            + ", ".join(leaks),
+            hint="this is a bug in mobilegen: write package-relative paths (e.g. strip the comment header "
+            "of required_operators.config)",
+        )

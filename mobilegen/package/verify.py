@@ -1,0 +1,246 @@
+"""``verify_package``: check a package folder or zip against its manifest.
+
+A package handed to ``verify`` is untrusted input. Nothing it declares may make verify read, write or
+hold more than fixed bounds, block on a special file, or end in anything but exit 9 with one summary line
+and one line per problem (2 when the path does not exist):
+
+- a folder is listed without following anything, and refused before any file is read when it holds
+  anything but regular files and folders (a FIFO would block, a link to /dev/zero would never end);
+- a zip is checked from its central directory (names, encryption, methods, sizes, ratios, total) before a
+  byte is unpacked, then read in place (:mod:`mobilegen.package.zip_reader`);
+- the manifest is read within :data:`~mobilegen.package.manifest.MAX_MANIFEST_BYTES` and parsed by
+  :func:`~mobilegen.package.manifest.parse_manifest`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import stat
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NoReturn
+
+from mobilegen import __version__
+from mobilegen.artifacts import GOLDEN_MGV, GOLDEN_NPZ, MANIFEST, MODEL_ORT
+from mobilegen.errors import PackageVerifyError, UsageError
+from mobilegen.package.golden_check import GoldenCheck, RuntimeCheck, check_runtimes, rerun_golden
+from mobilegen.package.manifest import MAX_MANIFEST_BYTES, FileEntry, ManifestError, parse_manifest
+from mobilegen.package.tree import FolderSource, Source, Unreadable, kind, open_regular, scan, show
+from mobilegen.package.zip_reader import (
+    GOLDEN_FILES,
+    MAX_ENTRIES,
+    ZIP_ERRORS,
+    ZipSource,
+    checked_infos,
+    zip_root,
+)
+from mobilegen.report import jsonable
+
+MAX_PROBLEM_LINES = 1000
+_PASS_PACKAGE = "pass the folder or the .zip written by mobilegen package"
+
+
+@dataclass(frozen=True)
+class PackageVerification:
+    """What ``verify_package`` checked (returned only when every check passed)."""
+
+    package: str  # as given on the command line
+    container: str  # "folder" or "zip"
+    schema_version: int
+    model_name: str
+    files_checked: int
+    golden: tuple[GoldenCheck, ...]
+    runtimes: tuple[RuntimeCheck, ...]
+    atol: float
+    rtol: float
+    problems: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def passed(self) -> bool:
+        return not self.problems
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "package": self.package,
+            "container": self.container,
+            "passed": self.passed,
+            "schema_version": self.schema_version,
+            "model_name": self.model_name,
+            "files_checked": self.files_checked,
+            "tolerances": jsonable({"atol": self.atol, "rtol": self.rtol}),
+            "golden": [g.to_dict() for g in self.golden],
+            "runtimes": [r.to_dict() for r in self.runtimes],
+            "problems": list(self.problems),
+        }
+
+
+def verify_package(path: Path) -> PackageVerification:
+    """Check a package folder or zip against its manifest; raise one PackageVerifyError naming every problem."""
+    path = Path(path)
+    shown = str(path)
+    try:
+        mode = path.stat().st_mode  # follows a symlink named on the command line: the user chose it
+    except FileNotFoundError:
+        raise UsageError(f"{shown}: no such file or folder", hint="pass a package folder or the .zip mobilegen package wrote") from None
+    except OSError as err:
+        raise UsageError(f"{shown}: cannot be read ({err.strerror or err})") from err
+    if stat.S_ISDIR(mode):
+        return _verify_folder(path, shown)
+    if not stat.S_ISREG(mode):
+        raise PackageVerifyError(f"{shown} is not a mobilegen package: it is {kind(mode)}, neither a folder nor a zip", hint=_PASS_PACKAGE)
+    return _verify_zip(path, shown)
+
+
+def _not_a_package(shown: str) -> PackageVerifyError:
+    return PackageVerifyError(f"{shown} is not a mobilegen package: no {MANIFEST} at its top level", hint=_PASS_PACKAGE)
+
+
+def _fail(shown: str, problems: list[str]) -> NoReturn:
+    n = len(problems)
+    details = problems[:MAX_PROBLEM_LINES]
+    if n > MAX_PROBLEM_LINES:
+        details.append(f"… and {n - MAX_PROBLEM_LINES} more problems")
+    raise PackageVerifyError(
+        f"{shown}: package verification failed, {n} {'problem' if n == 1 else 'problems'}: {problems[0]}"
+        + (" (and more below)" if n > 1 else ""),
+        hint=None,
+        details=details,
+    )
+
+
+# --- folder and zip ------------------------------------------------------------------------------------
+
+
+def _verify_folder(folder: Path, shown: str) -> PackageVerification:
+    try:
+        root = _folder_root(folder)
+        if root is None:
+            raise _not_a_package(shown)
+        files, odd = scan(root, MAX_ENTRIES)
+    except OSError as err:
+        raise PackageVerifyError(f"{shown}: cannot list the package folder ({err.strerror or err})") from err
+    except Unreadable as err:
+        raise PackageVerifyError(f"{shown}: {err}") from err
+    if odd:
+        # Refused before anything is read: a FIFO would block, a link to /dev/zero would never end.
+        _fail(shown, [f"{show(rel)}: is {what}, not a regular file (a package holds only regular files)" for rel, what in odd])
+    if MANIFEST not in files:
+        raise _not_a_package(shown)
+    return _verify_source(FolderSource(root, files, MAX_MANIFEST_BYTES), shown)
+
+
+def _folder_root(folder: Path) -> Path | None:
+    """``folder`` when the manifest is at its top, its only entry when that is a folder holding one."""
+    if os.path.lexists(folder / MANIFEST):
+        return folder
+    with os.scandir(folder) as it:
+        entries = list(itertools.islice(it, 2))
+    if len(entries) == 1 and entries[0].is_dir(follow_symlinks=False) and os.path.lexists(Path(entries[0].path) / MANIFEST):
+        return Path(entries[0].path)
+    return None
+
+
+def _verify_zip(path: Path, shown: str) -> PackageVerification:
+    try:
+        f = open_regular(path, follow=True)
+    except OSError as err:
+        raise UsageError(f"{shown}: cannot be read ({err.strerror or err})") from err
+    except Unreadable as err:
+        raise PackageVerifyError(f"{shown} is not a mobilegen package: it {err}", hint=_PASS_PACKAGE) from err
+    with f:
+        size = os.fstat(f.fileno()).st_size
+        if not zipfile.is_zipfile(f):
+            raise PackageVerifyError(f"{shown} is not a mobilegen package (neither a folder nor a zip)", hint=_PASS_PACKAGE)
+        try:
+            zf = zipfile.ZipFile(f)
+            infos = zf.infolist()
+        except (*ZIP_ERRORS, ValueError, OSError) as err:
+            raise PackageVerifyError(f"{shown}: the zip is damaged or unreadable: {err}", hint="copy the package again") from err
+        with zf:
+            prefix = zip_root(checked_infos(infos, size, shown))
+            if prefix is None:
+                raise _not_a_package(shown)
+            try:
+                tmp = tempfile.TemporaryDirectory(prefix="mobilegen-verify-")
+            except OSError as err:
+                raise UsageError(
+                    f"cannot create a folder in the temporary folder {tempfile.gettempdir()}: {err.strerror or err}",
+                    hint="set TMPDIR to a writable folder with room",
+                ) from err
+            with tmp:
+                return _verify_source(ZipSource(zf, infos, prefix, Path(tmp.name)), shown)
+
+
+# --- the checks ----------------------------------------------------------------------------------------
+
+
+def _verify_source(source: Source, shown: str) -> PackageVerification:
+    try:
+        manifest = parse_manifest(source.manifest_bytes(), reader_version=__version__)
+    except Unreadable as err:
+        raise PackageVerifyError(f"{shown}: {MANIFEST}: {err}", hint="the package is damaged; copy it again") from err
+    except ManifestError as err:
+        message = f"{shown} is not a mobilegen package: {err.message}" if err.not_ours else f"{shown}: {err.message}"
+        raise PackageVerifyError(message, hint=err.hint) from err
+    problems = list(manifest.problems)
+
+    # 1. Every listed file: present, same size, same hash, same exec bit; nothing added.
+    _check_files(source, manifest.files, problems)
+
+    # 2. Golden vectors on the packaged .ort, within the manifest's tolerances.
+    golden: list[GoldenCheck] = []
+    ort_path, npz_path = source.local(MODEL_ORT), source.local(GOLDEN_NPZ)
+    tol = manifest.tolerances
+    if tol is not None:
+        if ort_path is None or npz_path is None:
+            problems.append(f"golden vectors not re-run: {MODEL_ORT} or {GOLDEN_NPZ} is missing")
+        else:
+            golden = rerun_golden(ort_path, npz_path, source.local(GOLDEN_MGV), tol.atol, tol.rtol, problems)
+
+    # 3. The pinned runtimes can load the model.
+    runtimes = check_runtimes(ort_path, manifest.ort, manifest.mobile_runtimes, problems)
+
+    if problems or tol is None:  # a missing tolerance is one of the problems
+        _fail(shown, problems)
+    return PackageVerification(
+        package=shown,
+        container=source.container,
+        schema_version=manifest.schema_version,
+        model_name=manifest.model_name,
+        files_checked=len(manifest.files) + 1,
+        golden=tuple(golden),
+        runtimes=tuple(runtimes),
+        atol=tol.atol,
+        rtol=tol.rtol,
+    )
+
+
+def _check_files(source: Source, listed: tuple[FileEntry, ...], problems: list[str]) -> None:
+    for e in listed:
+        entry = source.entries.get(e.path)
+        if entry is None:
+            problems.append(f"{show(e.path)}: missing (listed in {MANIFEST})")
+            continue
+        same_size = entry.size == e.size
+        if not same_size:
+            problems.append(f"{show(e.path)}: changed (size {entry.size} bytes, manifest says {e.size})")
+        # A zip entry is unpacked only for the golden re-run, and never past the size the manifest lists.
+        keep = e.path in GOLDEN_FILES and entry.size <= e.size
+        if same_size or keep:
+            try:
+                digest = source.digest(e.path, keep=keep)
+            except Unreadable as err:
+                problems.append(f"{show(e.path)}: {err}")
+                continue
+            if same_size and digest != e.sha256:
+                problems.append(f"{show(e.path)}: changed (sha256 {digest[:12]}…, manifest says {show(e.sha256[:12])}…)")
+        if os.name == "posix" and e.executable != entry.executable:
+            lost = "lost" if e.executable else "added"
+            problems.append(f"{show(e.path)}: executable bit {lost} (manifest says executable={e.executable})")
+    listed_paths = {e.path for e in listed}
+    for rel in source.entries:
+        if rel != MANIFEST and rel not in listed_paths:
+            problems.append(f"{show(rel)}: not listed in {MANIFEST} (added after packaging)")

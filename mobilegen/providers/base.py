@@ -1,0 +1,177 @@
+"""What an execution provider is to mobilegen: the plug-in contract.
+
+An :class:`ExecutionProvider` declares its name, display name, platform and settings (:class:`Setting`),
+loads its rule table on demand, and overrides the hooks it needs: how it refuses nodes for what surrounds
+them (:meth:`~ExecutionProvider.refine`), keeps nodes out of a partition
+(:meth:`~ExecutionProvider.refuse_in_group`) or drops whole partitions
+(:meth:`~ExecutionProvider.drop_group`), and what it suggests (:meth:`~ExecutionProvider.suggest`).
+The coverage analysis (``mobilegen.coverage``) calls them; it never asks which provider it runs.
+
+Nothing here imports onnx or numpy: the CLI lists providers and checks settings before loading a model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from mobilegen.errors import InternalError, UsageError
+
+if TYPE_CHECKING:
+    from mobilegen.coverage.analyze import WhatIf
+    from mobilegen.coverage.partition import Support
+    from mobilegen.coverage.rules import EPTable
+    from mobilegen.coverage.target import EPTarget
+    from mobilegen.warnings import Notice
+
+SettingValue = bool | int | str | tuple[str, ...]
+
+# Reason categories: what a suggestion may assume away or lift.
+DYNAMIC = "dynamic"  # a symbolic dim: fixed shapes would lift it
+OP = "op"  # no builder/kernel for the op (or for this variant of it)
+API = "api"  # needs a newer platform API level (``Reason.min_api`` says which)
+STOP = "stop"  # the provider stops partitioning at this node
+GROUP = "partition"  # refused by how the provider forms partitions, not by the node itself
+OTHER = "other"
+
+
+@dataclass(frozen=True)
+class Reason:
+    """Why a provider refuses a node: the text a user reads and the fields a program reads."""
+
+    text: str
+    category: str = OTHER
+    rule: str = ""  # id of the rule that refused the node ("nnapi.min_api"); "" when no rule did
+    min_api: int | None = None  # the platform API level that would lift this refusal, when that is the obstacle
+
+    def to_dict(self) -> dict[str, object]:
+        return {"rule": self.rule or None, "category": self.category, "text": self.text, "min_api": self.min_api}
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting of a provider: a keyword of ``EPTarget(ep, **settings)``, a key of the report's settings.
+
+    The kind follows the default: bool, int (``minimum``/``maximum``), str (``choices``) or a tuple of names.
+    A ``variant`` setting (CoreML's format) makes each choice its own report: its value is the report's
+    ``format`` and label suffix, and ``mobilegen check`` reports every choice unless the flag names one.
+    """
+
+    name: str
+    default: SettingValue
+    help: str
+    label: str = ""  # how messages name it ("Android API level"); default: the name
+    flag: str = ""  # the CLI flag that sets it ("--android-api"), if one does
+    minimum: int | None = None
+    maximum: int | None = None
+    choices: tuple[str, ...] = ()
+    hint: str = ""  # what to do about an out-of-range value
+    variant: bool = False
+
+    def __post_init__(self) -> None:
+        if self.variant and not self.choices:
+            raise UsageError(f"setting '{self.name}' is a variant without choices", hint="list the variants in choices")
+        self.check(self.default)
+
+    @property
+    def range_text(self) -> str:
+        lo, hi = self.minimum, self.maximum
+        if lo is not None and hi is not None:
+            return f"{lo}..{hi}"
+        return f">= {lo}" if lo is not None else f"<= {hi}"
+
+    def check(self, value: object, *, said_as: str | None = None) -> SettingValue:
+        """``value`` when this setting takes it, else a UsageError naming the setting as ``said_as`` (a CLI
+        flag) or by its label."""
+        what = said_as or self.label or self.name
+        if isinstance(self.default, bool):
+            if not isinstance(value, bool):
+                raise UsageError(f"{what} must be true or false, not {value!r}")
+            return value
+        if isinstance(self.default, int):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise UsageError(f"{what} must be an integer, not {value!r}")
+            if (self.minimum is not None and value < self.minimum) or (self.maximum is not None and value > self.maximum):
+                raise UsageError(f"{what} {value} is outside {self.range_text}", hint=self.hint or None)
+            return value
+        if isinstance(self.default, str):
+            if not isinstance(value, str):
+                raise UsageError(f"{what} must be a string, not {value!r}")
+            if self.choices and value not in self.choices:
+                raise UsageError(f"unknown {what} '{value}'", hint=f"use one of: {', '.join(self.choices)}")
+            return value
+        if isinstance(value, str) or not isinstance(value, tuple | list) or not all(isinstance(v, str) for v in value):
+            raise UsageError(f"{what} must be a list of names, not {value!r}")
+        return tuple(value)
+
+
+@dataclass(frozen=True)
+class ExecutionProvider:
+    """An execution provider as the coverage analysis models it. Subclass it, override :meth:`rule_table`
+    and the hooks the provider needs (the defaults add nothing), and register an instance.
+
+    The ``name`` is the ``--ep`` value, ``CoverageReport.ep`` and the prefix of the provider's rule ids.
+    """
+
+    name: str
+    display_name: str  # in reasons and messages: "NNAPI"
+    platform: str  # the target whose apps run it: "android" or "ios"
+    settings: tuple[Setting, ...] = ()
+    notices: tuple[Notice, ...] = ()  # said wherever the provider is chosen (NNAPI's deprecation)
+
+    def rule_table(self) -> EPTable:
+        """The per-node rules (loaded on first use: rule tables import onnx and numpy)."""
+        raise InternalError(f"execution provider '{self.name}' declares no rule table")
+
+    # --- partition hooks --------------------------------------------------------------------------
+
+    def refine(self, support: Support, target: EPTarget) -> None:
+        """Before grouping: refuse nodes the per-node rules took, for what surrounds them (``support.refuse``)."""
+
+    def refuse_in_group(self, support: Support, index: int, group_outputs: Collection[str]) -> Reason | None:
+        """While a partition grows: why node ``index`` may not join it (``group_outputs``: the tensors its
+        nodes produce so far), or None. A refused node stays on the CPU."""
+        return None
+
+    def drop_group(self, support: Support, group: Sequence[int]) -> Reason | None:
+        """When a partition closes: why the provider drops it (its nodes stay on the CPU), or None to keep it."""
+        return None
+
+    # --- suggestions --------------------------------------------------------------------------------
+
+    def suggest(self, whatif: WhatIf, target: EPTarget) -> list[str]:
+        """What this provider's settings could change, listed after "fix the dynamic dims" and before
+        "replace op X" (``whatif.change_if_taken`` tells whether taking some refused nodes would help)."""
+        return []
+
+    # --- settings -------------------------------------------------------------------------------------
+
+    def setting(self, name: str) -> Setting | None:
+        return next((s for s in self.settings if s.name == name), None)
+
+    @property
+    def variant(self) -> Setting | None:
+        return next((s for s in self.settings if s.variant), None)
+
+    def resolve(self, given: Mapping[str, object]) -> tuple[tuple[str, SettingValue], ...]:
+        """Every setting's value, in declared order: the given one (checked) or the default (None: not given)."""
+        unknown = [k for k in given if self.setting(k) is None]
+        if unknown:
+            takes = ", ".join(s.name for s in self.settings) or "no settings"
+            raise UsageError(
+                f"'{unknown[0]}' is not a setting of the {self.name} execution provider", hint=f"{self.name} takes: {takes}"
+            )
+        out: list[tuple[str, SettingValue]] = []
+        for s in self.settings:
+            value = given.get(s.name)
+            out.append((s.name, s.default if value is None else s.check(value)))
+        return tuple(out)
+
+    def report_settings(self, values: Mapping[str, SettingValue]) -> dict[str, object]:
+        """The settings a coverage report records: every setting but the variant, in declared order."""
+        return {s.name: _plain(values[s.name]) for s in self.settings if not s.variant}
+
+
+def _plain(value: SettingValue) -> object:
+    return list(value) if isinstance(value, tuple) else value

@@ -1,0 +1,47 @@
+"""CoreML (iOS): one provider, two model formats (each its own report), static shapes on request.
+
+The per-node rules are in :mod:`~mobilegen.providers.coreml.table` and
+:mod:`~mobilegen.providers.coreml.rules`, read from onnxruntime/core/providers/coreml/builders/.
+CoreML forms partitions the generic way: no partition hook.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mobilegen.providers.base import ExecutionProvider, Setting
+
+if TYPE_CHECKING:
+    from mobilegen.coverage.rules import EPTable
+
+DISPLAY_NAME = "CoreML"
+FORMATS = ("mlprogram", "neuralnetwork")
+
+SETTINGS = (
+    Setting(
+        "coreml_format",
+        "mlprogram",
+        "CoreML model format",
+        label="CoreML format",
+        flag="--coreml-format",
+        choices=FORMATS,
+        variant=True,
+    ),
+    Setting(
+        "require_static_shapes",
+        False,
+        "CoreML: refuse nodes with symbolic dims (RequireStaticInputShapes)",
+        flag="--require-static-shapes",
+    ),
+)
+
+
+class CoreML(ExecutionProvider):
+    def rule_table(self) -> EPTable:
+        # Imported here: the table imports onnx and numpy, needed only when a model is analysed.
+        from mobilegen.providers.coreml.table import TABLE
+
+        return TABLE
+
+
+PROVIDER = CoreML(name="coreml", display_name=DISPLAY_NAME, platform="ios", settings=SETTINGS)

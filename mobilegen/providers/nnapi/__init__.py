@@ -1,0 +1,129 @@
+"""NNAPI (Android): settings, how ORT's NNAPI EP forms partitions, and the API-level suggestion.
+
+The per-node rules are in :mod:`~mobilegen.providers.nnapi.table` and
+:mod:`~mobilegen.providers.nnapi.rules`, read from onnxruntime/core/providers/nnapi/nnapi_builtin/.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING
+
+from mobilegen.providers.base import (
+    API,
+    DYNAMIC,
+    GROUP,
+    STOP,
+    ExecutionProvider,
+    Reason,
+    Setting,
+    SettingValue,
+)
+from mobilegen.warnings import NNAPI_DEPRECATED
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from mobilegen.coverage.analyze import WhatIf
+    from mobilegen.coverage.partition import Support
+    from mobilegen.coverage.rules import EPTable
+    from mobilegen.coverage.target import EPTarget
+
+DISPLAY_NAME = "NNAPI"
+MIN_API = 27  # ORT_NNAPI_MIN_API_LEVEL: below it GetCapability takes nothing
+MAX_API = 36  # Android 16; NNAPI is deprecated from 35 on but still present
+# ORT_NNAPI_MAX_SUPPORTED_API_LEVEL: what GetCapability assumes off-device. The default, so results compare
+# with ORT's own view; pass your app's minSdk to be strict.
+ORT_HOST_API = 31
+DEFAULT_STOP_OPS = ("NonMaxSuppression",)
+GROUP_DROP_OPS = ("Reshape", "Flatten", "Identity")  # helper.cc::IsValidSupportedNodeGroup
+INTERNAL_QUANT_OPS = ("Transpose", "Resize", "Concat", "MaxPool")  # helper.cc: uint8 only inside a partition
+_UINT8 = 2  # onnx.TensorProto.UINT8 (onnx is not imported here)
+
+SETTINGS = (
+    Setting(
+        "android_api",
+        ORT_HOST_API,
+        "Android API level the NNAPI rules assume",
+        label="Android API level",
+        flag="--android-api",
+        minimum=MIN_API,
+        maximum=MAX_API,
+        hint="NNAPI needs API 27 (Android 8.1) or newer",
+    ),
+    Setting(
+        "nnapi_stop_ops",
+        DEFAULT_STOP_OPS,
+        "ops NNAPI partitioning stops at: they and everything downstream stay on the CPU",
+        label="NNAPI stop ops",
+    ),
+)
+
+
+class Nnapi(ExecutionProvider):
+    def rule_table(self) -> EPTable:
+        # Imported here: the table imports onnx and numpy, needed only when a model is analysed.
+        from mobilegen.providers.nnapi.table import TABLE
+
+        return TABLE
+
+    def refine(self, support: Support, target: EPTarget) -> None:
+        """Stop ops and everything downstream of them stay on the CPU (CreateExcludedNodeSet)."""
+        graph = support.graph
+        stop_ops = target.names_value("nnapi_stop_ops")
+        stops = [node.index for node in graph.nodes if node.op_type in stop_ops]
+        if not stops:
+            return
+        for index, root in support.downstream_of(stops).items():
+            rn = graph.nodes[root]
+            text = (
+                f"{rn.op_type} is an NNAPI partitioning stop op"
+                if index == root
+                else f"downstream of {rn.op_type} '{rn.name}' (NNAPI stop op): kept on CPU"
+            )
+            support.refuse(index, Reason(text, STOP, "nnapi.stop_ops"))
+
+    def refuse_in_group(self, support: Support, index: int, group_outputs: Collection[str]) -> Reason | None:
+        """uint8 Transpose/Resize/Concat/MaxPool only with their input produced inside the partition."""
+        node = support.graph.nodes[index]
+        if node.op_type not in INTERNAL_QUANT_OPS or not node.inputs:
+            return None
+        info = support.graph.info(node.inputs[0])
+        if info is None or info.elem_type != _UINT8 or node.inputs[0] in group_outputs:
+            return None
+        text = f"uint8 {node.op_type} input '{node.inputs[0]}' is not produced inside the NNAPI partition"
+        return Reason(text, GROUP, "nnapi.uint8_internal")
+
+    def drop_group(self, support: Support, group: Sequence[int]) -> Reason | None:
+        """A lone Reshape/Flatten/Identity, or a partition fed only by constants (IsValidSupportedNodeGroup)."""
+        if len(group) == 1 and support.graph.nodes[group[0]].op_type in GROUP_DROP_OPS:
+            op = support.graph.nodes[group[0]].op_type
+            return Reason(f"a partition of a lone {op} is dropped: not worth running on NNAPI", GROUP, "nnapi.group")
+        if support.only_constant_inputs(group):
+            return Reason("partition fed only by constants is dropped by NNAPI", GROUP, "nnapi.group")
+        return None
+
+    def suggest(self, whatif: WhatIf, target: EPTarget) -> list[str]:
+        """Raise the API level, when nodes refused only for it (and dynamic dims) would then be taken."""
+        lifted = [
+            bool(r) and all(x.category in (API, DYNAMIC) for x in r) and any(x.category == API for x in r)
+            for r in whatif.rule_reasons
+        ]
+        needed = max((x.min_api for r in whatif.rule_reasons for x in r if x.category == API and x.min_api), default=None)
+        if not any(lifted) or needed is None:
+            return []
+        change = whatif.change_if_taken(lifted)
+        return [f"target Android API {needed}+ (--android-api {needed}): {change}"] if change else []
+
+    def report_settings(self, values: Mapping[str, SettingValue]) -> dict[str, object]:
+        # NNAPI always needs fixed shapes: recorded, so reports of different EPs read the same way.
+        return {**super().report_settings(values), "require_static_shapes": True}
+
+
+PROVIDER = Nnapi(
+    name="nnapi",
+    display_name=DISPLAY_NAME,
+    platform="android",
+    settings=SETTINGS,
+    notices=(NNAPI_DEPRECATED,),
+)

@@ -1,0 +1,148 @@
+"""The NNAPI table: general rules (checked for every registered op) and the registered ops with their
+limits, read from onnxruntime/core/providers/nnapi/nnapi_builtin/builders/ (see docs/coverage.md)."""
+
+from __future__ import annotations
+
+from mobilegen.coverage.common import dtype_reason, symbolic_dim_reasons, unknown_shape_reasons
+from mobilegen.coverage.rules import (
+    API,
+    DYNAMIC,
+    F32,
+    U8,
+    EPTable,
+    MinApi,
+    NodeContext,
+    OpSpec,
+    Reason,
+    Rule,
+    needs_api,
+)
+from mobilegen.providers.nnapi import MIN_API
+from mobilegen.providers.nnapi.rules import BASE, EP, EP_SRC, FACTORY, HELPER, IMPL, OP_RULES, target_api
+
+MAX_OPSET = 28  # BaseOpBuilder::GetMaxSupportedOpSet (impl/base_op_builder.h)
+
+
+# --- general rules ----------------------------------------------------------------------------------
+
+
+def _api(ctx: NodeContext) -> Reason | None:
+    spec = ctx.spec
+    need = spec.min_api(ctx) if callable(spec.min_api) else spec.min_api or MIN_API
+    have = target_api(ctx)
+    if need > have:
+        return needs_api(f"needs Android API {need}, target is {have}", need)
+    return None
+
+
+def _opset(ctx: NodeContext) -> str | None:
+    spec: OpSpec = ctx.spec
+    hi = spec.since_max or MAX_OPSET
+    v = ctx.node.since_version
+    if v is None or spec.since_min <= v <= hi:
+        return None
+    return f"{ctx.node.op_type} opset {v} (node since_version): NNAPI takes {spec.since_min}..{hi}"
+
+
+def _input0_dtype(ctx: NodeContext) -> str | None:
+    spec: OpSpec = ctx.spec
+    return dtype_reason(ctx, 0, spec.input0_dtypes or (F32,), EP)
+
+
+GENERAL = (
+    Rule("nnapi.min_api", "the op's minimum NNAPI feature level (Android API) is met", IMPL + "base_op_builder.h", _api, API),
+    Rule("nnapi.shapes_known", "every input has a shape", BASE, lambda c: unknown_shape_reasons(c, EP)),
+    Rule(
+        "nnapi.fixed_dims",
+        "every input dim is fixed",
+        BASE,
+        lambda c: symbolic_dim_reasons(c, "NNAPI needs fixed shapes"),
+        DYNAMIC,
+    ),
+    Rule("nnapi.input0_dtype", "input 0 has a supported element type (default float32)", BASE, _input0_dtype),
+    Rule("nnapi.opset", "node since_version within the builder's range", BASE, _opset),
+)
+
+
+def _resize_api(ctx: NodeContext) -> int:
+    return 28 if ctx.dtype(0) == U8 else 29
+
+
+def _op(op: str, src: str, since: int = 1, api: MinApi = MIN_API, dtypes: tuple[int, ...] | None = None,
+        rules: tuple[str, ...] = (), since_max: int | None = None, domain: str = "") -> OpSpec:
+    return OpSpec(op, IMPL + src, since, since_max, api, dtypes, rules, domain)
+
+
+_UNARY = "unary_op_builder.cc"
+_BIN = "binary_op_builder.cc"
+_POOL = "pool_op_builder.cc"
+_GEMM = "gemm_op_builder.cc"
+
+OPS = {
+    (s.domain, s.op_type): s
+    for s in (
+        _op("Conv", "conv_op_builder.cc", 1, 28, rules=("nnapi.conv.weight", "nnapi.conv.dilations")),
+        _op("BatchNormalization", "batchnorm_op_builder.cc", 7, 27, rules=("nnapi.batchnorm",)),
+        _op("Relu", "relu_op_builder.cc", 1, 27),
+        _op("Clip", "clip_op_builder.cc", 1, 27, rules=("nnapi.clip.range",)),
+        _op("Sigmoid", _UNARY, 6, 27, rules=("nnapi.rank_1_4",)),
+        _op("Tanh", _UNARY, 6, 27),
+        _op("Floor", _UNARY, 6, 27),
+        _op("Abs", _UNARY, 6, 29),
+        _op("Exp", _UNARY, 6, 29),
+        _op("Log", _UNARY, 6, 29),
+        _op("Neg", _UNARY, 6, 29),
+        _op("Sin", _UNARY, 6, 29),
+        _op("Sqrt", _UNARY, 6, 29),
+        _op("LeakyRelu", "leakyrelu_op_builder.cc", 6, 27, rules=("nnapi.rank_1_4",)),
+        _op("Elu", "elu_op_builder.cc", 6, 30),
+        _op("PRelu", _BIN, 1, 29, rules=("nnapi.binary.rank",)),
+        _op("Add", _BIN, 7, 27, rules=("nnapi.binary.rank",)),
+        _op("Mul", _BIN, 7, 27, rules=("nnapi.binary.rank",)),
+        _op("Sub", _BIN, 7, 28, rules=("nnapi.binary.rank",)),
+        _op("Div", _BIN, 7, 28, rules=("nnapi.binary.rank",)),
+        _op("Pow", _BIN, 7, 29, rules=("nnapi.binary.rank", "nnapi.pow.dtype")),
+        _op("Max", "minmax_op_builder.cc", 6, 29, rules=("nnapi.minmax.inputs",)),
+        _op("Min", "minmax_op_builder.cc", 6, 29, rules=("nnapi.minmax.inputs",)),
+        _op("MatMul", _GEMM, 1, 27, rules=("nnapi.matmul",)),
+        _op("Gemm", _GEMM, 7, 27, rules=("nnapi.gemm.attrs", "nnapi.gemm.rank", "nnapi.gemm.b_const", "nnapi.gemm.bias")),
+        _op("Reshape", "reshape_op_builder.cc", 5, 27, rules=("nnapi.rank_1_4", "nnapi.reshape.shape_const", "nnapi.reshape.zero")),
+        _op("Flatten", "flatten_op_builder.cc", 1, 27, rules=("nnapi.rank_1_4",)),
+        _op("Transpose", "transpose_op_builder.cc", 1, 28, dtypes=(F32, U8), rules=("nnapi.rank_1_4",)),
+        _op("Concat", "concat_op_builder.cc", 1, 27, dtypes=(F32, U8), rules=("nnapi.rank_1_4",)),
+        _op("Split", "split_op_builder.cc", 13, 29, rules=("nnapi.split",)),
+        _op("Slice", "slice_op_builder.cc", 10, 28, rules=("nnapi.slice",)),
+        _op("Gather", "gather_op_builder.cc", 1, 29, rules=("nnapi.gather",)),
+        _op("Softmax", "softmax_op_builder.cc", 1, 28, rules=("nnapi.softmax",)),
+        _op("ReduceMean", "reduction_op_builder.cc", 1, 28, rules=("nnapi.reducemean",)),
+        _op("GlobalAveragePool", _POOL, 1, 28, rules=("nnapi.pool.rank4",)),
+        _op("GlobalMaxPool", _POOL, 1, 28, rules=("nnapi.pool.rank4",)),
+        _op("AveragePool", _POOL, 1, 28, rules=("nnapi.pool.rank4", "nnapi.pool.attrs")),
+        _op("MaxPool", _POOL, 1, 28, dtypes=(F32, U8), rules=("nnapi.pool.rank4", "nnapi.pool.attrs")),
+        _op("Resize", "resize_op_builder.cc", 11, _resize_api, dtypes=(F32, U8), rules=("nnapi.resize",)),
+        _op("Pad", "pad_op_builder.cc", 11, 29, rules=("nnapi.rank_1_4", "nnapi.pad")),
+        _op("Squeeze", "squeeze_op_builder.cc", 1, 28, rules=("nnapi.rank_1_4", "nnapi.axes_const")),
+        _op("Unsqueeze", "unsqueeze_op_builder.cc", 1, 27, rules=("nnapi.rank_1_4", "nnapi.axes_const")),
+        _op("Cast", "cast_op_builder.cc", 6, 29, rules=("nnapi.cast.to",)),
+        _op("Identity", "identity_op_builder.cc", 1, 27),
+        _op("DepthToSpace", "depthtospace_op_builder.cc", 1, 27, rules=("nnapi.depthtospace",)),
+        _op("LRN", "LRN_op_builder.cc", 1, 28, rules=("nnapi.pool.rank4",)),
+        _op("QuantizeLinear", "quantizelinear_op_builder.cc", 10, 29, rules=("nnapi.qdq.params", "nnapi.quantize.out")),
+        _op("DequantizeLinear", "dequantizelinear_op_builder.cc", 10, 27, dtypes=(U8,), rules=("nnapi.qdq.params",)),
+    )
+}
+
+# Registered in op_builder_factory.cc but not modelled here (quantized QLinear* ops need QDQ node units).
+UNMODELLED = ("QLinearConv", "QLinearMatMul", "QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearAveragePool")
+
+TABLE = EPTable(
+    ep="nnapi",
+    ops=OPS,
+    rules=OP_RULES,
+    general=GENERAL,
+    default_since_max=MAX_OPSET,
+    default_input0_dtypes=(F32,),
+    unmodelled=UNMODELLED,
+    domain_blind=("com.microsoft",),  # contrib ops the builders look up by op type only
+    extra={"factory": FACTORY, "helper": HELPER, "ep_source": EP_SRC},
+)

@@ -1,0 +1,54 @@
+"""XNNPACK (Android): a kernel EP, not a compiling one — it claims single nodes, and takes Clip/Relu
+only fused into a preceding Conv/MaxPool/AveragePool.
+
+Partitions are still computed with ORT's grouping so the numbers compare with the other providers; a
+boundary costs an NHWC<->NCHW transpose, not a copy to another device. The per-node rules are in
+:mod:`~mobilegen.providers.xnnpack.table`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mobilegen.providers.base import OTHER, ExecutionProvider, Reason, Setting
+
+if TYPE_CHECKING:
+    from mobilegen.coverage.partition import Support
+    from mobilegen.coverage.rules import EPTable
+    from mobilegen.coverage.target import EPTarget
+
+DISPLAY_NAME = "XNNPACK"
+X = "onnxruntime/core/providers/xnnpack/"
+CHECKER = X + "detail/node_support_checker.cc"
+FUSABLE_PRODUCERS = ("Conv", "MaxPool", "AveragePool")
+FUSED_OPS = ("Clip", "Relu")
+
+SETTINGS = (
+    Setting(
+        "require_static_shapes",
+        False,
+        "recorded with the report (XNNPACK kernels check the dims they need themselves)",
+        flag="--require-static-shapes",
+    ),
+)
+
+
+class Xnnpack(ExecutionProvider):
+    def rule_table(self) -> EPTable:
+        # Imported here: the table imports onnx and numpy, needed only when a model is analysed.
+        from mobilegen.providers.xnnpack.table import TABLE
+
+        return TABLE
+
+    def refine(self, support: Support, target: EPTarget) -> None:
+        """Clip/Relu are taken only when fused into a producer XNNPACK takes (node_support_checker.cc)."""
+        graph = support.graph
+        for node in graph.nodes:
+            if node.op_type in FUSED_OPS and support.taken[node.index]:
+                producer = graph.producer.get(node.inputs[0])
+                if producer is None or not support.taken[producer]:
+                    text = f"{node.op_type} has no preceding XNNPACK node to fuse into"
+                    support.refuse(node.index, Reason(text, OTHER, "xnnpack.fusion"))
+
+
+PROVIDER = Xnnpack(name="xnnpack", display_name=DISPLAY_NAME, platform="android", settings=SETTINGS)

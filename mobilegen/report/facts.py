@@ -1,0 +1,136 @@
+"""Facts the report, the manifest and the package README share: where each node runs, file sizes, the
+coverage JSON, and the small text formats every rendering uses."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mobilegen.artifacts import (
+    GOLDEN_MGV,
+    GOLDEN_NPZ,
+    GOLDEN_TOLERANCES,
+    MODEL_ONNX,
+    MODEL_OPS_CONFIG,
+    MODEL_ORT,
+    BuildResult,
+)
+
+if TYPE_CHECKING:
+    from mobilegen.coverage.model import CoverageReport, NodeVerdict
+
+# Files whose sizes the report lists (package-relative paths), in this order.
+SIZED_FILES = (MODEL_ONNX, MODEL_ORT, MODEL_OPS_CONFIG, GOLDEN_NPZ, GOLDEN_MGV, GOLDEN_TOLERANCES)
+
+CPU = "CPU"
+
+
+def default_sizes(result: BuildResult) -> dict[str, int]:
+    """Sizes of the model and golden files, read from the paths the result carries (when they exist)."""
+    paths: dict[str, Path | None] = {
+        MODEL_ONNX: result.onnx.path,
+        MODEL_ORT: result.ort.path,
+        MODEL_OPS_CONFIG: result.ort.config_path,
+        GOLDEN_NPZ: result.verification.golden_npz,
+        GOLDEN_MGV: result.verification.golden_mgv,
+    }
+    return {rel: p.stat().st_size for rel, p in paths.items() if p is not None and p.is_file()}
+
+
+def placement(report: CoverageReport) -> list[tuple[int, str, str, int]]:
+    """Where each node runs, in the report's node order: (index, node name, op, partition number).
+
+    Partition numbers start at 1 (ORT's order); 0 means the CPU EP (refused, or supported but left out
+    of every partition, e.g. because ORT drops partitions that are too small).
+    """
+    part_of: dict[str, int] = {}
+    for i, names in enumerate(report.partitions, start=1):
+        for name in names:
+            part_of.setdefault(name, i)
+    return [(i, n.name, op_label(n), part_of.get(n.name, 0)) for i, n in enumerate(report.nodes)]
+
+
+def runs(report: CoverageReport) -> list[tuple[int, int, int]]:
+    """Consecutive nodes with the same placement: (partition number or 0 for CPU, first index, count)."""
+    out: list[tuple[int, int, int]] = []
+    for idx, _name, _op, part in placement(report):
+        if out and out[-1][0] == part:
+            p, first, count = out[-1]
+            out[-1] = (p, first, count + 1)
+        else:
+            out.append((part, idx, 1))
+    return out
+
+
+def coverage_json(result: BuildResult) -> str:
+    """``{"reports": [CoverageReport.to_dict(), ...]}``, the same contract as ``mobilegen check --json``."""
+    payload = {"reports": [r.to_dict() for r in result.coverage]}
+    return json.dumps(jsonable(payload), indent=2, ensure_ascii=True) + "\n"
+
+
+def jsonable(value: Any) -> Any:
+    """JSON-safe copy: non-finite floats become "nan"/"inf"/"-inf", paths keep only their name, tuples lists."""
+    if isinstance(value, bool) or value is None or isinstance(value, int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, Path):
+        return value.name
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if hasattr(value, "item"):  # numpy scalar
+        return jsonable(value.item())
+    return str(value)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Text formats
+
+
+def plural(n: int, word: str) -> str:
+    return word if n == 1 else word + "s"
+
+
+def op_label(node: NodeVerdict) -> str:
+    return f"{node.domain}:{node.op_type}" if node.domain not in ("", "ai.onnx") else str(node.op_type)
+
+
+def num(x: float | None) -> str:
+    if x is None:
+        return "–"
+    if isinstance(x, float) and not math.isfinite(x):
+        return str(x)
+    return f"{x:.3g}"
+
+
+def human_bytes(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{n} B" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"  # pragma: no cover
+
+
+def shape_text(shape: Sequence[Any]) -> str:
+    return "[" + ", ".join(str(d) for d in shape) + "]" if shape else "scalar"
+
+
+def partition_text(part: int) -> str:
+    return f"partition {part}" if part else CPU
+
+
+def settings_text(settings: Mapping[str, object]) -> str:
+    return ", ".join(f"{k}={json.dumps(jsonable(settings[k]))}" for k in sorted(settings))
+
+
+def coverage_headline(c: CoverageReport) -> str:
+    return (
+        f"{c.percent:.1f}% of nodes supported ({c.supported_nodes}/{c.total_nodes}), "
+        f"{len(c.partitions)} {plural(len(c.partitions), 'partition')}, verdict: {c.verdict}"
+    )

@@ -1,0 +1,146 @@
+"""Every warning a build gives, as typed :class:`Notice` objects computed once.
+
+The pipeline collects them as the build goes (:func:`export_notices`, :data:`NNAPI_DEPRECATED`,
+:func:`dims_fixed`, :func:`coverage_notices`) and finishes the list with :func:`collect`, which adds the
+facts read off the finished result. ``BuildResult.warnings`` holds that one list; the CLI, the project
+READMEs, the package README, the report and the manifest all read it and nothing re-derives a warning
+from another one's text.
+
+Two scopes keep today's outputs: ``build`` notices are said by the CLI and in every README;
+``package`` notices (facts only the package documents list: report, package README, manifest) come
+after them there.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from mobilegen.artifacts import NNAPI_DEPRECATION
+
+if TYPE_CHECKING:
+    from mobilegen.artifacts import LoadedModel, OnnxModel
+    from mobilegen.coverage.model import CoverageReport
+
+Severity = Literal["warning", "severe"]
+Scope = Literal["build", "package"]
+
+_GENERIC_OUTPUT = re.compile(r"output(_\d+)?")
+
+
+@dataclass(frozen=True)
+class Notice:
+    """One warning: a stable ``code``, how loud it is, its one-line ``text`` (raw; escape per format)."""
+
+    code: str  # e.g. "nnapi-deprecated", "cpu-fallback"
+    severity: Severity  # "severe" when the build is of little use as asked (e.g. NNAPI takes nothing)
+    text: str
+    scope: Scope = "build"
+    subject: str = ""  # what it is about when a code repeats: an EP label, an input name
+
+
+NNAPI_DEPRECATED = Notice("nnapi-deprecated", "warning", NNAPI_DEPRECATION)
+
+
+def texts(notices: Iterable[Notice]) -> list[str]:
+    """Every notice's text, in order (the manifest's ``warnings``)."""
+    return [n.text for n in notices]
+
+
+def build_notices(notices: Iterable[Notice]) -> tuple[Notice, ...]:
+    """The notices said at build time: by the CLI and in the generated projects' READMEs."""
+    return tuple(n for n in notices if n.scope == "build")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Builders, in the order the pipeline meets them
+
+
+def export_notices(loaded: LoadedModel, onnx_model: OnnxModel, *, output_names_given: bool) -> list[Notice]:
+    """What the export said (its notes), the output-name hint, and an exporter fallback the user should
+    hear about (a TorchScript input always takes the TorchScript exporter: only the report lists that)."""
+    out = [Notice("export-note", "warning", note) for note in onnx_model.notes]
+    generic = all(_GENERIC_OUTPUT.fullmatch(o.name) for o in onnx_model.io.outputs)
+    if onnx_model.exporter != "passthrough" and not output_names_given and not generic:
+        names = ", ".join(o.name for o in onnx_model.io.outputs)
+        out.append(
+            Notice(
+                "output-names",
+                "warning",
+                f"output names come from the exporter ({names}) and name the wrappers' properties; choose them with --output-name",
+            )
+        )
+    if onnx_model.fallback_reason and onnx_model.exporter == "torchscript" and loaded.kind != "torchscript":
+        out.append(_exporter_fallback(onnx_model, onnx_model.fallback_reason, "build"))
+    return out
+
+
+def dims_fixed_text(fixed: Mapping[str, int]) -> str:
+    """The note ``fix_dynamic_dims`` leaves on the model (dim name → the size it was fixed to)."""
+    dims = ", ".join(f"{d}={n}" for d, n in fixed.items())
+    return f"dynamic dims fixed for NNAPI (which takes no symbolic dims): {dims}; pass --keep-dynamic to keep them"
+
+
+def dims_fixed(note: str, *, ios_too: bool) -> Notice:
+    """The fixed-dims note; with iOS in the same build, the iOS project ships that model too."""
+    return Notice("dims-fixed", "warning", note + (" (the iOS package ships the same fixed-size model)" if ios_too else ""))
+
+
+def coverage_notices(coverage: Sequence[CoverageReport]) -> list[Notice]:
+    """Per analysed EP: nothing taken by NNAPI (severe), or nodes left to the CPU EP / a split graph."""
+    out: list[Notice] = []
+    for rep in coverage:
+        if rep.ep == "nnapi" and rep.supported_nodes == 0:
+            text = "NNAPI takes 0 nodes of this model: everything runs on the CPU (see the coverage report)"
+            out.append(Notice("nnapi-no-nodes", "severe", text, subject=rep.label))
+        elif rep.supported_nodes < rep.total_nodes or len(rep.partitions) > 1:
+            cpu = rep.total_nodes - rep.supported_nodes
+            parts = len(rep.partitions)
+            text = (
+                f"{rep.label}: {cpu} of {rep.total_nodes} nodes fall back to the CPU EP; "
+                f"{parts} partition{'s' if parts != 1 else ''} (verdict {rep.verdict})"
+            )
+            out.append(Notice("cpu-fallback", "warning", text, subject=rep.label))
+    return out
+
+
+def collect(
+    notices: Iterable[Notice],
+    onnx_model: OnnxModel,
+    coverage: Sequence[CoverageReport],
+    *,
+    source_kind: str,
+) -> tuple[Notice, ...]:
+    """The build's notices, then the facts only the package documents add (``scope="package"``): an
+    exporter fallback not said yet, the NNAPI deprecation when NNAPI was analysed, inputs left with
+    dynamic dims, and EPs that leave nodes outside every partition without a build notice of their own."""
+    out = list(notices)
+    codes = {n.code for n in out}
+    if onnx_model.fallback_reason and "exporter-fallback" not in codes:
+        out.append(_exporter_fallback(onnx_model, onnx_model.fallback_reason, "package"))
+    if any(c.ep == "nnapi" for c in coverage) and "nnapi-deprecated" not in codes:
+        out.append(Notice("nnapi-deprecated", "warning", NNAPI_DEPRECATION, "package"))
+    for t in onnx_model.io.inputs:
+        if t.dynamic_dims:
+            text = (
+                f"input {t.name} has dynamic dims ({', '.join(t.dynamic_dims)}): NNAPI and CoreML need "
+                "static shapes and run such nodes on the CPU unless the dims are fixed"
+            )
+            out.append(Notice("dynamic-input", "warning", text, "package", subject=t.name))
+    said = {n.subject for n in out if n.code == "cpu-fallback"}
+    for c in coverage:
+        placed = {name for names in c.partitions for name in names}
+        cpu = c.total_nodes - sum(1 for n in c.nodes if n.name in placed)
+        if cpu and c.label not in said:
+            parts = len(c.partitions)
+            text = f"{c.label}: {cpu} of {c.total_nodes} nodes fall back to the CPU EP ({parts} partition{'s' if parts != 1 else ''} on {c.ep})"
+            out.append(Notice("cpu-fallback", "warning", text, "package", subject=c.label))
+            said.add(c.label)
+    return tuple(out)
+
+
+def _exporter_fallback(onnx_model: OnnxModel, reason: str, scope: Scope) -> Notice:
+    text = f"ONNX export fell back to the {onnx_model.exporter} exporter: {reason}"
+    return Notice("exporter-fallback", "warning", text, scope)

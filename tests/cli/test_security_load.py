@@ -1,0 +1,375 @@
+"""No code from a model file runs while loading it (issue 9, items 1 and 8).
+
+Item 1: a crafted torch.export archive (.pt2) must not run code without --trust-pickle. Each hostile
+archive below is a real program re-written so that ``torch.export.load`` itself runs a payload that
+creates a marker file (``test_the_hostile_archives_are_live`` proves it); the stealthy ones then let
+loading carry on normally. Item 8: ``--model-class`` code that calls ``sys.exit`` or names something
+that is not an nn.Module class fails cleanly.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import pickle
+import re
+import sys
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from mobilegen.cli import app
+from mobilegen.errors import LoadError
+from mobilegen.load import LoadOptions, load_model
+
+runner = CliRunner()
+
+
+class _Payload:
+    """Unpickles by calling ``eval(code)``: the marker is created, then ``code``'s value is returned."""
+
+    def __init__(self, code: str) -> None:
+        self.code = code
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return (eval, (self.code,))
+
+
+def _touch_then(marker: Path, result: str) -> str:
+    return f"(open({str(marker)!r}, 'w').close(), {result})[1]"
+
+
+def _torch_saved(obj: object) -> bytes:
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    return buf.getvalue()
+
+
+class Net(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.l = torch.nn.Linear(4, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.l(x).relu()
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A normal program with a dynamic batch dim (so it has symbolic shape expressions)."""
+    path = tmp_path_factory.mktemp("pt2") / "net.pt2"
+    torch.manual_seed(0)
+    ep = torch.export.export(Net().eval(), (torch.randn(2, 4),), dynamic_shapes={"x": {0: torch.export.Dim("b")}})
+    torch.export.save(ep, str(path))
+    return path
+
+
+def rewrite(src: Path, dst: Path, edit: Callable[[str, bytes], bytes | None], extra: dict[str, bytes] | None = None) -> Path:
+    """Copy the archive, passing each entry (named as torch names it, without the root folder) through
+    ``edit`` (None drops it); ``extra`` entries go under the root folder, or at the top if they start with /."""
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        root = zin.namelist()[0].split("/", 1)[0]
+        for info in zin.infolist():
+            data = edit(info.filename.split("/", 1)[1], zin.read(info.filename))
+            if data is not None:
+                zout.writestr(info.filename, data)
+        for name, data in (extra or {}).items():
+            zout.writestr(name[1:] if name.startswith("/") else f"{root}/{name}", data)
+    return dst
+
+
+def _edit_json(entry: str, change: Callable[[dict], None]) -> Callable[[str, bytes], bytes]:
+    def edit(name: str, data: bytes) -> bytes:
+        if name != entry:
+            return data
+        obj = json.loads(data)
+        change(obj)
+        return json.dumps(obj).encode()
+
+    return edit
+
+
+def sample_inputs(src: Path, dst: Path, marker: Path) -> Path:
+    """Stealthy: the sample inputs run the payload, then are the real ones, so loading succeeds."""
+    evil = _torch_saved(_Payload(_touch_then(marker, "((__import__('torch').zeros(2, 4),), {})")))
+    return rewrite(src, dst, lambda n, d: evil if n == "data/sample_inputs/model.pt" else d)
+
+
+def pickled_weight(src: Path, dst: Path, marker: Path) -> Path:
+    config = "data/weights/model_weights_config.json"
+    with zipfile.ZipFile(src) as zf:
+        metas = json.loads(zf.read(next(n for n in zf.namelist() if n.endswith(config))))["config"]
+    meta = metas["l.weight"]
+    sizes = [d["as_int"] for d in meta["tensor_meta"]["sizes"]]
+    evil = _torch_saved(_Payload(_touch_then(marker, f"__import__('torch').zeros({sizes})")))
+
+    def edit(name: str, data: bytes) -> bytes:
+        if name == f"data/weights/{meta['path_name']}":
+            return evil
+        return _edit_json(config, lambda o: o["config"]["l.weight"].update(use_pickle=True))(name, data)
+
+    return rewrite(src, dst, edit)
+
+
+def opaque_constant(src: Path, dst: Path, marker: Path) -> Path:
+    entry = {"path_name": "opaque_obj_0", "is_param": False, "use_pickle": True, "tensor_meta": None}
+    edit = _edit_json("data/constants/model_constants_config.json", lambda o: o["config"].update(evil=entry))
+    return rewrite(src, dst, edit, {"data/constants/opaque_obj_0": pickle.dumps(_Payload(_touch_then(marker, "0")))})
+
+
+def shape_expression(src: Path, dst: Path, marker: Path) -> Path:
+    """Stealthy: sympify evaluates the expression, which touches the marker and yields the real symbol."""
+
+    def edit(name: str, data: bytes) -> bytes:
+        if name != "models/model.json":
+            return data
+        pattern = rb'"expr_str": "(Symbol\(\'\w+\', positive=True, integer=True\))"'
+        payload = f"__import__('pathlib').Path('{marker}').touch() or ".encode()
+        out, n = re.subn(pattern, lambda m: b'"expr_str": "' + payload + m.group(1) + b'"', data)
+        assert n > 0
+        return out
+
+    return rewrite(src, dst, edit)
+
+
+def shape_guard(src: Path, dst: Path, marker: Path) -> Path:
+    """Runs when the program is called (export and verification call it)."""
+    guard = f"__import__('pathlib').Path('{marker}').touch() is None"
+    return rewrite(src, dst, _edit_json("models/model.json", lambda o: o.update(guards_code=[guard])))
+
+
+def parameter_name(src: Path, dst: Path, marker: Path) -> Path:
+    """module() pastes parameter names into `getattr(self, "<name>")` in the source it executes."""
+    evil = f'x") if getattr(__import__("os"),"system")("touch {marker}") else getattr(self, "x'
+    assert "." not in evil  # torch splits the name at dots
+    new = json.dumps("l." + evil).encode()
+    return rewrite(src, dst, lambda n, d: d.replace(b'"l.weight"', new) if n.endswith(".json") else d)
+
+
+def aot_library(src: Path, dst: Path, marker: Path) -> Path:
+    """torch.export.load dlopens AOTInductor libraries it finds (not live here: this is no real library)."""
+    return rewrite(src, dst, lambda n, d: d, {"data/aotinductor/model/model.so": b"\x7fELF"})
+
+
+def legacy_layout(src: Path, dst: Path, marker: Path) -> Path:
+    """Without archive_version the current reader raises a RuntimeError, and torch.export.load retries
+    with the pre-2.8 reader, which unpickles the top-level serialized_*.pt entries."""
+    from torch._export.serde.schema import SCHEMA_VERSION
+
+    with zipfile.ZipFile(src) as zf:
+        program = zf.read(next(n for n in zf.namelist() if n.endswith("models/model.json")))
+    evil = _torch_saved(_Payload(_touch_then(marker, "{}")))
+    top = {
+        "/version": ".".join(map(str, SCHEMA_VERSION)).encode(),
+        "/serialized_exported_program.json": program,
+        "/serialized_state_dict.pt": _torch_saved({}),
+        "/serialized_constants.pt": evil,
+        "/serialized_example_inputs.pt": evil,
+    }
+    return rewrite(src, dst, lambda n, d: None if n == "archive_version" else d, top)
+
+
+HOSTILE: dict[str, tuple[Callable[[Path, Path, Path], Path], str]] = {
+    "sample_inputs": (sample_inputs, "data/sample_inputs/model.pt"),
+    "pickled_weight": (pickled_weight, "data/weights/weight_"),
+    "opaque_constant": (opaque_constant, "data/constants/opaque_obj_0"),
+    "shape_expression": (shape_expression, "models/model.json"),
+    "shape_guard": (shape_guard, "models/model.json"),
+    "parameter_name": (parameter_name, "models/model.json"),
+    "aot_library": (aot_library, "data/aotinductor/model/model.so"),
+    "legacy_layout": (legacy_layout, "'version'"),  # the entry that makes the legacy reader reachable
+}
+
+
+def hostile(kind: str, clean: Path, tmp_path: Path) -> tuple[Path, Path, str]:
+    make, entry = HOSTILE[kind]
+    marker = tmp_path / "pwned"
+    return make(clean, tmp_path / f"{kind}.pt2", marker), marker, entry
+
+
+def invoke(*args: object):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def assert_refused(result, entry: str) -> None:
+    assert result.exit_code == 3, (result.exit_code, result.stdout, result.stderr)
+    lines = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
+    assert len(lines) == 1, result.stderr
+    assert entry in lines[0] and "--trust-pickle" in lines[0], lines[0]
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("kind", sorted(set(HOSTILE) - {"aot_library"}))
+def test_the_hostile_archives_are_live(kind: str, clean: Path, tmp_path: Path) -> None:
+    """Control: torch itself runs each payload, loading the file or calling the program as export does
+    (so the refusals below are not vacuous)."""
+    path, marker, _ = hostile(kind, clean, tmp_path)
+    try:
+        torch.export.load(str(path)).module()(torch.randn(2, 4))
+    except Exception:  # noqa: BLE001, S110 — some payloads break loading after they ran
+        pass
+    assert marker.exists()
+
+
+def test_stealthy_variants_load_normally_under_torch(clean: Path, tmp_path: Path) -> None:
+    for kind in ("sample_inputs", "shape_expression"):
+        path, marker, _ = hostile(kind, clean, tmp_path)
+        ep = torch.export.load(str(path))
+        assert marker.exists() and ep.module()(torch.randn(3, 4)).shape == (3, 3)
+        marker.unlink()
+
+
+COMMANDS: dict[str, Callable[[Path], list[object]]] = {
+    "inspect": lambda out: [],
+    "export": lambda out: ["-o", out / "m.onnx"],
+    "check": lambda out: ["--ep", "nnapi"],
+    "package": lambda out: ["--android", "-o", out / "pkg"],
+    "android": lambda out: ["-o", out / "app"],
+}
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+@pytest.mark.parametrize("kind", ["sample_inputs", "shape_expression", "parameter_name"])
+def test_every_command_refuses_without_running_it(command: str, kind: str, clean: Path, tmp_path: Path) -> None:
+    path, marker, entry = hostile(kind, clean, tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    assert_refused(invoke(command, path, *COMMANDS[command](out)), entry)
+    assert not marker.exists()
+    assert list(out.iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([path.name, "out"])
+
+
+@pytest.mark.parametrize("kind", sorted(HOSTILE))
+def test_every_hostile_archive_is_refused(kind: str, clean: Path, tmp_path: Path) -> None:
+    path, marker, entry = hostile(kind, clean, tmp_path)
+    assert_refused(invoke("export", path, "-o", tmp_path / "m.onnx", "--json"), entry)
+    assert not marker.exists() and not (tmp_path / "m.onnx").exists()
+
+
+def test_trust_pickle_loads_it_and_runs_its_code(clean: Path, tmp_path: Path) -> None:
+    """--trust-pickle means "this file may run code": the stealthy archive then loads as torch loads it."""
+    path, marker, _ = hostile("sample_inputs", clean, tmp_path)
+    r = invoke("inspect", path, "--trust-pickle", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["inputs"][0]["shape"] == ["x_dim0", 4]
+    assert marker.exists()
+
+
+def test_normal_archives_load_without_trust(clean: Path) -> None:
+    loaded = load_model(clean, LoadOptions())
+    assert loaded.kind == "exported_program"
+    assert loaded.example_sizes == {"x_dim0": 2}  # read from the (plain-tensor) sample inputs
+    example = Path(__file__).resolve().parents[2] / "examples" / "encoder_tiny.pt2"
+    assert load_model(example).example_sizes == {"tokens_dim1": 16}
+
+
+def test_real_shape_guards_are_accepted(tmp_path: Path) -> None:
+    """A derived dim makes torch record a guard ("(L['x'].size()[0] // 2) <= ..."): still loads, and runs."""
+
+    class Half(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x[: x.shape[0] // 2].sum(0)
+
+    half = torch.export.Dim("half", min=2, max=32)
+    ep = torch.export.export(Half(), (torch.randn(8, 3),), dynamic_shapes={"x": {0: 2 * half}})
+    assert ep._guards_code  # the case this test is about
+    path = tmp_path / "half.pt2"
+    torch.export.save(ep, str(path))
+    loaded = load_model(path)
+    assert loaded.module.module()(torch.randn(6, 3)).shape == (3,)
+
+
+def test_backstop_blocks_a_pickle_the_checks_did_not_foresee(clean: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mobilegen import pt2_safety
+
+    path, marker, _ = hostile("sample_inputs", clean, tmp_path)
+    monkeypatch.setattr(pt2_safety, "archive_refusal", lambda p: None)  # as if the pre-check missed it
+    with pytest.raises(LoadError, match=r"asks for (__builtin__|builtins)\.eval") as info:
+        load_model(path)
+    assert "--trust-pickle" in info.value.one_line()
+    assert not marker.exists()
+
+
+def test_backstop_is_idle_outside_a_load(tmp_path: Path) -> None:
+    from mobilegen import pt2_safety
+
+    marker = tmp_path / "ran"
+    data = pickle.dumps(_Payload(_touch_then(marker, "1")))
+    with pt2_safety._no_unpickling() as blocked, pytest.raises(pt2_safety.UnpicklingBlocked):
+        pickle.loads(data)
+    assert blocked == ["builtins.eval"] and not marker.exists()
+    assert pickle.loads(data) == 1 and marker.exists()  # the hook stays installed but does nothing now
+
+
+# ---- item 8: --model-class ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def weights(tmp_path: Path) -> Path:
+    path = tmp_path / "sd.pt"
+    torch.save(torch.nn.Linear(4, 3).state_dict(), path)
+    return path
+
+
+def _user_module(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "usermodel.py"
+    path.write_text("import sys\nimport torch\n\n" + body)
+    return path
+
+
+def _one_error(result, code: int, *needles: str) -> None:
+    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
+    lines = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
+    assert len(lines) == 1, result.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]
+
+
+def test_model_class_module_exiting_on_import_fails(weights: Path, tmp_path: Path) -> None:
+    mod = _user_module(tmp_path, "sys.exit(0)\n")
+    sys.modules.pop("_mobilegen_user_usermodel", None)
+    _one_error(invoke("inspect", weights, "--model-class", f"{mod}:Net"), 3, "sys.exit(0)", "__main__")
+    r = invoke("inspect", weights, "--model-class", f"{mod}:Net", "--json")
+    assert r.exit_code == 3
+    assert json.loads(r.stdout)["error"] == "load"
+    assert "_mobilegen_user_usermodel" not in sys.modules  # the half-imported module is not left behind
+
+
+def test_model_class_package_module_exiting_on_import_fails(weights: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "mg_exits_on_import.py").write_text("import sys\nsys.exit(3)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    _one_error(invoke("inspect", weights, "--model-class", "mg_exits_on_import:Net"), 3, "sys.exit(3)")
+
+
+def test_model_class_constructor_exiting_fails(weights: Path, tmp_path: Path) -> None:
+    mod = _user_module(tmp_path, "class Net(torch.nn.Module):\n    def __init__(self):\n        sys.exit(0)\n")
+    _one_error(invoke("inspect", weights, "--model-class", f"{mod}:Net"), 3, "constructing", "sys.exit(0)")
+
+
+def test_model_class_constructor_error_is_a_load_error(weights: Path, tmp_path: Path) -> None:
+    mod = _user_module(tmp_path, "class Net(torch.nn.Module):\n    def __init__(self):\n        raise ValueError('no config')\n")
+    _one_error(invoke("inspect", weights, "--model-class", f"{mod}:Net"), 3, "ValueError: no config")
+
+
+def test_model_class_missing_file_is_a_usage_error(weights: Path, tmp_path: Path) -> None:
+    _one_error(invoke("inspect", weights, "--model-class", f"{tmp_path / 'nope.py'}:Net"), 2, "does not exist")
+
+
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [
+        ("def Net():\n    open(MARKER, 'w').close()\n", "a function"),
+        ("Net = 3\n", "an int"),
+        ("class Net:\n    def __init__(self):\n        open(MARKER, 'w').close()\n", "the class Net"),
+    ],
+)
+def test_model_class_that_is_not_a_module_class_is_never_called(weights: Path, tmp_path: Path, body: str, needle: str) -> None:
+    marker = tmp_path / "called"
+    mod = _user_module(tmp_path, f"MARKER = {str(marker)!r}\n" + body)
+    _one_error(invoke("inspect", weights, "--model-class", f"{mod}:Net"), 2, needle, "not a torch.nn.Module")
+    assert not marker.exists()
