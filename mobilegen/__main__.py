@@ -1,10 +1,13 @@
 import sys
 
-try:
-    from mobilegen.cli import main
-except KeyboardInterrupt:  # Ctrl-C before mobilegen has started: nothing was written yet
-    sys.stderr.write("interrupted\n")
-    sys.exit(130)
-
 if __name__ == "__main__":
-    main()
+    from mobilegen import signals
+
+    signals.install()  # before the CLI's own imports: Ctrl-C is handled the same way from the first moment
+    try:
+        from mobilegen.cli import main
+
+        main()
+    except KeyboardInterrupt:  # raised before main() took over (nothing was written yet)
+        sys.stderr.write("interrupted\n")
+        signals.quiet_exit(signals.exit_code())

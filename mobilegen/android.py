@@ -133,6 +133,7 @@ class AndroidOptions:
     package: str | None = None
     class_name: str | None = None
     ort_version: str | None = None
+    android_api: int | None = None  # API level the NNAPI analysis targets (None: the provider's default)
 
 
 def validate_android_options(opts: AndroidOptions) -> None:
@@ -151,6 +152,10 @@ def validate_android_options(opts: AndroidOptions) -> None:
         details.append("--nnapi-flags: cpu-disabled and cpu-only exclude each other (ORT refuses the pair)")
     if opts.nnapi_flags and not opts.nnapi:
         details.append("--nnapi-flags given without --nnapi")
+    if opts.android_api is not None:
+        from mobilegen import providers
+
+        providers.validate_settings({"android_api": opts.android_api})  # the NNAPI provider's declared range
     if not details:
         return
     hints = []

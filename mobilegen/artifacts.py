@@ -35,6 +35,9 @@ class OnnxModel:
     fallback_reason: str | None = None
     example_sizes: dict[str, int] = field(default_factory=dict)  # example size per named dim
     notes: tuple[str, ...] = ()
+    # The onnx.ModelProto, parsed once by the export and handed on in memory (graph passes change it
+    # before the build writes ``path`` once); None when only the file is known.
+    proto: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -196,13 +196,15 @@ def _op_from_error(text: str) -> str | None:
     return m.group(1) if m else None
 
 
-def export_onnx(loaded: LoadedModel, options: ExportOptions, out_path: Path) -> OnnxModel:
-    """Export to ``out_path`` (a single self-contained .onnx). ONNX inputs are copied through."""
+def export_onnx(loaded: LoadedModel, options: ExportOptions, out_path: Path, *, write: bool = True) -> OnnxModel:
+    """Export to ``out_path`` (a single self-contained .onnx). ONNX inputs are copied through. The model
+    stays in memory (``OnnxModel.proto``); with ``write=False`` nothing is written yet (the build writes
+    it once, after its graph passes)."""
 
     if loaded.kind == "onnx":
         from mobilegen.onnx_source import passthrough, read_onnx_source
 
-        return passthrough(loaded, options, out_path, read_onnx_source(loaded, options))
+        return passthrough(loaded, options, out_path, read_onnx_source(loaded, options), write=write)
     if loaded.kind == "ort":
         raise UsageError(f"{loaded.source} is already in ORT format", hint="pass the .onnx or PyTorch model it came from")
 
@@ -261,7 +263,7 @@ def export_onnx(loaded: LoadedModel, options: ExportOptions, out_path: Path) -> 
     model = program_model
     _rename_dims(model, specs)
     rename_outputs(model, options.output_names)
-    model = finish_model(model, out_path, source=None)
+    model = finish_model(model, out_path, source=None, write=write)
     io_spec = _onnx_io(model)
     specialised: list[str] = []
     static_now = [s for s in io_spec.inputs if s.is_static]
@@ -276,6 +278,7 @@ def export_onnx(loaded: LoadedModel, options: ExportOptions, out_path: Path) -> 
         fallback_reason=reason,
         example_sizes={k: v for k, v in sizes.items()},
         notes=tuple(specialised),
+        proto=model,
     )
 
 
@@ -386,7 +389,7 @@ def _check_output_names(model: Any, wanted: tuple[str, ...]) -> None:
         raise UsageError(f"--output-name {clash[0]!r} is already the name of another tensor in the model", hint="choose another name")
 
 
-def finish_model(model: Any, out_path: Path, *, source: Path | None) -> Any:
+def finish_model(model: Any, out_path: Path, *, source: Path | None, write: bool = True) -> Any:
     """Check, infer shapes, and write one self-contained file (weights inlined). ``source`` is the ONNX
     file the model came from (its problems are load errors), None for a model exported from PyTorch."""
     import onnx
@@ -400,10 +403,21 @@ def finish_model(model: Any, out_path: Path, *, source: Path | None) -> Any:
         if source is not None:
             raise LoadError(f"{source.name} is not a valid ONNX model: {first_line(err)}", hint="fix the model or re-export it") from err
         raise ExportError(f"the ONNX model is invalid: {first_line(err)}", hint="try another --opset, or export with the other exporter") from err
-    tmp = out_path.with_name(out_path.name + ".tmp")
-    onnx.save_model(inferred, str(tmp))
-    shutil.move(str(tmp), str(out_path))
+    if write:
+        save_onnx(inferred, out_path)
     return inferred
+
+
+def save_onnx(model: Any, out_path: Path) -> None:
+    """Write one self-contained .onnx through a temporary name (never a half-written file)."""
+    import onnx
+
+    tmp = out_path.with_name(out_path.name + ".tmp")
+    try:
+        onnx.save_model(model, str(tmp))
+        shutil.move(str(tmp), str(out_path))
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _lowest_ir_version(model: Any) -> None:

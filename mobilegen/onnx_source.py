@@ -50,13 +50,13 @@ def load_weights(model: Any, loaded: LoadedModel) -> None:
         raise LoadError(f"the external data of {loaded.source.name} cannot be read: {first_line(err)}", hint="put the data files next to the model, as it was saved") from err
 
 
-def passthrough(loaded: LoadedModel, options: ExportOptions, out_path: Path, model: Any) -> OnnxModel:
+def passthrough(loaded: LoadedModel, options: ExportOptions, out_path: Path, model: Any, *, write: bool = True) -> OnnxModel:
     refuse_too_large(model_bytes(model), f"{loaded.source.name} is", "; `mobilegen check` still analyses it as it is")
     load_weights(model, loaded)
     notes = constant_initializers(model)
     rename_outputs(model, options.output_names)
     specs, sizes = check_onnx_inputs(onnx_io_spec(model), options)
-    model = finish_model(model, out_path, source=loaded.source)
+    model = finish_model(model, out_path, source=loaded.source, write=write)
     return OnnxModel(
         path=out_path,
         io=replace(onnx_io_spec(model), inputs=tuple(specs)),
@@ -64,19 +64,19 @@ def passthrough(loaded: LoadedModel, options: ExportOptions, out_path: Path, mod
         exporter="passthrough",
         example_sizes=sizes,
         notes=notes,
+        proto=model,
     )
 
 
 def onnx_for_analysis(loaded: LoadedModel, options: ExportOptions, out_path: Path) -> Any:
     """The ONNX model ``mobilegen check`` analyses: exported as by every other command, except an ONNX
     source too large for one file, which is analysed as given (weights read from its external data)."""
-    import onnx
 
     if loaded.kind != "onnx":
-        return onnx.load_model(str(export_onnx(loaded, options, out_path).path))
+        return export_onnx(loaded, options, out_path, write=False).proto
     model = read_onnx_source(loaded, options)
     if model_bytes(model) <= MAX_INLINE_BYTES:
-        return onnx.load_model(str(passthrough(loaded, options, out_path, model).path))
+        return passthrough(loaded, options, out_path, model, write=False).proto
     check_onnx_inputs(onnx_io_spec(model), options)
     load_weights(model, loaded)
     return model

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
+from mobilegen import providers
 from mobilegen.artifacts import NNAPI_DEPRECATION
 
 if TYPE_CHECKING:
@@ -83,18 +84,21 @@ def dims_fixed_text(fixed: Mapping[str, int]) -> str:
     return f"dynamic dims fixed for NNAPI (which takes no symbolic dims): {dims}; pass --keep-dynamic to keep them"
 
 
-def dims_fixed(note: str, *, ios_too: bool) -> Notice:
-    """The fixed-dims note; with iOS in the same build, the iOS project ships that model too."""
-    return Notice("dims-fixed", "warning", note + (" (the iOS package ships the same fixed-size model)" if ios_too else ""))
+def dims_fixed(note: str, *, shipped_by: Sequence[str] = ()) -> Notice:
+    """The fixed-dims note; targets of the same build that did not ask for fixed dims (``shipped_by``,
+    display names) ship that model too."""
+    also = "".join(f" (the {name} package ships the same fixed-size model)" for name in shipped_by)
+    return Notice("dims-fixed", "warning", note + also)
 
 
 def coverage_notices(coverage: Sequence[CoverageReport]) -> list[Notice]:
     """Per analysed EP: nothing taken by NNAPI (severe), or nodes left to the CPU EP / a split graph."""
     out: list[Notice] = []
     for rep in coverage:
-        if rep.ep == "nnapi" and rep.supported_nodes == 0:
-            text = "NNAPI takes 0 nodes of this model: everything runs on the CPU (see the coverage report)"
-            out.append(Notice("nnapi-no-nodes", "severe", text, subject=rep.label))
+        provider = providers.get(rep.ep)
+        if provider.severe_if_none_taken and rep.supported_nodes == 0:
+            text = f"{provider.display_name} takes 0 nodes of this model: everything runs on the CPU (see the coverage report)"
+            out.append(Notice(f"{rep.ep}-no-nodes", "severe", text, subject=rep.label))
         elif rep.supported_nodes < rep.total_nodes or len(rep.partitions) > 1:
             cpu = rep.total_nodes - rep.supported_nodes
             parts = len(rep.partitions)
@@ -120,8 +124,11 @@ def collect(
     codes = {n.code for n in out}
     if onnx_model.fallback_reason and "exporter-fallback" not in codes:
         out.append(_exporter_fallback(onnx_model, onnx_model.fallback_reason, "package"))
-    if any(c.ep == "nnapi" for c in coverage) and "nnapi-deprecated" not in codes:
-        out.append(Notice("nnapi-deprecated", "warning", NNAPI_DEPRECATION, "package"))
+    for ep in dict.fromkeys(c.ep for c in coverage):  # what a provider says wherever it is chosen
+        for n in providers.get(ep).notices:
+            if n.code not in codes:
+                out.append(replace(n, scope="package"))
+                codes.add(n.code)
     for t in onnx_model.io.inputs:
         if t.dynamic_dims:
             text = (

@@ -8,18 +8,15 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
-import signal
 import sys
 import traceback
 from collections.abc import Callable
-from types import FrameType
 from typing import Any, NoReturn
 
 import typer
 from rich.console import Console
 
-from mobilegen import __version__
+from mobilegen import __version__, signals
 from mobilegen.errors import InternalError, MobilegenError
 
 app = typer.Typer(
@@ -84,7 +81,7 @@ def run_command(
     except (typer.Exit, typer.Abort):
         raise
     except Exception as err:  # noqa: BLE001 — the one place a bug becomes exit code 1
-        if _signalled:  # a library turned the interrupt into its own error (ImportError: initialization failed)
+        if signals.received:  # a library turned the interrupt into its own error (ImportError: initialization failed)
             _interrupted(json_out)
         if isinstance(err, MobilegenError):
             _report_error(err, json_out=json_out, debug=debug)
@@ -103,11 +100,20 @@ def run_command(
 
 
 def _interrupted(json_out: bool) -> NoReturn:
-    code = 128 + (_signalled[0] if _signalled else signal.SIGINT)
+    code = signals.exit_code()
     if json_out:
         emit_json({"error": "interrupted", "message": "interrupted", "hint": None, "details": [], "exit_code": code})
-    err_console.print("[red]interrupted[/red]")
+    _say_interrupted()
     raise typer.Exit(code) from None
+
+
+_said: list[bool] = []
+
+
+def _say_interrupted() -> None:
+    if not _said:
+        _said.append(True)
+        err_console.print("[red]interrupted[/red]")
 
 
 def _report_error(err: MobilegenError, *, json_out: bool, debug: bool) -> None:
@@ -129,53 +135,9 @@ def _escape(text: str) -> str:
     return escape(text)
 
 
-# Signals received (the first decides the exit code: 128 + signum). Set by main()'s handlers only.
-_signalled: list[int] = []
-
-
-def _on_signal(signum: int, frame: FrameType | None) -> None:
-    """Ctrl-C and SIGTERM unwind the stack (KeyboardInterrupt / SystemExit), so staging is removed.
-
-    Never inside an import: an exception raised while a native module initialises (torch, onnxruntime)
-    comes out as "ImportError: initialization failed", a half-imported module, or an abort. There the
-    signal is only recorded, and raised as soon as the import has finished. A second signal waits for the
-    cleanup; a third exits at once (the next run removes what is left)."""
-    if _signalled:
-        _signalled.append(signum)
-        if len(_signalled) >= 3:
-            os._exit(128 + _signalled[0])
-        return
-    _signalled.append(signum)
-    _raise_when_safe(frame)
-
-
-def _raise_when_safe(frame: FrameType | None) -> None:
-    if _in_import(frame):
-        signal.signal(signal.SIGALRM, lambda _s, f: _raise_when_safe(f))
-        signal.setitimer(signal.ITIMER_REAL, 0.02)
-        return
-    signal.setitimer(signal.ITIMER_REAL, 0)
-    if _signalled[0] == signal.SIGINT:
-        raise KeyboardInterrupt
-    raise SystemExit(128 + _signalled[0])
-
-
-def _in_import(frame: FrameType | None) -> bool:
-    while frame is not None:
-        if frame.f_code.co_filename.startswith("<frozen importlib"):
-            return True
-        frame = frame.f_back
-    return False
-
-
-def install_signal_handlers() -> None:
-    signal.signal(signal.SIGINT, _on_signal)
-    signal.signal(signal.SIGTERM, _on_signal)
-
-
 def main() -> None:
     """Console entry point: one line for usage errors (unknown flag, missing argument), exit codes kept."""
-    install_signal_handlers()
+    signals.install()
     try:  # recent Typer vendors its own copy of click
         from typer._click import exceptions as click_exc  # type: ignore[import-not-found]
     except ImportError:  # pragma: no cover — Typer releases that use click itself
@@ -186,26 +148,22 @@ def main() -> None:
         rv = app(prog_name="mobilegen", standalone_mode=False)
     except no_args_help as err:  # `mobilegen` alone: the help text, as Typer shows it
         err.show()
-        _exit(2)
+        signals.quiet_exit(2)
     except click_exc.UsageError as err:
         where = f"mobilegen {err.ctx.info_name} --help" if err.ctx is not None and err.ctx.parent is not None else "mobilegen --help"
         where = where.replace("mobilegen mobilegen", "mobilegen")
         err_console.print(f"[bold red]error:[/bold red] {_escape(err.format_message())} — see '{where}'")
-        _exit(2)
-    except (typer.Abort, KeyboardInterrupt):  # Ctrl-C outside a command's action (argument parsing)
-        err_console.print("[red]interrupted[/red]")
-        _exit(128 + (_signalled[0] if _signalled else signal.SIGINT))
+        signals.quiet_exit(2)
+    except (typer.Abort, KeyboardInterrupt):  # Ctrl-C outside a command's action
+        _say_interrupted()
+        signals.quiet_exit(signals.exit_code())
     except typer.Exit as exit_:
-        _exit(exit_.exit_code)
-    _exit(rv if isinstance(rv, int) else 0)
-
-
-def _exit(code: int) -> NoReturn:
-    # The work is done (or cleaned up): a signal during interpreter shutdown must not turn the result
-    # into a Python traceback or a death by signal.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    sys.exit(code)
+        signals.quiet_exit(exit_.exit_code)
+    except SystemExit as exit_:  # SIGTERM
+        signals.quiet_exit(exit_.code)
+    if signals.received and rv == signals.exit_code():  # Typer makes a KeyboardInterrupt outside run_command exit 130
+        _say_interrupted()
+    signals.quiet_exit(rv if isinstance(rv, int) else 0)
 
 
 for _mod in COMMAND_MODULES:

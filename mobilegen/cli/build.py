@@ -64,38 +64,37 @@ def _build(
     out: Path | None,
     mopts: Any,
     *,
-    android: Any,
-    ios: Any,
+    targets: dict[str, Any],
     atol: float,
     rtol: float,
     sample: Path | None,
     keep_dynamic: bool,
-    android_api: int | None,
     style: str,
     force: bool,
     zip_out: bool,
 ) -> Any:
-    from mobilegen.errors import UsageError
     from mobilegen.pipeline import BuildOptions, build
     from mobilegen.verify import VerifyOptions
 
-    if android_api is not None and not 27 <= android_api <= 36:
-        raise UsageError(f"--android-api {android_api} is out of range", hint="NNAPI exists from API 27 (Android 8.1); use 27–36")
     return build(
         BuildOptions(
             model=model,
             out=out or _default_out(model),
+            targets=targets,
             model_opts=mopts,
             verify=VerifyOptions(atol=atol, rtol=rtol, sample=sample),
-            android=android,
-            ios=ios,
             keep_dynamic=keep_dynamic,
-            android_api=android_api,
             style=style,
             force=force,
             zip=zip_out,
         )
     )
+
+
+def _android_options(**kw: Any) -> Any:
+    from mobilegen.android import AndroidOptions
+
+    return AndroidOptions(**kw)
 
 
 # The package documents list every notice; the CLI says the build-scope ones (mobilegen.warnings).
@@ -184,12 +183,11 @@ def android(
     """Build a Gradle project (Kotlin wrapper, model in assets, EPs with CPU fallback, golden-vector tests)."""
 
     def action() -> Any:
-        from mobilegen.android import AndroidOptions
-
-        a = AndroidOptions(nnapi=nnapi, nnapi_flags=_nnapi_flags(nnapi_flags), xnnpack=xnnpack, package=package, class_name=name, ort_version=ort_version)
+        a = _android_options(nnapi=nnapi, nnapi_flags=_nnapi_flags(nnapi_flags), xnnpack=xnnpack, package=package, class_name=name,
+                             ort_version=ort_version, android_api=android_api)
         mopts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs)
-        return _build(model, output, mopts, android=a, ios=None, atol=atol, rtol=rtol, sample=sample, keep_dynamic=keep_dynamic,
-                      android_api=android_api, style=style, force=force, zip_out=zip_out)
+        return _build(model, output, mopts, targets={"android": a}, atol=atol, rtol=rtol, sample=sample, keep_dynamic=keep_dynamic,
+                      style=style, force=force, zip_out=zip_out)
 
     run_command(action, json_out=json_out, debug=debug, human=_human_build, to_json=_json_build)
 
@@ -226,8 +224,8 @@ def ios(
 
         i = IosOptions(coreml=coreml, coreml_format=coreml_format, compute_units=compute_units, class_name=name, ort_version=ort_version)
         mopts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs)
-        return _build(model, output, mopts, android=None, ios=i, atol=atol, rtol=rtol, sample=sample, keep_dynamic=True,
-                      android_api=None, style=style, force=force, zip_out=zip_out)
+        return _build(model, output, mopts, targets={"ios": i}, atol=atol, rtol=rtol, sample=sample, keep_dynamic=True,
+                      style=style, force=force, zip_out=zip_out)
 
     run_command(action, json_out=json_out, debug=debug, human=_human_build, to_json=_json_build)
 
@@ -273,21 +271,20 @@ def package(
 
         if not android_ and not ios_:
             raise UsageError("package needs a target", hint="pass --android, --ios, or both")
-        a = i = None
+        chosen: dict[str, Any] = {}
         if android_:
-            from mobilegen.android import AndroidOptions
-
-            a = AndroidOptions(nnapi=nnapi, nnapi_flags=_nnapi_flags(nnapi_flags), xnnpack=xnnpack, package=package_name, class_name=name, ort_version=android_ort_version)
+            chosen["android"] = _android_options(nnapi=nnapi, nnapi_flags=_nnapi_flags(nnapi_flags), xnnpack=xnnpack, package=package_name,
+                                                 class_name=name, ort_version=android_ort_version, android_api=android_api)
         elif nnapi or xnnpack or nnapi_flags:
             raise UsageError("--nnapi/--xnnpack/--nnapi-flags need --android", hint="add --android")
         if ios_:
             from mobilegen.ios import IosOptions
 
-            i = IosOptions(coreml=coreml, coreml_format=coreml_format, compute_units=compute_units, class_name=name, ort_version=ios_ort_version)
+            chosen["ios"] = IosOptions(coreml=coreml, coreml_format=coreml_format, compute_units=compute_units, class_name=name, ort_version=ios_ort_version)
         elif coreml:
             raise UsageError("--coreml needs --ios", hint="add --ios")
         mopts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs)
-        return _build(model, output, mopts, android=a, ios=i, atol=atol, rtol=rtol, sample=sample, keep_dynamic=keep_dynamic,
-                      android_api=android_api, style=style, force=force, zip_out=zip_out)
+        return _build(model, output, mopts, targets=chosen, atol=atol, rtol=rtol, sample=sample, keep_dynamic=keep_dynamic,
+                      style=style, force=force, zip_out=zip_out)
 
     run_command(action, json_out=json_out, debug=debug, human=_human_build, to_json=_json_build)

@@ -47,30 +47,37 @@ class Prepared:
 # --- preparation -----------------------------------------------------------------------------------
 
 
-def _optimize(model: onnx.ModelProto) -> tuple[onnx.ModelProto | None, str | None]:
+# Initializers at least this big are left in an external file when ORT writes the optimized model and
+# are not read back: the rules read only small constants (GraphInfo.const_value: <= 4096 elements,
+# 32 KiB), and a large model's weights would otherwise be written, read and shape-inferred again.
+_EXTERNAL_MIN_BYTES = 64 * 1024
+
+
+def _optimize(model: onnx.ModelProto, source: Path | None = None) -> tuple[onnx.ModelProto | None, str | None]:
+    """``model`` as ORT sees it after ORT_ENABLE_BASIC. ``source``: a file holding exactly ``model``,
+    which ORT then reads instead of a copy written here."""
     import onnxruntime as ort  # lazy: heavy import
 
     from mobilegen.outputs import temp_dir  # a full TMPDIR is named as such, never blamed on -o
 
     with temp_dir("coverage") as tmp:
-        src = Path(tmp) / "model.onnx"
+        src = source if source is not None and source.is_file() else Path(tmp) / "model.onnx"
         dst = Path(tmp) / "model.basic.onnx"
-        large = model_bytes(model) > _TWO_GB  # not ByteSize(): it raises EncodeError past 2 GiB
-        onnx.save_model(model, str(src), save_as_external_data=large, location="model.onnx.data")
+        if src != source:
+            large = model_bytes(model) > _TWO_GB  # not ByteSize(): it raises EncodeError past 2 GiB
+            onnx.save_model(model, str(src), save_as_external_data=large, location="model.onnx.data")
         so = ort.SessionOptions()
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
         so.optimized_model_filepath = str(dst)
         so.log_severity_level = 3
-        if large:
-            so.add_session_config_entry(
-                "session.optimized_model_external_initializers_file_name", "model.basic.onnx.data"
-            )
+        so.add_session_config_entry("session.optimized_model_external_initializers_file_name", "model.basic.onnx.data")
+        so.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", str(_EXTERNAL_MIN_BYTES))
         try:
             ort.InferenceSession(str(src), so, providers=["CPUExecutionProvider"])
         except Exception as err:  # noqa: BLE001 — ORT refuses the model (custom op, bad graph): analyse as given
             first = first_line(err)
             return None, f"onnxruntime could not load the model on CPU ({first}); analysed the graph as given"
-        return onnx.load(str(dst)), None
+        return onnx.load(str(dst), load_external_data=False), None
 
 
 def _infer_shapes(model: onnx.ModelProto) -> tuple[onnx.ModelProto, str | None]:
@@ -98,11 +105,11 @@ def _infer_shapes_inner(model: onnx.ModelProto) -> tuple[onnx.ModelProto, str | 
         return model, f"shape inference failed ({type(err).__name__}: {err}); shapes may be missing"
 
 
-def prepare(model: onnx.ModelProto, *, optimize: bool = True) -> Prepared:
+def prepare(model: onnx.ModelProto, *, optimize: bool = True, source: Path | None = None) -> Prepared:
     notes: list[str] = []
     optimized = False
     if optimize:
-        opt, note = _optimize(model)
+        opt, note = _optimize(model, source)
         if opt is not None:
             model, optimized = opt, True
         if note:
@@ -362,8 +369,9 @@ def analyze(model: onnx.ModelProto, target: EPTarget, *, optimize: bool = True) 
 
 
 def analyze_all(
-    model: onnx.ModelProto, targets: Sequence[EPTarget], *, optimize: bool = True
+    model: onnx.ModelProto, targets: Sequence[EPTarget], *, optimize: bool = True, source: Path | None = None
 ) -> tuple[CoverageReport, ...]:
-    """Optimize and shape-infer once, then analyse every target."""
-    prepared = prepare(model, optimize=optimize)
+    """Optimize and shape-infer once, then analyse every target. ``source``: a file holding exactly
+    ``model`` (saves writing a copy for onnxruntime to optimize)."""
+    prepared = prepare(model, optimize=optimize, source=source)
     return tuple(_report(prepared, t) for t in targets)

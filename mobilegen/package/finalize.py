@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mobilegen.artifacts import (
     GOLDEN_MGV,
@@ -43,6 +43,9 @@ from mobilegen.report import (
     tool_versions,
     warning_texts,
 )
+
+if TYPE_CHECKING:
+    from mobilegen.coverage.model import CoverageReport
 
 REPORT_COVERAGE = f"{REPORT_DIR}/coverage.json"
 REPORT_MD = f"{REPORT_DIR}/report.md"
@@ -122,7 +125,7 @@ def build_manifest(result: BuildResult, files: tuple[FileEntry, ...], *, epoch: 
     )
 
 
-def coverage_summary(report: Any) -> dict[str, Any]:
+def coverage_summary(report: CoverageReport) -> dict[str, Any]:
     cpu_nodes = sum(1 for _i, _n, _o, p in placement(report) if not p)
     return {
         "label": report.label,

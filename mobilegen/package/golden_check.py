@@ -15,7 +15,7 @@ import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mobilegen.artifacts import GOLDEN_MGV, GOLDEN_NPZ, MANIFEST, MODEL_ORT
 from mobilegen.errors import MobilegenError
@@ -24,6 +24,9 @@ from mobilegen.package.manifest import OrtInfo
 from mobilegen.package.tree import Unreadable, open_regular, read_regular, show, show_repr
 from mobilegen.package.zip_reader import MAX_ENTRIES, ZIP_ERRORS, data_problem, total_cap
 from mobilegen.report import jsonable
+
+if TYPE_CHECKING:
+    from mobilegen.golden import GoldenCase
 
 MAX_IN_MEMORY = 2 << 30  # golden.mgv is decoded in memory
 
@@ -37,9 +40,10 @@ class GoldenCheck:
     note: str = ""
 
     def to_dict(self) -> dict[str, object]:
-        return jsonable(
+        facts: dict[str, object] = jsonable(
             {"output": self.output, "max_abs": self.max_abs, "max_rel": self.max_rel, "passed": self.passed, "note": self.note}
         )
+        return facts
 
 
 @dataclass(frozen=True)
@@ -53,7 +57,7 @@ class RuntimeCheck:
         return {"channel": self.channel, "version": self.version, "loadable": self.loadable, "note": self.note}
 
 
-def read_golden_npz(path: Path) -> Any:
+def read_golden_npz(path: Path) -> GoldenCase:
     """``read_npz`` after checking that no array claims more bytes than its entry holds (np.load would
     allocate whatever an .npy header declares) and that the entries are no zip bomb."""
     import numpy as np
@@ -159,7 +163,7 @@ def rerun_golden(
     return checks
 
 
-def _case_differences(a: Any, b: Any, np: Any) -> str:
+def _case_differences(a: GoldenCase, b: GoldenCase, np: Any) -> str:
     for role in ("inputs", "outputs"):
         x, y = getattr(a, role), getattr(b, role)
         if list(x) != list(y):

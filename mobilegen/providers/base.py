@@ -119,6 +119,8 @@ class ExecutionProvider:
     platform: str  # the target whose apps run it: "android" or "ios"
     settings: tuple[Setting, ...] = ()
     notices: tuple[Notice, ...] = ()  # said wherever the provider is chosen (NNAPI's deprecation)
+    # Taking no node at all makes the build of little use as asked (NNAPI: the only accelerator asked for).
+    severe_if_none_taken: bool = False
 
     def rule_table(self) -> EPTable:
         """The per-node rules (loaded on first use: rule tables import onnx and numpy)."""

@@ -332,8 +332,8 @@ def test_stale_staging_of_dead_processes_is_removed(model: Path, tmp_path: Path,
 DEFERRED = """
 import os, signal, sys, time
 sys.path.insert(0, sys.argv[1])
-from mobilegen.cli import install_signal_handlers
-install_signal_handlers()
+from mobilegen.signals import install
+install()
 try:
     import slow_native_init
     time.sleep(5)  # the interrupt comes within a few ms of the import's end
@@ -358,15 +358,16 @@ def test_an_error_raised_after_a_signal_is_an_interrupt(monkeypatch: pytest.Monk
     import typer
 
     import mobilegen.cli as cli
+    from mobilegen import signals
 
     def broken() -> None:
         raise ImportError("initialization failed")  # what a native module makes of a KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "_signalled", [signal.SIGINT])
+    monkeypatch.setattr(signals, "received", [signal.SIGINT])
     with pytest.raises(typer.Exit) as exc:
         cli.run_command(broken, json_out=False, debug=False, human=lambda r, c: None, to_json=lambda r: r)
     assert exc.value.exit_code == 130
-    monkeypatch.setattr(cli, "_signalled", [])
+    monkeypatch.setattr(signals, "received", [])
     with pytest.raises(typer.Exit) as exc:
         cli.run_command(broken, json_out=False, debug=False, human=lambda r, c: None, to_json=lambda r: r)
     assert exc.value.exit_code == 1

@@ -126,4 +126,5 @@ PROVIDER = Nnapi(
     platform="android",
     settings=SETTINGS,
     notices=(NNAPI_DEPRECATED,),
+    severe_if_none_taken=True,
 )

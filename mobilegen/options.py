@@ -1,0 +1,83 @@
+"""The option objects of the public API: how to load and export a model, what to build.
+
+Flags are parsed here (``ModelOptions.export_options``) so every command refuses bad flags before any
+heavy work. Target options (``AndroidOptions``, ``IosOptions``) live with their targets.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mobilegen.errors import UsageError
+from mobilegen.export import MAX_DEFAULT_OPSET, ExportOptions
+from mobilegen.load import LoadOptions
+from mobilegen.spec import apply_dynamic, parse_dynamic_spec, parse_input_spec
+from mobilegen.verify import VerifyOptions
+
+MIN_OPSET = 7
+MAX_EXAMPLE_BYTES = 1 << 30  # seeded inputs are built several times (reference + every artifact, two sizes)
+
+
+@dataclass(frozen=True)
+class ModelOptions:
+    """How to load and export a model (shared by every command that takes MODEL)."""
+
+    inputs: tuple[str, ...] = ()  # raw --input specs
+    dynamic: tuple[str, ...] = ()  # raw --dynamic specs
+    opset: int | None = None
+    output_names: tuple[str, ...] = ()
+    load: LoadOptions = LoadOptions()
+
+    def export_options(self) -> ExportOptions:
+        specs = [parse_input_spec(t) for t in self.inputs]
+        names = [s.name for s in specs]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise UsageError(f"--input {dupes[0]!r} is given more than once", hint="give each input once")
+        sizes: dict[str, int] = {}
+        if self.dynamic:
+            specs, sizes = apply_dynamic(specs, [parse_dynamic_spec(d) for d in self.dynamic])
+        if self.opset is not None and not MIN_OPSET <= self.opset <= MAX_DEFAULT_OPSET:
+            raise UsageError(
+                f"--opset {self.opset} is out of range",
+                hint=f"use an opset between {MIN_OPSET} and {MAX_DEFAULT_OPSET}: the pinned mobile runtimes and the NNAPI/CoreML EPs take up to {MAX_DEFAULT_OPSET}",
+            )
+        total = 0
+        for s in specs:
+            shape = s.concrete_shape({**{d: 1 for d in s.dynamic_dims}, **sizes})
+            # math.prod is exact: np.prod in int64 wraps for huge dims and would let them through
+            total += math.prod(shape) * np.dtype(s.dtype if s.dtype != "bfloat16" else "float32").itemsize
+        if total > MAX_EXAMPLE_BYTES:
+            raise UsageError(
+                f"the --input shapes make {total / 2**30:.1f} GiB of example data per run",
+                hint=f"use a smaller example shape (mark large axes dynamic with a name); the limit is {MAX_EXAMPLE_BYTES // 2**30} GiB",
+            )
+        return ExportOptions(
+            inputs=tuple(specs),
+            example_sizes=tuple(sorted(sizes.items())),
+            opset=self.opset,
+            output_names=self.output_names,
+            dynamic_given=bool(self.dynamic),
+        )
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """What ``mobilegen android|ios|package`` builds: ``targets`` maps a target name (``mobilegen.targets``)
+    to that target's options, e.g. ``{"android": AndroidOptions(nnapi=True)}``."""
+
+    model: Path
+    out: Path
+    targets: Mapping[str, Any] = field(default_factory=dict)
+    model_opts: ModelOptions = ModelOptions()
+    verify: VerifyOptions = VerifyOptions()
+    keep_dynamic: bool = False  # keep named dims even when a target's provider wants them fixed
+    style: str = "runtime"  # ORT-format optimization style
+    force: bool = False
+    zip: bool = False

@@ -1,0 +1,69 @@
+"""The Android target: a Gradle project on onnxruntime-android (Maven), NNAPI and XNNPACK with CPU fallback."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mobilegen import android as impl
+from mobilegen.android import AndroidOptions
+from mobilegen.artifacts import ANDROID_DIR
+from mobilegen.targets.base import BuildContext, JSONValue, Target
+
+if TYPE_CHECKING:
+    from mobilegen.artifacts import ProjectSpec
+    from mobilegen.coverage.target import EPTarget
+    from mobilegen.runtimes import RuntimeRelease
+    from mobilegen.spec import IOSpec
+
+
+class AndroidTarget(Target[AndroidOptions]):
+    name = "android"
+    display_name = "Android"
+    folder = ANDROID_DIR
+    channel = impl.CHANNEL
+    tolerance_key = "android_accelerated"
+
+    def validate(self, opts: AndroidOptions) -> None:
+        impl.validate_android_options(opts)
+
+    def runtime(self, opts: AndroidOptions) -> RuntimeRelease:
+        return impl.android_runtime(opts)
+
+    def check_io(self, io: IOSpec) -> None:
+        impl.check_android_io(io)
+
+    def wants_static_dims(self, opts: AndroidOptions) -> bool:
+        return opts.nnapi  # NNAPI takes no symbolic dims
+
+    def providers(self, opts: AndroidOptions, ctx: BuildContext) -> list[EPTarget]:
+        from mobilegen.coverage.target import EPTarget
+
+        out = []
+        if opts.nnapi:
+            out.append(EPTarget("nnapi", android_api=opts.android_api))
+        if opts.xnnpack:
+            out.append(EPTarget("xnnpack"))
+        return out
+
+    def render(self, spec: ProjectSpec, opts: AndroidOptions, dest: Path) -> None:
+        impl.render_android(spec, opts, dest)
+
+    def device_tolerances(self, spec: ProjectSpec, opts: AndroidOptions) -> tuple[float, float]:
+        return impl.accelerated_tolerances(spec, opts)
+
+    def options_record(self, opts: AndroidOptions) -> Mapping[str, JSONValue]:
+        rec: dict[str, JSONValue] = {
+            "nnapi": opts.nnapi,
+            "nnapi_flags": list(opts.nnapi_flags),
+            "xnnpack": opts.xnnpack,
+            "package": opts.package,
+            "name": opts.class_name,
+        }
+        if opts.android_api:
+            rec["android_api"] = opts.android_api
+        return rec
+
+
+TARGET = AndroidTarget()

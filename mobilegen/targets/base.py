@@ -1,0 +1,78 @@
+"""What a target platform is to mobilegen: the plug-in contract of ``mobilegen.targets``.
+
+A :class:`Target` declares its name, the folder it renders into, the runtime channel it pins, the
+execution providers it can use, and the hooks the pipeline calls in order: validate the options, check
+the model's IO dtypes, pick the runtime, say which providers to analyse (with their settings), render
+the project, and say what tolerance its accelerated device tests assert. ``pipeline.build`` loops over
+the chosen targets; it never asks which one it runs.
+
+Nothing here imports torch, onnx or onnxruntime.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from mobilegen.artifacts import ProjectSpec
+    from mobilegen.coverage.target import EPTarget
+    from mobilegen.runtimes import RuntimeRelease
+    from mobilegen.spec import IOSpec
+
+JSONValue = str | int | float | bool | None | list["JSONValue"] | dict[str, "JSONValue"]
+Opts = TypeVar("Opts")  # the target's own frozen options type
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """What a target may read about the build it is part of (beyond its own options)."""
+
+    io: IOSpec  # the shipped model's IO (after fixed dims)
+    static: bool  # every input dim is fixed
+    targets: tuple[str, ...]  # every target of this build, in order
+
+
+class Target(ABC, Generic[Opts]):
+    """One platform mobilegen renders a project for."""
+
+    name: str  # "android": the key of BuildOptions.targets, the manifest's targets entry
+    display_name: str  # "Android", "iOS": how messages and READMEs name it
+    folder: str  # the package folder it renders into (artifacts.ANDROID_DIR...)
+    channel: str  # the runtime channel pinned in mobile_runtimes ("maven", "swiftpm")
+    tolerance_key: str  # its key in the manifest's options.device_tolerances
+
+    @abstractmethod
+    def validate(self, opts: Opts) -> None:
+        """Refuse bad options (UsageError, exit 2) before any heavy work."""
+
+    @abstractmethod
+    def runtime(self, opts: Opts) -> RuntimeRelease:
+        """The onnxruntime release the project pins."""
+
+    @abstractmethod
+    def check_io(self, io: IOSpec) -> None:
+        """Refuse model inputs/outputs the platform's runtime API cannot carry (UsageError)."""
+
+    def wants_static_dims(self, opts: Opts) -> bool:
+        """Whether the chosen providers need every input dim fixed (NNAPI)."""
+        return False
+
+    @abstractmethod
+    def providers(self, opts: Opts, ctx: BuildContext) -> list[EPTarget]:
+        """The execution providers (with settings) to analyse for this target, in report order."""
+
+    @abstractmethod
+    def render(self, spec: ProjectSpec, opts: Opts, dest: Path) -> None:
+        """Write the project into ``dest`` (which must not exist)."""
+
+    @abstractmethod
+    def device_tolerances(self, spec: ProjectSpec, opts: Opts) -> tuple[float, float]:
+        """(atol, rtol) the generated accelerated device tests assert."""
+
+    @abstractmethod
+    def options_record(self, opts: Opts) -> Mapping[str, JSONValue]:
+        """The options as recorded in the manifest's ``options.<name>``."""

@@ -1,0 +1,54 @@
+"""The iOS target: a Swift package on onnxruntime (SwiftPM), CoreML with CPU fallback."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mobilegen import ios as impl
+from mobilegen.artifacts import IOS_DIR
+from mobilegen.ios import IosOptions
+from mobilegen.targets.base import BuildContext, JSONValue, Target
+
+if TYPE_CHECKING:
+    from mobilegen.artifacts import ProjectSpec
+    from mobilegen.coverage.target import EPTarget
+    from mobilegen.runtimes import RuntimeRelease
+    from mobilegen.spec import IOSpec
+
+
+class IosTarget(Target[IosOptions]):
+    name = "ios"
+    display_name = "iOS"
+    folder = IOS_DIR
+    channel = impl.CHANNEL
+    tolerance_key = "ios_coreml"
+
+    def validate(self, opts: IosOptions) -> None:
+        impl.validate_ios_options(opts)
+
+    def runtime(self, opts: IosOptions) -> RuntimeRelease:
+        return impl.ios_runtime(opts)
+
+    def check_io(self, io: IOSpec) -> None:
+        impl.check_ios_io(io)
+
+    def providers(self, opts: IosOptions, ctx: BuildContext) -> list[EPTarget]:
+        from mobilegen.coverage.target import EPTarget
+
+        if not opts.coreml:
+            return []
+        return [EPTarget("coreml", coreml_format=opts.coreml_format, require_static_shapes=ctx.static)]
+
+    def render(self, spec: ProjectSpec, opts: IosOptions, dest: Path) -> None:
+        impl.render_ios(spec, opts, dest)
+
+    def device_tolerances(self, spec: ProjectSpec, opts: IosOptions) -> tuple[float, float]:
+        return impl.accelerated_tolerances(spec, opts)
+
+    def options_record(self, opts: IosOptions) -> Mapping[str, JSONValue]:
+        return {"coreml": opts.coreml, "coreml_format": opts.coreml_format, "compute_units": opts.compute_units, "name": opts.class_name}
+
+
+TARGET = IosTarget()
