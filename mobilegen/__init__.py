@@ -1,3 +1,85 @@
-"""mobilegen: a trained PyTorch model in, verified Android and iOS projects on ONNX Runtime out."""
+"""mobilegen: a trained PyTorch model in, verified Android and iOS projects on ONNX Runtime out.
+
+The public Python API (the CLI is a thin shell over it)::
+
+    from pathlib import Path
+    import mobilegen
+
+    result = mobilegen.build(mobilegen.BuildOptions(
+        model=Path("model.pt"), out=Path("out/model"),
+        model_opts=mobilegen.ModelOptions(inputs=("image:1x3x224x224",)),
+        targets={"android": mobilegen.AndroidOptions(nnapi=True), "ios": mobilegen.IosOptions(coreml=True)},
+    ))
+    report = mobilegen.check(Path("model.onnx"), mobilegen.CheckOptions(eps=("nnapi",)), mobilegen.ModelOptions())
+    assert mobilegen.verify_package(result.out_dir).passed
+
+Names are imported on first use, so ``import mobilegen`` (and ``mobilegen --help``) loads no torch, onnx
+or onnxruntime.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "AndroidOptions",
+    "BuildOptions",
+    "BuildResult",
+    "CheckOptions",
+    "CheckResult",
+    "IosOptions",
+    "LoadOptions",
+    "MobilegenError",
+    "ModelOptions",
+    "PackageVerification",
+    "VerifyOptions",
+    "__version__",
+    "build",
+    "check",
+    "verify_package",
+]
+
+_LAZY = {
+    "AndroidOptions": "mobilegen.android",
+    "BuildOptions": "mobilegen.options",
+    "BuildResult": "mobilegen.artifacts",
+    "CheckOptions": "mobilegen.checking",
+    "CheckResult": "mobilegen.checking",
+    "IosOptions": "mobilegen.ios",
+    "LoadOptions": "mobilegen.load",
+    "MobilegenError": "mobilegen.errors",
+    "ModelOptions": "mobilegen.options",
+    "PackageVerification": "mobilegen.package",
+    "VerifyOptions": "mobilegen.verify",
+    "build": "mobilegen.pipeline",
+    "check": "mobilegen.checking",
+    "verify_package": "mobilegen.package",
+}
+
+if TYPE_CHECKING:
+    from mobilegen.android import AndroidOptions
+    from mobilegen.artifacts import BuildResult
+    from mobilegen.checking import CheckOptions, CheckResult, check
+    from mobilegen.errors import MobilegenError
+    from mobilegen.ios import IosOptions
+    from mobilegen.load import LoadOptions
+    from mobilegen.options import BuildOptions, ModelOptions
+    from mobilegen.package import PackageVerification, verify_package
+    from mobilegen.pipeline import build
+    from mobilegen.verify import VerifyOptions
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mobilegen' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -1,6 +1,9 @@
+"""``python -m mobilegen``; ``run`` is also the right console-script target (signals handled from the start)."""
+
 import sys
 
-if __name__ == "__main__":
+
+def run() -> None:
     from mobilegen import signals
 
     signals.install()  # before the CLI's own imports: Ctrl-C is handled the same way from the first moment
@@ -11,3 +14,7 @@ if __name__ == "__main__":
     except KeyboardInterrupt:  # raised before main() took over (nothing was written yet)
         sys.stderr.write("interrupted\n")
         signals.quiet_exit(signals.exit_code())
+
+
+if __name__ == "__main__":
+    run()

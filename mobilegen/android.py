@@ -15,7 +15,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from mobilegen.artifacts import FP16_TOLERANCE, ProjectSpec
-from mobilegen.errors import InternalError, RenderError, UsageError
+from mobilegen.errors import InternalError, UsageError
 from mobilegen.lang import kotlin as kt
 from mobilegen.markdown import coverage_rows, md_escape
 from mobilegen.render import render_tree, templates_root
@@ -366,7 +366,7 @@ def render_android(spec: ProjectSpec, opts: AndroidOptions, dest: Path) -> list[
     context = android_context(spec, opts)
     for src, what in ((spec.model_file, "model"), (spec.golden_mgv, "golden vectors")):
         if not Path(src).is_file():
-            raise RenderError(f"the {what} file {src} does not exist", hint="this is a bug in the pipeline")
+            raise InternalError(f"the {what} file {src} does not exist", hint="this is a bug in the pipeline")
     try:
         written = render_tree(templates_root() / "android", context, dest, filters=kt.FILTERS)
         copies = {

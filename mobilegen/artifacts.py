@@ -9,6 +9,14 @@ from typing import TYPE_CHECKING, Any
 from mobilegen.spec import IOSpec
 
 if TYPE_CHECKING:
+    import onnx
+
+    from mobilegen.coverage.model import CoverageReport
+
+# What the manifest can hold.
+JSONValue = str | int | float | bool | None | list["JSONValue"] | dict[str, "JSONValue"]
+
+if TYPE_CHECKING:
     from mobilegen.warnings import Notice
 
 # What a loaded artifact was, detected by content.
@@ -37,7 +45,7 @@ class OnnxModel:
     notes: tuple[str, ...] = ()
     # The onnx.ModelProto, parsed once by the export and handed on in memory (graph passes change it
     # before the build writes ``path`` once); None when only the file is known.
-    proto: Any = field(default=None, compare=False, repr=False)
+    proto: onnx.ModelProto | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -130,7 +138,7 @@ class ProjectSpec:
         atol = self.accel_atol if self.accel_atol is not None else (max(self.atol, FP16_TOLERANCE) if fp16 else self.atol)
         rtol = self.accel_rtol if self.accel_rtol is not None else (max(self.rtol, FP16_TOLERANCE) if fp16 else self.rtol)
         return float(atol), float(rtol)
-    coverage: tuple[Any, ...] = ()  # CoverageReport objects for the chosen EPs
+    coverage: tuple[CoverageReport, ...] = ()  # the chosen EPs' coverage
     ort_version: str = ""  # mobile runtime version pinned in the project
     mobilegen_version: str = ""
     notes: tuple[str, ...] = ()  # warnings to surface in the generated README
@@ -146,9 +154,9 @@ class BuildResult:
     onnx: OnnxModel
     verification: VerificationReport
     ort: OrtModel
-    coverage: tuple[Any, ...]  # CoverageReport per analysed EP/format
+    coverage: tuple[CoverageReport, ...]  # per analysed EP/format
     targets: tuple[str, ...]  # "android", "ios"
-    options: dict[str, Any]  # JSON-able: EPs and flags, opset, optimization style, tolerances...
+    options: dict[str, JSONValue]  # JSON-able: EPs and flags, opset, optimization style, tolerances...
     runtimes: dict[str, str]  # channel ("maven", "swiftpm") -> pinned onnxruntime version
     warnings: tuple[Notice, ...] = ()  # every warning, computed once (mobilegen.warnings.collect)
     zip_path: Path | None = None

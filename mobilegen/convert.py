@@ -16,7 +16,7 @@ import shutil
 from pathlib import Path
 
 from mobilegen.artifacts import OnnxModel, OrtModel
-from mobilegen.errors import ConversionError, UsageError, first_line
+from mobilegen.errors import ConversionError, InternalError, UsageError, first_line
 from mobilegen.export import quiet
 from mobilegen.ortformat import canonicalize, format_version
 from mobilegen.outputs import temp_dir
@@ -80,7 +80,7 @@ def convert_to_ort(model: OnnxModel, out_ort: Path, out_config: Path, *, style: 
         orts = sorted(out_dir.glob("*.ort"))
         configs = sorted(out_dir.glob("*.config"))
         if len(orts) != 1 or len(configs) != 1:
-            raise ConversionError("the ORT converter did not write exactly one .ort and one config", hint="this is a bug; rerun with --debug")
+            raise InternalError("the ORT converter did not write exactly one .ort and one config", hint="this is a bug; rerun with --debug")
         # The converter's layout varies from run to run (hash-map order); rebuild it in sorted order.
         ort_bytes = canonicalize(orts[0].read_bytes())
         config_text = _clean_config(configs[0].read_text(encoding="utf-8"), out_ort.name)
@@ -90,7 +90,7 @@ def convert_to_ort(model: OnnxModel, out_ort: Path, out_config: Path, *, style: 
     out_config.write_text(config_text, encoding="utf-8")
     version = ort_format_version(out_ort)
     if version is None:
-        raise ConversionError(f"{out_ort} is not a readable ORT-format file", hint="this is a bug; rerun with --debug")
+        raise InternalError(f"{out_ort} is not a readable ORT-format file", hint="this is a bug; rerun with --debug")
     return OrtModel(
         path=out_ort,
         config_path=out_config,

@@ -8,6 +8,7 @@ import contextlib
 import inspect
 import io
 import logging
+import math
 import os
 import re
 import shutil
@@ -187,8 +188,42 @@ def example_arrays(specs: list[TensorSpec] | tuple[TensorSpec, ...], sizes: dict
 
 def torch_callable(loaded: LoadedModel) -> Any:
     if loaded.kind == "exported_program":
-        return loaded.module.module()
+        try:
+            return loaded.module.module()
+        except Exception as err:  # noqa: BLE001 — torch rebuilds the module from the archive's graph and sample inputs; an inconsistent archive fails in any way
+            raise LoadError(
+                f"torch cannot rebuild the program in {loaded.source.name} as a module: {first_line(err)}",
+                hint="the archive is damaged or inconsistent; re-save the model with torch.export.save",
+            ) from err
     return loaded.module
+
+
+def refuse_large_examples(specs: list[TensorSpec], sizes: dict[str, int], source: Path, user: tuple[TensorSpec, ...]) -> None:
+    """The seeded example inputs stay under the limit also when the model's own recorded shapes set them
+    (``ModelOptions`` checks the ``--input`` shapes alone): a model whose input is fixed at 2**40 elements
+    is refused before any work, not left to fail in numpy."""
+    from mobilegen.options import MAX_EXAMPLE_BYTES  # mobilegen.options imports this module
+
+    def nbytes(s: TensorSpec) -> int:
+        try:
+            itemsize = np.dtype(s.dtype if s.dtype != "bfloat16" else "float32").itemsize
+        except TypeError:  # a dtype numpy does not know ("onnx:N"): refused later, counted as 8 bytes here
+            itemsize = 8
+        return math.prod(s.concrete_shape(sizes)) * itemsize
+
+    total = sum(nbytes(s) for s in specs)
+    if total <= MAX_EXAMPLE_BYTES:
+        return
+    big = max(specs, key=nbytes)
+    shape = "x".join(map(str, big.concrete_shape(sizes)))
+    what = f"the example inputs of {source.name} would take {total / 2**30:.1f} GiB per run (input {big.name!r} is {shape})"
+    limit = f"the limit is {MAX_EXAMPLE_BYTES // 2**30} GiB"
+    if any(u.name == big.name for u in user):
+        raise UsageError(what, hint=f"use a smaller --input shape (mark large axes dynamic with a name); {limit}")
+    raise LoadError(
+        f"{what}: the model records that shape",
+        hint=f"give the large axes a name in the model (a dynamic dim) and pass a smaller size with --input; {limit}",
+    )
 
 
 def _op_from_error(text: str) -> str | None:
@@ -215,6 +250,7 @@ def export_onnx(loaded: LoadedModel, options: ExportOptions, out_path: Path, *, 
         for axis, d in enumerate(s.shape):
             if isinstance(d, str):
                 sizes.setdefault(d, default_dim_size(axis))
+    refuse_large_examples(specs, sizes, loaded.source, options.inputs)
     arrays = example_arrays(specs, sizes)
     args = tuple(torch.from_numpy(arrays[s.name]) for s in specs)
     names = [s.name for s in specs]
@@ -290,7 +326,7 @@ def refuse_too_large(size: int, what: str, extra_hint: str = "") -> None:
         )
 
 
-def _export_dynamo(loaded: LoadedModel, args: tuple, names: list[str], dyn: dict, opset: int | None) -> Any:
+def _export_dynamo(loaded: LoadedModel, args: tuple[Any, ...], names: list[str], dyn: dict[str, dict[int, str]], opset: int | None) -> Any:
     import torch
 
     kwargs: dict[str, Any] = {"dynamo": True, "external_data": False, "verbose": False, "input_names": names}
@@ -310,7 +346,9 @@ def _export_dynamo(loaded: LoadedModel, args: tuple, names: list[str], dyn: dict
     return prog.model_proto
 
 
-def _export_torchscript(loaded: LoadedModel, args: tuple, names: list[str], dyn: dict, opset: int | None, out_path: Path) -> Any:
+def _export_torchscript(
+    loaded: LoadedModel, args: tuple[Any, ...], names: list[str], dyn: dict[str, dict[int, str]], opset: int | None, out_path: Path
+) -> Any:
     import onnx
     import torch
 

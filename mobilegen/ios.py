@@ -21,7 +21,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from mobilegen.artifacts import FP16_TOLERANCE, ProjectSpec
-from mobilegen.errors import RenderError, UsageError
+from mobilegen.errors import InternalError, UsageError
 from mobilegen.lang import swift
 from mobilegen.load import sha256_file
 from mobilegen.markdown import coverage_rows, md_code, md_escape
@@ -297,7 +297,7 @@ def render_ios(spec: ProjectSpec, opts: IosOptions, dest: Path) -> list[PurePosi
         raise UsageError(f"{dest} already exists", hint="choose another output folder or pass --force")
     for label, path in (("model", spec.model_file), ("golden vectors", spec.golden_mgv)):
         if not path.is_file():
-            raise RenderError(f"the {label} file {path} does not exist", hint="this is a bug in the pipeline; please report it")
+            raise InternalError(f"the {label} file {path} does not exist", hint="this is a bug in the pipeline; please report it")
     context = ios_context(spec, opts, model_sha256=sha256_file(spec.model_file))
     try:
         written = render_tree(templates_root() / "ios", context, dest, filters=swift.FILTERS)

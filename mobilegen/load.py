@@ -91,7 +91,7 @@ def load_model(path: Path, options: LoadOptions = LoadOptions()) -> LoadedModel:
 
     if kind == "torchscript":
         try:
-            module = torch.jit.load(str(path), map_location="cpu")
+            module = torch.jit.load(str(path), map_location="cpu")  # type: ignore[no-untyped-call]
         except Exception as err:
             raise LoadError(f"{path} looks like TorchScript but does not load: {first_line(err)}", hint="re-save it with torch.jit.save") from err
         module.eval()

@@ -33,9 +33,9 @@ def tensor_nbytes(t: Any) -> int | None:
         return None
     count = math.prod(t.dims)
     if name in _PACKED_BITS:
-        return -(-count * _PACKED_BITS[name] // 8)
+        return int(-(-count * _PACKED_BITS[name] // 8))
     try:
-        return count * helper.tensor_dtype_to_np_dtype(t.data_type).itemsize
+        return int(count * helper.tensor_dtype_to_np_dtype(t.data_type).itemsize)
     except (KeyError, ValueError, TypeError):
         return None
 

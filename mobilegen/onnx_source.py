@@ -18,6 +18,7 @@ from mobilegen.export import (
     finish_model,
     match_model_input,
     opset_of,
+    refuse_large_examples,
     refuse_too_large,
     rename_outputs,
 )
@@ -50,12 +51,13 @@ def load_weights(model: Any, loaded: LoadedModel) -> None:
         raise LoadError(f"the external data of {loaded.source.name} cannot be read: {first_line(err)}", hint="put the data files next to the model, as it was saved") from err
 
 
-def passthrough(loaded: LoadedModel, options: ExportOptions, out_path: Path, model: Any, *, write: bool = True) -> OnnxModel:
+def passthrough(loaded: LoadedModel, options: ExportOptions, out_path: Path, model: Any, *, write: bool = True, examples: bool = True) -> OnnxModel:
+    """``examples``: the model will be run on seeded example inputs (every command but ``check``)."""
     refuse_too_large(model_bytes(model), f"{loaded.source.name} is", "; `mobilegen check` still analyses it as it is")
     load_weights(model, loaded)
     notes = constant_initializers(model)
     rename_outputs(model, options.output_names)
-    specs, sizes = check_onnx_inputs(onnx_io_spec(model), options)
+    specs, sizes = check_onnx_inputs(onnx_io_spec(model), options, loaded.source, examples=examples)
     model = finish_model(model, out_path, source=loaded.source, write=write)
     return OnnxModel(
         path=out_path,
@@ -76,8 +78,8 @@ def onnx_for_analysis(loaded: LoadedModel, options: ExportOptions, out_path: Pat
         return export_onnx(loaded, options, out_path, write=False).proto
     model = read_onnx_source(loaded, options)
     if model_bytes(model) <= MAX_INLINE_BYTES:
-        return passthrough(loaded, options, out_path, model, write=False).proto
-    check_onnx_inputs(onnx_io_spec(model), options)
+        return passthrough(loaded, options, out_path, model, write=False, examples=False).proto
+    check_onnx_inputs(onnx_io_spec(model), options, loaded.source, examples=False)
     load_weights(model, loaded)
     return model
 
@@ -96,7 +98,7 @@ def constant_initializers(model: Any) -> tuple[str, ...]:
     return (f"{len(overridable)} initializers were also graph inputs (IR < 4 style); they are constants now",)
 
 
-def check_onnx_inputs(io_spec: IOSpec, options: ExportOptions) -> tuple[list[TensorSpec], dict[str, int]]:
+def check_onnx_inputs(io_spec: IOSpec, options: ExportOptions, source: Path, *, examples: bool = True) -> tuple[list[TensorSpec], dict[str, int]]:
     sizes = dict(options.example_sizes)
     graph = {t.name: t for t in io_spec.inputs}
     user = {t.name: t for t in options.inputs}
@@ -112,4 +114,6 @@ def check_onnx_inputs(io_spec: IOSpec, options: ExportOptions) -> tuple[list[Ten
             if isinstance(d, str) and d not in sizes:
                 sizes[d] = default_dim_size(axis)
         specs.append(g)
+    if examples:  # `check` analyses the graph and builds no example inputs
+        refuse_large_examples(specs, sizes, source, options.inputs)
     return specs, sizes

@@ -23,13 +23,13 @@ class _Reader:
         self.d = data
 
     def u16(self, p: int) -> int:
-        return struct.unpack_from("<H", self.d, p)[0]
+        return int(struct.unpack_from("<H", self.d, p)[0])
 
     def u32(self, p: int) -> int:
-        return struct.unpack_from("<I", self.d, p)[0]
+        return int(struct.unpack_from("<I", self.d, p)[0])
 
     def vtable(self, table: int) -> int:
-        return table - struct.unpack_from("<i", self.d, table)[0]
+        return table - int(struct.unpack_from("<i", self.d, table)[0])
 
     def field(self, table: int, index: int) -> int:
         """Absolute position of field ``index`` of ``table`` (0 when absent)."""

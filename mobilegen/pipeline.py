@@ -24,6 +24,7 @@ from mobilegen.export import export_onnx
 from mobilegen.load import load_model
 from mobilegen.options import BuildOptions, ModelOptions
 from mobilegen.outputs import stage_zip, staged_output
+from mobilegen.runtimes import RuntimeRelease
 from mobilegen.stages import reference_for
 from mobilegen.warnings import Notice
 
@@ -35,8 +36,8 @@ class Chosen:
     """One target of a build with its options (validated) and its pinned runtime."""
 
     target: targets.Target[Any]
-    opts: Any
-    runtime: Any  # mobilegen.runtimes.RuntimeRelease
+    opts: object  # the target's own options type (Target[Opts])
+    runtime: RuntimeRelease
 
 
 def load_and_export(path: Path, opts: ModelOptions, out_path: Path, *, write: bool = True) -> tuple[LoadedModel, OnnxModel]:

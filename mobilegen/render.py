@@ -16,7 +16,7 @@ from typing import Any
 
 import jinja2
 
-from mobilegen.errors import RenderError
+from mobilegen.errors import InternalError, RenderError
 
 TEMPLATE_SUFFIX = ".jinja"
 
@@ -50,7 +50,7 @@ def _render_path(env: jinja2.Environment, rel: PurePosixPath, context: Mapping[s
             try:
                 value = env.from_string(comp).render(context)
             except jinja2.UndefinedError as err:
-                raise RenderError(f"template path {rel}: {err.message}", hint="this is a bug in mobilegen's templates or context") from err
+                raise InternalError(f"template path {rel}: {err.message}", hint="this is a bug in mobilegen's templates or context") from err
             if not value:
                 return None
             parts.extend(p for p in value.split("/") if p)
@@ -91,12 +91,12 @@ def render_tree(
             try:
                 text = env.get_template(name).render(context)
             except jinja2.UndefinedError as err:
-                raise RenderError(
+                raise InternalError(
                     f"template {name}: {err.message}",
                     hint="this is a bug in mobilegen's templates or context; please report it",
                 ) from err
             except jinja2.TemplateError as err:
-                raise RenderError(f"template {name}: {err}", hint="this is a bug in mobilegen's templates") from err
+                raise InternalError(f"template {name}: {err}", hint="this is a bug in mobilegen's templates") from err
             target.write_text(text, encoding="utf-8", newline="\n")
             shutil.copymode(src, target)
         else:

@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mobilegen import __version__, artifacts
-from mobilegen.artifacts import LoadedModel, OnnxModel, OrtModel, ProjectSpec, VerificationReport
+from mobilegen.artifacts import JSONValue, LoadedModel, OnnxModel, OrtModel, ProjectSpec, VerificationReport
 from mobilegen.errors import InternalError
 from mobilegen.targets import BuildContext
 from mobilegen.verify import VerifyOptions, ort_runner, torch_reference
@@ -154,9 +154,9 @@ def render(
 
 def options_record(
     opts: BuildOptions, chosen: Sequence[Chosen], onnx_model: OnnxModel, ort_model: OrtModel, tolerances: dict[str, tuple[float, float]]
-) -> dict[str, Any]:
+) -> dict[str, JSONValue]:
     """The manifest's ``options``: what was asked and what it became."""
-    rec: dict[str, Any] = {
+    rec: dict[str, JSONValue] = {
         "inputs": list(opts.model_opts.inputs),
         "dynamic": list(opts.model_opts.dynamic),
         "opset": onnx_model.opset,

@@ -139,7 +139,7 @@ def main() -> None:
     """Console entry point: one line for usage errors (unknown flag, missing argument), exit codes kept."""
     signals.install()
     try:  # recent Typer vendors its own copy of click
-        from typer._click import exceptions as click_exc  # type: ignore[import-not-found]
+        from typer._click import exceptions as click_exc  # type: ignore[import-not-found,unused-ignore]
     except ImportError:  # pragma: no cover — Typer releases that use click itself
         from click import exceptions as click_exc  # type: ignore[no-redef]
     no_args_help = getattr(click_exc, "NoArgsIsHelpError", ())

@@ -6,11 +6,7 @@ The ``--ep`` choices and the provider flags' ranges, choices and defaults come f
 
 from __future__ import annotations
 
-import tempfile
-from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -32,77 +28,12 @@ from mobilegen.cli.options import (
     TrustPickleOpt,
     model_options,
 )
-from mobilegen.errors import CoverageGateError, MobilegenError, UsageError
 from mobilegen.providers import Setting, SettingValue
 
 if TYPE_CHECKING:
     from typer._click import Context, HelpFormatter
 
-    from mobilegen.coverage import CoverageReport, EPTarget
-
-
-@dataclass
-class CheckResult:
-    reports: tuple[CoverageReport, ...]
-    gate_error: MobilegenError | None = None
-
-    def to_dict(self) -> dict[str, object]:
-        return {"reports": [r.to_dict() for r in self.reports]}
-
-
-def _targets(eps: list[str], given: Mapping[str, SettingValue | None]) -> list[EPTarget]:
-    """One target per provider with the given settings it declares; a provider with a variant setting
-    (CoreML's format) gets one target per variant unless its flag names one."""
-    from mobilegen.coverage import EPTarget
-
-    out: list[EPTarget] = []
-    for name in eps:
-        provider = providers.get(name)
-        values = {s.name: given[s.name] for s in provider.settings if given.get(s.name) is not None}
-        variant = provider.variant
-        if variant is None or variant.name in values:
-            out.append(EPTarget(name, **values))
-        else:
-            out.extend(EPTarget(name, **values, **{variant.name: choice}) for choice in variant.choices)
-    return out
-
-
-def _validate(eps: list[str], given: Mapping[str, SettingValue | None], fail_under: float | None, max_partitions: int | None) -> None:
-    known = providers.names()
-    for ep in eps:
-        if ep not in known:
-            raise UsageError(f"unknown --ep '{ep}'", hint=f"use one of: {', '.join(known)}")
-    providers.validate_settings(given)
-    if fail_under is not None and not 0 <= fail_under <= 100:
-        raise UsageError(f"--fail-under {fail_under:g} is outside 0..100", hint="give a percentage of supported nodes")
-    if max_partitions is not None and max_partitions < 1:
-        raise UsageError(f"--max-partitions {max_partitions} must be at least 1")
-
-
-def _load_model(path: Path, workdir: Path, opts: Any) -> Any:
-    """The model as the other commands see it: detected by content, exported when it is PyTorch; an ONNX
-    model too large for one file (external data past 2 GB) is analysed as given instead of refused."""
-    from mobilegen.load import load_model
-    from mobilegen.onnx_source import onnx_for_analysis  # lazy: pulls in onnx
-
-    export_opts = opts.export_options()  # flag errors before any heavy work
-    return onnx_for_analysis(load_model(path, opts.load), export_opts, workdir / "model.onnx")
-
-
-def _gate(reports: tuple[CoverageReport, ...], fail_under: float | None, max_partitions: int | None) -> MobilegenError | None:
-    misses = []
-    for r in reports:
-        if fail_under is not None and r.percent < fail_under:
-            misses.append(f"{r.label}: {r.percent:.1f}% of nodes supported, below --fail-under {fail_under:g}")
-        if max_partitions is not None and len(r.partitions) > max_partitions:
-            misses.append(f"{r.label}: {len(r.partitions)} partitions, above --max-partitions {max_partitions}")
-    if not misses:
-        return None
-    return CoverageGateError(
-        f"coverage gate failed for {len(misses)} check(s)",
-        hint="see the suggestions above, or relax --fail-under / --max-partitions",
-        details=misses,
-    )
+    from mobilegen.checking import CheckResult
 
 
 def _human(result: CheckResult, console: Console) -> None:
@@ -188,20 +119,14 @@ def check(
     """Which nodes each execution provider will run, each refusal with its reason, and the partitions."""
 
     def action() -> CheckResult:
-        eps = [e.strip().lower() for e in ep]
-        given: dict[str, SettingValue | None] = {
+        from mobilegen.checking import CheckOptions, check
+
+        settings: dict[str, SettingValue | None] = {
             "coreml_format": coreml_format,
             "android_api": android_api,
             "require_static_shapes": require_static_shapes,
         }
-        _validate(eps, given, fail_under, max_partitions)
-        from mobilegen.coverage import analyze_all
-
-        targets = _targets(eps, given)
-        opts = model_options(inputs, dynamic, opset, None, trust_pickle, model_class, model_kwargs)
-        with tempfile.TemporaryDirectory(prefix="mobilegen-check-") as tmp:
-            proto = _load_model(model, Path(tmp), opts)
-        reports = analyze_all(proto, targets)
-        return CheckResult(reports, _gate(reports, fail_under, max_partitions))
+        opts = CheckOptions(eps=tuple(ep), settings=settings, fail_under=fail_under, max_partitions=max_partitions)
+        return check(model, opts, model_options(inputs, dynamic, opset, None, trust_pickle, model_class, model_kwargs))
 
     run_command(action, json_out=json_out, debug=debug, human=_human, to_json=lambda r: r.to_dict())

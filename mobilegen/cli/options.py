@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -27,6 +27,9 @@ SampleOpt = Annotated[Path | None, typer.Option("--sample", help="An .npz of rea
 OrtVersionOpt = Annotated[str | None, typer.Option("--ort-version", help="Pin another published ONNX Runtime mobile version (checked against what the model needs).")]
 NameOpt = Annotated[str | None, typer.Option("--name", help="Class name of the generated wrapper (default: from the model file name).")]
 
+if TYPE_CHECKING:
+    from mobilegen.options import ModelOptions
+
 
 def model_options(
     inputs: list[str] | None,
@@ -36,9 +39,9 @@ def model_options(
     trust_pickle: bool,
     model_class: str | None,
     model_kwargs: str | None,
-):  # -> mobilegen.pipeline.ModelOptions (imported lazily: keeps --help fast)
+) -> ModelOptions:  # imported lazily: keeps --help fast
     from mobilegen.load import LoadOptions
-    from mobilegen.pipeline import ModelOptions
+    from mobilegen.options import ModelOptions
 
     return ModelOptions(
         inputs=tuple(inputs or ()),

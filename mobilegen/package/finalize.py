@@ -28,7 +28,7 @@ from mobilegen.artifacts import (
     REPORT_DIR,
     BuildResult,
 )
-from mobilegen.errors import PackageError
+from mobilegen.errors import InternalError, PackageError
 from mobilegen.package.manifest import ABS_PATH, FileEntry, Manifest, OrtInfo, SourceInfo, Tolerances
 from mobilegen.package.readme import render_readme
 from mobilegen.package.tree import file_entries
@@ -63,11 +63,11 @@ def finalize_package(root: Path, result: BuildResult) -> Manifest:
     """
     root = Path(root)
     if not root.is_dir():
-        raise PackageError(f"package folder {root} does not exist", hint="this is a bug in mobilegen's pipeline")
+        raise InternalError(f"package folder {root} does not exist", hint="this is a bug in mobilegen's pipeline")
     missing = [rel for rel in REQUIRED_FILES if not (root / rel).is_file()]
     missing += [f"{t}/" for t in result.targets if not (root / t).is_dir()]
     if missing:
-        raise PackageError(
+        raise InternalError(
             "the package folder lacks " + ", ".join(missing),
             hint="this is a bug in mobilegen's pipeline: every stage must write its files before packaging",
         )
@@ -172,7 +172,7 @@ def _refuse_absolute_paths(root: Path, result: BuildResult, files: tuple[FileEnt
         if any(r in data for r in raw):
             leaks.append(entry.path)
     if leaks:
-        raise PackageError(
+        raise InternalError(
             "package files contain the build folder's absolute path, so the package is not reproducible: "
             + ", ".join(leaks),
             hint="this is a bug in mobilegen: write package-relative paths (e.g. strip the comment header "

@@ -26,7 +26,7 @@ from mobilegen.artifacts import (
     REPORT_DIR,
     BuildResult,
 )
-from mobilegen.errors import RenderError
+from mobilegen.errors import InternalError
 from mobilegen.markdown import md_code, md_escape
 from mobilegen.package.manifest import MANIFEST_SCHEMA_VERSION
 from mobilegen.render import templates_root
@@ -161,6 +161,6 @@ def render_readme(result: BuildResult, root: Path) -> str:
     try:
         return _environment().get_template(README_TEMPLATE).render(fields)
     except jinja2.TemplateError as err:
-        raise RenderError(
+        raise InternalError(
             f"template {PACKAGE_TEMPLATES}/{README_TEMPLATE}: {err}", hint="this is a bug in mobilegen's package templates; please report it"
         ) from err

@@ -14,7 +14,7 @@ import time
 import zipfile
 from pathlib import Path
 
-from mobilegen.errors import PackageError, UsageError
+from mobilegen.errors import InternalError, PackageError, UsageError
 from mobilegen.package.tree import CHUNK, is_exec, walk
 
 ZIP_EPOCH_MIN = 315532800  # 1980-01-01T00:00:00Z, the earliest time a zip entry can hold
@@ -61,7 +61,7 @@ def write_zip(folder: Path, zip_path: Path, *, prefix: str | None = None) -> Pat
     zip_path = Path(zip_path)
     prefix = zip_prefix(zip_path) if prefix is None else prefix
     if not prefix or "/" in prefix or "\\" in prefix or prefix in (".", ".."):
-        raise PackageError(f"invalid zip folder name {prefix!r}", hint="this is a bug in mobilegen")
+        raise InternalError(f"invalid zip folder name {prefix!r}", hint="this is a bug in mobilegen")
     files, odd = walk(folder)
     if odd:
         raise PackageError(

@@ -12,7 +12,7 @@ import functools
 import html
 from typing import TYPE_CHECKING
 
-from mobilegen.errors import RenderError
+from mobilegen.errors import InternalError
 from mobilegen.markdown import md_escape
 from mobilegen.render import templates_root
 from mobilegen.report.context import ReportContext
@@ -56,7 +56,7 @@ def render(template: str, context: ReportContext) -> str:
     try:
         return str(env.get_template(template).render(fields))
     except jinja2.TemplateError as err:
-        raise RenderError(f"template report/{template}: {err}", hint="this is a bug in mobilegen's report templates; please report it") from err
+        raise InternalError(f"template report/{template}: {err}", hint="this is a bug in mobilegen's report templates; please report it") from err
 
 
 def render_markdown_text(context: ReportContext) -> str:

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 from mobilegen import android as impl
 from mobilegen.android import AndroidOptions
-from mobilegen.artifacts import ANDROID_DIR
-from mobilegen.targets.base import BuildContext, JSONValue, Target
+from mobilegen.artifacts import ANDROID_DIR, JSONValue
+from mobilegen.targets.base import BuildContext, Target
 
 if TYPE_CHECKING:
     from mobilegen.artifacts import ProjectSpec

@@ -18,12 +18,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 if TYPE_CHECKING:
-    from mobilegen.artifacts import ProjectSpec
+    from mobilegen.artifacts import JSONValue, ProjectSpec
     from mobilegen.coverage.target import EPTarget
     from mobilegen.runtimes import RuntimeRelease
     from mobilegen.spec import IOSpec
 
-JSONValue = str | int | float | bool | None | list["JSONValue"] | dict[str, "JSONValue"]
 Opts = TypeVar("Opts")  # the target's own frozen options type
 
 

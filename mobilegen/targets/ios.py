@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mobilegen import ios as impl
-from mobilegen.artifacts import IOS_DIR
+from mobilegen.artifacts import IOS_DIR, JSONValue
 from mobilegen.ios import IosOptions
-from mobilegen.targets.base import BuildContext, JSONValue, Target
+from mobilegen.targets.base import BuildContext, Target
 
 if TYPE_CHECKING:
     from mobilegen.artifacts import ProjectSpec

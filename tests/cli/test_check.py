@@ -7,12 +7,9 @@ from pathlib import Path
 
 import onnx
 import pytest
+from cli_helpers import assert_fails, invoke
 from onnx import TensorProto, helper
-from typer.testing import CliRunner
 
-from mobilegen.cli import app
-
-runner = CliRunner()
 F = TensorProto.FLOAT
 
 
@@ -30,52 +27,40 @@ def model(tmp_path: Path) -> Path:
     return path
 
 
-def invoke(*args: object):
-    return runner.invoke(app, ["check", *[str(a) for a in args]])
-
-
-def assert_fails(result, code: int, *needles: str) -> None:
-    assert result.exit_code == code, (result.exit_code, result.stderr)
-    lines = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
-    assert len(lines) == 1, result.stderr
-    for n in needles:
-        assert n in lines[0], lines[0]
-
-
 def test_unknown_ep(model: Path) -> None:
-    assert_fails(invoke(model, "--ep", "tpu"), 2, "unknown --ep 'tpu'", "nnapi, coreml, xnnpack")
+    assert_fails(invoke("check", model, "--ep", "tpu"), 2, "unknown --ep 'tpu'", "nnapi, coreml, xnnpack")
 
 
 def test_unknown_coreml_format(model: Path) -> None:
-    assert_fails(invoke(model, "--ep", "coreml", "--coreml-format", "mlmodel"), 2, "unknown --coreml-format")
+    assert_fails(invoke("check", model, "--ep", "coreml", "--coreml-format", "mlmodel"), 2, "unknown --coreml-format")
 
 
 @pytest.mark.parametrize("api", [26, 37])
 def test_android_api_out_of_range(model: Path, api: int) -> None:
-    assert_fails(invoke(model, "--ep", "nnapi", "--android-api", api), 2, f"--android-api {api} is outside 27..36")
+    assert_fails(invoke("check", model, "--ep", "nnapi", "--android-api", api), 2, f"--android-api {api} is outside 27..36")
 
 
 @pytest.mark.parametrize("pct", ["-1", "101"])
 def test_fail_under_out_of_range(model: Path, pct: str) -> None:
-    assert_fails(invoke(model, "--ep", "nnapi", "--fail-under", pct), 2, "--fail-under", "outside 0..100")
+    assert_fails(invoke("check", model, "--ep", "nnapi", "--fail-under", pct), 2, "--fail-under", "outside 0..100")
 
 
 def test_max_partitions_zero(model: Path) -> None:
-    assert_fails(invoke(model, "--ep", "nnapi", "--max-partitions", 0), 2, "--max-partitions 0")
+    assert_fails(invoke("check", model, "--ep", "nnapi", "--max-partitions", 0), 2, "--max-partitions 0")
 
 
 def test_missing_model(tmp_path: Path) -> None:
-    assert_fails(invoke(tmp_path / "nope.onnx", "--ep", "nnapi"), 2, "no such file")
+    assert_fails(invoke("check", tmp_path / "nope.onnx", "--ep", "nnapi"), 2, "no such file")
 
 
 def test_broken_onnx(tmp_path: Path) -> None:
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"not a protobuf at all")
-    assert_fails(invoke(bad, "--ep", "nnapi"), 3, "not a model mobilegen can read")
+    assert_fails(invoke("check", bad, "--ep", "nnapi"), 3, "not a model mobilegen can read")
 
 
 def test_json_contract(model: Path) -> None:
-    result = invoke(model, "--ep", "nnapi", "--ep", "coreml", "--json")
+    result = invoke("check", model, "--ep", "nnapi", "--ep", "coreml", "--json")
     assert result.exit_code == 0, result.stderr
     payload = json.loads(result.stdout)
     labels = [(r["ep"], r["format"]) for r in payload["reports"]]
@@ -98,7 +83,7 @@ def test_json_contract(model: Path) -> None:
 
 
 def test_human_table(model: Path) -> None:
-    result = invoke(model, "--ep", "nnapi")
+    result = invoke("check", model, "--ep", "nnapi")
     assert result.exit_code == 0
     assert "nnapi: 2/3 nodes" in result.stderr
     assert "op Erf has no NNAPI builder" in result.stderr
@@ -106,7 +91,7 @@ def test_human_table(model: Path) -> None:
 
 
 def test_fail_under_gate_prints_then_exits_7(model: Path) -> None:
-    result = invoke(model, "--ep", "nnapi", "--fail-under", 80, "--json")
+    result = invoke("check", model, "--ep", "nnapi", "--fail-under", 80, "--json")
     assert result.exit_code == 7
     assert json.loads(result.stdout)["reports"][0]["supported_nodes"] == 2  # results printed first
     assert_fails(result, 7, "coverage gate failed")
@@ -114,14 +99,14 @@ def test_fail_under_gate_prints_then_exits_7(model: Path) -> None:
 
 
 def test_max_partitions_gate(model: Path) -> None:
-    assert invoke(model, "--ep", "nnapi", "--max-partitions", 2).exit_code == 0
-    result = invoke(model, "--ep", "nnapi", "--max-partitions", 1)
+    assert invoke("check", model, "--ep", "nnapi", "--max-partitions", 2).exit_code == 0
+    result = invoke("check", model, "--ep", "nnapi", "--max-partitions", 1)
     assert_fails(result, 7, "coverage gate failed")
     assert "2 partitions, above --max-partitions 1" in result.stderr
 
 
 def test_gate_passes_for_coreml(model: Path) -> None:
-    result = invoke(model, "--ep", "coreml", "--coreml-format", "mlprogram", "--fail-under", 100, "--max-partitions", 1)
+    result = invoke("check", model, "--ep", "coreml", "--coreml-format", "mlprogram", "--fail-under", 100, "--max-partitions", 1)
     assert result.exit_code == 0, result.stderr
 
 
@@ -133,5 +118,5 @@ def test_cli_api_range_matches_the_analysis(model: Path) -> None:
     assert setting is not None and setting.minimum is not None and setting.maximum is not None
     for api in (setting.minimum, setting.maximum):
         assert EPTarget("nnapi", android_api=api).int_value("android_api") == api
-        assert invoke(model, "--ep", "nnapi", "--android-api", api, "--json").exit_code == 0
-    assert_fails(invoke(model, "--ep", "nnapi", "--android-api", setting.maximum + 1), 2, f"outside {setting.range_text}")
+        assert invoke("check", model, "--ep", "nnapi", "--android-api", api, "--json").exit_code == 0
+    assert_fails(invoke("check", model, "--ep", "nnapi", "--android-api", setting.maximum + 1), 2, f"outside {setting.range_text}")

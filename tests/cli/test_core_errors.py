@@ -3,18 +3,11 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from model_files import hostile_pickle, write_all, write_bad  # noqa: E402
-
-from mobilegen.cli import app  # noqa: E402
-
-runner = CliRunner()
+from cli_helpers import assert_fails, error_lines, invoke
+from model_files import hostile_pickle, write_all, write_bad
 
 
 @pytest.fixture(scope="module")
@@ -23,22 +16,6 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     paths = write_all(d)
     paths.update(write_bad(d))
     return paths
-
-
-def invoke(*args: str):
-    return runner.invoke(app, [str(a) for a in args])
-
-
-def error_lines(result) -> list[str]:
-    return [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
-
-
-def assert_fails(result, code: int, *needles: str) -> None:
-    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
-    lines = error_lines(result)
-    assert len(lines) == 1, result.stderr
-    for n in needles:
-        assert n in lines[0], lines[0]
 
 
 def test_version() -> None:
@@ -307,8 +284,7 @@ def test_onnx_input_flags(files, tmp_path: Path) -> None:
 
 
 def test_model_text_is_not_console_markup(files, tmp_path: Path) -> None:
-    args = ["export", str(files["onnx"]), "-o", str(tmp_path / "m.onnx"), "--output-name", "y[/b][red]"]
-    r = runner.invoke(app, args, env={"COLUMNS": "250"})
+    r = invoke("export", files["onnx"], "-o", tmp_path / "m.onnx", "--output-name", "y[/b][red]", env={"COLUMNS": "250"})
     assert r.exit_code == 0, r.stderr
     assert "y[/b][red]" in r.stderr
 

@@ -13,12 +13,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from cli_helpers import assert_fails, invoke
 from onnx import TensorProto, helper, numpy_helper
-from typer.testing import CliRunner
-
-from mobilegen.cli import app
-
-runner = CliRunner()
 
 
 def make_model(
@@ -47,20 +43,6 @@ def save_external(model: onnx.ModelProto, path: Path, location: str = "w.bin") -
             entry.value = location
     onnx.save_model(proto, str(path))
     return path
-
-
-def invoke(*args: object):
-    return runner.invoke(app, [str(a) for a in args])
-
-
-def assert_fails(result, code: int, *needles: str) -> str:
-    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
-    lines = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
-    assert len(lines) == 1, result.stderr
-    assert "internal error" not in lines[0]
-    for n in needles:
-        assert n in lines[0], lines[0]
-    return lines[0]
 
 
 def assert_nothing_left(folder: Path, before: set[str]) -> None:

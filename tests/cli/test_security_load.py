@@ -20,13 +20,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from typer.testing import CliRunner
+from cli_helpers import assert_fails, invoke
 
-from mobilegen.cli import app
 from mobilegen.errors import LoadError
 from mobilegen.load import LoadOptions, load_model
-
-runner = CliRunner()
 
 
 class _Payload:
@@ -191,18 +188,6 @@ def hostile(kind: str, clean: Path, tmp_path: Path) -> tuple[Path, Path, str]:
     return make(clean, tmp_path / f"{kind}.pt2", marker), marker, entry
 
 
-def invoke(*args: object):
-    return runner.invoke(app, [str(a) for a in args])
-
-
-def assert_refused(result, entry: str) -> None:
-    assert result.exit_code == 3, (result.exit_code, result.stdout, result.stderr)
-    lines = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
-    assert len(lines) == 1, result.stderr
-    assert entry in lines[0] and "--trust-pickle" in lines[0], lines[0]
-    assert "Traceback" not in result.stderr
-
-
 @pytest.mark.parametrize("kind", sorted(set(HOSTILE) - {"aot_library"}))
 def test_the_hostile_archives_are_live(kind: str, clean: Path, tmp_path: Path) -> None:
     """Control: torch itself runs each payload, loading the file or calling the program as export does
@@ -238,7 +223,7 @@ def test_every_command_refuses_without_running_it(command: str, kind: str, clean
     path, marker, entry = hostile(kind, clean, tmp_path)
     out = tmp_path / "out"
     out.mkdir()
-    assert_refused(invoke(command, path, *COMMANDS[command](out)), entry)
+    assert_fails(invoke(command, path, *COMMANDS[command](out)), 3, entry, "--trust-pickle")
     assert not marker.exists()
     assert list(out.iterdir()) == []
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([path.name, "out"])
@@ -247,7 +232,7 @@ def test_every_command_refuses_without_running_it(command: str, kind: str, clean
 @pytest.mark.parametrize("kind", sorted(HOSTILE))
 def test_every_hostile_archive_is_refused(kind: str, clean: Path, tmp_path: Path) -> None:
     path, marker, entry = hostile(kind, clean, tmp_path)
-    assert_refused(invoke("export", path, "-o", tmp_path / "m.onnx", "--json"), entry)
+    assert_fails(invoke("export", path, "-o", tmp_path / "m.onnx", "--json"), 3, entry, "--trust-pickle")
     assert not marker.exists() and not (tmp_path / "m.onnx").exists()
 
 
@@ -322,18 +307,10 @@ def _user_module(tmp_path: Path, body: str) -> Path:
     return path
 
 
-def _one_error(result, code: int, *needles: str) -> None:
-    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
-    lines = [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
-    assert len(lines) == 1, result.stderr
-    for n in needles:
-        assert n in lines[0], lines[0]
-
-
 def test_model_class_module_exiting_on_import_fails(weights: Path, tmp_path: Path) -> None:
     mod = _user_module(tmp_path, "sys.exit(0)\n")
     sys.modules.pop("_mobilegen_user_usermodel", None)
-    _one_error(invoke("inspect", weights, "--model-class", f"{mod}:Net"), 3, "sys.exit(0)", "__main__")
+    assert_fails(invoke("inspect", weights, "--model-class", f"{mod}:Net"), 3, "sys.exit(0)", "__main__")
     r = invoke("inspect", weights, "--model-class", f"{mod}:Net", "--json")
     assert r.exit_code == 3
     assert json.loads(r.stdout)["error"] == "load"
@@ -343,21 +320,21 @@ def test_model_class_module_exiting_on_import_fails(weights: Path, tmp_path: Pat
 def test_model_class_package_module_exiting_on_import_fails(weights: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "mg_exits_on_import.py").write_text("import sys\nsys.exit(3)\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    _one_error(invoke("inspect", weights, "--model-class", "mg_exits_on_import:Net"), 3, "sys.exit(3)")
+    assert_fails(invoke("inspect", weights, "--model-class", "mg_exits_on_import:Net"), 3, "sys.exit(3)")
 
 
 def test_model_class_constructor_exiting_fails(weights: Path, tmp_path: Path) -> None:
     mod = _user_module(tmp_path, "class Net(torch.nn.Module):\n    def __init__(self):\n        sys.exit(0)\n")
-    _one_error(invoke("inspect", weights, "--model-class", f"{mod}:Net"), 3, "constructing", "sys.exit(0)")
+    assert_fails(invoke("inspect", weights, "--model-class", f"{mod}:Net"), 3, "constructing", "sys.exit(0)")
 
 
 def test_model_class_constructor_error_is_a_load_error(weights: Path, tmp_path: Path) -> None:
     mod = _user_module(tmp_path, "class Net(torch.nn.Module):\n    def __init__(self):\n        raise ValueError('no config')\n")
-    _one_error(invoke("inspect", weights, "--model-class", f"{mod}:Net"), 3, "ValueError: no config")
+    assert_fails(invoke("inspect", weights, "--model-class", f"{mod}:Net"), 3, "ValueError: no config")
 
 
 def test_model_class_missing_file_is_a_usage_error(weights: Path, tmp_path: Path) -> None:
-    _one_error(invoke("inspect", weights, "--model-class", f"{tmp_path / 'nope.py'}:Net"), 2, "does not exist")
+    assert_fails(invoke("inspect", weights, "--model-class", f"{tmp_path / 'nope.py'}:Net"), 2, "does not exist")
 
 
 @pytest.mark.parametrize(
@@ -371,5 +348,5 @@ def test_model_class_missing_file_is_a_usage_error(weights: Path, tmp_path: Path
 def test_model_class_that_is_not_a_module_class_is_never_called(weights: Path, tmp_path: Path, body: str, needle: str) -> None:
     marker = tmp_path / "called"
     mod = _user_module(tmp_path, f"MARKER = {str(marker)!r}\n" + body)
-    _one_error(invoke("inspect", weights, "--model-class", f"{mod}:Net"), 2, needle, "not a torch.nn.Module")
+    assert_fails(invoke("inspect", weights, "--model-class", f"{mod}:Net"), 2, needle, "not a torch.nn.Module")
     assert not marker.exists()

@@ -23,15 +23,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
+from cli_helpers import assert_fails, error_details, invoke
+from package_fixtures import build_package
+from typer.testing import Result
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from package_fixtures import build_package  # noqa: E402
+from mobilegen.package import canonical_json, write_zip
 
-from mobilegen.cli import app  # noqa: E402
-from mobilegen.package import canonical_json, write_zip  # noqa: E402
-
-runner = CliRunner()
 ORT = "model/model.ort"
 NPZ = "golden/golden.npz"
 
@@ -90,22 +87,11 @@ def opened(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     return seen
 
 
-def invoke(*args: object):  # noqa: ANN201
-    return runner.invoke(app, ["verify", *(str(a) for a in args)])
-
-
-def assert_refused(result, code: int, *needles: str, details: bool = False) -> list[str]:  # noqa: ANN001
-    """Exit ``code``, no traceback, one ``error:`` summary line naming ``needles``; returns the detail lines."""
-    assert result.exit_code == code, (result.exit_code, result.stderr)
-    lines = result.stderr.splitlines()
-    assert lines and lines[0].startswith("error: ") and "internal error" not in lines[0], result.stderr
-    assert sum(ln.startswith("error:") for ln in lines) == 1 and "Traceback" not in result.stderr
-    assert all(ln.startswith("  ") for ln in lines[1:]), result.stderr
-    if not details:
-        assert len(lines) == 1, result.stderr
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return [ln.strip() for ln in lines[1:]]
+def assert_refused(result: Result, code: int, *needles: str, details: bool = False) -> list[str]:
+    """Exit ``code``, one ``error:`` summary line naming ``needles``, then (only with ``details``) one
+    indented line per problem; returns those lines."""
+    assert_fails(result, code, *needles, alone=not details)
+    return error_details(result)
 
 
 def reseal(root: Path, edit: Callable[[dict], None] | None = None) -> None:
@@ -160,7 +146,7 @@ def test_zip_bomb_entry_is_refused_before_unpacking(pkg: Path, tmp_path: Path, o
     bomb = write_zip(pkg, tmp_path / "TinyOut.zip")
     assert bomb.stat().st_size < (1 << 20)
     opened.clear()
-    assert_refused(invoke(bomb), 9, "refusing to extract entry 'TinyOut/model/model.ort'", "zip bomb", "nothing was extracted")
+    assert_refused(invoke("verify", bomb), 9, "refusing to extract entry 'TinyOut/model/model.ort'", "zip bomb", "nothing was extracted")
     assert opened == {}  # not even the manifest was read
 
 
@@ -169,7 +155,7 @@ def test_many_small_bombs_are_refused_by_the_total(pristine: Path, tmp_path: Pat
     extra = {f"TinyOut/pad/{i}.bin": bytes(1 << 20) for i in range(200)}
     z = rezip(pristine.with_suffix(".zip"), tmp_path / "TinyOut.zip", {}, extra=extra)
     opened.clear()
-    assert_refused(invoke(z), 9, "would unpack to 209", "zip bomb", "nothing was extracted")
+    assert_refused(invoke("verify", z), 9, "would unpack to 209", "zip bomb", "nothing was extracted")
     assert opened == {}
 
 
@@ -178,7 +164,7 @@ def test_entry_larger_than_the_manifest_says_is_not_unpacked(pristine: Path, tmp
     bigger = os.urandom(size + 4096)
     z = rezip(pristine.with_suffix(".zip"), tmp_path / "TinyOut.zip", {ORT: bigger})
     opened.clear()
-    details = assert_refused(invoke(z), 9, "package verification failed", details=True)
+    details = assert_refused(invoke("verify", z), 9, "package verification failed", details=True)
     assert f"{ORT}: changed (size {size + 4096} bytes, manifest says {size})" in details
     assert any(d.startswith("golden vectors not re-run") for d in details), details
     assert "TinyOut/model/model.ort" not in opened
@@ -192,7 +178,7 @@ def test_declared_size_that_lies_is_enforced_while_streaming(pristine: Path, tmp
     with zipfile.ZipFile(z) as zf:
         assert zf.getinfo("TinyOut/model/model.ort").file_size == len(real)
     opened.clear()
-    details = assert_refused(invoke(z), 9, "package verification failed", details=True)
+    details = assert_refused(invoke("verify", z), 9, "package verification failed", details=True)
     assert any(d.startswith(f"{ORT}: damaged in the zip") for d in details), details
     assert opened["TinyOut/model/model.ort"] <= len(real)
 
@@ -201,7 +187,7 @@ def test_encrypted_entry(pristine: Path, tmp_path: Path) -> None:
     z = tmp_path / "TinyOut.zip"
     shutil.copy(pristine.with_suffix(".zip"), z)
     patch_entry_header(z, "TinyOut/README.md", flags=0x1)
-    assert_refused(invoke(z), 9, "refusing to extract entry 'TinyOut/README.md': it is encrypted")
+    assert_refused(invoke("verify", z), 9, "refusing to extract entry 'TinyOut/README.md': it is encrypted")
 
 
 def test_unbounded_compression_method(pristine: Path, tmp_path: Path) -> None:
@@ -210,7 +196,7 @@ def test_unbounded_compression_method(pristine: Path, tmp_path: Path) -> None:
     with zipfile.ZipFile(pristine.with_suffix(".zip")) as zin, zipfile.ZipFile(z, "w", zipfile.ZIP_BZIP2) as zout:
         for info in zin.infolist():
             zout.writestr(info.filename, zin.read(info))
-    assert_refused(invoke(z), 9, "compression method 12 is not one a package uses")
+    assert_refused(invoke("verify", z), 9, "compression method 12 is not one a package uses")
 
 
 @pytest.mark.parametrize(
@@ -218,12 +204,12 @@ def test_unbounded_compression_method(pristine: Path, tmp_path: Path) -> None:
 )
 def test_very_long_entry_names(pristine: Path, tmp_path: Path, name: str) -> None:
     z = rezip(pristine.with_suffix(".zip"), tmp_path / "TinyOut.zip", {}, extra={name: b"x"})
-    assert_refused(invoke(z), 9, "refusing to extract entry", "its name is too long")
+    assert_refused(invoke("verify", z), 9, "refusing to extract entry", "its name is too long")
 
 
 def test_control_characters_in_an_entry_name(pristine: Path, tmp_path: Path) -> None:
     z = rezip(pristine.with_suffix(".zip"), tmp_path / "TinyOut.zip", {}, extra={"TinyOut/\x1b[31mred.txt": b"x"})
-    r = invoke(z)
+    r = invoke("verify", z)
     assert_refused(r, 9, "refusing to extract entry", "control characters")
     assert "\x1b" not in r.stderr
 
@@ -267,17 +253,17 @@ def test_special_file_as_the_package(tmp_path: Path, private_tmp: Path) -> None:
     r = _cli([str(fifo)], private_tmp)
     assert r.returncode == 9, r.stderr
     assert r.stderr.splitlines()[0].startswith(f"error: {fifo} is not a mobilegen package: it is a FIFO (named pipe)")
-    assert_refused(invoke("/dev/null"), 9, "is not a mobilegen package: it is a character device")
+    assert_refused(invoke("verify", "/dev/null"), 9, "is not a mobilegen package: it is a character device")
 
 
 def test_oversized_manifest(pkg: Path) -> None:
     with (pkg / "manifest.json").open("r+b") as f:
         f.truncate(65 << 20)  # sparse: costs no disk
-    assert_refused(invoke(pkg), 9, "manifest.json: too large to check (68157440 bytes")
+    assert_refused(invoke("verify", pkg), 9, "manifest.json: too large to check (68157440 bytes")
 
 
 def test_missing_path_is_a_usage_error(tmp_path: Path) -> None:
-    assert_refused(invoke(tmp_path / "nope"), 2, "no such file or folder")
+    assert_refused(invoke("verify", tmp_path / "nope"), 2, "no such file or folder")
 
 
 # --- malformed manifests: a bad package (9), never an internal error (1) --------------------------------
@@ -301,7 +287,7 @@ def _edit_text(pkg: Path, old: str, new: str) -> None:
 )
 def test_numbers_mobilegen_never_writes(pkg: Path, old: str, new: str, needle: str) -> None:
     _edit_text(pkg, old, new)
-    assert_refused(invoke(pkg), 9, "manifest.json is not valid JSON", needle)
+    assert_refused(invoke("verify", pkg), 9, "manifest.json is not valid JSON", needle)
 
 
 @pytest.mark.parametrize(
@@ -309,12 +295,12 @@ def test_numbers_mobilegen_never_writes(pkg: Path, old: str, new: str, needle: s
 )
 def test_deeply_nested_manifest(pkg: Path, depth: int, needle: str) -> None:
     (pkg / "manifest.json").write_text('{"schema_version": 1, "x": ' + "[" * depth + "]" * depth + "}")
-    assert_refused(invoke(pkg), 9, needle)
+    assert_refused(invoke("verify", pkg), 9, needle)
 
 
 def test_schema_version_true_is_not_version_1(pkg: Path) -> None:
     reseal(pkg, lambda doc: doc.update(schema_version=True))
-    assert_refused(invoke(pkg), 9, "manifest schema version true is not supported")
+    assert_refused(invoke("verify", pkg), 9, "manifest schema version true is not supported")
 
 
 @pytest.mark.parametrize(
@@ -329,14 +315,14 @@ def test_schema_version_true_is_not_version_1(pkg: Path) -> None:
 )
 def test_malformed_file_entries(pkg: Path, field: str, value: object, needle: str) -> None:
     reseal(pkg, lambda doc: doc["files"][0].update({field: value}))
-    details = assert_refused(invoke(pkg), 9, "package verification failed", details=True)
+    details = assert_refused(invoke("verify", pkg), 9, "package verification failed", details=True)
     assert any(d.startswith(f"manifest.json: {needle}") for d in details), details
     assert all(len(d) < 1000 for d in details)
 
 
 def test_bool_where_the_manifest_needs_integers(pkg: Path) -> None:
     reseal(pkg, lambda doc: doc["ort"].update(max_opset=True))
-    r = invoke(pkg)
+    r = invoke("verify", pkg)
     assert_refused(r, 9, "package verification failed, 1 problem")
     assert "manifest.json: ort.max_opset / ort.format_version missing or not integers" in r.stderr
 
@@ -352,14 +338,14 @@ def test_golden_npz_whose_header_claims_a_huge_array(pkg: Path) -> None:
         zf.writestr("output:y.npy", header.getvalue() + bytes(64))
     (pkg / NPZ).write_bytes(buf.getvalue())
     reseal(pkg)
-    r = invoke(pkg)
+    r = invoke("verify", pkg)
     assert_refused(r, 9, "package verification failed", details=True)
     assert f"{NPZ}: cannot be read (array 'output:y.npy' declares 4000000000000 bytes, its entry holds" in r.stderr
 
 
 def test_terminal_control_characters_from_a_valid_package_are_not_printed(pkg: Path) -> None:
     reseal(pkg, lambda doc: doc.update(model_name="evil\x1b]0;title\x07\x1b[2J"))
-    r = invoke(pkg)
+    r = invoke("verify", pkg)
     assert r.exit_code == 0, r.stderr
     assert "\x1b" not in r.stderr and "\x07" not in r.stderr
     assert "evil\\x1b]0;title" in r.stderr

@@ -11,15 +11,10 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from cli_helpers import assert_fails, error_lines, invoke
+from package_fixtures import build_package
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from package_fixtures import build_package  # noqa: E402
-
-from mobilegen.cli import app  # noqa: E402
-from mobilegen.package import canonical_json, write_zip  # noqa: E402
-
-runner = CliRunner()
+from mobilegen.package import canonical_json, write_zip
 
 
 @pytest.fixture(scope="module")
@@ -38,23 +33,6 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def pkg(pristine: Path, tmp_path: Path) -> Path:
     return Path(shutil.copytree(pristine, tmp_path / "TinyOut"))
-
-
-def invoke(*args: object):
-    return runner.invoke(app, [str(a) for a in args])
-
-
-def error_lines(result) -> list[str]:
-    return [ln for ln in result.stderr.splitlines() if ln.startswith("error:")]
-
-
-def assert_one_line_failure(result, code: int, *needles: str) -> None:
-    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
-    lines = error_lines(result)
-    assert len(lines) == 1, result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
-    for n in needles:
-        assert n in lines[0], lines[0]
 
 
 def test_help_lists_verify() -> None:
@@ -104,14 +82,14 @@ def test_tampered_json_output(pkg: Path) -> None:
 
 
 def test_missing_path(tmp_path: Path) -> None:
-    assert_one_line_failure(invoke("verify", tmp_path / "nope"), 2, "no such file or folder")
+    assert_fails(invoke("verify", tmp_path / "nope"), 2, "no such file or folder", alone=True)
 
 
 def test_not_a_package(tmp_path: Path) -> None:
     f = tmp_path / "model.pt"
     f.write_bytes(b"\x80\x02not a package")
-    assert_one_line_failure(invoke("verify", f), 9, "is not a mobilegen package")
-    assert_one_line_failure(invoke("verify", tmp_path), 9, "is not a mobilegen package")
+    assert_fails(invoke("verify", f), 9, "is not a mobilegen package", alone=True)
+    assert_fails(invoke("verify", tmp_path), 9, "is not a mobilegen package", alone=True)
 
 
 def test_zip_escaping_entry(tmp_path: Path) -> None:
@@ -119,7 +97,7 @@ def test_zip_escaping_entry(tmp_path: Path) -> None:
     with zipfile.ZipFile(z, "w") as zf:
         zf.writestr("pkg/manifest.json", "{}")
         zf.writestr("../escaped-by-mobilegen-test.txt", "gotcha")
-    assert_one_line_failure(invoke("verify", z), 9, "refusing to extract", "escapes the folder")
+    assert_fails(invoke("verify", z), 9, "refusing to extract", "escapes the folder", alone=True)
     assert not (tmp_path.parent / "escaped-by-mobilegen-test.txt").exists()
 
 
@@ -127,7 +105,7 @@ def test_unknown_schema_version(pkg: Path) -> None:
     doc = json.loads((pkg / "manifest.json").read_text())
     doc["schema_version"] = 99
     (pkg / "manifest.json").write_text(canonical_json(doc))
-    assert_one_line_failure(invoke("verify", pkg), 9, "manifest schema version 99 is not supported")
+    assert_fails(invoke("verify", pkg), 9, "manifest schema version 99 is not supported", alone=True)
 
 
 def test_command_module_imports_no_heavy_libraries() -> None:

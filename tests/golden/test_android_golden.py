@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import os
 import stat
-import sys
 from pathlib import Path
 
 import pytest
+from android_specs import make_specs
+from golden_trees import assert_tree_matches, tree
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from android_specs import make_specs  # noqa: E402
-from golden_trees import assert_tree_matches, tree  # noqa: E402
-
-from mobilegen.android import render_android  # noqa: E402
+from mobilegen.android import render_android
 
 NAMES = ("android_cnn", "android_two_input")
 

@@ -3,17 +3,14 @@ byte, with tests/golden/expected/<name>/. ``pytest --update-goldens`` rewrites t
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
+from golden_trees import assert_tree_matches, tree
+from ios_specs import FAKE_ORT, NAMES, make_specs
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from golden_trees import assert_tree_matches, tree  # noqa: E402
-from ios_specs import FAKE_ORT, NAMES, make_specs  # noqa: E402
-
-from mobilegen.errors import UsageError  # noqa: E402
-from mobilegen.ios import render_ios  # noqa: E402
+from mobilegen.errors import UsageError
+from mobilegen.ios import render_ios
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -14,24 +14,22 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+from android_specs import make_specs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from ts_parsers import parser
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from android_specs import make_specs  # noqa: E402
-
-from mobilegen.android import KOTLIN_TYPES, AndroidOptions, render_android  # noqa: E402
-from mobilegen.artifacts import ProjectSpec  # noqa: E402
-from mobilegen.errors import UsageError  # noqa: E402
-from mobilegen.golden import GoldenCase, decode_mgv, encode_mgv  # noqa: E402
-from mobilegen.lang import kotlin as kt  # noqa: E402
-from mobilegen.spec import IOSpec, TensorSpec  # noqa: E402
+from mobilegen.android import KOTLIN_TYPES, AndroidOptions, render_android
+from mobilegen.artifacts import ProjectSpec
+from mobilegen.errors import UsageError
+from mobilegen.golden import GoldenCase, decode_mgv, encode_mgv
+from mobilegen.lang import kotlin as kt
+from mobilegen.spec import IOSpec, TensorSpec
 
 pytestmark = pytest.mark.slow
 
@@ -85,17 +83,7 @@ def _core_sources(tree: Path) -> list[Path]:
 
 # --- tree-sitter -------------------------------------------------------------------------------------
 
-_PARSER = None
-
-
-def _parser():  # type: ignore[no-untyped-def]
-    global _PARSER
-    if _PARSER is None:
-        import tree_sitter
-        import tree_sitter_kotlin
-
-        _PARSER = tree_sitter.Parser(tree_sitter.Language(tree_sitter_kotlin.language()))
-    return _PARSER
+# parser("kotlin") skips only the tests that parse when tree-sitter-kotlin is not installed.
 
 
 def _walk(node) -> Iterator:  # type: ignore[no-untyped-def]
@@ -105,7 +93,7 @@ def _walk(node) -> Iterator:  # type: ignore[no-untyped-def]
 
 
 def _parse_problems(path: Path) -> list[str]:
-    tree = _parser().parse(path.read_bytes())
+    tree = parser("kotlin").parse(path.read_bytes())
     problems = []
     for node in _walk(tree.root_node):
         if node.type == "ERROR" or node.is_missing:
@@ -341,7 +329,7 @@ def _unique_by_name(items: list[tuple[str, str, list]]) -> list[tuple[str, str, 
 
 def _is_pwned_code(path: Path) -> list[str]:
     """Calls to or declarations of ``pwned`` anywhere in the syntax tree (strings and comments are inert)."""
-    tree = _parser().parse(path.read_bytes())
+    tree = parser("kotlin").parse(path.read_bytes())
     hits = []
     for node in _walk(tree.root_node):
         if node.type == "call_expression" and node.children and node.children[0].text == b"pwned":

@@ -10,18 +10,15 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from typer.testing import CliRunner
-
-from mobilegen.cli import app
+from cli_helpers import invoke
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
-runner = CliRunner()
 
 
 def convert(*args: object) -> dict:
-    r = runner.invoke(app, ["convert", *map(str, args), "--json"])
+    r = invoke("convert", *args, "--json")
     assert r.exit_code == 0, r.stderr
     return json.loads(r.stdout)
 

@@ -12,21 +12,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
+from cli_helpers import invoke
 
-from mobilegen.cli import app
 from mobilegen.golden import decode_mgv
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 CNN = ROOT / "examples" / "mobilenet_tiny.pt"
 ENCODER = ROOT / "examples" / "encoder_tiny.pt2"
-runner = CliRunner()
 
 
 def build(out: Path, *extra: object) -> dict:
     args = ["package", str(CNN), "--input", "image:1x3x64x64", "--android", "--ios", "--nnapi", "--coreml", "--zip", "-o", str(out), "--json", *map(str, extra)]
-    r = runner.invoke(app, args)
+    r = invoke(*args)
     assert r.exit_code == 0, r.stderr
     return json.loads(r.stdout)
 
@@ -54,7 +52,7 @@ def test_layout(package) -> None:
 def test_verify_accepts_folder_and_zip(package) -> None:
     out, data = package
     for target in (out, Path(data["zip"])):
-        r = runner.invoke(app, ["verify", str(target)])
+        r = invoke("verify", target)
         assert r.exit_code == 0, r.stderr
 
 
@@ -104,13 +102,13 @@ def test_ios_golden_vectors_reproduce_on_host(package) -> None:
 
 
 def test_nnapi_fixes_dynamic_dims(tmp_path: Path) -> None:
-    r = runner.invoke(app, ["android", str(ENCODER), "--nnapi", "-o", str(tmp_path / "enc"), "--json"])
+    r = invoke("android", ENCODER, "--nnapi", "-o", tmp_path / "enc", "--json")
     assert r.exit_code == 0, r.stderr
     data = json.loads(r.stdout)
     assert data["io"]["inputs"][0]["shape"] == [1, 16]
     assert any("dynamic dims fixed" in w for w in data["warnings"])
     assert any("deprecated" in w for w in data["warnings"])
-    kept = runner.invoke(app, ["android", str(ENCODER), "--nnapi", "--keep-dynamic", "-o", str(tmp_path / "enc2"), "--json"])
+    kept = invoke("android", ENCODER, "--nnapi", "--keep-dynamic", "-o", tmp_path / "enc2", "--json")
     assert kept.exit_code == 0, kept.stderr
     assert json.loads(kept.stdout)["io"]["inputs"][0]["shape"] == [1, "tokens_dim1"]
 

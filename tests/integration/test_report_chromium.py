@@ -12,14 +12,11 @@ import re
 import shutil
 import struct
 import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from package_fixtures import COREML_REFUSED, NNAPI_REFUSED, build_package  # noqa: E402
+from package_fixtures import COREML_REFUSED, NNAPI_REFUSED, build_package
 
 pytestmark = pytest.mark.slow
 

@@ -11,22 +11,19 @@ the templates declare in the same scope, and a shape name must always belong to 
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from android_specs import make_specs as android_specs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from ios_specs import make_specs as ios_specs
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from android_specs import make_specs as android_specs  # noqa: E402
-from ios_specs import make_specs as ios_specs  # noqa: E402
-
-from mobilegen import android, ios  # noqa: E402
-from mobilegen.artifacts import ProjectSpec  # noqa: E402
-from mobilegen.spec import IOSpec, TensorSpec  # noqa: E402
+from mobilegen import android, ios
+from mobilegen.artifacts import ProjectSpec
+from mobilegen.spec import IOSpec, TensorSpec
 
 KOTLIN_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

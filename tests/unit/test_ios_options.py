@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
+from ios_specs import make_specs
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from ios_specs import make_specs  # noqa: E402
-
-from mobilegen import ios  # noqa: E402
-from mobilegen.errors import UsageError  # noqa: E402
-from mobilegen.spec import IOSpec, TensorSpec  # noqa: E402
+from mobilegen import ios
+from mobilegen.errors import UsageError
+from mobilegen.spec import IOSpec, TensorSpec
 
 
 def test_defaults_are_valid() -> None:

@@ -18,23 +18,21 @@ Property reads (``info.shape``) are not type-checked here.
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-import tree_sitter_swift
-from tree_sitter import Language, Node, Parser
+from data import ort_objc_symbols as ort
+from ios_specs import make_specs
+from ts_parsers import parser
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from data import ort_objc_symbols as ort  # noqa: E402
-from ios_specs import make_specs  # noqa: E402
+from mobilegen import ios
+from mobilegen.artifacts import ProjectSpec
+from mobilegen.spec import IOSpec, TensorSpec
 
-from mobilegen import ios  # noqa: E402
-from mobilegen.artifacts import ProjectSpec  # noqa: E402
-from mobilegen.spec import IOSpec, TensorSpec  # noqa: E402
-
-PARSER = Parser(Language(tree_sitter_swift.language()))
+if TYPE_CHECKING:
+    from tree_sitter import Node
 
 # Non-ORT methods the templates call (Swift standard library, Foundation, Dispatch, XCTest, SwiftUI).
 KNOWN_METHODS = frozenset(
@@ -95,7 +93,7 @@ def _declared_names(roots: list[Node]) -> set[str]:
 def scan(sources: dict[str, str]) -> list[str]:
     """Problems with ORT symbols in ``sources`` (file name → Swift text); empty when all are known."""
     problems: list[str] = []
-    trees = {name: PARSER.parse(text.encode()) for name, text in sources.items()}
+    trees = {name: parser("swift").parse(text.encode()) for name, text in sources.items()}
     declared = _declared_names([t.root_node for t in trees.values()])
     for name, text in sources.items():
         for m in ORT_IDENT.finditer(text):

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
+from model_files import hostile_pickle, hostile_torch_save, write_all, write_bad
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from model_files import hostile_pickle, hostile_torch_save, write_all, write_bad  # noqa: E402
-
-from mobilegen.errors import LoadError, UsageError  # noqa: E402
-from mobilegen.load import LoadOptions, detect_kind, load_model  # noqa: E402
+from mobilegen.errors import LoadError, UsageError
+from mobilegen.load import LoadOptions, detect_kind, load_model
 
 
 @pytest.fixture(scope="module")

@@ -11,12 +11,11 @@ from pathlib import Path
 
 import onnx
 import pytest
+from cli_helpers import invoke
 from onnx import TensorProto, helper
 from package_fixtures import make_build
-from typer.testing import CliRunner, Result
 
 from mobilegen import providers
-from mobilegen.cli import app
 from mobilegen.coverage import EPTarget, analyze
 from mobilegen.coverage.rules import F32, EPTable, NodeContext, OpSpec, Rule
 from mobilegen.errors import UsageError
@@ -83,20 +82,16 @@ def _model(path: Path) -> Path:
     return path
 
 
-def _check(*args: object) -> Result:
-    return CliRunner().invoke(app, ["check", *[str(a) for a in args]])
-
-
 def test_registered_provider_is_a_check_choice(toy: ExecutionProvider, tmp_path: Path) -> None:
-    help_text = CliRunner().invoke(app, ["check", "--help"], env={"COLUMNS": "200"}).output
+    help_text = invoke("check", "--help", env={"COLUMNS": "200"}).output
     assert f"Execution provider: nnapi, coreml, xnnpack, {NAME}." in help_text
-    wrong = _check(_model(tmp_path / "m.onnx"), "--ep", "npu")
+    wrong = invoke("check", _model(tmp_path / "m.onnx"), "--ep", "npu")
     assert wrong.exit_code == 2
     assert f"unknown --ep 'npu' — use one of: nnapi, coreml, xnnpack, {NAME}" in wrong.stderr
 
 
 def test_registered_provider_in_check_json(toy: ExecutionProvider, tmp_path: Path) -> None:
-    result = _check(_model(tmp_path / "m.onnx"), "--ep", NAME, "--ep", "nnapi", "--json")
+    result = invoke("check", _model(tmp_path / "m.onnx"), "--ep", NAME, "--ep", "nnapi", "--json")
     assert result.exit_code == 0, result.stderr
     toy_report, nnapi_report = json.loads(result.stdout)["reports"]
     assert nnapi_report["ep"] == "nnapi"

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from dataclasses import replace
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from package_fixtures import (  # noqa: E402
+from package_fixtures import (
     COREML_REFUSED,
     NNAPI_REFUSED,
     SOURCE,
@@ -22,10 +19,10 @@ from package_fixtures import (  # noqa: E402
     pin_versions,
 )
 
-from mobilegen.artifacts import BuildResult  # noqa: E402
-from mobilegen.coverage.model import CoverageReport, NodeVerdict  # noqa: E402
-from mobilegen.markdown import md_code, md_escape  # noqa: E402
-from mobilegen.report import (  # noqa: E402
+from mobilegen.artifacts import BuildResult
+from mobilegen.coverage.model import CoverageReport, NodeVerdict
+from mobilegen.markdown import md_code, md_escape
+from mobilegen.report import (
     NNAPI_DEPRECATION,
     coverage_json,
     jsonable,
@@ -37,7 +34,7 @@ from mobilegen.report import (  # noqa: E402
     runs,
     warning_texts,
 )
-from mobilegen.warnings import Notice, collect  # noqa: E402
+from mobilegen.warnings import Notice, collect
 
 
 @pytest.fixture(scope="module")

@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from package_fixtures import build_package, make_build
 from rich.console import Console
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from package_fixtures import build_package, make_build  # noqa: E402
-
-from mobilegen.artifacts import NNAPI_DEPRECATION, BuildResult, LoadedModel, OnnxModel  # noqa: E402
-from mobilegen.coverage.model import CoverageReport, NodeVerdict  # noqa: E402
-from mobilegen.spec import IOSpec, TensorSpec  # noqa: E402
-from mobilegen.warnings import (  # noqa: E402
+from mobilegen.artifacts import NNAPI_DEPRECATION, BuildResult, LoadedModel, OnnxModel
+from mobilegen.coverage.model import CoverageReport, NodeVerdict
+from mobilegen.spec import IOSpec, TensorSpec
+from mobilegen.warnings import (
     NNAPI_DEPRECATED,
     Notice,
     build_notices,
