@@ -1,0 +1,84 @@
+"""The single-artifact commands: ``export`` (a verified .onnx) and ``convert`` (a verified .ort).
+
+Each is one function with its stage order; the CLI only turns flags into options and renders the result.
+Outputs are staged and checked again right before they replace anything (``mobilegen.outputs``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mobilegen.options import ModelOptions
+from mobilegen.verify import VerifyOptions
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    output: str
+    exporter: str
+    fallback_reason: str | None
+    opset: int
+    io: dict[str, Any]
+    verification: dict[str, Any] | None
+    notes: list[str]
+
+
+@dataclass(frozen=True)
+class ConvertResult:
+    output: str
+    required_operators: str
+    optimization_style: str
+    optimization_level: str
+    ort_format_version: int
+    converter_version: str
+    opset: int
+    verification: dict[str, Any]
+    notes: list[str]
+
+
+def export_model(model: Path, output: Path, opts: ModelOptions, verify_opts: VerifyOptions, *, force: bool) -> ExportResult:
+    """load → export → verify against PyTorch → write ``output``."""
+    from mobilegen.outputs import staged_files, temp_dir
+    from mobilegen.pipeline import load_and_export
+    from mobilegen.stages import reference_for
+    from mobilegen.verify import verify
+
+    with staged_files([output], force=force, protect=(model,)) as (staged,), temp_dir("export") as tmp:
+        loaded, onnx_model = load_and_export(model, opts, tmp / "model.onnx")
+        ref, label = reference_for(loaded, onnx_model)
+        report = verify(ref, {"onnx": onnx_model.path}, onnx_model, verify_opts, reference_label=label)
+        staged.copy_from(onnx_model.path)
+    return ExportResult(
+        str(output), onnx_model.exporter, onnx_model.fallback_reason, onnx_model.opset, onnx_model.io.to_dict(), report.to_dict(), list(onnx_model.notes)
+    )
+
+
+def convert_model(model: Path, output: Path, opts: ModelOptions, verify_opts: VerifyOptions, *, style: str, force: bool) -> ConvertResult:
+    """load → export → convert → check every target's default runtime loads it → verify → write
+    ``output`` and ``NAME.required_operators.config`` beside it."""
+    from mobilegen import targets
+    from mobilegen.convert import config_path_for, convert_to_ort
+    from mobilegen.outputs import staged_files, temp_dir
+    from mobilegen.pipeline import load_and_export
+    from mobilegen.runtimes import check_loadable, default_release
+    from mobilegen.stages import reference_for
+    from mobilegen.verify import verify
+
+    config_out = config_path_for(output)
+    with staged_files([output, config_out], force=force, protect=(model,)) as (staged_ort, staged_config), temp_dir("convert") as work:
+        loaded, onnx_model = load_and_export(model, opts, work / "model.onnx")
+        (work / "ort").mkdir()  # the final names, so the config's header names the .ort the user gets
+        ort_model = convert_to_ort(onnx_model, work / "ort" / output.name, work / "ort" / config_out.name, style=style)
+        for name in targets.names():  # the runtimes the generated apps pin by default
+            channel = targets.get(name).channel
+            check_loadable(default_release(channel), max_opset=ort_model.max_opset, ort_format_version=ort_model.ort_format_version, channel=channel)
+        ref, label = reference_for(loaded, onnx_model)
+        report = verify(ref, {"onnx": onnx_model.path, "ort": ort_model.path}, onnx_model, verify_opts, reference_label=label)
+        staged_ort.copy_from(ort_model.path)
+        staged_config.copy_from(ort_model.config_path)
+    return ConvertResult(
+        str(output), str(config_out), ort_model.optimization_style, ort_model.optimization_level,
+        ort_model.ort_format_version, ort_model.converter_version, onnx_model.opset, report.to_dict(), list(onnx_model.notes),
+    )
