@@ -20,7 +20,6 @@ import functools
 import importlib
 import re
 from collections.abc import Mapping
-from importlib import metadata
 
 from mobilegen.errors import InternalError, UsageError, first_line
 from mobilegen.providers.base import (
@@ -150,6 +149,8 @@ def validate_settings(values: Mapping[str, object]) -> None:
 @functools.cache
 def _plugin_refs() -> dict[str, str]:
     """Entry points of the ``mobilegen.providers`` group, name -> "module:attribute" (read once)."""
+    from importlib import metadata  # lazy: ~30 ms, and only a plug-in lookup needs it
+
     return {ep.name: ep.value for ep in metadata.entry_points(group=ENTRY_POINT_GROUP) if ep.name not in BUILTIN}
 
 

@@ -1,0 +1,116 @@
+"""Regression tests for what tests/cli/test_fuzz.py found (issue 9): each builds its bad input itself and
+checks the exit code, the one-line message and that nothing is left behind."""
+
+from __future__ import annotations
+
+import io
+import json
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import torch
+from onnx import TensorProto, helper
+from typer.testing import CliRunner
+
+from mobilegen.cli import app
+
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    tmp = tmp_path / "TMPDIR"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    yield tmp
+    assert sorted(set(p.name for p in tmp.iterdir()) - {".ses"}) == []  # .ses: onnxruntime's telemetry file
+
+
+def invoke(*args: object):  # noqa: ANN201
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def assert_one_error(result, code: int, *needles: str) -> str:  # noqa: ANN001
+    assert result.exit_code == code, (result.exit_code, result.stderr)
+    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert "internal error" not in lines[0] and "Traceback" not in result.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+    return lines[0]
+
+
+# ---- a .pt2 whose sample inputs do not fit its program: torch cannot rebuild the module ------------
+
+
+class Net(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.l = torch.nn.Linear(4, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.l(x).relu()
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("pt2") / "net.pt2"
+    torch.manual_seed(0)
+    torch.export.save(torch.export.export(Net().eval(), (torch.randn(2, 4),)), str(path))
+    return path
+
+
+def with_sample_inputs(src: Path, dst: Path, value: object) -> Path:
+    buf = io.BytesIO()
+    torch.save(value, buf)
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w") as zout:
+        for name in zin.namelist():
+            zout.writestr(name, buf.getvalue() if name.endswith("data/sample_inputs/model.pt") else zin.read(name))
+    return dst
+
+
+@pytest.mark.parametrize("sample", [((), {}), ({"a": 1},)], ids=["no-args", "dict-only"])
+@pytest.mark.parametrize("command", ["inspect", "convert"])
+def test_pt2_sample_inputs_that_do_not_fit_the_program(program: Path, tmp_path: Path, sample: object, command: str) -> None:
+    bad = with_sample_inputs(program, tmp_path / "bad.pt2", sample)
+    out = tmp_path / "out"
+    out.mkdir()
+    args = ["inspect", bad] if command == "inspect" else ["convert", bad, "-o", out / "m.ort"]
+    assert_one_error(invoke(*args), 3, "bad.pt2", "cannot rebuild the program")
+    assert list(out.iterdir()) == []
+
+
+# ---- an ONNX model whose recorded input shape makes gigabytes of example data ---------------------
+
+
+def huge_input_model(path: Path, dim: int) -> Path:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    big = helper.make_tensor_value_info("big", TensorProto.FLOAT, [dim])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "g", [x, big], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    path.write_bytes(model.SerializeToString())
+    return path
+
+
+@pytest.mark.parametrize("dim", [2**63 - 1, 2**28])
+def test_onnx_input_recorded_too_large_for_example_data(tmp_path: Path, dim: int) -> None:
+    model = huge_input_model(tmp_path / "m.onnx", dim)
+    out = tmp_path / "out"
+    out.mkdir()
+    line = assert_one_error(invoke("convert", model, "-o", out / "m.ort"), 3, "example inputs of m.onnx", "'big'", "GiB")
+    assert str(dim) in line
+    assert list(out.iterdir()) == []
+
+
+def test_check_analyses_a_model_with_a_huge_input(tmp_path: Path) -> None:
+    """`check` builds no example inputs: it still analyses such a model."""
+    model = huge_input_model(tmp_path / "m.onnx", 2**40)
+    result = invoke("check", model, "--ep", "xnnpack", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)["reports"][0]["total_nodes"] == 1

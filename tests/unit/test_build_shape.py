@@ -1,0 +1,70 @@
+"""The build's shape: the model is parsed once (by the export) and written once; every subpackage ships."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import onnx
+import pytest
+
+import mobilegen
+from mobilegen.android import AndroidOptions
+from mobilegen.ios import IosOptions
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_model_onnx_written_once_and_never_reparsed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    saves: list[str] = []
+    loads: list[str] = []
+    real_save, real_load, real_load_model = onnx.save_model, onnx.load, onnx.load_model
+
+    def save(proto: object, f: object, *a: object, **k: object) -> None:
+        saves.append(str(f))
+        real_save(proto, f, *a, **k)  # type: ignore[arg-type]
+
+    def load(f: object, *a: object, **k: object) -> onnx.ModelProto:
+        loads.append(str(f))
+        return real_load(f, *a, **k)  # type: ignore[arg-type]
+
+    def load_model(f: object, *a: object, **k: object) -> onnx.ModelProto:
+        loads.append(str(f))
+        return real_load_model(f, *a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(onnx, "save_model", save)
+    monkeypatch.setattr(onnx, "load", load)
+    monkeypatch.setattr(onnx, "load_model", load_model)
+    result = mobilegen.build(
+        mobilegen.BuildOptions(
+            model=ROOT / "examples" / "encoder_tiny.pt2",  # dynamic dims: NNAPI fixes them (a graph pass)
+            out=tmp_path / "out",
+            targets={"android": AndroidOptions(nnapi=True, xnnpack=True), "ios": IosOptions(coreml=True)},
+        )
+    )
+    assert result.out_dir == tmp_path / "out"
+    written = [p for p in saves if p.endswith("model.onnx") or ".tmp" in Path(p).name and "model.onnx" in p]
+    assert len(written) == 1, saves  # the one write, after the graph passes (no rewrite to stamp metadata)
+    assert not [p for p in loads if "model.onnx" in Path(p).name and "basic" not in p], loads  # never parsed back
+    # the coverage analysis reads only the provider-optimized copy (a different model), without its weights
+    assert all("model.basic.onnx" in p for p in loads), loads
+    meta = {p.key: p.value for p in real_load_model(str(result.onnx.path)).metadata_props}
+    assert len(meta.get("COREML_CACHE_KEY", "")) == 32
+
+
+def test_every_subpackage_ships() -> None:
+    declared = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {
+        ".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "mobilegen").rglob("__init__.py") if "__pycache__" not in p.parts
+    }
+    assert found <= declared, sorted(found - declared)
+
+
+def test_public_api_is_lazy_and_complete() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, mobilegen; print(sorted(m for m in ('torch', 'onnx', 'onnxruntime') if m in sys.modules))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
+    for name in mobilegen.__all__:
+        assert getattr(mobilegen, name) is not None
