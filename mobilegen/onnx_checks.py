@@ -14,7 +14,7 @@ import warnings
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
-from mobilegen.errors import LoadError, first_line
+from mobilegen.errors import LoadError, first_line, shorten
 from mobilegen.spec import check_tensor_name
 
 _TWO_GIB = 2**31
@@ -89,12 +89,36 @@ _REEXPORT = "re-export or re-save the model (onnx.save_model writes its external
 
 def check_onnx_source(model: Any, path: Path) -> None:
     """Refuse, before any work, an ONNX model mobilegen could not carry to a verified package."""
+    _check_text(model, path)
     _check_names(model)
     _check_outputs_and_dims(model, path)
     _check_opset(model, path)
     _check_external_data(model, path)
     _check_inline_data(model, path)
     _run_checker(model, path)
+
+
+def _check_text(model: Any, path: Path) -> None:
+    """ONNX strings are UTF-8; protobuf hands back a string field that is not as ``bytes``, which no later
+    stage expects (a damaged file: one flipped byte in a name does it)."""
+    stack = [model]
+    while stack:
+        message = stack.pop()
+        for fd, value in message.ListFields():
+            values = value if _repeated(fd) else (value,)
+            if fd.type == fd.TYPE_MESSAGE:
+                stack.extend(values)
+            elif fd.type == fd.TYPE_STRING:
+                bad = next((v for v in values if not isinstance(v, str)), None)
+                if bad is not None:
+                    raise LoadError(
+                        f"{path.name} is damaged: the {type(message).__name__.removesuffix('Proto')} field {fd.name!r} holds {shorten(repr(bad), 60)}, which is not UTF-8 text",
+                        hint="re-export the model (ONNX stores every name as UTF-8)",
+                    )
+
+
+def _repeated(fd: Any) -> bool:
+    return bool(fd.is_repeated) if hasattr(fd, "is_repeated") else fd.label == fd.LABEL_REPEATED
 
 
 def _io_values(model: Any) -> list[tuple[str, Any]]:

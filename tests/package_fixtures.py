@@ -311,6 +311,21 @@ def copy_package(src: Path, dst: Path) -> Path:
     return dst
 
 
+def build_pristine(root: Path) -> Path:
+    """``build_package`` at ``root`` with SOURCE_DATE_EPOCH unset (restored after), plus its zip
+    ``root.zip``: the untouched package the ``pristine`` fixture (conftest.py) gives."""
+    from mobilegen.package import write_zip
+
+    old = os.environ.pop("SOURCE_DATE_EPOCH", None)
+    try:
+        build_package(root)
+        write_zip(root, root.with_suffix(".zip"))
+    finally:
+        if old is not None:
+            os.environ["SOURCE_DATE_EPOCH"] = old
+    return root
+
+
 # ---------------------------------------------------------------------------------------------------
 # Golden-file helpers (tests/golden/expected/package/, rewritten by `pytest --update-goldens`)
 

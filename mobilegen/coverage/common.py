@@ -41,6 +41,21 @@ def dtype_reason(
     return f"{what} '{ctx.input_name(i)}' is {dtype_name(dt)}: {ep} {ctx.node.op_type} takes {names}"
 
 
+def opset_reason(ctx: NodeContext, default_max: int, ep: str) -> str | None:
+    """The node's since_version outside its builder's range (up to ``since_max``, else ``default_max``)."""
+    spec = ctx.spec
+    hi = spec.since_max or default_max
+    v = ctx.node.since_version
+    if v is None or spec.since_min <= v <= hi:
+        return None
+    return f"{ctx.node.op_type} opset {v} (node since_version): {ep} takes {spec.since_min}..{hi}"
+
+
+def input0_dtype_reason(ctx: NodeContext, ep: str, default: Sequence[int] = (F32,)) -> str | None:
+    """Input 0's element type outside the op's ``input0_dtypes`` (``default`` when the op names none)."""
+    return dtype_reason(ctx, 0, ctx.spec.input0_dtypes or default, ep)
+
+
 def rank_reason(ctx: NodeContext, i: int, lo: int, hi: int, ep: str) -> str | None:
     r = ctx.rank(i)
     if r is None or lo <= r <= hi:
@@ -53,6 +68,11 @@ def const_reason(ctx: NodeContext, i: int, what: str, ep: str) -> str | None:
     if not ctx.has_input(i) or ctx.is_const(i):
         return None
     return f"{what} input '{ctx.input_name(i)}' is not a constant initializer: {ep} needs it constant"
+
+
+def const_reasons(ctx: NodeContext, inputs: Sequence[tuple[int, str]], ep: str) -> list[str]:
+    """``const_reason`` for each ``(input index, what)``, in order: the inputs given but not constant."""
+    return [r for i, what in inputs if (r := const_reason(ctx, i, what, ep))]
 
 
 def both_float32_reason(ctx: NodeContext, ep: str) -> str | None:

@@ -153,6 +153,11 @@ class Rule:
         ]
 
 
+def rules_by_id(*rules: Rule) -> dict[str, Rule]:
+    """A table's op rules, keyed by their ids (what ``OpSpec.rules`` names)."""
+    return {r.id: r for r in rules}
+
+
 def needs_api(text: str, level: int) -> Reason:
     """A refusal that a platform API level of ``level`` would lift (the rule adds its id and category)."""
     return Reason(text, min_api=level)
@@ -175,6 +180,11 @@ class OpSpec:
     domain: str = ""
     formats: tuple[str, ...] | None = None  # the provider variants with a builder (CoreML formats); None: all
     note: str = ""
+
+
+def ops_by_key(*specs: OpSpec) -> dict[tuple[str, str], OpSpec]:
+    """A table's registered ops, keyed by (domain, op type) as ``EPTable.spec`` looks them up."""
+    return {(s.domain, s.op_type): s for s in specs}
 
 
 @dataclass(frozen=True)

@@ -98,7 +98,7 @@ def huge_input_model(path: Path, dim: int) -> Path:
     return path
 
 
-@pytest.mark.parametrize("dim", [2**63 - 1, 2**28])
+@pytest.mark.parametrize("dim", [2**63 - 1, 2**29])
 def test_onnx_input_recorded_too_large_for_example_data(tmp_path: Path, dim: int) -> None:
     model = huge_input_model(tmp_path / "m.onnx", dim)
     out = tmp_path / "out"
@@ -114,3 +114,24 @@ def test_check_analyses_a_model_with_a_huge_input(tmp_path: Path) -> None:
     result = invoke("check", model, "--ep", "xnnpack", "--json")
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["reports"][0]["total_nodes"] == 1
+
+
+# ---- ONNX strings that are not UTF-8 (protobuf returns them as bytes) ------------------------------
+
+
+@pytest.mark.parametrize("command", ["inspect", "check", "convert"])
+def test_onnx_name_that_is_not_utf8(tmp_path: Path, command: str) -> None:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("probs", TensorProto.FLOAT, [1, 4])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["probs"], name="relu")], "g", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    data = model.SerializeToString()
+    assert data.count(b"probs") == 2
+    path = tmp_path / "m.onnx"
+    path.write_bytes(data.replace(b"probs", b"p\xffobs"))  # one damaged byte, in the node and the graph output
+    out = tmp_path / "out"
+    out.mkdir()
+    args = {"inspect": ["inspect", path], "check": ["check", path, "--ep", "nnapi"], "convert": ["convert", path, "-o", out / "m.ort"]}
+    assert_one_error(invoke(*args[command]), 3, "m.onnx is damaged", "not UTF-8")
+    assert list(out.iterdir()) == []

@@ -24,31 +24,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cli_helpers import assert_fails, error_details, invoke
-from package_fixtures import build_package
 from typer.testing import Result
 
 from mobilegen.package import canonical_json, write_zip
 
 ORT = "model/model.ort"
 NPZ = "golden/golden.npz"
-
-
-@pytest.fixture(scope="module")
-def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("hostile") / "TinyOut"
-    old = os.environ.pop("SOURCE_DATE_EPOCH", None)
-    try:
-        build_package(root)
-        write_zip(root, root.with_suffix(".zip"))
-    finally:
-        if old is not None:
-            os.environ["SOURCE_DATE_EPOCH"] = old
-    return root
-
-
-@pytest.fixture
-def pkg(pristine: Path, tmp_path: Path) -> Path:
-    return Path(shutil.copytree(pristine, tmp_path / "TinyOut"))
 
 
 @pytest.fixture(autouse=True)

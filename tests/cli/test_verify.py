@@ -3,36 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
-import pytest
 from cli_helpers import assert_fails, error_lines, invoke
-from package_fixtures import build_package
 
-from mobilegen.package import canonical_json, write_zip
-
-
-@pytest.fixture(scope="module")
-def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("verify-cli") / "TinyOut"
-    old = os.environ.pop("SOURCE_DATE_EPOCH", None)
-    try:
-        build_package(root)
-        write_zip(root, root.with_suffix(".zip"))
-    finally:
-        if old is not None:
-            os.environ["SOURCE_DATE_EPOCH"] = old
-    return root
-
-
-@pytest.fixture
-def pkg(pristine: Path, tmp_path: Path) -> Path:
-    return Path(shutil.copytree(pristine, tmp_path / "TinyOut"))
+from mobilegen.package import canonical_json
 
 
 def test_help_lists_verify() -> None:

@@ -48,27 +48,6 @@ def _no_epoch(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SOURCE_DATE_EPOCH", raising=False)
 
 
-@pytest.fixture(scope="module")
-def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One finalized package (folder) plus its zip; tests copy it before changing anything."""
-    root = tmp_path_factory.mktemp("pristine") / "TinyOut"
-    old = os.environ.pop("SOURCE_DATE_EPOCH", None)
-    try:
-        build_package(root)
-        write_zip(root, root.with_suffix(".zip"))
-    finally:
-        if old is not None:
-            os.environ["SOURCE_DATE_EPOCH"] = old
-    return root
-
-
-@pytest.fixture
-def pkg(pristine: Path, tmp_path: Path) -> Path:
-    dst = tmp_path / "TinyOut"
-    shutil.copytree(pristine, dst)
-    return dst
-
-
 def problems_of(path: Path) -> list[str]:
     with pytest.raises(PackageVerifyError) as info:
         verify_package(path)

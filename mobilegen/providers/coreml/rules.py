@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mobilegen.coverage.common import both_float32_reason, const_reason, dtype_reason, two_inputs_reason
+from mobilegen.coverage.common import both_float32_reason, const_reasons, dtype_reason, two_inputs_reason
 from mobilegen.coverage.rules import (
     BOOL,
     F16,
@@ -21,6 +21,7 @@ from mobilegen.coverage.rules import (
     const_ints,
     dtype_name,
     fmt_shape,
+    rules_by_id,
 )
 from mobilegen.providers.coreml import DISPLAY_NAME
 
@@ -54,9 +55,7 @@ def _conv(ctx: NodeContext) -> list[str]:
         out.append(f"weight has rank {r}: CoreML takes only 1-D/2-D convolution")
     if not is_mlp(ctx) and not ctx.is_const(1):
         out.append(f"weight input '{ctx.input_name(1)}' is not a constant initializer (NeuralNetwork needs it)")
-    c = const_reason(ctx, 2, "bias", EP)
-    if c:
-        out.append(c)
+    out.extend(const_reasons(ctx, ((2, "bias"),), EP))
     for i in (0, 1):
         s = ctx.shape(i)
         if s is not None and any(isinstance(d, int) and d > MAX_CONV_DIM for d in s):
@@ -65,11 +64,7 @@ def _conv(ctx: NodeContext) -> list[str]:
 
 
 def _convtranspose(ctx: NodeContext) -> list[str]:
-    out = []
-    for i, what in ((1, "weight"), (2, "bias")):
-        r = const_reason(ctx, i, what, EP)
-        if r:
-            out.append(r)
+    out = const_reasons(ctx, ((1, "weight"), (2, "bias")), EP)
     if ctx.attr("auto_pad", "NOTSET") in ("SAME_UPPER", "SAME_LOWER"):
         out.append("ConvTranspose auto_pad SAME_* is not supported by CoreML")
     if ctx.attr("output_shape") is not None:
@@ -84,10 +79,7 @@ def _batchnorm(ctx: NodeContext) -> list[str]:
     r = ctx.rank(0)
     if r is not None and r != 4:
         out.append(f"input has rank {r}: CoreML BatchNormalization takes 4-D")
-    for i, what in ((1, "scale"), (2, "B"), (3, "mean"), (4, "var")):
-        c = const_reason(ctx, i, what, EP)
-        if c:
-            out.append(c)
+    out.extend(const_reasons(ctx, ((1, "scale"), (2, "B"), (3, "mean"), (4, "var")), EP))
     if ctx.n_outputs != 1:
         out.append("BatchNormalization training outputs are not supported by CoreML")
     return out
@@ -109,13 +101,7 @@ def _prelu(ctx: NodeContext) -> list[str]:
 
 
 def _clip(ctx: NodeContext) -> list[str]:
-    out = []
-    if ctx.since >= 11:
-        for i, what in ((1, "min"), (2, "max")):
-            r = const_reason(ctx, i, what, EP)
-            if r:
-                out.append(r)
-    return out
+    return const_reasons(ctx, ((1, "min"), (2, "max")), EP) if ctx.since >= 11 else []
 
 
 def _binary_dtype(ctx: NodeContext) -> str | None:
@@ -217,10 +203,7 @@ def _slice(ctx: NodeContext) -> list[str]:
     out = []
     if ctx.shape(0) is not None and not ctx.is_static(0):
         out.append(f"Slice data {fmt_shape(ctx.shape(0))} is not static: CoreML Slice needs a static shape")
-    for i, what in ((1, "starts"), (2, "ends"), (3, "axes"), (4, "steps")):
-        r = const_reason(ctx, i, what, EP)
-        if r:
-            out.append(r)
+    out.extend(const_reasons(ctx, ((1, "starts"), (2, "ends"), (3, "axes"), (4, "steps")), EP))
     return out
 
 
@@ -252,11 +235,7 @@ def _softmax(ctx: NodeContext) -> str | None:
 
 
 def _norm(ctx: NodeContext) -> list[str]:
-    out = []
-    for i, what in ((1, "scale"), (2, "bias")):
-        r = const_reason(ctx, i, what, EP)
-        if r:
-            out.append(r)
+    out = const_reasons(ctx, ((1, "scale"), (2, "bias")), EP)
     if ctx.node.op_type == "LayerNormalization" and int(ctx.attr("stash_type", 1)) != 1:
         out.append("LayerNormalization stash_type != 1 is not supported by CoreML")
     if ctx.n_outputs != 1:
@@ -438,41 +417,38 @@ def _tile(ctx: NodeContext) -> str | None:
     return None if r is None or r <= MAX_RANK else f"Tile input rank {r}: CoreML takes rank <= {MAX_RANK}"
 
 
-OP_RULES = {
-    r.id: r
-    for r in (
-        Rule("coreml.conv", "Conv 1-D/2-D, constant bias (and weight for NN), dims <= 16384", IMPL + "conv_op_builder.cc", _conv),
-        Rule("coreml.convtranspose", "ConvTranspose constant W/B, no SAME_*, no output_shape/padding", IMPL + "convtranspose_op_builder.cc", _convtranspose),
-        Rule("coreml.batchnorm", "BatchNormalization 4-D, constant params, 1 output", IMPL + "batch_norm_op_builder.cc", _batchnorm),
-        Rule("coreml.prelu", "PRelu 3-D/4-D, constant slope [C,1,1] or 1 element", IMPL + "activation_op_builder.cc", _prelu),
-        Rule("coreml.clip", "Clip min/max constant", IMPL + "clip_op_builder.cc", _clip),
-        Rule("coreml.binary.dtype", "binary ops float32 (MLProgram also float16/int64)", IMPL + "binary_op_builder.cc", _binary_dtype),
-        Rule("coreml.pow", "Pow both inputs float32", IMPL + "binary_op_builder.cc", _pow),
-        Rule("coreml.max.binary", "Max exactly 2 inputs", IMPL + "binary_op_builder.cc", _max_binary),
-        Rule("coreml.matmul", "MatMul: NN 2-D x constant 2-D; MLP no 1-D x N-D", IMPL + "gemm_op_builder.cc", _matmul),
-        Rule("coreml.gemm", "Gemm constant B and C, transA=0, alpha=beta=1", IMPL + "gemm_op_builder.cc", _gemm),
-        Rule("coreml.reshape", "Reshape constant non-empty shape, static input", IMPL + "reshape_op_builder.cc", _reshape),
-        Rule("coreml.concat", "Concat >= 2 inputs; NN 4-D on channels", IMPL + "concat_op_builder.cc", _concat),
-        Rule("coreml.split", "Split constant splits, >= 2 parts", IMPL + "split_op_builder.cc", _split),
-        Rule("coreml.slice", "Slice static data, constant starts/ends/axes/steps", IMPL + "slice_op_builder.cc", _slice),
-        Rule("coreml.gather", "Gather non-scalar indices, output rank <= 5", IMPL + "gather_op_builder.cc", _gather),
-        Rule("coreml.shape", "Shape: NN no start/end", IMPL + "shape_op_builder.cc", _shape),
-        Rule("coreml.softmax", "Softmax opset < 13 needs static shape", IMPL + "softmax_op_builder.cc", _softmax),
-        Rule("coreml.norm", "Layer/Group/InstanceNorm constant scale/bias, 1 output", IMPL + "normalization_op_builder.cc", _norm),
-        Rule("coreml.reduce", "Reduce* constant axes; NN no noop_with_empty_axes", IMPL + "reduction_op_builder.cc", _reduce),
-        Rule("coreml.argmax", "ArgMax select_last_index=0", IMPL + "argmax_op_builder.cc", _argmax),
-        Rule("coreml.pool.rank4", "pooling input 4-D", IMPL + "pool_op_builder.cc", _pool_rank4),
-        Rule("coreml.pool.attrs", "2-D pooling, no storage_order/dilations/indices; NN no ceil_mode", IMPL + "pool_op_builder.cc", _pool_attrs),
-        Rule("coreml.resize", "Resize linear/nearest, constant scales/sizes, H/W only", IMPL + "resize_op_builder.cc", _resize),
-        Rule("coreml.pad", "Pad constant mode, constant pads on the last two dims", IMPL + "pad_op_builder.cc", _pad),
-        Rule("coreml.axes_const", "axes input constant", IMPL + "squeeze_op_builder.cc", _axes_const),
-        Rule("coreml.unsqueeze.rank", "Unsqueeze output rank <= 5", IMPL + "squeeze_op_builder.cc", _unsqueeze_rank),
-        Rule("coreml.cast", "Cast: MLP int32/int64/float/fp16; NN only after ArgMax", IMPL + "cast_op_builder.cc", _cast),
-        Rule("coreml.depthtospace", "DepthToSpace DCR (MLP CRD with static shape)", IMPL + "depthtospace_op_builder.cc", _depthtospace),
-        Rule("coreml.lrn", "LRN 3-D or 4-D", IMPL + "LRN_op_builder.cc", _lrn),
-        Rule("coreml.where", "Where X/Y float32/float16", IMPL + "where_op_builder.cc", _where),
-        Rule("coreml.and", "And inputs bool", IMPL + "logical_op_builder.cc", _and),
-        Rule("coreml.gathernd", "GatherND batch_dims 0", IMPL + "gather_nd_op_builder.cc", _gathernd),
-        Rule("coreml.tile", "Tile input rank <= 5", IMPL + "tile_op_builder.cc", _tile),
-    )
-}
+OP_RULES = rules_by_id(
+    Rule("coreml.conv", "Conv 1-D/2-D, constant bias (and weight for NN), dims <= 16384", IMPL + "conv_op_builder.cc", _conv),
+    Rule("coreml.convtranspose", "ConvTranspose constant W/B, no SAME_*, no output_shape/padding", IMPL + "convtranspose_op_builder.cc", _convtranspose),
+    Rule("coreml.batchnorm", "BatchNormalization 4-D, constant params, 1 output", IMPL + "batch_norm_op_builder.cc", _batchnorm),
+    Rule("coreml.prelu", "PRelu 3-D/4-D, constant slope [C,1,1] or 1 element", IMPL + "activation_op_builder.cc", _prelu),
+    Rule("coreml.clip", "Clip min/max constant", IMPL + "clip_op_builder.cc", _clip),
+    Rule("coreml.binary.dtype", "binary ops float32 (MLProgram also float16/int64)", IMPL + "binary_op_builder.cc", _binary_dtype),
+    Rule("coreml.pow", "Pow both inputs float32", IMPL + "binary_op_builder.cc", _pow),
+    Rule("coreml.max.binary", "Max exactly 2 inputs", IMPL + "binary_op_builder.cc", _max_binary),
+    Rule("coreml.matmul", "MatMul: NN 2-D x constant 2-D; MLP no 1-D x N-D", IMPL + "gemm_op_builder.cc", _matmul),
+    Rule("coreml.gemm", "Gemm constant B and C, transA=0, alpha=beta=1", IMPL + "gemm_op_builder.cc", _gemm),
+    Rule("coreml.reshape", "Reshape constant non-empty shape, static input", IMPL + "reshape_op_builder.cc", _reshape),
+    Rule("coreml.concat", "Concat >= 2 inputs; NN 4-D on channels", IMPL + "concat_op_builder.cc", _concat),
+    Rule("coreml.split", "Split constant splits, >= 2 parts", IMPL + "split_op_builder.cc", _split),
+    Rule("coreml.slice", "Slice static data, constant starts/ends/axes/steps", IMPL + "slice_op_builder.cc", _slice),
+    Rule("coreml.gather", "Gather non-scalar indices, output rank <= 5", IMPL + "gather_op_builder.cc", _gather),
+    Rule("coreml.shape", "Shape: NN no start/end", IMPL + "shape_op_builder.cc", _shape),
+    Rule("coreml.softmax", "Softmax opset < 13 needs static shape", IMPL + "softmax_op_builder.cc", _softmax),
+    Rule("coreml.norm", "Layer/Group/InstanceNorm constant scale/bias, 1 output", IMPL + "normalization_op_builder.cc", _norm),
+    Rule("coreml.reduce", "Reduce* constant axes; NN no noop_with_empty_axes", IMPL + "reduction_op_builder.cc", _reduce),
+    Rule("coreml.argmax", "ArgMax select_last_index=0", IMPL + "argmax_op_builder.cc", _argmax),
+    Rule("coreml.pool.rank4", "pooling input 4-D", IMPL + "pool_op_builder.cc", _pool_rank4),
+    Rule("coreml.pool.attrs", "2-D pooling, no storage_order/dilations/indices; NN no ceil_mode", IMPL + "pool_op_builder.cc", _pool_attrs),
+    Rule("coreml.resize", "Resize linear/nearest, constant scales/sizes, H/W only", IMPL + "resize_op_builder.cc", _resize),
+    Rule("coreml.pad", "Pad constant mode, constant pads on the last two dims", IMPL + "pad_op_builder.cc", _pad),
+    Rule("coreml.axes_const", "axes input constant", IMPL + "squeeze_op_builder.cc", _axes_const),
+    Rule("coreml.unsqueeze.rank", "Unsqueeze output rank <= 5", IMPL + "squeeze_op_builder.cc", _unsqueeze_rank),
+    Rule("coreml.cast", "Cast: MLP int32/int64/float/fp16; NN only after ArgMax", IMPL + "cast_op_builder.cc", _cast),
+    Rule("coreml.depthtospace", "DepthToSpace DCR (MLP CRD with static shape)", IMPL + "depthtospace_op_builder.cc", _depthtospace),
+    Rule("coreml.lrn", "LRN 3-D or 4-D", IMPL + "LRN_op_builder.cc", _lrn),
+    Rule("coreml.where", "Where X/Y float32/float16", IMPL + "where_op_builder.cc", _where),
+    Rule("coreml.and", "And inputs bool", IMPL + "logical_op_builder.cc", _and),
+    Rule("coreml.gathernd", "GatherND batch_dims 0", IMPL + "gather_nd_op_builder.cc", _gathernd),
+    Rule("coreml.tile", "Tile input rank <= 5", IMPL + "tile_op_builder.cc", _tile),
+)

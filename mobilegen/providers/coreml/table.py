@@ -4,7 +4,12 @@ onnxruntime/core/providers/coreml/builders/."""
 
 from __future__ import annotations
 
-from mobilegen.coverage.common import dtype_reason, symbolic_dim_reasons, unknown_shape_reasons
+from mobilegen.coverage.common import (
+    input0_dtype_reason,
+    opset_reason,
+    symbolic_dim_reasons,
+    unknown_shape_reasons,
+)
 from mobilegen.coverage.rules import (
     BOOL,
     DYNAMIC,
@@ -17,6 +22,7 @@ from mobilegen.coverage.rules import (
     OpSpec,
     Rule,
     fmt_shape,
+    ops_by_key,
 )
 from mobilegen.providers.coreml.rules import (
     BASE,
@@ -40,12 +46,7 @@ BOTH = ("mlprogram", "neuralnetwork")
 
 
 def _opset(ctx: NodeContext) -> str | None:
-    spec: OpSpec = ctx.spec
-    hi = spec.since_max or MAX_OPSET
-    v = ctx.node.since_version
-    if v is None or spec.since_min <= v <= hi:
-        return None
-    return f"{ctx.node.op_type} opset {v} (node since_version): CoreML takes {spec.since_min}..{hi}"
+    return opset_reason(ctx, MAX_OPSET, EP)
 
 
 def _static(ctx: NodeContext) -> list[str]:
@@ -76,11 +77,8 @@ def _rank(ctx: NodeContext) -> list[str]:
 
 
 def _input0_dtype(ctx: NodeContext) -> str | None:
-    spec: OpSpec = ctx.spec
-    allowed = spec.input0_dtypes or (F32,)
-    if is_mlp(ctx) and spec.input0_dtypes is None:
-        allowed = (F32, F16)
-    return dtype_reason(ctx, 0, allowed, f"CoreML {coreml_format(ctx)}")
+    # Where the op names no types of its own, MLProgram takes float16 as well.
+    return input0_dtype_reason(ctx, f"CoreML {coreml_format(ctx)}", (F32, F16) if is_mlp(ctx) else (F32,))
 
 
 GENERAL = (
@@ -107,74 +105,71 @@ _BIN = "binary_op_builder.cc"
 _RED = "reduction_op_builder.cc"
 _POOL = "pool_op_builder.cc"
 
-OPS = {
-    (s.domain, s.op_type): s
-    for s in (
-        _op("Conv", "conv_op_builder.cc", rules=("coreml.conv",)),
-        _op("ConvTranspose", "convtranspose_op_builder.cc", MLP, rules=("coreml.convtranspose", "coreml.conv")),
-        _op("BatchNormalization", "batch_norm_op_builder.cc", rules=("coreml.batchnorm",)),
-        _op("Relu", _ACT, since=6),
-        _op("Sigmoid", _ACT, since=6),
-        _op("Tanh", _ACT, since=6),
-        _op("LeakyRelu", _ACT, since=6),
-        _op("PRelu", _ACT, since=7, rules=("coreml.prelu",)),
-        _op("Elu", _ACT, MLP, since=6),
-        _op("Softplus", _ACT, MLP),
-        _op("HardSigmoid", _ACT, MLP, since=6),
-        _op("Gelu", _ACT, MLP, since=20),
-        _op("Clip", "clip_op_builder.cc", since=6, rules=("coreml.clip",)),
-        _op("Erf", _UN, MLP),
-        _op("Exp", _UN, MLP),
-        _op("Round", _UN, MLP),
-        _op("Cos", _UN, MLP),
-        _op("Sin", _UN, MLP),
-        _op("Ceil", _UN, MLP),
-        _op("Sqrt", _UN),
-        _op("Reciprocal", _UN),
-        _op("Add", _BIN, since=7, rules=("coreml.binary.dtype",), dtypes=ANY),
-        _op("Sub", _BIN, since=7, rules=("coreml.binary.dtype",), dtypes=ANY),
-        _op("Mul", _BIN, since=7, rules=("coreml.binary.dtype",), dtypes=ANY),
-        _op("Div", _BIN, since=7, rules=("coreml.binary.dtype",), dtypes=ANY),
-        _op("Pow", _BIN, since=7, rules=("coreml.pow",)),
-        _op("Max", _BIN, MLP, rules=("coreml.max.binary",)),
-        _op("MatMul", "gemm_op_builder.cc", rules=("coreml.matmul",)),
-        _op("Gemm", "gemm_op_builder.cc", rules=("coreml.gemm",)),
-        _op("Reshape", "reshape_op_builder.cc", since=5, rules=("coreml.reshape",), dtypes=(F32, F16, I32, I64)),
-        _op("Flatten", "flatten_op_builder.cc", NN),
-        _op("Transpose", "transpose_op_builder.cc"),
-        _op("Concat", "concat_op_builder.cc", rules=("coreml.concat",)),
-        _op("Split", "split_op_builder.cc", since=13, rules=("coreml.split",)),
-        _op("Slice", "slice_op_builder.cc", since=10, rules=("coreml.slice",), dtypes=(F32, F16, I64)),
-        _op("Gather", "gather_op_builder.cc", rules=("coreml.gather",), dtypes=(F32, F16, I64)),
-        _op("GatherND", "gather_nd_op_builder.cc", MLP, rules=("coreml.gathernd",), dtypes=(F32, F16, I32, I64)),
-        _op("Shape", "shape_op_builder.cc", rules=("coreml.shape",), dtypes=ANY),
-        _op("Softmax", "softmax_op_builder.cc", rules=("coreml.softmax",)),
-        _op("LayerNormalization", "normalization_op_builder.cc", MLP, rules=("coreml.norm",)),
-        _op("GroupNormalization", "normalization_op_builder.cc", MLP, rules=("coreml.norm",)),
-        _op("InstanceNormalization", "normalization_op_builder.cc", MLP, rules=("coreml.norm",)),
-        _op("ReduceMean", _RED, rules=("coreml.reduce",)),
-        _op("ReduceSum", _RED, rules=("coreml.reduce",)),
-        _op("ReduceMax", _RED, MLP, rules=("coreml.reduce",)),
-        _op("ReduceMin", _RED, MLP, rules=("coreml.reduce",)),
-        _op("ReduceProd", _RED, MLP, rules=("coreml.reduce",)),
-        _op("ArgMax", "argmax_op_builder.cc", rules=("coreml.argmax",)),
-        _op("GlobalAveragePool", _POOL, rules=("coreml.pool.rank4",)),
-        _op("GlobalMaxPool", _POOL, rules=("coreml.pool.rank4",)),
-        _op("AveragePool", _POOL, rules=("coreml.pool.rank4", "coreml.pool.attrs")),
-        _op("MaxPool", _POOL, rules=("coreml.pool.rank4", "coreml.pool.attrs")),
-        _op("Resize", "resize_op_builder.cc", since=11, rules=("coreml.resize",)),
-        _op("Pad", "pad_op_builder.cc", NN, since=11, rules=("coreml.pad",)),
-        _op("Squeeze", "squeeze_op_builder.cc", rules=("coreml.axes_const",), dtypes=(F32, F16, I32, I64)),
-        _op("Unsqueeze", "squeeze_op_builder.cc", MLP, rules=("coreml.axes_const", "coreml.unsqueeze.rank"), dtypes=(F32, F16, I32, I64)),
-        _op("Cast", "cast_op_builder.cc", rules=("coreml.cast",), dtypes=ANY),
-        _op("DepthToSpace", "depthtospace_op_builder.cc", rules=("coreml.depthtospace",)),
-        _op("LRN", "LRN_op_builder.cc", NN, rules=("coreml.lrn",)),
-        _op("Where", "where_op_builder.cc", MLP, rules=("coreml.where",), dtypes=(BOOL,)),
-        _op("And", "logical_op_builder.cc", MLP, rules=("coreml.and",), dtypes=(BOOL,)),
-        _op("Tile", "tile_op_builder.cc", MLP, rules=("coreml.tile",), dtypes=(F32, F16, I32, I64, BOOL)),
-        _op("Identity", "identity_op_builder.cc", MLP, dtypes=ANY),
-    )
-}
+OPS = ops_by_key(
+    _op("Conv", "conv_op_builder.cc", rules=("coreml.conv",)),
+    _op("ConvTranspose", "convtranspose_op_builder.cc", MLP, rules=("coreml.convtranspose", "coreml.conv")),
+    _op("BatchNormalization", "batch_norm_op_builder.cc", rules=("coreml.batchnorm",)),
+    _op("Relu", _ACT, since=6),
+    _op("Sigmoid", _ACT, since=6),
+    _op("Tanh", _ACT, since=6),
+    _op("LeakyRelu", _ACT, since=6),
+    _op("PRelu", _ACT, since=7, rules=("coreml.prelu",)),
+    _op("Elu", _ACT, MLP, since=6),
+    _op("Softplus", _ACT, MLP),
+    _op("HardSigmoid", _ACT, MLP, since=6),
+    _op("Gelu", _ACT, MLP, since=20),
+    _op("Clip", "clip_op_builder.cc", since=6, rules=("coreml.clip",)),
+    _op("Erf", _UN, MLP),
+    _op("Exp", _UN, MLP),
+    _op("Round", _UN, MLP),
+    _op("Cos", _UN, MLP),
+    _op("Sin", _UN, MLP),
+    _op("Ceil", _UN, MLP),
+    _op("Sqrt", _UN),
+    _op("Reciprocal", _UN),
+    _op("Add", _BIN, since=7, rules=("coreml.binary.dtype",), dtypes=ANY),
+    _op("Sub", _BIN, since=7, rules=("coreml.binary.dtype",), dtypes=ANY),
+    _op("Mul", _BIN, since=7, rules=("coreml.binary.dtype",), dtypes=ANY),
+    _op("Div", _BIN, since=7, rules=("coreml.binary.dtype",), dtypes=ANY),
+    _op("Pow", _BIN, since=7, rules=("coreml.pow",)),
+    _op("Max", _BIN, MLP, rules=("coreml.max.binary",)),
+    _op("MatMul", "gemm_op_builder.cc", rules=("coreml.matmul",)),
+    _op("Gemm", "gemm_op_builder.cc", rules=("coreml.gemm",)),
+    _op("Reshape", "reshape_op_builder.cc", since=5, rules=("coreml.reshape",), dtypes=(F32, F16, I32, I64)),
+    _op("Flatten", "flatten_op_builder.cc", NN),
+    _op("Transpose", "transpose_op_builder.cc"),
+    _op("Concat", "concat_op_builder.cc", rules=("coreml.concat",)),
+    _op("Split", "split_op_builder.cc", since=13, rules=("coreml.split",)),
+    _op("Slice", "slice_op_builder.cc", since=10, rules=("coreml.slice",), dtypes=(F32, F16, I64)),
+    _op("Gather", "gather_op_builder.cc", rules=("coreml.gather",), dtypes=(F32, F16, I64)),
+    _op("GatherND", "gather_nd_op_builder.cc", MLP, rules=("coreml.gathernd",), dtypes=(F32, F16, I32, I64)),
+    _op("Shape", "shape_op_builder.cc", rules=("coreml.shape",), dtypes=ANY),
+    _op("Softmax", "softmax_op_builder.cc", rules=("coreml.softmax",)),
+    _op("LayerNormalization", "normalization_op_builder.cc", MLP, rules=("coreml.norm",)),
+    _op("GroupNormalization", "normalization_op_builder.cc", MLP, rules=("coreml.norm",)),
+    _op("InstanceNormalization", "normalization_op_builder.cc", MLP, rules=("coreml.norm",)),
+    _op("ReduceMean", _RED, rules=("coreml.reduce",)),
+    _op("ReduceSum", _RED, rules=("coreml.reduce",)),
+    _op("ReduceMax", _RED, MLP, rules=("coreml.reduce",)),
+    _op("ReduceMin", _RED, MLP, rules=("coreml.reduce",)),
+    _op("ReduceProd", _RED, MLP, rules=("coreml.reduce",)),
+    _op("ArgMax", "argmax_op_builder.cc", rules=("coreml.argmax",)),
+    _op("GlobalAveragePool", _POOL, rules=("coreml.pool.rank4",)),
+    _op("GlobalMaxPool", _POOL, rules=("coreml.pool.rank4",)),
+    _op("AveragePool", _POOL, rules=("coreml.pool.rank4", "coreml.pool.attrs")),
+    _op("MaxPool", _POOL, rules=("coreml.pool.rank4", "coreml.pool.attrs")),
+    _op("Resize", "resize_op_builder.cc", since=11, rules=("coreml.resize",)),
+    _op("Pad", "pad_op_builder.cc", NN, since=11, rules=("coreml.pad",)),
+    _op("Squeeze", "squeeze_op_builder.cc", rules=("coreml.axes_const",), dtypes=(F32, F16, I32, I64)),
+    _op("Unsqueeze", "squeeze_op_builder.cc", MLP, rules=("coreml.axes_const", "coreml.unsqueeze.rank"), dtypes=(F32, F16, I32, I64)),
+    _op("Cast", "cast_op_builder.cc", rules=("coreml.cast",), dtypes=ANY),
+    _op("DepthToSpace", "depthtospace_op_builder.cc", rules=("coreml.depthtospace",)),
+    _op("LRN", "LRN_op_builder.cc", NN, rules=("coreml.lrn",)),
+    _op("Where", "where_op_builder.cc", MLP, rules=("coreml.where",), dtypes=(BOOL,)),
+    _op("And", "logical_op_builder.cc", MLP, rules=("coreml.and",), dtypes=(BOOL,)),
+    _op("Tile", "tile_op_builder.cc", MLP, rules=("coreml.tile",), dtypes=(F32, F16, I32, I64, BOOL)),
+    _op("Identity", "identity_op_builder.cc", MLP, dtypes=ANY),
+)
 
 # Builders that exist in ORT but whose limits mobilegen does not model yet: reported as unsupported,
 # with that reason (pessimistic, never optimistic).

@@ -12,6 +12,7 @@ import numpy as np
 from mobilegen.coverage.common import (
     both_float32_reason,
     const_reason,
+    const_reasons,
     rank_reason,
     two_inputs_reason,
 )
@@ -27,6 +28,7 @@ from mobilegen.coverage.rules import (
     fmt_num,
     fmt_shape,
     needs_api,
+    rules_by_id,
 )
 from mobilegen.providers.nnapi import DISPLAY_NAME
 
@@ -93,11 +95,7 @@ def _conv_dilations(ctx: NodeContext) -> str | Reason | None:
 
 
 def _batchnorm(ctx: NodeContext) -> list[str]:
-    out = []
-    for i, what in ((1, "scale"), (2, "B"), (3, "mean"), (4, "var")):
-        c = const_reason(ctx, i, what, EP)
-        if c:
-            out.append(c)
+    out = const_reasons(ctx, ((1, "scale"), (2, "B"), (3, "mean"), (4, "var")), EP)
     if ctx.n_outputs != 1:
         out.append("BatchNormalization with training outputs: NNAPI takes only the inference form (1 output)")
     r = ctx.rank(0)
@@ -302,9 +300,7 @@ def _pad(ctx: NodeContext) -> list[str]:
         pads = const_ints(ctx, 1)
         if pads is not None and any(p < 0 for p in pads):
             out.append("negative pads (cropping) are not supported by NNAPI")
-    r = const_reason(ctx, 2, "constant_value", EP)
-    if r:
-        out.append(r)
+    out.extend(const_reasons(ctx, ((2, "constant_value"),), EP))
     if ctx.has_input(3):
         out.append("Pad axes input is not supported by NNAPI")
     return out
@@ -317,12 +313,9 @@ def _axes_const(ctx: NodeContext) -> str | None:
 
 
 def _slice(ctx: NodeContext) -> list[str]:
-    out = []
-    if ctx.since >= 10:
-        for i, what in ((1, "starts"), (2, "ends"), (3, "axes"), (4, "steps")):
-            c = const_reason(ctx, i, what, EP)
-            if c:
-                out.append(c)
+    # Before opset 10 starts/ends/axes are attributes.
+    inputs = ((1, "starts"), (2, "ends"), (3, "axes"), (4, "steps")) if ctx.since >= 10 else ()
+    out = const_reasons(ctx, inputs, EP)
     r = ctx.rank(0)
     if r is not None and r > 4:
         out.append(f"Slice input has rank {r}: NNAPI takes rank <= 4")
@@ -417,37 +410,34 @@ def _quantize_out(ctx: NodeContext) -> str | None:
     return f"QuantizeLinear output is {dtype_name(dt)}: NNAPI quantizes only to uint8"
 
 
-OP_RULES = {
-    r.id: r
-    for r in (
-        Rule("nnapi.clip.range", "Clip min/max constant and [0,6] or [-1,1]", IMPL + "clip_op_builder.cc", _clip_range),
-        Rule("nnapi.conv.weight", "Conv weight constant and 4-D", IMPL + "conv_op_builder.cc", _conv_weight),
-        Rule("nnapi.conv.dilations", "Conv dilations need API 29, not grouped", IMPL + "conv_op_builder.cc", _conv_dilations),
-        Rule("nnapi.batchnorm", "BatchNormalization params constant, 1 output, rank <= 4", IMPL + "batchnorm_op_builder.cc", _batchnorm),
-        Rule("nnapi.rank_1_4", "input 0 rank 1..4", IMPL + "unary_op_builder.cc", _rank_1_4),
-        Rule("nnapi.binary.rank", "both inputs rank <= 4", IMPL + "binary_op_builder.cc", _binary_rank),
-        Rule("nnapi.pow.dtype", "Pow inputs both float32", IMPL + "binary_op_builder.cc", _pow_dtype),
-        Rule("nnapi.minmax.inputs", "Max/Min exactly 2 inputs", IMPL + "minmax_op_builder.cc", _minmax_inputs),
-        Rule("nnapi.matmul", "MatMul 2-D with constant B, or batch matmul (API 29)", IMPL + "gemm_op_builder.cc", _matmul),
-        Rule("nnapi.gemm.attrs", "Gemm transA=0, alpha=1, beta=1", IMPL + "gemm_op_builder.cc", _gemm_attrs),
-        Rule("nnapi.gemm.rank", "Gemm A and B 2-D", IMPL + "gemm_op_builder.cc", _gemm_rank),
-        Rule("nnapi.gemm.b_const", "Gemm B constant unless transB=1", IMPL + "gemm_op_builder.cc", _gemm_b_const),
-        Rule("nnapi.gemm.bias", "Gemm C is [N] (or [1,..,N] from API 28)", B + "op_builder_helpers.cc", _gemm_bias),
-        Rule("nnapi.reshape.shape_const", "Reshape shape constant", IMPL + "reshape_op_builder.cc", _reshape_shape_const),
-        Rule("nnapi.reshape.zero", "Reshape 0 only on fixed dims, no allowzero", IMPL + "reshape_op_builder.cc", _reshape_zero),
-        Rule("nnapi.softmax", "Softmax rank <= 4; API 28: 2-D/4-D on the last axis", IMPL + "softmax_op_builder.cc", _softmax),
-        Rule("nnapi.pool.rank4", "pooling input 4-D", IMPL + "pool_op_builder.cc", _pool_rank4),
-        Rule("nnapi.pool.attrs", "2-D pooling, no ceil_mode/count_include_pad/storage_order/dilations/indices", IMPL + "pool_op_builder.cc", _pool_attrs),
-        Rule("nnapi.resize", "Resize 4-D, linear/nearest, constant scales/sizes, H/W only", IMPL + "resize_op_builder.cc", _resize),
-        Rule("nnapi.pad", "Pad constant mode, constant non-negative pads and value", IMPL + "pad_op_builder.cc", _pad),
-        Rule("nnapi.axes_const", "axes input constant (opset 13+)", IMPL + "squeeze_op_builder.cc", _axes_const),
-        Rule("nnapi.slice", "Slice inputs constant, rank <= 4, no zero dims", IMPL + "slice_op_builder.cc", _slice),
-        Rule("nnapi.gather", "Gather indices constant unless int32; data rank 1..4", IMPL + "gather_op_builder.cc", _gather),
-        Rule("nnapi.split", "Split into equal parts, split input constant", IMPL + "split_op_builder.cc", _split),
-        Rule("nnapi.cast.to", "Cast to float32 or int32", IMPL + "cast_op_builder.cc", _cast_to),
-        Rule("nnapi.reducemean", "ReduceMean rank 1..4, constant axes, no noop_with_empty_axes", IMPL + "reduction_op_builder.cc", _reducemean),
-        Rule("nnapi.depthtospace", "DepthToSpace 4-D, DCR", IMPL + "depthtospace_op_builder.cc", _depthtospace),
-        Rule("nnapi.qdq.params", "Q/DQ scale and zero point constant, per-tensor", IMPL + "quantizelinear_op_builder.cc", _qdq_params),
-        Rule("nnapi.quantize.out", "QuantizeLinear output uint8", IMPL + "quantizelinear_op_builder.cc", _quantize_out),
-    )
-}
+OP_RULES = rules_by_id(
+    Rule("nnapi.clip.range", "Clip min/max constant and [0,6] or [-1,1]", IMPL + "clip_op_builder.cc", _clip_range),
+    Rule("nnapi.conv.weight", "Conv weight constant and 4-D", IMPL + "conv_op_builder.cc", _conv_weight),
+    Rule("nnapi.conv.dilations", "Conv dilations need API 29, not grouped", IMPL + "conv_op_builder.cc", _conv_dilations),
+    Rule("nnapi.batchnorm", "BatchNormalization params constant, 1 output, rank <= 4", IMPL + "batchnorm_op_builder.cc", _batchnorm),
+    Rule("nnapi.rank_1_4", "input 0 rank 1..4", IMPL + "unary_op_builder.cc", _rank_1_4),
+    Rule("nnapi.binary.rank", "both inputs rank <= 4", IMPL + "binary_op_builder.cc", _binary_rank),
+    Rule("nnapi.pow.dtype", "Pow inputs both float32", IMPL + "binary_op_builder.cc", _pow_dtype),
+    Rule("nnapi.minmax.inputs", "Max/Min exactly 2 inputs", IMPL + "minmax_op_builder.cc", _minmax_inputs),
+    Rule("nnapi.matmul", "MatMul 2-D with constant B, or batch matmul (API 29)", IMPL + "gemm_op_builder.cc", _matmul),
+    Rule("nnapi.gemm.attrs", "Gemm transA=0, alpha=1, beta=1", IMPL + "gemm_op_builder.cc", _gemm_attrs),
+    Rule("nnapi.gemm.rank", "Gemm A and B 2-D", IMPL + "gemm_op_builder.cc", _gemm_rank),
+    Rule("nnapi.gemm.b_const", "Gemm B constant unless transB=1", IMPL + "gemm_op_builder.cc", _gemm_b_const),
+    Rule("nnapi.gemm.bias", "Gemm C is [N] (or [1,..,N] from API 28)", B + "op_builder_helpers.cc", _gemm_bias),
+    Rule("nnapi.reshape.shape_const", "Reshape shape constant", IMPL + "reshape_op_builder.cc", _reshape_shape_const),
+    Rule("nnapi.reshape.zero", "Reshape 0 only on fixed dims, no allowzero", IMPL + "reshape_op_builder.cc", _reshape_zero),
+    Rule("nnapi.softmax", "Softmax rank <= 4; API 28: 2-D/4-D on the last axis", IMPL + "softmax_op_builder.cc", _softmax),
+    Rule("nnapi.pool.rank4", "pooling input 4-D", IMPL + "pool_op_builder.cc", _pool_rank4),
+    Rule("nnapi.pool.attrs", "2-D pooling, no ceil_mode/count_include_pad/storage_order/dilations/indices", IMPL + "pool_op_builder.cc", _pool_attrs),
+    Rule("nnapi.resize", "Resize 4-D, linear/nearest, constant scales/sizes, H/W only", IMPL + "resize_op_builder.cc", _resize),
+    Rule("nnapi.pad", "Pad constant mode, constant non-negative pads and value", IMPL + "pad_op_builder.cc", _pad),
+    Rule("nnapi.axes_const", "axes input constant (opset 13+)", IMPL + "squeeze_op_builder.cc", _axes_const),
+    Rule("nnapi.slice", "Slice inputs constant, rank <= 4, no zero dims", IMPL + "slice_op_builder.cc", _slice),
+    Rule("nnapi.gather", "Gather indices constant unless int32; data rank 1..4", IMPL + "gather_op_builder.cc", _gather),
+    Rule("nnapi.split", "Split into equal parts, split input constant", IMPL + "split_op_builder.cc", _split),
+    Rule("nnapi.cast.to", "Cast to float32 or int32", IMPL + "cast_op_builder.cc", _cast_to),
+    Rule("nnapi.reducemean", "ReduceMean rank 1..4, constant axes, no noop_with_empty_axes", IMPL + "reduction_op_builder.cc", _reducemean),
+    Rule("nnapi.depthtospace", "DepthToSpace 4-D, DCR", IMPL + "depthtospace_op_builder.cc", _depthtospace),
+    Rule("nnapi.qdq.params", "Q/DQ scale and zero point constant, per-tensor", IMPL + "quantizelinear_op_builder.cc", _qdq_params),
+    Rule("nnapi.quantize.out", "QuantizeLinear output uint8", IMPL + "quantizelinear_op_builder.cc", _quantize_out),
+)

@@ -3,7 +3,12 @@ limits, read from onnxruntime/core/providers/nnapi/nnapi_builtin/builders/ (see 
 
 from __future__ import annotations
 
-from mobilegen.coverage.common import dtype_reason, symbolic_dim_reasons, unknown_shape_reasons
+from mobilegen.coverage.common import (
+    input0_dtype_reason,
+    opset_reason,
+    symbolic_dim_reasons,
+    unknown_shape_reasons,
+)
 from mobilegen.coverage.rules import (
     API,
     DYNAMIC,
@@ -16,6 +21,7 @@ from mobilegen.coverage.rules import (
     Reason,
     Rule,
     needs_api,
+    ops_by_key,
 )
 from mobilegen.providers.nnapi import MIN_API
 from mobilegen.providers.nnapi.rules import BASE, EP, EP_SRC, FACTORY, HELPER, IMPL, OP_RULES, target_api
@@ -36,17 +42,11 @@ def _api(ctx: NodeContext) -> Reason | None:
 
 
 def _opset(ctx: NodeContext) -> str | None:
-    spec: OpSpec = ctx.spec
-    hi = spec.since_max or MAX_OPSET
-    v = ctx.node.since_version
-    if v is None or spec.since_min <= v <= hi:
-        return None
-    return f"{ctx.node.op_type} opset {v} (node since_version): NNAPI takes {spec.since_min}..{hi}"
+    return opset_reason(ctx, MAX_OPSET, EP)
 
 
 def _input0_dtype(ctx: NodeContext) -> str | None:
-    spec: OpSpec = ctx.spec
-    return dtype_reason(ctx, 0, spec.input0_dtypes or (F32,), EP)
+    return input0_dtype_reason(ctx, EP)
 
 
 GENERAL = (
@@ -78,59 +78,56 @@ _BIN = "binary_op_builder.cc"
 _POOL = "pool_op_builder.cc"
 _GEMM = "gemm_op_builder.cc"
 
-OPS = {
-    (s.domain, s.op_type): s
-    for s in (
-        _op("Conv", "conv_op_builder.cc", 1, 28, rules=("nnapi.conv.weight", "nnapi.conv.dilations")),
-        _op("BatchNormalization", "batchnorm_op_builder.cc", 7, 27, rules=("nnapi.batchnorm",)),
-        _op("Relu", "relu_op_builder.cc", 1, 27),
-        _op("Clip", "clip_op_builder.cc", 1, 27, rules=("nnapi.clip.range",)),
-        _op("Sigmoid", _UNARY, 6, 27, rules=("nnapi.rank_1_4",)),
-        _op("Tanh", _UNARY, 6, 27),
-        _op("Floor", _UNARY, 6, 27),
-        _op("Abs", _UNARY, 6, 29),
-        _op("Exp", _UNARY, 6, 29),
-        _op("Log", _UNARY, 6, 29),
-        _op("Neg", _UNARY, 6, 29),
-        _op("Sin", _UNARY, 6, 29),
-        _op("Sqrt", _UNARY, 6, 29),
-        _op("LeakyRelu", "leakyrelu_op_builder.cc", 6, 27, rules=("nnapi.rank_1_4",)),
-        _op("Elu", "elu_op_builder.cc", 6, 30),
-        _op("PRelu", _BIN, 1, 29, rules=("nnapi.binary.rank",)),
-        _op("Add", _BIN, 7, 27, rules=("nnapi.binary.rank",)),
-        _op("Mul", _BIN, 7, 27, rules=("nnapi.binary.rank",)),
-        _op("Sub", _BIN, 7, 28, rules=("nnapi.binary.rank",)),
-        _op("Div", _BIN, 7, 28, rules=("nnapi.binary.rank",)),
-        _op("Pow", _BIN, 7, 29, rules=("nnapi.binary.rank", "nnapi.pow.dtype")),
-        _op("Max", "minmax_op_builder.cc", 6, 29, rules=("nnapi.minmax.inputs",)),
-        _op("Min", "minmax_op_builder.cc", 6, 29, rules=("nnapi.minmax.inputs",)),
-        _op("MatMul", _GEMM, 1, 27, rules=("nnapi.matmul",)),
-        _op("Gemm", _GEMM, 7, 27, rules=("nnapi.gemm.attrs", "nnapi.gemm.rank", "nnapi.gemm.b_const", "nnapi.gemm.bias")),
-        _op("Reshape", "reshape_op_builder.cc", 5, 27, rules=("nnapi.rank_1_4", "nnapi.reshape.shape_const", "nnapi.reshape.zero")),
-        _op("Flatten", "flatten_op_builder.cc", 1, 27, rules=("nnapi.rank_1_4",)),
-        _op("Transpose", "transpose_op_builder.cc", 1, 28, dtypes=(F32, U8), rules=("nnapi.rank_1_4",)),
-        _op("Concat", "concat_op_builder.cc", 1, 27, dtypes=(F32, U8), rules=("nnapi.rank_1_4",)),
-        _op("Split", "split_op_builder.cc", 13, 29, rules=("nnapi.split",)),
-        _op("Slice", "slice_op_builder.cc", 10, 28, rules=("nnapi.slice",)),
-        _op("Gather", "gather_op_builder.cc", 1, 29, rules=("nnapi.gather",)),
-        _op("Softmax", "softmax_op_builder.cc", 1, 28, rules=("nnapi.softmax",)),
-        _op("ReduceMean", "reduction_op_builder.cc", 1, 28, rules=("nnapi.reducemean",)),
-        _op("GlobalAveragePool", _POOL, 1, 28, rules=("nnapi.pool.rank4",)),
-        _op("GlobalMaxPool", _POOL, 1, 28, rules=("nnapi.pool.rank4",)),
-        _op("AveragePool", _POOL, 1, 28, rules=("nnapi.pool.rank4", "nnapi.pool.attrs")),
-        _op("MaxPool", _POOL, 1, 28, dtypes=(F32, U8), rules=("nnapi.pool.rank4", "nnapi.pool.attrs")),
-        _op("Resize", "resize_op_builder.cc", 11, _resize_api, dtypes=(F32, U8), rules=("nnapi.resize",)),
-        _op("Pad", "pad_op_builder.cc", 11, 29, rules=("nnapi.rank_1_4", "nnapi.pad")),
-        _op("Squeeze", "squeeze_op_builder.cc", 1, 28, rules=("nnapi.rank_1_4", "nnapi.axes_const")),
-        _op("Unsqueeze", "unsqueeze_op_builder.cc", 1, 27, rules=("nnapi.rank_1_4", "nnapi.axes_const")),
-        _op("Cast", "cast_op_builder.cc", 6, 29, rules=("nnapi.cast.to",)),
-        _op("Identity", "identity_op_builder.cc", 1, 27),
-        _op("DepthToSpace", "depthtospace_op_builder.cc", 1, 27, rules=("nnapi.depthtospace",)),
-        _op("LRN", "LRN_op_builder.cc", 1, 28, rules=("nnapi.pool.rank4",)),
-        _op("QuantizeLinear", "quantizelinear_op_builder.cc", 10, 29, rules=("nnapi.qdq.params", "nnapi.quantize.out")),
-        _op("DequantizeLinear", "dequantizelinear_op_builder.cc", 10, 27, dtypes=(U8,), rules=("nnapi.qdq.params",)),
-    )
-}
+OPS = ops_by_key(
+    _op("Conv", "conv_op_builder.cc", 1, 28, rules=("nnapi.conv.weight", "nnapi.conv.dilations")),
+    _op("BatchNormalization", "batchnorm_op_builder.cc", 7, 27, rules=("nnapi.batchnorm",)),
+    _op("Relu", "relu_op_builder.cc", 1, 27),
+    _op("Clip", "clip_op_builder.cc", 1, 27, rules=("nnapi.clip.range",)),
+    _op("Sigmoid", _UNARY, 6, 27, rules=("nnapi.rank_1_4",)),
+    _op("Tanh", _UNARY, 6, 27),
+    _op("Floor", _UNARY, 6, 27),
+    _op("Abs", _UNARY, 6, 29),
+    _op("Exp", _UNARY, 6, 29),
+    _op("Log", _UNARY, 6, 29),
+    _op("Neg", _UNARY, 6, 29),
+    _op("Sin", _UNARY, 6, 29),
+    _op("Sqrt", _UNARY, 6, 29),
+    _op("LeakyRelu", "leakyrelu_op_builder.cc", 6, 27, rules=("nnapi.rank_1_4",)),
+    _op("Elu", "elu_op_builder.cc", 6, 30),
+    _op("PRelu", _BIN, 1, 29, rules=("nnapi.binary.rank",)),
+    _op("Add", _BIN, 7, 27, rules=("nnapi.binary.rank",)),
+    _op("Mul", _BIN, 7, 27, rules=("nnapi.binary.rank",)),
+    _op("Sub", _BIN, 7, 28, rules=("nnapi.binary.rank",)),
+    _op("Div", _BIN, 7, 28, rules=("nnapi.binary.rank",)),
+    _op("Pow", _BIN, 7, 29, rules=("nnapi.binary.rank", "nnapi.pow.dtype")),
+    _op("Max", "minmax_op_builder.cc", 6, 29, rules=("nnapi.minmax.inputs",)),
+    _op("Min", "minmax_op_builder.cc", 6, 29, rules=("nnapi.minmax.inputs",)),
+    _op("MatMul", _GEMM, 1, 27, rules=("nnapi.matmul",)),
+    _op("Gemm", _GEMM, 7, 27, rules=("nnapi.gemm.attrs", "nnapi.gemm.rank", "nnapi.gemm.b_const", "nnapi.gemm.bias")),
+    _op("Reshape", "reshape_op_builder.cc", 5, 27, rules=("nnapi.rank_1_4", "nnapi.reshape.shape_const", "nnapi.reshape.zero")),
+    _op("Flatten", "flatten_op_builder.cc", 1, 27, rules=("nnapi.rank_1_4",)),
+    _op("Transpose", "transpose_op_builder.cc", 1, 28, dtypes=(F32, U8), rules=("nnapi.rank_1_4",)),
+    _op("Concat", "concat_op_builder.cc", 1, 27, dtypes=(F32, U8), rules=("nnapi.rank_1_4",)),
+    _op("Split", "split_op_builder.cc", 13, 29, rules=("nnapi.split",)),
+    _op("Slice", "slice_op_builder.cc", 10, 28, rules=("nnapi.slice",)),
+    _op("Gather", "gather_op_builder.cc", 1, 29, rules=("nnapi.gather",)),
+    _op("Softmax", "softmax_op_builder.cc", 1, 28, rules=("nnapi.softmax",)),
+    _op("ReduceMean", "reduction_op_builder.cc", 1, 28, rules=("nnapi.reducemean",)),
+    _op("GlobalAveragePool", _POOL, 1, 28, rules=("nnapi.pool.rank4",)),
+    _op("GlobalMaxPool", _POOL, 1, 28, rules=("nnapi.pool.rank4",)),
+    _op("AveragePool", _POOL, 1, 28, rules=("nnapi.pool.rank4", "nnapi.pool.attrs")),
+    _op("MaxPool", _POOL, 1, 28, dtypes=(F32, U8), rules=("nnapi.pool.rank4", "nnapi.pool.attrs")),
+    _op("Resize", "resize_op_builder.cc", 11, _resize_api, dtypes=(F32, U8), rules=("nnapi.resize",)),
+    _op("Pad", "pad_op_builder.cc", 11, 29, rules=("nnapi.rank_1_4", "nnapi.pad")),
+    _op("Squeeze", "squeeze_op_builder.cc", 1, 28, rules=("nnapi.rank_1_4", "nnapi.axes_const")),
+    _op("Unsqueeze", "unsqueeze_op_builder.cc", 1, 27, rules=("nnapi.rank_1_4", "nnapi.axes_const")),
+    _op("Cast", "cast_op_builder.cc", 6, 29, rules=("nnapi.cast.to",)),
+    _op("Identity", "identity_op_builder.cc", 1, 27),
+    _op("DepthToSpace", "depthtospace_op_builder.cc", 1, 27, rules=("nnapi.depthtospace",)),
+    _op("LRN", "LRN_op_builder.cc", 1, 28, rules=("nnapi.pool.rank4",)),
+    _op("QuantizeLinear", "quantizelinear_op_builder.cc", 10, 29, rules=("nnapi.qdq.params", "nnapi.quantize.out")),
+    _op("DequantizeLinear", "dequantizelinear_op_builder.cc", 10, 27, dtypes=(U8,), rules=("nnapi.qdq.params",)),
+)
 
 # Registered in op_builder_factory.cc but not modelled here (quantized QLinear* ops need QDQ node units).
 UNMODELLED = ("QLinearConv", "QLinearMatMul", "QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearAveragePool")

@@ -3,8 +3,20 @@ onnxruntime/core/providers/xnnpack/ (detail/node_support_checker.cc and the kern
 
 from __future__ import annotations
 
-from mobilegen.coverage.common import const_reason, dtype_reason
-from mobilegen.coverage.rules import F16, F32, I8, U8, EPTable, NodeContext, OpSpec, Rule, fmt_shape
+from mobilegen.coverage.common import const_reasons, input0_dtype_reason
+from mobilegen.coverage.rules import (
+    F16,
+    F32,
+    I8,
+    U8,
+    EPTable,
+    NodeContext,
+    OpSpec,
+    Rule,
+    fmt_shape,
+    ops_by_key,
+    rules_by_id,
+)
 from mobilegen.providers.xnnpack import CHECKER, DISPLAY_NAME, FUSABLE_PRODUCERS, X
 
 EP = DISPLAY_NAME
@@ -21,8 +33,7 @@ def _opset(ctx: NodeContext) -> str | None:
 
 
 def _input0_dtype(ctx: NodeContext) -> str | None:
-    spec: OpSpec = ctx.spec
-    return dtype_reason(ctx, 0, spec.input0_dtypes or (F32,), EP)
+    return input0_dtype_reason(ctx, EP)
 
 
 GENERAL = (
@@ -40,9 +51,7 @@ def _conv(ctx: NodeContext) -> list[str]:
         out.append(f"Conv input {fmt_shape(s)}: XNNPACK needs C, H and W known")
     if not ctx.is_const(1) or ctx.rank(1) != 4:
         out.append(f"weight '{ctx.input_name(1)}' must be a constant 4-D initializer for XNNPACK")
-    r = const_reason(ctx, 2, "bias", EP)
-    if r:
-        out.append(r)
+    out.extend(const_reasons(ctx, ((2, "bias"),), EP))
     if ctx.attr("pads") is None and ctx.attr("auto_pad", "NOTSET") == "SAME_LOWER":
         out.append("Conv auto_pad SAME_LOWER is not supported by XNNPACK")
     return out
@@ -89,10 +98,7 @@ def _gemm(ctx: NodeContext) -> list[str]:
     out = []
     if float(ctx.attr("alpha", 1.0)) != 1.0 or float(ctx.attr("beta", 1.0)) != 1.0:
         out.append("Gemm alpha/beta != 1 is not supported by XNNPACK")
-    for i, what in ((1, "B"), (2, "C")):
-        c = const_reason(ctx, i, what, EP)
-        if c:
-            out.append(c)
+    out.extend(const_reasons(ctx, ((1, "B"), (2, "C")), EP))
     for i in (0, 1, 2):
         rk = ctx.rank(i)
         if ctx.has_input(i) and (rk is None or rk >= 3):
@@ -122,35 +128,29 @@ def _fusion(ctx: NodeContext) -> list[str]:
     return []
 
 
-OP_RULES = {
-    r.id: r
-    for r in (
-        Rule("xnnpack.conv", "Conv 2-D, C/H/W known, constant 4-D weight and bias", X + "nn/conv_base.cc", _conv),
-        Rule("xnnpack.maxpool", "MaxPool 2-D, C/H/W known, no ceil_mode/indices, not 1x1", X + "nn/max_pool.cc", _maxpool),
-        Rule("xnnpack.softmax", "Softmax on the last axis with known dims", X + "math/softmax.cc", _softmax),
-        Rule("xnnpack.gemm", "Gemm alpha=beta=1, constant B and C, rank <= 2", X + "math/gemm.cc", _gemm),
-        Rule("xnnpack.matmul", "MatMul rank <= 2, constant B", X + "math/matmul.cc", _matmul),
-        Rule("xnnpack.fusion", "Clip/Relu fused into a preceding Conv/MaxPool/AveragePool", CHECKER, _fusion),
-    )
-}
+OP_RULES = rules_by_id(
+    Rule("xnnpack.conv", "Conv 2-D, C/H/W known, constant 4-D weight and bias", X + "nn/conv_base.cc", _conv),
+    Rule("xnnpack.maxpool", "MaxPool 2-D, C/H/W known, no ceil_mode/indices, not 1x1", X + "nn/max_pool.cc", _maxpool),
+    Rule("xnnpack.softmax", "Softmax on the last axis with known dims", X + "math/softmax.cc", _softmax),
+    Rule("xnnpack.gemm", "Gemm alpha=beta=1, constant B and C, rank <= 2", X + "math/gemm.cc", _gemm),
+    Rule("xnnpack.matmul", "MatMul rank <= 2, constant B", X + "math/matmul.cc", _matmul),
+    Rule("xnnpack.fusion", "Clip/Relu fused into a preceding Conv/MaxPool/AveragePool", CHECKER, _fusion),
+)
 
 
 def _op(op: str, src: str, since: int, dtypes: tuple[int, ...], rules: tuple[str, ...]) -> OpSpec:
     return OpSpec(op, X + src, since, None, None, dtypes, rules)
 
 
-OPS = {
-    (s.domain, s.op_type): s
-    for s in (
-        _op("Conv", "nn/conv.cc", 1, (F32, U8, I8), ("xnnpack.conv",)),
-        _op("MaxPool", "nn/max_pool.cc", 8, (F32, U8, I8), ("xnnpack.maxpool",)),
-        _op("Softmax", "math/softmax.cc", 1, (F32, U8), ("xnnpack.softmax",)),
-        _op("Gemm", "math/gemm.cc", 7, (F32, F16), ("xnnpack.gemm",)),
-        _op("MatMul", "math/matmul.cc", 1, (F32,), ("xnnpack.matmul",)),
-        _op("Clip", "detail/node_support_checker.cc", 1, (F32, U8, I8), ("xnnpack.fusion",)),
-        _op("Relu", "detail/node_support_checker.cc", 1, (F32, U8, I8), ("xnnpack.fusion",)),
-    )
-}
+OPS = ops_by_key(
+    _op("Conv", "nn/conv.cc", 1, (F32, U8, I8), ("xnnpack.conv",)),
+    _op("MaxPool", "nn/max_pool.cc", 8, (F32, U8, I8), ("xnnpack.maxpool",)),
+    _op("Softmax", "math/softmax.cc", 1, (F32, U8), ("xnnpack.softmax",)),
+    _op("Gemm", "math/gemm.cc", 7, (F32, F16), ("xnnpack.gemm",)),
+    _op("MatMul", "math/matmul.cc", 1, (F32,), ("xnnpack.matmul",)),
+    _op("Clip", "detail/node_support_checker.cc", 1, (F32, U8, I8), ("xnnpack.fusion",)),
+    _op("Relu", "detail/node_support_checker.cc", 1, (F32, U8, I8), ("xnnpack.fusion",)),
+)
 
 UNMODELLED = ("AveragePool", "ConvTranspose", "Resize", "QLinearConv", "QLinearAveragePool", "QLinearSoftmax")
 
