@@ -24,7 +24,6 @@ import numpy as np
 
 from mobilegen.artifacts import LoadedModel, OnnxModel
 from mobilegen.errors import ExportError, LoadError, UsageError, first_line, shorten
-from mobilegen.onnx_checks import model_bytes
 from mobilegen.spec import IOSpec, TensorSpec, check_tensor_name
 
 # NNAPI and CoreML refuse nodes newer than opset 24 (ORT's EP builders); ORT 1.24 runs up to 24.
@@ -432,15 +431,15 @@ def finish_model(model: Any, out_path: Path, *, source: Path | None, write: bool
     file the model came from (its problems are load errors), None for a model exported from PyTorch."""
     import onnx
 
-    refuse_too_large(model_bytes(model), "the exported model is" if source is None else f"{source.name} is")
-    _lowest_ir_version(model)
+    from mobilegen import onnx_light
+
     try:
-        onnx.checker.check_model(model)
-        inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
+        inferred, size = onnx_light.check_and_infer(model, _lowest_ir_version(model))
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as err:
         if source is not None:
             raise LoadError(f"{source.name} is not a valid ONNX model: {first_line(err)}", hint="fix the model or re-export it") from err
         raise ExportError(f"the ONNX model is invalid: {first_line(err)}", hint="try another --opset, or export with the other exporter") from err
+    refuse_too_large(size, "the exported model is" if source is None else f"{source.name} is")
     if write:
         save_onnx(inferred, out_path)
     return inferred
@@ -458,21 +457,12 @@ def save_onnx(model: Any, out_path: Path) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def _lowest_ir_version(model: Any) -> None:
-    """Stamp the lowest IR version the model's opsets need: onnx writes its newest IR (14 for onnx 1.23),
-    which onnxruntime releases older than the model cannot load. Kept as is when the model needs it."""
-    import onnx
+def _lowest_ir_version(model: Any) -> int:
+    """The lowest IR version the model's opsets need: onnx writes its newest IR (14 for onnx 1.23), which
+    onnxruntime releases older than the model cannot load."""
     from onnx import helper
 
-    needed = max(helper.find_min_ir_version_for(list(model.opset_import), ignore_unknown=True), 4)
-    if needed >= model.ir_version:
-        return
-    original = model.ir_version
-    model.ir_version = needed
-    try:
-        onnx.checker.check_model(model)
-    except onnx.checker.ValidationError:
-        model.ir_version = original
+    return max(helper.find_min_ir_version_for(list(model.opset_import), ignore_unknown=True), 4)
 
 
 def opset_of(model: Any) -> int:

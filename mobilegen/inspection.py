@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,10 +58,19 @@ def inspect_model(model: Path, opts: ModelOptions) -> Inspection:
 
         from mobilegen.ortformat import summary
 
-        opsets, ops = summary(model.read_bytes())
+        try:
+            opsets, ops = summary(model.read_bytes())
+            inputs, outputs = [meta(v) for v in sess.get_inputs()], [meta(v) for v in sess.get_outputs()]
+        except (UnicodeDecodeError, struct.error, IndexError, ValueError) as err:
+            # onnxruntime's verifier checks the layout, not the text: a name that is not UTF-8 loads, and
+            # then neither pybind11 nor our reader can return it
+            from mobilegen.errors import LoadError, first_line
+
+            what = "a name in it is not UTF-8 text" if isinstance(err, UnicodeDecodeError) else f"its tables cannot be read ({first_line(err)})"
+            raise LoadError(f"{model} is damaged: {what}", hint="re-convert it with mobilegen convert") from err
         return Inspection(
             path=str(model), kind="ort", sha256=loaded.sha256,
-            inputs=[meta(v) for v in sess.get_inputs()], outputs=[meta(v) for v in sess.get_outputs()],
+            inputs=inputs, outputs=outputs,
             opset=opsets,
             op_histogram=_histogram(ops),
             ort_format_version=ort_format_version(model),

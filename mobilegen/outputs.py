@@ -338,6 +338,21 @@ def atomic_write_file(src: Path, dest: Path, *, force: bool, protect: tuple[Path
         staged.copy_from(src)
 
 
+def write_bytes_atomic(path: Path, *chunks: bytes) -> None:
+    """Write ``chunks`` one after another to ``path`` (inside a folder of ours, e.g. the staging folder)
+    through a temporary name: ``path`` is complete or absent, and nothing else is left behind."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with tmp.open("wb") as f:
+            for chunk in chunks:
+                f.write(chunk)
+        os.replace(tmp, path)
+    except OSError as err:
+        raise write_error(path, err) from err
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def write_error(where: Path, err: OSError) -> UsageError:
     full = err.errno in (errno.ENOSPC, errno.EDQUOT)
     return UsageError(

@@ -1,7 +1,7 @@
 """The stage order, and nothing else.
 
-    load → export → prepare (graph passes, per the targets' providers) → write → convert → verify →
-    analyse → render (per target) → package
+    load → export → prepare (graph passes, per the targets' providers) → reference → write → convert →
+    verify → analyse → render (per target) → package
 
 Each stage is a function from one frozen artifact (``mobilegen.artifacts``) to the next; the model is
 parsed once, by the export, and handed on in memory. Everything is written into a staging folder beside
@@ -73,15 +73,16 @@ def build(opts: BuildOptions) -> BuildResult:
     zip_path = Path(str(out) + ".zip") if opts.zip else None
     with staged_output(out, force=opts.force, zip_path=zip_path, protect=(opts.model,)) as root:
         (root / "model").mkdir()
-        loaded, exported = load_and_export(opts.model, opts.model_opts, root / artifacts.MODEL_ONNX, write=False)
-        notices: list[Notice] = stages.export_notices(loaded, exported, opts)
+        loaded, onnx_model = load_and_export(opts.model, opts.model_opts, root / artifacts.MODEL_ONNX, write=False)
+        notices: list[Notice] = stages.export_notices(loaded, onnx_model, opts)
         for c in chosen:
-            c.target.check_io(exported.io)
-        prepared, prepare_notices = stages.prepare(exported, chosen, keep_dynamic=opts.keep_dynamic)
+            c.target.check_io(onnx_model.io)
+        onnx_model, prepare_notices = stages.prepare(onnx_model, chosen, keep_dynamic=opts.keep_dynamic)
         notices += prepare_notices
-        onnx_model = stages.write_onnx(prepared)
+        expected, loaded = stages.reference(loaded, onnx_model, opts.verify)  # PyTorch runs now, then is let go
+        onnx_model = stages.write_onnx(onnx_model)  # from here on the file is the model
         ort_model = stages.convert(onnx_model, root, opts.style)
-        verification = stages.verify(loaded, onnx_model, ort_model, opts.verify, root)
+        verification = stages.verify(expected, onnx_model, ort_model, opts.verify, root)
         stages.check_runtimes(chosen, ort_model)
         coverage = stages.analyse(onnx_model, chosen)
         warnings = stages.finish_notices(notices, onnx_model, coverage, loaded)
@@ -90,7 +91,7 @@ def build(opts: BuildOptions) -> BuildResult:
             out_dir=root,
             model_name=opts.model.stem,
             loaded=loaded,
-            onnx=replace(onnx_model, proto=None),  # the package needs the file only: let the memory go
+            onnx=onnx_model,
             verification=verification,
             ort=ort_model,
             coverage=tuple(coverage),

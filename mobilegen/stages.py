@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,7 +18,7 @@ from mobilegen import __version__, artifacts
 from mobilegen.artifacts import JSONValue, LoadedModel, OnnxModel, OrtModel, ProjectSpec, VerificationReport
 from mobilegen.errors import InternalError
 from mobilegen.targets import BuildContext
-from mobilegen.verify import VerifyOptions, ort_runner, torch_reference
+from mobilegen.verify import Expected, VerifyOptions, ort_runner, torch_reference
 from mobilegen.warnings import Notice
 
 if TYPE_CHECKING:
@@ -36,7 +37,8 @@ def export_notices(loaded: LoadedModel, exported: OnnxModel, opts: BuildOptions)
 
 def prepare(exported: OnnxModel, chosen: Sequence[Chosen], *, keep_dynamic: bool) -> tuple[OnnxModel, list[Notice]]:
     """The graph passes the chosen targets' providers need, in memory: the providers' notices, fixed
-    dims when a target asks for them (unless ``keep_dynamic``), and the CoreML cache key."""
+    dims when a target asks for them (unless ``keep_dynamic``). (The CoreML cache key is stamped when the
+    model is written: it hashes the bytes written.)"""
     from mobilegen import passes, providers, warnings
 
     notices: list[Notice] = []
@@ -50,45 +52,80 @@ def prepare(exported: OnnxModel, chosen: Sequence[Chosen], *, keep_dynamic: bool
             if fixed:
                 also = [o.target.display_name for o in chosen if o is not c and not o.target.wants_static_dims(o.opts)]
                 notices.append(warnings.dims_fixed(warnings.dims_fixed_text(fixed), shipped_by=also))
-    passes.stamp_cache_key(model)
     return model, notices
 
 
 def write_onnx(model: OnnxModel) -> OnnxModel:
-    """The one write of the build's ``model.onnx``."""
-    from mobilegen.export import save_onnx
+    """The one write of the build's ``model.onnx``, with the CoreML cache key stamped in (one
+    serialization). The in-memory model is let go: from here on the file is the model."""
+    from mobilegen import passes
+    from mobilegen.outputs import write_bytes_atomic
 
-    if model.proto is None:
-        raise InternalError("write_onnx needs the in-memory model")
-    save_onnx(model.proto, model.path)
-    return model
+    write_bytes_atomic(model.path, *passes.serialized_with_cache_key(model))
+    return replace(model, proto=None)
 
 
 def convert(model: OnnxModel, root: Path, style: str) -> OrtModel:
     from mobilegen.convert import convert_to_ort
+
+    release_memory()  # the in-memory model is gone by now: the conversion's peak must not count it
 
     return convert_to_ort(model, root / artifacts.MODEL_ORT, root / artifacts.MODEL_OPS_CONFIG, style=style)
 
 
 def reference_for(loaded: LoadedModel, exported: OnnxModel) -> tuple[Runner, str]:
     """PyTorch; for an ONNX input, the source model under onnxruntime with optimizations off — or, when
-    this onnxruntime cannot load the source as written (a newer IR version), mobilegen's normalized copy."""
+    this onnxruntime cannot load the source as written (a newer IR version), mobilegen's normalized copy
+    (from ``exported.path``, or from memory when it is not written yet)."""
     if loaded.kind != "onnx":
         return torch_reference(loaded), "PyTorch"
     if loaded.onnx_path is None:
         raise InternalError("an ONNX source without its path")
+    label = "the normalized source ONNX model (no PyTorch model given)"
     try:
         return ort_runner(loaded.onnx_path, basic_only=True), "the source ONNX model (no PyTorch model given)"
     except Exception:  # noqa: BLE001 — onnxruntime raises its own Fail/InvalidGraph types
-        return ort_runner(exported.path, basic_only=True), "the normalized source ONNX model (no PyTorch model given)"
+        if exported.path.is_file() or exported.proto is None:
+            return ort_runner(exported.path, basic_only=True), label
+    from mobilegen.export import save_onnx
+    from mobilegen.outputs import temp_dir
+
+    with temp_dir("reference") as tmp:  # onnxruntime reads the file when the session is made
+        save_onnx(exported.proto, tmp / "model.onnx")
+        return ort_runner(tmp / "model.onnx", basic_only=True), label
 
 
-def verify(loaded: LoadedModel, onnx_model: OnnxModel, ort_model: OrtModel, opts: VerifyOptions, root: Path) -> VerificationReport:
-    """The gate: PyTorch (or the source ONNX) against the .onnx and the .ort; golden vectors and tolerances."""
+def reference(loaded: LoadedModel, onnx_model: OnnxModel, opts: VerifyOptions) -> tuple[Expected, LoadedModel]:
+    """The reference's outputs on every verification case, computed now; returns them and the loaded
+    model without its PyTorch module, so the module's memory is free before the conversion."""
+    from mobilegen.verify import reference_outputs
+
+    runner, label = reference_for(loaded, onnx_model)
+    expected = reference_outputs(runner, onnx_model, opts, reference_label=label)
+    del runner
+    loaded = replace(loaded, module=None)
+    release_memory()
+    return expected, loaded
+
+
+def release_memory() -> None:
+    """Hand freed memory back to the OS before a heavy stage (glibc keeps freed heap pages otherwise, and
+    a 1 GB model's PyTorch weights would count again in the conversion's peak)."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to do
+        pass
+
+
+def verify(expected: Expected, onnx_model: OnnxModel, ort_model: OrtModel, opts: VerifyOptions, root: Path) -> VerificationReport:
+    """The gate: the reference's outputs against the .onnx and the .ort; golden vectors and tolerances."""
     from mobilegen.verify import verify as run_gate
 
-    reference, label = reference_for(loaded, onnx_model)
-    report = run_gate(reference, {"onnx": onnx_model.path, "ort": ort_model.path}, onnx_model, opts, root / "golden", reference_label=label)
+    report = run_gate(expected, {"onnx": onnx_model.path, "ort": ort_model.path}, onnx_model, opts, root / "golden")
     (root / artifacts.GOLDEN_TOLERANCES).write_text(json.dumps({"atol": opts.atol, "rtol": opts.rtol}, indent=2) + "\n", encoding="utf-8")
     return report
 
@@ -109,8 +146,6 @@ def analyse(onnx_model: OnnxModel, chosen: Sequence[Chosen]) -> list[CoverageRep
     eps = [ep for c in chosen for ep in c.target.providers(c.opts, ctx)]
     if not eps:
         return []
-    if onnx_model.proto is None:
-        raise InternalError("analyse needs the in-memory model")
     return list(analyze_all(onnx_model.proto, eps, source=onnx_model.path))
 
 
@@ -188,6 +223,7 @@ __all__ = [
     "prepare",
     "reference_for",
     "render",
+    "reference",
     "verify",
     "write_onnx",
 ]

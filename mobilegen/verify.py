@@ -133,27 +133,23 @@ def ort_runner(path: Path, *, basic_only: bool = False) -> Callable[[dict[str, n
     return run
 
 
-def verify(
-    reference: Callable[[dict[str, np.ndarray]], list[np.ndarray]],
-    artifacts: Mapping[str, Path],
-    onnx_model: OnnxModel,
-    options: VerifyOptions,
-    golden_dir: Path | None = None,
-    *,
-    reference_label: str = "pytorch",
-) -> VerificationReport:
-    """Compare every artifact with the reference on every case; raise VerificationError listing every failure."""
-    specs = onnx_model.io.inputs
-    cases = verification_cases(specs, onnx_model.example_sizes, options.sample)
+@dataclass(frozen=True)
+class Expected:
+    """The reference's outputs on every verification case, computed once (so the reference model can be
+    let go before the heavy stages that follow)."""
+
+    cases: tuple[dict[str, np.ndarray], ...]
+    outputs: tuple[list[np.ndarray], ...]
+    label: str  # what the reference is ("PyTorch", "the source ONNX model ...")
+
+
+def reference_outputs(
+    reference: Callable[[dict[str, np.ndarray]], list[np.ndarray]], onnx_model: OnnxModel, options: VerifyOptions, *, reference_label: str = "pytorch"
+) -> Expected:
+    """Run the reference on every case (VerificationError when it fails or disagrees on the output count)."""
+    cases = verification_cases(onnx_model.io.inputs, onnx_model.example_sizes, options.sample)
     out_names = [o.name for o in onnx_model.io.outputs]
-    rows: list[VerifyRow] = []
-    runners: dict[str, Callable[[dict[str, np.ndarray]], list[np.ndarray]]] = {}
-    for label, path in artifacts.items():
-        try:
-            runners[label] = ort_runner(path)
-        except Exception as err:  # noqa: BLE001 — ORT load failures are plain exceptions
-            raise VerificationError(f"onnxruntime cannot load the {label} artifact: {first_line(err)}", hint="rerun with --debug") from err
-    golden: list[GoldenCase] = []
+    outputs = []
     for arrays in cases:
         try:
             expected = reference(arrays)
@@ -164,6 +160,34 @@ def verify(
                 f"the {reference_label} reference returned {len(expected)} outputs, the ONNX model declares {len(out_names)}",
                 hint="return tensors only (no None or Python numbers) from forward, or name the outputs with --output-name",
             )
+        outputs.append(expected)
+    return Expected(tuple(cases), tuple(outputs), reference_label)
+
+
+def verify(
+    reference: Callable[[dict[str, np.ndarray]], list[np.ndarray]] | Expected,
+    artifacts: Mapping[str, Path],
+    onnx_model: OnnxModel,
+    options: VerifyOptions,
+    golden_dir: Path | None = None,
+    *,
+    reference_label: str = "pytorch",
+) -> VerificationReport:
+    """Compare every artifact with the reference (a callable, or its outputs already computed) on every
+    case; raise VerificationError listing every failure."""
+    out_names = [o.name for o in onnx_model.io.outputs]
+    rows: list[VerifyRow] = []
+    runners: dict[str, Callable[[dict[str, np.ndarray]], list[np.ndarray]]] = {}
+    for label, path in artifacts.items():
+        try:
+            runners[label] = ort_runner(path)
+        except Exception as err:  # noqa: BLE001 — ORT load failures are plain exceptions
+            raise VerificationError(f"onnxruntime cannot load the {label} artifact: {first_line(err)}", hint="rerun with --debug") from err
+    if not isinstance(reference, Expected):
+        reference = reference_outputs(reference, onnx_model, options, reference_label=reference_label)
+    reference_label = reference.label
+    golden: list[GoldenCase] = []
+    for arrays, expected in zip(reference.cases, reference.outputs, strict=True):
         golden.append(GoldenCase(dict(arrays), dict(zip(out_names, expected, strict=True))))
         for label, run in runners.items():
             try:

@@ -26,7 +26,7 @@ from mobilegen.coverage.model import CoverageReport, NodeVerdict
 from mobilegen.coverage.partition import Support, group_nodes
 from mobilegen.coverage.rules import EPTable, NodeContext
 from mobilegen.coverage.target import EPTarget
-from mobilegen.errors import first_line
+from mobilegen.errors import InternalError, first_line
 from mobilegen.onnx_checks import model_bytes
 from mobilegen.providers.base import DYNAMIC, OP, ExecutionProvider, Reason
 
@@ -53,7 +53,7 @@ class Prepared:
 _EXTERNAL_MIN_BYTES = 64 * 1024
 
 
-def _optimize(model: onnx.ModelProto, source: Path | None = None) -> tuple[onnx.ModelProto | None, str | None]:
+def _optimize(model: onnx.ModelProto | None, source: Path | None = None) -> tuple[onnx.ModelProto | None, str | None]:
     """``model`` as ORT sees it after ORT_ENABLE_BASIC. ``source``: a file holding exactly ``model``,
     which ORT then reads instead of a copy written here."""
     import onnxruntime as ort  # lazy: heavy import
@@ -64,6 +64,8 @@ def _optimize(model: onnx.ModelProto, source: Path | None = None) -> tuple[onnx.
         src = source if source is not None and source.is_file() else Path(tmp) / "model.onnx"
         dst = Path(tmp) / "model.basic.onnx"
         if src != source:
+            if model is None:
+                raise InternalError(f"the model file {source} is missing")
             large = model_bytes(model) > _TWO_GB  # not ByteSize(): it raises EncodeError past 2 GiB
             onnx.save_model(model, str(src), save_as_external_data=large, location="model.onnx.data")
         so = ort.SessionOptions()
@@ -105,15 +107,22 @@ def _infer_shapes_inner(model: onnx.ModelProto) -> tuple[onnx.ModelProto, str | 
         return model, f"shape inference failed ({type(err).__name__}: {err}); shapes may be missing"
 
 
-def prepare(model: onnx.ModelProto, *, optimize: bool = True, source: Path | None = None) -> Prepared:
+def prepare(model: onnx.ModelProto | None, *, optimize: bool = True, source: Path | None = None) -> Prepared:
+    """``model``, or the file ``source`` holding it (None: read from ``source`` only when ORT cannot
+    optimize it and the graph is analysed as given)."""
     notes: list[str] = []
     optimized = False
+    opt: onnx.ModelProto | None = None
     if optimize:
         opt, note = _optimize(model, source)
-        if opt is not None:
-            model, optimized = opt, True
         if note:
             notes.append(note)
+    if opt is not None:
+        model, optimized = opt, True
+    elif model is None:
+        if source is None:
+            raise InternalError("nothing to analyse: neither a model nor its file")
+        model = onnx.load(str(source))
     model, note = _infer_shapes(model)
     if note:
         notes.append(note)
@@ -369,7 +378,7 @@ def analyze(model: onnx.ModelProto, target: EPTarget, *, optimize: bool = True) 
 
 
 def analyze_all(
-    model: onnx.ModelProto, targets: Sequence[EPTarget], *, optimize: bool = True, source: Path | None = None
+    model: onnx.ModelProto | None, targets: Sequence[EPTarget], *, optimize: bool = True, source: Path | None = None
 ) -> tuple[CoverageReport, ...]:
     """Optimize and shape-infer once, then analyse every target. ``source``: a file holding exactly
     ``model`` (saves writing a copy for onnxruntime to optimize)."""

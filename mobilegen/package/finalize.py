@@ -31,7 +31,7 @@ from mobilegen.artifacts import (
 from mobilegen.errors import InternalError, PackageError
 from mobilegen.package.manifest import ABS_PATH, FileEntry, Manifest, OrtInfo, SourceInfo, Tolerances
 from mobilegen.package.readme import render_readme
-from mobilegen.package.tree import file_entries
+from mobilegen.package.tree import scan_files
 from mobilegen.package.zip_writer import source_date_epoch
 from mobilegen.report import (
     SIZED_FILES,
@@ -81,8 +81,7 @@ def finalize_package(root: Path, result: BuildResult) -> Manifest:
         _write_text(root / README, render_readme(result, root))
     except OSError as err:
         raise PackageError(f"cannot write the package reports into {root}: {err}") from err
-    files = file_entries(root)
-    _refuse_absolute_paths(root, result, files)
+    files = _entries_without_absolute_paths(root, result)
     manifest = build_manifest(result, files, epoch=epoch)
     try:
         _write_text(root / MANIFEST, manifest.text())
@@ -160,17 +159,11 @@ def _write_text(path: Path, text: str) -> None:
     path.write_bytes(text.encode("utf-8"))  # bytes: no platform newline translation
 
 
-def _refuse_absolute_paths(root: Path, result: BuildResult, files: tuple[FileEntry, ...]) -> None:
+def _entries_without_absolute_paths(root: Path, result: BuildResult) -> tuple[FileEntry, ...]:
+    """Every file's entry; refuses the package when a file contains the build folder's absolute path."""
     needles = {str(root.resolve()), str(root.absolute()), str(result.out_dir)}
     needles = {n for n in needles if Path(n).is_absolute() and len(Path(n).parts) > 2}
-    if not needles:
-        return
-    raw = [n.encode("utf-8") for n in needles]
-    leaks = []
-    for entry in files:
-        data = (root / entry.path).read_bytes()
-        if any(r in data for r in raw):
-            leaks.append(entry.path)
+    files, leaks = scan_files(root, needles=tuple(sorted(n.encode("utf-8") for n in needles)))
     if leaks:
         raise InternalError(
             "package files contain the build folder's absolute path, so the package is not reproducible: "
@@ -178,3 +171,4 @@ def _refuse_absolute_paths(root: Path, result: BuildResult, files: tuple[FileEnt
             hint="this is a bug in mobilegen: write package-relative paths (e.g. strip the comment header "
             "of required_operators.config)",
         )
+    return files

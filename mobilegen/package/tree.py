@@ -14,7 +14,6 @@ from typing import IO, Protocol
 
 from mobilegen.artifacts import MANIFEST
 from mobilegen.errors import PackageError
-from mobilegen.load import sha256_file
 from mobilegen.package.manifest import FileEntry
 
 CHUNK = 1 << 20
@@ -134,19 +133,45 @@ def is_exec(path: Path) -> bool:
 
 def file_entries(root: Path, *, exclude: tuple[str, ...] = (MANIFEST,)) -> tuple[FileEntry, ...]:
     """Every regular file under ``root`` with its size, sha256 and exec bit, sorted by path."""
+    return scan_files(root, exclude=exclude)[0]
+
+
+def scan_files(
+    root: Path, *, exclude: tuple[str, ...] = (MANIFEST,), needles: tuple[bytes, ...] = ()
+) -> tuple[tuple[FileEntry, ...], tuple[str, ...]]:
+    """:func:`file_entries`, and the files that contain any of ``needles``, in one read of each file
+    (streamed: a large model is never held whole; two files at a time, hashlib releases the GIL)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     files, odd = walk(root)
     if odd:
         raise PackageError(
             "the package folder contains entries that are not regular files: " + ", ".join(odd),
             hint="a package may hold only regular files (no symlinks); this is a bug in mobilegen",
         )
-    out = []
-    for rel in files:
-        if rel in exclude:
-            continue
-        p = root / rel
-        out.append(FileEntry(rel, p.stat().st_size, sha256_file(p), is_exec(p)))
-    return tuple(out)
+    rels = [rel for rel in files if rel not in exclude]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        scanned = list(pool.map(lambda rel: _scan(root / rel, needles), rels))
+    entries = tuple(FileEntry(rel, size, digest, is_exec(root / rel)) for rel, (size, digest, _) in zip(rels, scanned, strict=True))
+    return entries, tuple(rel for rel, (_, _, hit) in zip(rels, scanned, strict=True) if hit)
+
+
+def _scan(path: Path, needles: tuple[bytes, ...]) -> tuple[int, str, bool]:
+    """(size, sha256, whether any needle occurs), reading the file once in chunks."""
+    h = hashlib.sha256()
+    keep = max((len(n) for n in needles), default=1) - 1  # a needle may straddle two chunks
+    tail = b""
+    hit = False
+    size = 0
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 22):
+            h.update(chunk)
+            size += len(chunk)
+            if needles and not hit:
+                window = tail + chunk
+                hit = any(n in window for n in needles)
+                tail = window[-keep:] if keep else b""
+    return size, h.hexdigest(), hit
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,6 @@ They run between export and the one write of ``model.onnx``: nothing here reads 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
 from dataclasses import replace
 
 from mobilegen.artifacts import OnnxModel
@@ -40,18 +39,39 @@ def fix_dynamic_dims(model: OnnxModel) -> tuple[OnnxModel, dict[str, int]]:
     return replace(model, io=onnx_io_spec(proto)), fixed
 
 
-def stamp_cache_key(model: OnnxModel) -> str:
-    """Write COREML_CACHE_KEY into the model's metadata: the CoreML EP reuses its compiled model across
-    launches while the key is unchanged (a content hash, so a new model gets a new key)."""
+def serialized_with_cache_key(model: OnnxModel) -> tuple[bytes, ...]:
+    """The model's bytes with COREML_CACHE_KEY in its metadata: the CoreML EP reuses its compiled model
+    across launches while the key is unchanged (a content hash of the model without the key, so a new
+    model gets a new key). The key is also added to the in-memory model. Returns the bytes as chunks to
+    write one after another (a large model's bytes are not copied to join them).
+
+    The model is serialized once: the key's metadata entry (field 14) is appended to the bytes that were
+    hashed, which is what protobuf writes itself when no field numbered above 14 is set."""
+    import onnx
+
     proto = _proto(model)
     for p in list(proto.metadata_props):
         if p.key == CACHE_KEY:
             proto.metadata_props.remove(p)
-    key = hashlib.sha256(proto.SerializeToString(deterministic=True)).hexdigest()[:32]
-    proto.metadata_props.add(key=CACHE_KEY, value=key)
-    return key
+    data: bytes = proto.SerializeToString(deterministic=True)
+    key = hashlib.sha256(data).hexdigest()[:32]
+    entry = proto.metadata_props.add(key=CACHE_KEY, value=key)
+    if any(len(getattr(proto, f.name)) for f in proto.DESCRIPTOR.fields if f.number > 14):  # all repeated
+        return (bytes(proto.SerializeToString(deterministic=True)),)
+    body: bytes = onnx.StringStringEntryProto(key=entry.key, value=entry.value).SerializeToString()
+    return data, _field_header(14, len(body)), body
 
 
-def fixed_dims_note(fixed: Mapping[str, int]) -> str:
-    dims = ", ".join(f"{d}={n}" for d, n in fixed.items())
-    return f"dynamic dims fixed for NNAPI (which takes no symbolic dims): {dims}; pass --keep-dynamic to keep them"
+def _field_header(number: int, length: int) -> bytes:
+    """A length-delimited protobuf field's tag and length (varints)."""
+    out = bytearray()
+    for value in ((number << 3) | 2, length):
+        while True:
+            byte = value & 0x7F
+            value >>= 7
+            out.append(byte | (0x80 if value else 0))
+            if not value:
+                break
+    return bytes(out)
+
+

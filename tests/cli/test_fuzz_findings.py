@@ -135,3 +135,23 @@ def test_onnx_name_that_is_not_utf8(tmp_path: Path, command: str) -> None:
     args = {"inspect": ["inspect", path], "check": ["check", path, "--ep", "nnapi"], "convert": ["convert", path, "-o", out / "m.ort"]}
     assert_one_error(invoke(*args[command]), 3, "m.onnx is damaged", "not UTF-8")
     assert list(out.iterdir()) == []
+
+
+def test_ort_name_that_is_not_utf8(tmp_path: Path) -> None:
+    """onnxruntime loads an .ort whose output name is not UTF-8 (its verifier checks layout, not text);
+    `inspect` then cannot read the name back: a damaged file (exit 3), not an internal error."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("probs", TensorProto.FLOAT, [1, 4])
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["probs"], name="relu")], "g", [x], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    (tmp_path / "m.onnx").write_bytes(model.SerializeToString())
+    converted = invoke("convert", tmp_path / "m.onnx", "-o", tmp_path / "m.ort")
+    assert converted.exit_code == 0, converted.stderr
+    data = (tmp_path / "m.ort").read_bytes()
+    assert data.count(b"probs") == 1
+    bad = tmp_path / "bad.ort"
+    bad.write_bytes(data.replace(b"probs", b"p\xffobs"))
+    for args in (["inspect", bad], ["inspect", bad, "--json"]):
+        result = invoke(*args)
+        assert_one_error(result, 3, "bad.ort is damaged", "not UTF-8")

@@ -32,9 +32,19 @@ def test_model_onnx_written_once_and_never_reparsed(tmp_path: Path, monkeypatch:
         loads.append(str(f))
         return real_load_model(f, *a, **k)  # type: ignore[arg-type]
 
+    writes: list[str] = []
+    import mobilegen.outputs
+
+    real_write = mobilegen.outputs.write_bytes_atomic
+
+    def write_bytes(path: Path, *chunks: bytes) -> None:
+        writes.append(str(path))
+        real_write(path, *chunks)
+
     monkeypatch.setattr(onnx, "save_model", save)
     monkeypatch.setattr(onnx, "load", load)
     monkeypatch.setattr(onnx, "load_model", load_model)
+    monkeypatch.setattr(mobilegen.outputs, "write_bytes_atomic", write_bytes)
     result = mobilegen.build(
         mobilegen.BuildOptions(
             model=ROOT / "examples" / "encoder_tiny.pt2",  # dynamic dims: NNAPI fixes them (a graph pass)
@@ -43,8 +53,9 @@ def test_model_onnx_written_once_and_never_reparsed(tmp_path: Path, monkeypatch:
         )
     )
     assert result.out_dir == tmp_path / "out"
-    written = [p for p in saves if p.endswith("model.onnx") or ".tmp" in Path(p).name and "model.onnx" in p]
-    assert len(written) == 1, saves  # the one write, after the graph passes (no rewrite to stamp metadata)
+    # the one write, after the graph passes, with the cache key (no rewrite to stamp metadata)
+    assert [Path(p).name for p in writes] == ["model.onnx"], writes
+    assert not [p for p in saves if "model.onnx" in p], saves  # and no other save of it, nor a copy for the analysis
     assert not [p for p in loads if "model.onnx" in Path(p).name and "basic" not in p], loads  # never parsed back
     # the coverage analysis reads only the provider-optimized copy (a different model), without its weights
     assert all("model.basic.onnx" in p for p in loads), loads
@@ -68,3 +79,19 @@ def test_public_api_is_lazy_and_complete() -> None:
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "[]"
     for name in mobilegen.__all__:
         assert getattr(mobilegen, name) is not None
+
+
+@pytest.mark.parametrize("at", [0, (1 << 22) - 5, (1 << 22) + 3])
+def test_package_scan_finds_a_path_across_read_chunks(tmp_path: Path, at: int) -> None:
+    import hashlib
+
+    from mobilegen.package.tree import scan_files
+
+    needle = b"/work/out/.staging-123"
+    data = bytearray((1 << 22) * 2)
+    data[at : at + len(needle)] = needle
+    (tmp_path / "big.bin").write_bytes(bytes(data))
+    (tmp_path / "clean.txt").write_bytes(b"nothing here")
+    entries, hits = scan_files(tmp_path, needles=(needle,))
+    assert hits == ("big.bin",)
+    assert {e.path: e.sha256 for e in entries}["big.bin"] == hashlib.sha256(bytes(data)).hexdigest()

@@ -1,0 +1,73 @@
+"""Checking and shape inference with the large weights lifted out give what onnx gives on the whole model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from mobilegen import onnx_light, passes
+from mobilegen.artifacts import OnnxModel
+from mobilegen.spec import IOSpec
+
+
+def _model(big: int = 600) -> onnx.ModelProto:
+    w = numpy_helper.from_array(np.random.default_rng(0).random((big, big), dtype=np.float32), "W")  # > 1 MiB
+    shape = numpy_helper.from_array(np.array([1, -1], dtype=np.int64), "S")  # small: data propagation reads it
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "W"], ["y"]), helper.make_node("Reshape", ["y", "S"], ["z"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, big])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, ["a", "b"])],
+        [w, shape],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_infer_shapes_same_bytes_and_weights_untouched() -> None:
+    model = _model()
+    before = model.SerializeToString()
+    expected = onnx.shape_inference.infer_shapes(model, data_prop=True).SerializeToString()
+    got = onnx_light.infer_shapes(model)
+    assert got.SerializeToString() == expected
+    assert model.SerializeToString() == before  # the input model has its weights back
+    assert len(got.graph.initializer[0].raw_data) == 600 * 600 * 4
+
+
+def test_check_still_refuses_a_broken_graph_and_restores_weights() -> None:
+    model = _model()
+    before = model.SerializeToString()
+    onnx_light.check(model)
+    model.graph.node[0].input[1] = "missing"
+    with pytest.raises(onnx.checker.ValidationError):
+        onnx_light.check(model)
+    model.graph.node[0].input[1] = "W"
+    assert model.SerializeToString() == before
+
+
+def test_cache_key_bytes_are_what_protobuf_writes() -> None:
+    model = _model(big=8)
+    om = OnnxModel(path=Path("unused.onnx"), io=IOSpec(inputs=()), opset=17, exporter="passthrough", proto=model)
+    data = b"".join(passes.serialized_with_cache_key(om))
+    assert data == model.SerializeToString()  # the key was appended where protobuf puts it
+    key = {p.key: p.value for p in onnx.load_from_string(data).metadata_props}[passes.CACHE_KEY]
+    assert len(key) == 32
+    assert b"".join(passes.serialized_with_cache_key(om)) == data  # idempotent: the old key is replaced, same hash
+
+
+def test_check_and_infer_lowers_the_ir_version_like_before() -> None:
+    model = _model()
+    model.ir_version = 10
+    expected = onnx.ModelProto.FromString(model.SerializeToString())
+    expected.ir_version = 8  # opset 17 needs IR 8
+    want = onnx.shape_inference.infer_shapes(expected, data_prop=True).SerializeToString()
+    inferred, size = onnx_light.check_and_infer(model, 8)
+    assert inferred.SerializeToString() == want
+    assert abs(size - len(want)) < 1024  # measured without serializing the weights
+    broken = _model()
+    broken.graph.node[0].input[1] = "missing"
+    with pytest.raises(onnx.checker.ValidationError):
+        onnx_light.check_and_infer(broken, 8)
