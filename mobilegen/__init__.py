@@ -20,9 +20,15 @@ or onnxruntime.
 from __future__ import annotations
 
 import importlib
+import os
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+# onnxruntime (1.31) starts its telemetry on import: it writes $TMPDIR/.ses and may send usage events.
+# mobilegen promises no network and nothing left behind; this is the runtime's documented opt-out, set
+# before onnxruntime is imported (an explicit setting by the user is kept).
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 
 __all__ = [
     "AndroidOptions",

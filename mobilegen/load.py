@@ -12,6 +12,7 @@ import hashlib
 import importlib
 import importlib.util
 import json
+import logging
 import os
 import sys
 import zipfile
@@ -97,19 +98,46 @@ def load_model(path: Path, options: LoadOptions = LoadOptions()) -> LoadedModel:
         module.eval()
         return LoadedModel(source=path, kind="torchscript", sha256=digest, module=module, io_hint=_torchscript_io_hint(module))
     if kind == "exported_program":
+        from mobilegen.export import quiet
         from mobilegen.pt2_safety import load_exported_program
 
+        logged = _LoggedErrors()
+        torch_export_log = logging.getLogger("torch.export")
+        torch_export_log.addHandler(logged)
         try:
-            ep = load_exported_program(path, trust=options.trust_pickle)
+            with quiet():  # torch logs a damaged archive's traceback as a warning: the error line says it
+                torch_export_log.setLevel(logging.WARNING)  # for `logged` only (output is off; quiet() restores it)
+                ep = load_exported_program(path, trust=options.trust_pickle)
         except MobilegenError:
             raise
         except Exception as err:
-            raise LoadError(f"{path} looks like a torch.export program but does not load: {first_line(err)}", hint="re-save it with torch.export.save using torch 2.13") from err
+            # torch logs the real problem and raises "Please check the warnings above": name the real one
+            cause: BaseException = logged.errors[-1] if logged.errors else err
+            while (inner := cause.__cause__ or cause.__context__) is not None:
+                cause = inner
+            raise LoadError(
+                f"{path} looks like a torch.export program but does not load: {first_line(cause)}",
+                hint="re-save it with torch.export.save using torch 2.13",
+            ) from err
+        finally:
+            torch_export_log.removeHandler(logged)
         hint, sizes = _exported_io_hint(ep)
         return LoadedModel(
             source=path, kind="exported_program", sha256=digest, module=ep, io_hint=hint, example_sizes=sizes
         )
     return _load_torch_save(path, digest, options)
+
+
+class _LoggedErrors(logging.Handler):
+    """Keeps the exceptions a library logs (with exc_info) instead of raising them."""
+
+    def __init__(self) -> None:
+        super().__init__(level=logging.DEBUG)
+        self.errors: list[BaseException] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.exc_info and record.exc_info[1] is not None:
+            self.errors.append(record.exc_info[1])
 
 
 def _load_onnx(path: Path, digest: str) -> LoadedModel:

@@ -95,3 +95,22 @@ def test_package_scan_finds_a_path_across_read_chunks(tmp_path: Path, at: int) -
     entries, hits = scan_files(tmp_path, needles=(needle,))
     assert hits == ("big.bin",)
     assert {e.path: e.sha256 for e in entries}["big.bin"] == hashlib.sha256(bytes(data)).hexdigest()
+
+
+def test_a_run_leaves_nothing_in_tmpdir(tmp_path: Path) -> None:
+    """onnxruntime's telemetry writes $TMPDIR/.ses on import unless switched off (mobilegen does)."""
+    import os
+    import subprocess
+    import sys
+
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"} | {"TMPDIR": str(tmpdir)}
+    out = tmp_path / "m.ort"
+    r = subprocess.run(
+        [sys.executable, "-m", "mobilegen", "convert", str(ROOT / "examples" / "mobilenet_tiny.pt"), "--input", "image:1x3x64x64", "-o", str(out)],
+        capture_output=True, text=True, env=env,
+    )
+    assert r.returncode == 0, r.stderr
+    assert out.is_file()
+    assert sorted(p.name for p in tmpdir.iterdir()) == []
