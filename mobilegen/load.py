@@ -103,10 +103,12 @@ def load_model(path: Path, options: LoadOptions = LoadOptions()) -> LoadedModel:
 
         logged = _LoggedErrors()
         torch_export_log = logging.getLogger("torch.export")
-        torch_export_log.addHandler(logged)
+        # while loading, what torch.export logs goes to `logged` alone (its error becomes our one line)
+        handlers, propagate = torch_export_log.handlers[:], torch_export_log.propagate
+        torch_export_log.handlers, torch_export_log.propagate = [logged], False
         try:
             with quiet():  # torch logs a damaged archive's traceback as a warning: the error line says it
-                torch_export_log.setLevel(logging.WARNING)  # for `logged` only (output is off; quiet() restores it)
+                torch_export_log.setLevel(logging.WARNING)  # for `logged` only (quiet() restores the level)
                 ep = load_exported_program(path, trust=options.trust_pickle)
         except MobilegenError:
             raise
@@ -120,7 +122,7 @@ def load_model(path: Path, options: LoadOptions = LoadOptions()) -> LoadedModel:
                 hint="re-save it with torch.export.save using torch 2.13",
             ) from err
         finally:
-            torch_export_log.removeHandler(logged)
+            torch_export_log.handlers, torch_export_log.propagate = handlers, propagate
         hint, sizes = _exported_io_hint(ep)
         return LoadedModel(
             source=path, kind="exported_program", sha256=digest, module=ep, io_hint=hint, example_sizes=sizes

@@ -59,11 +59,13 @@ def test_sigterm_leaves_no_staging_folder(tmp_path: Path) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "mobilegen", "android", str(ROOT / "examples" / "encoder_tiny.pt2"), "--nnapi", "-o", str(tmp_path / "out")],
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     deadline = time.time() + 60
     while time.time() < deadline and not any(p.name.startswith(".out.tmp-") for p in tmp_path.iterdir()):
         time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=60) == 128 + signal.SIGTERM
-    assert list(tmp_path.iterdir()) == []
+    rc = proc.wait(timeout=60)
+    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    assert rc == 128 + signal.SIGTERM, (rc, err)
+    assert list(tmp_path.iterdir()) == [], (list(tmp_path.iterdir()), err)
