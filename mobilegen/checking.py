@@ -6,7 +6,6 @@ once per chosen provider (and per variant, e.g. CoreML's two formats, unless one
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,9 +48,11 @@ def check(model: Path, opts: CheckOptions, model_opts: ModelOptions) -> CheckRes
     validate(eps, opts)
     targets = ep_targets(eps, opts.settings)
     export_opts = model_opts.export_options()  # flag errors before any heavy work
-    with tempfile.TemporaryDirectory(prefix="mobilegen-check-") as tmp:
+    from mobilegen.outputs import temp_dir  # a full TMPDIR is named as such; a killed run's is cleaned up
+
+    with temp_dir("check") as tmp:
         # as the other commands see it; an ONNX model too large for one file is analysed as given
-        proto = onnx_for_analysis(load_model(model, model_opts.load), export_opts, Path(tmp) / "model.onnx")
+        proto = onnx_for_analysis(load_model(model, model_opts.load), export_opts, tmp / "model.onnx")
     reports = analyze_all(proto, targets)
     return CheckResult(reports, gate(reports, opts.fail_under, opts.max_partitions))
 

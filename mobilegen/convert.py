@@ -69,7 +69,8 @@ def convert_to_ort(model: OnnxModel, out_ort: Path, out_config: Path, *, style: 
                 raise  # a full TMPDIR, not a model problem (temp_dir says so)
             raise ConversionError(
                 f"onnxruntime could not convert the model to ORT format: {first_line(err)}",
-                hint="the model may use an op or opset this onnxruntime does not implement; try another --opset",
+                hint="the model may use an op or opset this onnxruntime does not implement"
+                + ("; re-export it with another opset" if model.exporter == "passthrough" else "; try another --opset"),
             ) from err
         finally:
             ort_logger.setLevel(old_log)

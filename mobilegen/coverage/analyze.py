@@ -13,7 +13,6 @@ from the provider registry (``mobilegen.providers``) through ``target.provider``
 from __future__ import annotations
 
 import logging
-import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -97,8 +96,10 @@ def _infer_shapes(model: onnx.ModelProto) -> tuple[onnx.ModelProto, str | None]:
 def _infer_shapes_inner(model: onnx.ModelProto) -> tuple[onnx.ModelProto, str | None]:
     try:
         if model_bytes(model) > _TWO_GB:
-            with tempfile.TemporaryDirectory(prefix="mobilegen-shapes-") as tmp:
-                p = Path(tmp) / "m.onnx"
+            from mobilegen.outputs import temp_dir
+
+            with temp_dir("shapes") as tmp:
+                p = tmp / "m.onnx"
                 onnx.save_model(model, str(p), save_as_external_data=True)
                 onnx.shape_inference.infer_shapes_path(str(p))
                 return onnx.load(str(p)), None
