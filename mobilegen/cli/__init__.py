@@ -6,15 +6,15 @@ lazily by the commands so ``mobilegen --help`` stays instant.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import sys
 import traceback
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
-from rich.console import Console
 
 from mobilegen import __version__, signals
 from mobilegen.errors import InternalError, MobilegenError
@@ -33,7 +33,16 @@ app = typer.Typer(
 # Modules that register commands on `app` (each owns one command family).
 COMMAND_MODULES = ("core", "build", "package_cmds", "check")
 
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+@functools.cache
+def err_console() -> Console:
+    """The console on stderr, made on first use (importing rich costs ~50 ms that --help does not need)."""
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def _version_callback(value: bool) -> None:
@@ -78,7 +87,7 @@ def run_command(
                 payload = {**payload, "error": gate.kind, "message": gate.message, "hint": gate.hint, "details": gate.details, "exit_code": gate.exit_code}
             emit_json(payload)
         else:
-            human(result, err_console)
+            human(result, err_console())
     except KeyboardInterrupt:
         _interrupted(json_out)
     except (typer.Exit, typer.Abort):
@@ -116,7 +125,7 @@ _said: list[bool] = []
 def _say_interrupted() -> None:
     if not _said:
         _said.append(True)
-        err_console.print("[red]interrupted[/red]")
+        err_console().print("[red]interrupted[/red]")
 
 
 def _report_error(err: MobilegenError, *, json_out: bool, debug: bool) -> None:
@@ -125,11 +134,11 @@ def _report_error(err: MobilegenError, *, json_out: bool, debug: bool) -> None:
     if json_out:
         emit_json(err.to_dict())
     # One line on stderr always (CI logs read stderr even with --json).
-    err_console.print(f"[bold red]error:[/bold red] {_escape(err.one_line())}")
+    err_console().print(f"[bold red]error:[/bold red] {_escape(err.one_line())}")
     if all(line in err.message for line in err.details):
         return  # details that only repeat the summary stay out: one line is the rule
     for line in err.details:
-        err_console.print(f"  {_escape(line)}")
+        err_console().print(f"  {_escape(line)}")
 
 
 def _escape(text: str) -> str:
@@ -155,7 +164,7 @@ def main() -> None:
     except click_exc.UsageError as err:
         where = f"mobilegen {err.ctx.info_name} --help" if err.ctx is not None and err.ctx.parent is not None else "mobilegen --help"
         where = where.replace("mobilegen mobilegen", "mobilegen")
-        err_console.print(f"[bold red]error:[/bold red] {_escape(err.format_message())} — see '{where}'")
+        err_console().print(f"[bold red]error:[/bold red] {_escape(err.format_message())} — see '{where}'")
         signals.quiet_exit(2)
     except (typer.Abort, KeyboardInterrupt):  # Ctrl-C outside a command's action
         _say_interrupted()

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape as esc
-from rich.table import Table
 
 from mobilegen.cli import app, run_command
 from mobilegen.cli.options import (
@@ -30,6 +27,9 @@ from mobilegen.cli.options import (
     TrustPickleOpt,
     model_options,
 )
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 OutOpt = Annotated[Path | None, typer.Option("--output", "-o", help="Output folder (default: ./<model>-mobile).")]
 NnapiOpt = Annotated[bool, typer.Option("--nnapi", help="Set up the NNAPI EP (Android ≥ 8.1) with CPU fallback; fixes dynamic dims unless --keep-dynamic.")]
@@ -102,6 +102,9 @@ _SEVERITY_STYLE = {"warning": "yellow", "severe": "bold red"}
 
 
 def _human_build(r: Any, console: Console) -> None:
+    from rich.markup import escape as esc
+    from rich.table import Table
+
     console.print(f"[bold green]wrote[/bold green] {esc(str(r.out_dir))}/ ({', '.join(r.targets)})" + (f" and {esc(str(r.zip_path))}" if r.zip_path else ""))
     console.print(
         f"model: {r.loaded.kind} → ONNX opset {r.onnx.opset} ({r.onnx.exporter} exporter) → ORT format v{r.ort.ort_format_version} "

@@ -9,9 +9,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 from typer.core import TyperCommand, TyperOption
 
 from mobilegen import providers
@@ -31,12 +28,16 @@ from mobilegen.cli.options import (
 from mobilegen.providers import Setting, SettingValue
 
 if TYPE_CHECKING:
+    from rich.console import Console
     from typer._click import Context, HelpFormatter
 
     from mobilegen.checking import CheckResult
 
 
 def _human(result: CheckResult, console: Console) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
     for r in result.reports:
         sizes = ", ".join(str(len(p)) for p in r.partitions) or "none"
         colour = {"yes": "green", "maybe": "yellow"}.get(r.verdict, "red")

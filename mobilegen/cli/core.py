@@ -6,9 +6,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape as esc
-from rich.table import Table
 
 from mobilegen.cli import app, run_command
 from mobilegen.cli.options import (
@@ -31,6 +28,9 @@ from mobilegen.cli.options import (
 
 
 def _human_inspect(r: Inspection, console: Console) -> None:
+    from rich.markup import escape as esc
+    from rich.table import Table
+
     console.print(f"[bold]{esc(r.path)}[/bold]  ({r.kind})  sha256 {r.sha256[:16]}…")
     t = Table("", "name", "dtype", "shape", box=None, pad_edge=False)
     for role, items in (("input", r.inputs), ("output", r.outputs)):
@@ -50,6 +50,8 @@ def _human_inspect(r: Inspection, console: Console) -> None:
 
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from mobilegen.commands import ConvertResult, ExportResult
     from mobilegen.inspection import Inspection
 
@@ -77,6 +79,8 @@ def inspect(
 
 
 def _human_export(r: ExportResult, console: Console) -> None:
+    from rich.markup import escape as esc
+
     console.print(f"[green]wrote[/green] {esc(r.output)} (opset {r.opset}, {r.exporter} exporter)")
     if r.fallback_reason:
         console.print(f"[yellow]fell back to the TorchScript exporter:[/yellow] {esc(r.fallback_reason)}")
@@ -87,6 +91,9 @@ def _human_export(r: ExportResult, console: Console) -> None:
 
 
 def _print_verification(v: dict[str, Any], console: Console) -> None:
+    from rich.markup import escape as esc
+    from rich.table import Table
+
     t = Table(title=f"verification (atol {v['atol']:g}, rtol {v['rtol']:g})")
     for col in ("artifact", "case", "output", "max abs", "max rel", "cosine", "top-1", ""):
         t.add_column(col, overflow="fold")
@@ -129,6 +136,8 @@ def export(
 
 
 def _human_convert(r: ConvertResult, console: Console) -> None:
+    from rich.markup import escape as esc
+
     console.print(
         f"[green]wrote[/green] {esc(r.output)} (ORT format v{r.ort_format_version}, optimization style {r.optimization_style}, "
         f"level {r.optimization_level}, onnxruntime {r.converter_version}) and {esc(r.required_operators)}"

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from mobilegen.cli import app, run_command
 from mobilegen.cli.options import DebugOpt, JsonOpt
@@ -18,6 +15,9 @@ PackageArg = Annotated[
     typer.Argument(help="A package folder or the .zip written by mobilegen package / android / ios.", show_default=False),
 ]
 
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 @app.command("verify")
 def verify_cmd(package: PackageArg, json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
@@ -37,10 +37,15 @@ def verify_cmd(package: PackageArg, json_out: JsonOpt = False, debug: DebugOpt =
 
 def _text(value: str) -> str:
     """Text from a package (model, output and runtime names) as printable, markup-free console text."""
+    from rich.markup import escape
+
     return escape(value if value.isprintable() else ascii(value)[1:-1])
 
 
 def _human(result: Any, console: Console) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
     console.print(
         f"[bold green]ok[/bold green] {escape(result.package)} ({result.container}): "
         f"{_text(result.model_name)}, {result.files_checked} files match the manifest "
