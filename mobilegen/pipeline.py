@@ -70,6 +70,8 @@ def build(opts: BuildOptions) -> BuildResult:
     opts.model_opts.export_options()  # flag errors before any heavy work
     source_date_epoch()  # a malformed SOURCE_DATE_EPOCH fails now, not after the whole build
     out = Path(os.path.abspath(opts.out))
+    if opts.zip and out.suffix.lower() == ".zip":
+        raise UsageError(f"-o {opts.out} names the zip, but -o is the package folder", hint=f"pass -o {out.with_suffix('').name} with --zip: it writes {out.with_suffix('').name}/ and {out.name}")
     zip_path = Path(str(out) + ".zip") if opts.zip else None
     with staged_output(out, force=opts.force, zip_path=zip_path, protect=(opts.model,)) as root:
         (root / "model").mkdir()

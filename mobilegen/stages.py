@@ -16,7 +16,7 @@ import numpy as np
 
 from mobilegen import __version__, artifacts
 from mobilegen.artifacts import JSONValue, LoadedModel, OnnxModel, OrtModel, ProjectSpec, VerificationReport
-from mobilegen.errors import InternalError
+from mobilegen.errors import InternalError, LoadError, MobilegenError, first_line
 from mobilegen.targets import BuildContext
 from mobilegen.verify import Expected, VerifyOptions, ort_runner, torch_reference
 from mobilegen.warnings import Notice
@@ -84,15 +84,25 @@ def reference_for(loaded: LoadedModel, exported: OnnxModel) -> tuple[Runner, str
     label = "the normalized source ONNX model (no PyTorch model given)"
     try:
         return ort_runner(loaded.onnx_path, basic_only=True), "the source ONNX model (no PyTorch model given)"
-    except Exception:  # noqa: BLE001 — onnxruntime raises its own Fail/InvalidGraph types
-        if exported.path.is_file() or exported.proto is None:
-            return ort_runner(exported.path, basic_only=True), label
+    except Exception as err:  # noqa: BLE001 — onnxruntime raises its own Fail/InvalidGraph types
+        first_err: BaseException = err
     from mobilegen.export import save_onnx
     from mobilegen.outputs import temp_dir
 
-    with temp_dir("reference") as tmp:  # onnxruntime reads the file when the session is made
-        save_onnx(exported.proto, tmp / "model.onnx")
-        return ort_runner(tmp / "model.onnx", basic_only=True), label
+    try:
+        if exported.path.is_file() or exported.proto is None:
+            return ort_runner(exported.path, basic_only=True), label
+        with temp_dir("reference") as tmp:  # onnxruntime reads the file when the session is made
+            save_onnx(exported.proto, tmp / "model.onnx")
+            return ort_runner(tmp / "model.onnx", basic_only=True), label
+    except MobilegenError:
+        raise
+    except Exception as err:  # noqa: BLE001 — neither the source nor the normalized copy runs
+        raise LoadError(
+            f"onnxruntime cannot run {loaded.source.name}: {first_line(first_err)}",
+            hint="mobilegen verifies every model on onnxruntime's CPU provider: replace custom or unsupported ops "
+            "(a custom-domain op needs its own kernel in the app too)",
+        ) from err
 
 
 def reference(loaded: LoadedModel, onnx_model: OnnxModel, opts: VerifyOptions) -> tuple[Expected, LoadedModel]:
