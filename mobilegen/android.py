@@ -152,6 +152,8 @@ def validate_android_options(opts: AndroidOptions) -> None:
         details.append("--nnapi-flags: cpu-disabled and cpu-only exclude each other (ORT refuses the pair)")
     if opts.nnapi_flags and not opts.nnapi:
         details.append("--nnapi-flags given without --nnapi")
+    if opts.android_api is not None and not opts.nnapi:
+        details.append("--android-api given without --nnapi (it sets the API level of the NNAPI analysis)")
     if opts.android_api is not None:
         from mobilegen import providers
 
@@ -165,6 +167,8 @@ def validate_android_options(opts: AndroidOptions) -> None:
         hints.append("use a PascalCase class name such as MyModel")
     if any(d.startswith("--nnapi-flags") for d in details):
         hints.append("pass --nnapi with --nnapi-flags taken from: " + ", ".join(NNAPI_FLAGS))
+    if any(d.startswith("--android-api") for d in details):
+        hints.append("add --nnapi, or drop --android-api")
     raise UsageError(
         "invalid Android options: " + "; ".join(details),
         hint="; ".join(hints),

@@ -67,9 +67,9 @@ def convert_model(model: Path, output: Path, opts: ModelOptions, verify_opts: Ve
     from mobilegen.stages import reference_for
     from mobilegen.verify import verify
 
+    config_out = config_path_for(output)  # refuses an -o named like the config
     if output.suffix.lower() != ".ort":
         raise UsageError(f"-o {output} does not name an .ort file", hint=f"give the path of the ORT-format model to write, e.g. -o {output.with_suffix('.ort').name}")
-    config_out = config_path_for(output)
     with staged_files([output, config_out], force=force, protect=(model,)) as (staged_ort, staged_config), temp_dir("convert") as work:
         loaded, onnx_model = load_and_export(model, opts, work / "model.onnx")
         (work / "ort").mkdir()  # the final names, so the config's header names the .ort the user gets

@@ -25,7 +25,7 @@ def test_version() -> None:
 
 @pytest.mark.parametrize("command", ["inspect", "export", "convert"])
 def test_missing_file(tmp_path: Path, command: str) -> None:
-    extra = ["-o", str(tmp_path / "o.onnx")] if command != "inspect" else []
+    extra = ["-o", str(tmp_path / ("o.ort" if command == "convert" else "o.onnx"))] if command != "inspect" else []
     assert_fails(invoke(command, tmp_path / "nope.pt", *extra), 2, "no such file")
 
 

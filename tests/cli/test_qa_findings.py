@@ -42,3 +42,8 @@ def test_convert_output_must_be_an_ort_file(tmp_path: Path) -> None:
 def test_zip_path_given_as_the_output_folder(tmp_path: Path) -> None:
     assert_fails(invoke("android", CNN, "--input", "image:1x3x64x64", "--zip", "-o", tmp_path / "pk.zip"), 2, "names the zip", "-o pk")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_android_api_needs_nnapi(tmp_path: Path) -> None:
+    assert_fails(invoke("android", CNN, "--input", "image:1x3x64x64", "--android-api", "30", "-o", tmp_path / "a"), 2, "--android-api given without --nnapi")
+    assert list(tmp_path.iterdir()) == []

@@ -264,8 +264,8 @@ def bytesize_past_2gib(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_too_large_onnx_is_an_export_error(tmp_path: Path, bytesize_past_2gib: None) -> None:
     path = save_external(make_model(), tmp_path / "m.onnx")
-    for command in ("export", "convert"):
-        out = tmp_path / f"o.{command}"
+    for command, suffix in (("export", "onnx"), ("convert", "ort")):
+        out = tmp_path / f"o.{suffix}"
         assert_fails(invoke(command, path, "-o", out), 4, "GB", "stop at 2 GB", "quantize or shrink")
         assert not out.exists()
     assert_nothing_left(tmp_path, {"m.onnx", "w.bin"})
