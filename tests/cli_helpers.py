@@ -7,8 +7,11 @@ rewritten, so a failure shows the values compared.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
 
+from pytest import MonkeyPatch
 from typer.testing import CliRunner, Result
 
 from mobilegen.cli import app
@@ -45,3 +48,14 @@ def error_details(result: Result) -> list[str]:
     assert lines and lines[0].startswith("error: "), result.stderr
     assert all(ln.startswith("  ") for ln in lines[1:]), result.stderr
     return [ln.strip() for ln in lines[1:]]
+
+
+def private_tmpdir(tmp_path: Path, monkeypatch: MonkeyPatch, *, ignore: frozenset[str] = frozenset()) -> Iterator[Path]:
+    """For an autouse fixture: TMPDIR (and tempfile's cached copy) point at a fresh folder, which must be
+    empty again after the test (names in ``ignore`` excepted)."""
+    tmp = tmp_path / "TMPDIR"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    yield tmp
+    assert sorted({p.name for p in tmp.iterdir()} - ignore) == []

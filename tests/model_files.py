@@ -9,6 +9,17 @@ import torch
 from torch import nn
 
 
+class LinearRelu(nn.Module):
+    """One linear layer and a ReLU: the program the .pt2 tests save and then damage."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.l = nn.Linear(4, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.l(x).relu()
+
+
 def tiny_net() -> nn.Module:
     torch.manual_seed(0)
     return nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 5)).eval()

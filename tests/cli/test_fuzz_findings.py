@@ -5,62 +5,30 @@ from __future__ import annotations
 
 import io
 import json
-import tempfile
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import torch
+from cli_helpers import assert_fails, invoke, private_tmpdir
+from model_files import LinearRelu
 from onnx import TensorProto, helper
-from typer.testing import CliRunner
-
-from mobilegen.cli import app
-
-runner = CliRunner()
 
 
 @pytest.fixture(autouse=True)
 def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    tmp = tmp_path / "TMPDIR"
-    tmp.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
-    monkeypatch.setenv("TMPDIR", str(tmp))
-    yield tmp
-    assert sorted(set(p.name for p in tmp.iterdir()) - {".ses"}) == []  # .ses: onnxruntime's telemetry file
-
-
-def invoke(*args: object):  # noqa: ANN201
-    return runner.invoke(app, [str(a) for a in args])
-
-
-def assert_one_error(result, code: int, *needles: str) -> str:  # noqa: ANN001
-    assert result.exit_code == code, (result.exit_code, result.stderr)
-    lines = [ln for ln in result.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    assert "internal error" not in lines[0] and "Traceback" not in result.stderr
-    for needle in needles:
-        assert needle in lines[0], lines[0]
-    return lines[0]
+    yield from private_tmpdir(tmp_path, monkeypatch, ignore=frozenset({".ses"}))  # .ses: onnxruntime's telemetry file
 
 
 # ---- a .pt2 whose sample inputs do not fit its program: torch cannot rebuild the module ------------
-
-
-class Net(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.l = torch.nn.Linear(4, 3)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.l(x).relu()
 
 
 @pytest.fixture(scope="module")
 def program(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("pt2") / "net.pt2"
     torch.manual_seed(0)
-    torch.export.save(torch.export.export(Net().eval(), (torch.randn(2, 4),)), str(path))
+    torch.export.save(torch.export.export(LinearRelu().eval(), (torch.randn(2, 4),)), str(path))
     return path
 
 
@@ -80,7 +48,7 @@ def test_pt2_sample_inputs_that_do_not_fit_the_program(program: Path, tmp_path: 
     out = tmp_path / "out"
     out.mkdir()
     args = ["inspect", bad] if command == "inspect" else ["convert", bad, "-o", out / "m.ort"]
-    assert_one_error(invoke(*args), 3, "bad.pt2", "cannot rebuild the program")
+    assert_fails(invoke(*args), 3, "bad.pt2", "cannot rebuild the program", alone=True)
     assert list(out.iterdir()) == []
 
 
@@ -103,7 +71,7 @@ def test_onnx_input_recorded_too_large_for_example_data(tmp_path: Path, dim: int
     model = huge_input_model(tmp_path / "m.onnx", dim)
     out = tmp_path / "out"
     out.mkdir()
-    line = assert_one_error(invoke("convert", model, "-o", out / "m.ort"), 3, "example inputs of m.onnx", "'big'", "GiB")
+    line = assert_fails(invoke("convert", model, "-o", out / "m.ort"), 3, "example inputs of m.onnx", "'big'", "GiB", alone=True)
     assert str(dim) in line
     assert list(out.iterdir()) == []
 
@@ -133,7 +101,7 @@ def test_onnx_name_that_is_not_utf8(tmp_path: Path, command: str) -> None:
     out = tmp_path / "out"
     out.mkdir()
     args = {"inspect": ["inspect", path], "check": ["check", path, "--ep", "nnapi"], "convert": ["convert", path, "-o", out / "m.ort"]}
-    assert_one_error(invoke(*args[command]), 3, "m.onnx is damaged", "not UTF-8")
+    assert_fails(invoke(*args[command]), 3, "m.onnx is damaged", "not UTF-8", alone=True)
     assert list(out.iterdir()) == []
 
 
@@ -154,4 +122,4 @@ def test_ort_name_that_is_not_utf8(tmp_path: Path) -> None:
     bad.write_bytes(data.replace(b"probs", b"p\xffobs"))
     for args in (["inspect", bad], ["inspect", bad, "--json"]):
         result = invoke(*args)
-        assert_one_error(result, 3, "bad.ort is damaged", "not UTF-8")
+        assert_fails(result, 3, "bad.ort is damaged", "not UTF-8", alone=True)

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 import torch
 from cli_helpers import assert_fails, invoke
+from model_files import LinearRelu
 
 from mobilegen.errors import LoadError
 from mobilegen.load import LoadOptions, load_model
@@ -46,21 +47,12 @@ def _torch_saved(obj: object) -> bytes:
     return buf.getvalue()
 
 
-class Net(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.l = torch.nn.Linear(4, 3)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.l(x).relu()
-
-
 @pytest.fixture(scope="module")
 def clean(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A normal program with a dynamic batch dim (so it has symbolic shape expressions)."""
     path = tmp_path_factory.mktemp("pt2") / "net.pt2"
     torch.manual_seed(0)
-    ep = torch.export.export(Net().eval(), (torch.randn(2, 4),), dynamic_shapes={"x": {0: torch.export.Dim("b")}})
+    ep = torch.export.export(LinearRelu().eval(), (torch.randn(2, 4),), dynamic_shapes={"x": {0: torch.export.Dim("b")}})
     torch.export.save(ep, str(path))
     return path
 

@@ -16,14 +16,13 @@ import shutil
 import struct
 import subprocess
 import sys
-import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
-from cli_helpers import assert_fails, error_details, invoke
+from cli_helpers import assert_fails, error_details, invoke, private_tmpdir
 from typer.testing import Result
 
 from mobilegen.package import canonical_json, write_zip
@@ -35,12 +34,7 @@ NPZ = "golden/golden.npz"
 @pytest.fixture(autouse=True)
 def private_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """verify's temporary folder goes here; it must be empty again after every test."""
-    tmp = tmp_path / "TMPDIR"
-    tmp.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
-    monkeypatch.setenv("TMPDIR", str(tmp))
-    yield tmp
-    assert list(tmp.iterdir()) == []
+    yield from private_tmpdir(tmp_path, monkeypatch)
 
 
 @pytest.fixture
