@@ -11,7 +11,6 @@ import logging
 import math
 import os
 import re
-import shutil
 import sys
 import tempfile
 import warnings
@@ -446,15 +445,11 @@ def finish_model(model: Any, out_path: Path, *, source: Path | None, write: bool
 
 
 def save_onnx(model: Any, out_path: Path) -> None:
-    """Write one self-contained .onnx through a temporary name (never a half-written file)."""
-    import onnx
+    """Write one self-contained .onnx through a temporary name (never a half-written file); the bytes
+    onnx.save_model writes for a model without external data."""
+    from mobilegen.outputs import write_bytes_atomic
 
-    tmp = out_path.with_name(out_path.name + ".tmp")
-    try:
-        onnx.save_model(model, str(tmp))
-        shutil.move(str(tmp), str(out_path))
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_bytes_atomic(out_path, model.SerializeToString())
 
 
 def _lowest_ir_version(model: Any) -> int:

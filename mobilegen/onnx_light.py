@@ -34,10 +34,10 @@ class _Lifted:
 
 
 @contextlib.contextmanager
-def weights_lifted(model: onnx.ModelProto, *, restore: bool = True) -> Iterator[dict[str, _Lifted]]:
-    """Inside: the large initializers of ``model``'s main graph point at an empty external file. After:
-    they are as they were — on success only with ``restore`` (a caller that goes on with a copy made
-    inside, e.g. the shape-inferred model, saves copying the weights back), on error always."""
+def _weights_lifted(model: onnx.ModelProto) -> Iterator[dict[str, _Lifted]]:
+    """Inside: the large initializers of ``model``'s main graph point at an empty external file. On error
+    they are put back; on success they are not (the caller goes on with a copy made inside, e.g. the
+    shape-inferred model, and copying the weights back would cost a copy of them)."""
     import onnx
 
     lifted: dict[str, _Lifted] = {}
@@ -55,8 +55,6 @@ def weights_lifted(model: onnx.ModelProto, *, restore: bool = True) -> Iterator[
     except BaseException:
         put_back(model, lifted)
         raise
-    if restore:
-        put_back(model, lifted)
 
 
 def put_back(model: onnx.ModelProto, lifted: dict[str, _Lifted]) -> None:
@@ -72,14 +70,8 @@ def put_back(model: onnx.ModelProto, lifted: dict[str, _Lifted]) -> None:
             t.ClearField("data_location")
 
 
-def check(model: onnx.ModelProto) -> None:
-    """onnx.checker.check_model, on the model without its large weights (raises ValidationError)."""
-    with weights_lifted(model) as lifted:
-        check_lifted(model, lifted)
-
-
-def check_lifted(model: onnx.ModelProto, lifted: dict[str, _Lifted]) -> None:
-    """onnx.checker.check_model on a model inside :func:`weights_lifted`."""
+def _check_lifted(model: onnx.ModelProto, lifted: dict[str, _Lifted]) -> None:
+    """onnx.checker.check_model on a model inside :func:`_weights_lifted`."""
     import onnx
 
     if not lifted:
@@ -91,16 +83,6 @@ def check_lifted(model: onnx.ModelProto, lifted: dict[str, _Lifted]) -> None:
         onnx.checker.check_model(str(tmp / "model.onnx"))
 
 
-def infer_shapes(model: onnx.ModelProto) -> onnx.ModelProto:
-    """onnx.shape_inference.infer_shapes(data_prop=True), the large weights never copied."""
-    import onnx
-
-    with weights_lifted(model) as lifted:
-        inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
-    put_back(inferred, lifted)
-    return inferred
-
-
 def check_and_infer(model: onnx.ModelProto, lowest_ir_version: int) -> tuple[onnx.ModelProto, int]:
     """Check ``model`` at ``lowest_ir_version`` (kept at its own IR version when the lower one does not
     check) and return it shape-inferred, with the model's size in bytes (weights inline; measured
@@ -109,17 +91,17 @@ def check_and_infer(model: onnx.ModelProto, lowest_ir_version: int) -> tuple[onn
     ValidationError or an InferenceError."""
     import onnx
 
-    with weights_lifted(model, restore=False) as lifted:
+    with _weights_lifted(model) as lifted:
         size = model_bytes(model)  # the lifted weights count by their dims and type
         original = model.ir_version
         if lowest_ir_version < original:
             model.ir_version = lowest_ir_version
             try:
-                check_lifted(model, lifted)
+                _check_lifted(model, lifted)
             except onnx.checker.ValidationError:
                 model.ir_version = original
         if model.ir_version == original:
-            check_lifted(model, lifted)
+            _check_lifted(model, lifted)
         inferred = onnx.shape_inference.infer_shapes(model, data_prop=True)
     put_back(inferred, lifted)
     return inferred, size

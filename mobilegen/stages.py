@@ -107,15 +107,12 @@ def reference_for(loaded: LoadedModel, exported: OnnxModel) -> tuple[Runner, str
 
 def reference(loaded: LoadedModel, onnx_model: OnnxModel, opts: VerifyOptions) -> tuple[Expected, LoadedModel]:
     """The reference's outputs on every verification case, computed now; returns them and the loaded
-    model without its PyTorch module, so the module's memory is free before the conversion."""
+    model without its PyTorch module, so the module's memory can be freed before the conversion."""
     from mobilegen.verify import reference_outputs
 
     runner, label = reference_for(loaded, onnx_model)
     expected = reference_outputs(runner, onnx_model, opts, reference_label=label)
-    del runner
-    loaded = replace(loaded, module=None)
-    release_memory()
-    return expected, loaded
+    return expected, replace(loaded, module=None)  # the caller lets go of the module; convert frees it
 
 
 def release_memory() -> None:

@@ -91,12 +91,6 @@ def _build(
     )
 
 
-def _android_options(**kw: Any) -> Any:
-    from mobilegen.android import AndroidOptions
-
-    return AndroidOptions(**kw)
-
-
 # The package documents list every notice; the CLI says the build-scope ones (mobilegen.warnings).
 _SEVERITY_STYLE = {"warning": "yellow", "severe": "bold red"}
 
@@ -186,7 +180,9 @@ def android(
     """Build a Gradle project (Kotlin wrapper, model in assets, EPs with CPU fallback, golden-vector tests)."""
 
     def action() -> Any:
-        a = _android_options(nnapi=nnapi, nnapi_flags=_nnapi_flags(nnapi_flags), xnnpack=xnnpack, package=package, class_name=name,
+        from mobilegen.android import AndroidOptions
+
+        a = AndroidOptions(nnapi=nnapi, nnapi_flags=_nnapi_flags(nnapi_flags), xnnpack=xnnpack, package=package, class_name=name,
                              ort_version=ort_version, android_api=android_api)
         mopts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs)
         return _build(model, output, mopts, targets={"android": a}, atol=atol, rtol=rtol, sample=sample, keep_dynamic=keep_dynamic,
@@ -276,7 +272,9 @@ def package(
             raise UsageError("package needs a target", hint="pass --android, --ios, or both")
         chosen: dict[str, Any] = {}
         if android_:
-            chosen["android"] = _android_options(nnapi=nnapi, nnapi_flags=_nnapi_flags(nnapi_flags), xnnpack=xnnpack, package=package_name,
+            from mobilegen.android import AndroidOptions
+
+            chosen["android"] = AndroidOptions(nnapi=nnapi, nnapi_flags=_nnapi_flags(nnapi_flags), xnnpack=xnnpack, package=package_name,
                                                  class_name=name, ort_version=android_ort_version, android_api=android_api)
         elif nnapi or xnnpack or nnapi_flags:
             raise UsageError("--nnapi/--xnnpack/--nnapi-flags need --android", hint="add --android")
