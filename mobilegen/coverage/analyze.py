@@ -41,6 +41,13 @@ class Prepared:
     graph: GraphInfo
     optimized: bool
     notes: tuple[str, ...]
+    _taken: list[NodeVerdict] | None = None
+
+    def taken(self, index: int) -> NodeVerdict:
+        """Node ``index``'s "supported" verdict, one object shared by every target's report."""
+        if self._taken is None:
+            self._taken = [NodeVerdict(n.name, n.op_type, n.domain, True) for n in self.graph.nodes]
+        return self._taken[index]
 
 
 # --- preparation -----------------------------------------------------------------------------------
@@ -171,6 +178,23 @@ def evaluate_node(
     return reasons
 
 
+def evaluate_nodes(provider: ExecutionProvider, table: EPTable, graph: GraphInfo, target: EPTarget) -> list[list[Reason]]:
+    """``evaluate_node`` for every node. A node whose key (``graph.node_keys()``) matches one already
+    found supported is supported without running the rules again (a 10,000-node graph repeats a few
+    dozen kinds of node); refused nodes are always evaluated, since their reasons quote tensor names."""
+    supported: set[int] = set()
+    out: list[list[Reason]] = []
+    for i, key in enumerate(graph.node_keys()):
+        if key in supported:
+            out.append([])
+            continue
+        reasons = evaluate_node(provider, table, graph, i, target)
+        if not reasons:
+            supported.add(key)
+        out.append(reasons)
+    return out
+
+
 def evaluate_rule(rule_id: str, graph: GraphInfo, index: int, target: EPTarget) -> list[Reason] | None:
     """One rule on one node (for tests): its reasons, or None if the rule does not apply to the node."""
     table = target.provider.rule_table()
@@ -207,9 +231,18 @@ def _partition(
     support = Support(graph, list(rule_ok), [list(r) for r in rule_reasons])
     provider.refine(support, target)
     group_outputs: set[str] = set()
+    taken = support.taken
+    if type(provider).refuse_in_group is ExecutionProvider.refuse_in_group:  # no hook: no bookkeeping
 
-    def is_supported(i: int) -> bool:
-        if not support.taken[i]:
+        def is_supported(i: int) -> bool:
+            return taken[i]
+    else:
+
+        def is_supported(i: int) -> bool:
+            return _in_group(i)
+
+    def _in_group(i: int) -> bool:
+        if not taken[i]:
             return False
         refusal = provider.refuse_in_group(support, i, group_outputs)
         if refusal is not None:
@@ -337,11 +370,11 @@ def _report(prepared: Prepared, target: EPTarget) -> CoverageReport:
     graph = prepared.graph
     provider = target.provider
     table = provider.rule_table()
-    rule_reasons = [evaluate_node(provider, table, graph, i, target) for i in range(len(graph.nodes))]
+    rule_reasons = evaluate_nodes(provider, table, graph, target)
     outcome = _partition(graph, provider, target, [not r for r in rule_reasons], rule_reasons)
     total = len(graph.nodes)
     nodes = tuple(
-        NodeVerdict(node.name, node.op_type, node.domain, True)
+        prepared.taken(node.index)
         if outcome.supported[node.index]
         else NodeVerdict.refused(node.name, node.op_type, node.domain, _dedupe(outcome.reasons[node.index]))
         for node in graph.nodes

@@ -7,7 +7,7 @@ onnxruntime; only ``onnx`` and ``numpy``.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,6 +64,8 @@ class GraphInfo:
     consumers: dict[str, list[int]] = field(default_factory=dict)  # tensor name -> node indices
     _init_protos: dict[str, onnx.TensorProto] = field(default_factory=dict, repr=False)
     _const_cache: dict[str, np.ndarray | None] = field(default_factory=dict, repr=False)
+    _keys: list[int] | None = field(default=None, repr=False)
+    _edges: tuple[list[int], list[list[int]]] | None = field(default=None, repr=False)
 
     def info(self, name: str) -> TensorInfo | None:
         return self.tensors.get(name)
@@ -86,6 +88,34 @@ class GraphInfo:
             self._const_cache[name] = value
         return self._const_cache[name]
 
+    def node_keys(self) -> list[int]:
+        """Per node, the number of its kind: nodes with the same number have equal ``node_key``s, so
+        every provider rule sees the same about them. Made once."""
+        if self._keys is None:
+            kinds: dict[Hashable, int] = {}
+            consts: dict[str, Hashable] = {}
+            self._keys = [kinds.setdefault(node_key(self, n, consts), len(kinds)) for n in self.nodes]
+        return self._keys
+
+    def edges(self) -> tuple[list[int], list[list[int]]]:
+        """In-degree (one per consumed input slot fed by a node) and the consumer list per node, made
+        once (callers copy the in-degrees before changing them)."""
+        if self._edges is None:
+            n = len(self.nodes)
+            indeg = [0] * n
+            out: list[list[int]] = [[] for _ in range(n)]
+            for node in self.nodes:
+                for t in node.inputs:
+                    if not t:
+                        continue
+                    p = self.producer.get(t)
+                    if p is None or p == node.index:
+                        continue
+                    indeg[node.index] += 1
+                    out[p].append(node.index)
+            self._edges = (indeg, out)
+        return self._edges
+
     def successors(self, index: int) -> list[int]:
         out: list[int] = []
         seen: set[int] = set()
@@ -107,6 +137,54 @@ class GraphInfo:
         return out
 
 
+# Constants up to this many elements enter a node's key by value; larger ones by name (no rule reads a
+# large constant's values: GraphInfo.const_value gives None past _MAX_CONST_ELEMENTS).
+_KEY_VALUE_ELEMENTS = 64
+
+
+def _hashable(value: Any) -> Hashable:
+    if isinstance(value, np.ndarray):
+        if value.size <= _KEY_VALUE_ELEMENTS:
+            return ("array", value.dtype.str, value.shape, value.tobytes())
+        return ("array-id", id(value))  # never equal to another node's
+    if isinstance(value, list | tuple):
+        return tuple(_hashable(v) for v in value)
+    return value if isinstance(value, Hashable) else ("id", id(value))
+
+
+def _const_key(graph: GraphInfo, name: str) -> Hashable:
+    proto = graph._init_protos.get(name)
+    if proto is not None and _num_elements(proto) <= _KEY_VALUE_ELEMENTS:
+        value = graph.const_value(name)
+        if value is not None:
+            return ("const", value.dtype.str, value.shape, value.tobytes())
+    return ("const-name", name)
+
+
+def node_key(graph: GraphInfo, node: NodeInfo, consts: dict[str, Hashable] | None = None) -> Hashable:
+    """What provider rules can read about a node, as one hashable value: two nodes with equal keys get
+    the same rule verdict on the same target. It holds the op, its schema version and attributes, each
+    input's type, shape, constness (small constants by value, others by name) and producing op, and each
+    output's type and shape. The names of non-constant tensors are left out: rules only quote them in
+    refusal texts, so only "supported" verdicts are shared between nodes (see ``evaluate_nodes``).
+    ``consts``: constant keys already made, by tensor name."""
+    consts = {} if consts is None else consts
+    ins: list[Hashable] = []
+    for t in node.inputs:
+        if not t:
+            ins.append(None)
+            continue
+        prod = graph.producer.get(t)
+        ins.append((
+            graph.tensors.get(t),
+            (consts[t] if t in consts else consts.setdefault(t, _const_key(graph, t))) if t in graph.initializers else None,
+            None if prod is None else graph.nodes[prod].qualified,
+        ))
+    outs = tuple(graph.tensors.get(o) if o else None for o in node.outputs)
+    attrs = tuple(sorted((k, _hashable(v)) for k, v in node.attrs.items()))
+    return (node.domain, node.op_type, node.since_version, attrs, tuple(ins), outs, node.subgraph_nodes)
+
+
 def _num_elements(proto: onnx.TensorProto) -> int:
     n = 1
     for d in proto.dims:
@@ -115,17 +193,18 @@ def _num_elements(proto: onnx.TensorProto) -> int:
 
 
 def _tensor_info(vi: onnx.ValueInfoProto) -> TensorInfo:
-    tt = vi.type.tensor_type if vi.type.HasField("tensor_type") else None
-    if tt is None:
+    if vi.type.WhichOneof("value") != "tensor_type":
         return TensorInfo(None, None)
+    tt = vi.type.tensor_type
     elem = tt.elem_type or None
     if not tt.HasField("shape"):
         return TensorInfo(elem, None)
     dims: list[Dim] = []
     for d in tt.shape.dim:
-        if d.HasField("dim_value"):
+        which = d.WhichOneof("value")
+        if which == "dim_value":
             dims.append(int(d.dim_value))
-        elif d.HasField("dim_param") and d.dim_param:
+        elif which == "dim_param" and d.dim_param:
             dims.append(d.dim_param)
         else:
             dims.append(None)
@@ -183,8 +262,22 @@ def since_version(op_type: str, domain: str, opset: int | None) -> int | None:
     return _schema_cache[key]
 
 
+def _is_sorted(graph: onnx.GraphProto, known: set[str]) -> bool:
+    """Whether every node comes after the producers of its inputs."""
+    nodes = graph.node
+    pending = {o for n in nodes for o in n.output if o} - known  # produced by a node not seen yet
+    for n in nodes:
+        for t in n.input:
+            if t in pending:
+                return False
+        pending.difference_update(n.output)
+    return True
+
+
 def _topological(graph: onnx.GraphProto, known: set[str]) -> list[int]:
     """Kahn's order over the proto's node list (stable: keeps proto order when already sorted)."""
+    if _is_sorted(graph, known):  # exporters and ORT write sorted graphs: skip the walk
+        return list(range(len(graph.node)))
     produced_by: dict[str, int] = {}
     for i, n in enumerate(graph.node):
         for o in n.output:
@@ -220,8 +313,13 @@ def build_graph_info(model: onnx.ModelProto) -> GraphInfo:
         opsets["" if imp.domain in ONNX_DOMAINS else imp.domain] = int(imp.version)
 
     tensors: dict[str, TensorInfo] = {}
+    by_type: dict[bytes, TensorInfo] = {}  # most tensors share a handful of types: decode each once
     for vi in list(graph.input) + list(graph.value_info) + list(graph.output):
-        tensors[vi.name] = _tensor_info(vi)
+        key = vi.type.SerializeToString()
+        decoded = by_type.get(key)
+        if decoded is None:
+            decoded = by_type[key] = _tensor_info(vi)
+        tensors[vi.name] = decoded
     init_protos: dict[str, onnx.TensorProto] = {}
     graph_input_names = [i.name for i in graph.input]
     input_set = set(graph_input_names)

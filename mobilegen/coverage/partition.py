@@ -20,36 +20,20 @@ SupportFn = Callable[[int], bool]
 GroupFn = Callable[[list[int]], bool]
 
 
-def _edges(graph: GraphInfo) -> tuple[list[int], list[list[int]]]:
-    """In-degree (one per consumed input slot fed by a node) and the consumer list per node."""
-    n = len(graph.nodes)
-    indeg = [0] * n
-    out: list[list[int]] = [[] for _ in range(n)]
-    for node in graph.nodes:
-        for t in node.inputs:
-            if not t:
-                continue
-            p = graph.producer.get(t)
-            if p is None or p == node.index:
-                continue
-            indeg[node.index] += 1
-            out[p].append(node.index)
-    return indeg, out
-
-
 def group_nodes(
     graph: GraphInfo,
     is_supported: SupportFn,
     on_group_closed: GroupFn | None = None,
 ) -> list[list[int]]:
     """Groups of node indices that one EP partition each would hold, in the order ORT forms them."""
-    indeg, consumers = _edges(graph)
+    indeg0, consumers = graph.edges()
+    indeg = list(indeg0)
     ready: deque[int] = deque(i for i in range(len(graph.nodes)) if indeg[i] == 0)
     deferred: deque[int] = deque()
     groups: list[list[int]] = []
     group: list[int] = []
     border: set[int] = set()
-    cache: dict[int, bool] = {}
+    cache: list[bool | None] = [None] * len(graph.nodes)  # each node is asked once
 
     def close() -> None:
         nonlocal group
@@ -59,34 +43,35 @@ def group_nodes(
             group = []
             border.clear()
 
+    pop, push, defer = ready.popleft, ready.append, deferred.append
     while ready or deferred:
         if not ready:
             close()
             ready, deferred = deferred, ready
+            pop, push, defer = ready.popleft, ready.append, deferred.append
             continue
-        i = ready.popleft()
-        if i not in cache:
-            cache[i] = is_supported(i)
+        i = pop()
         ok = cache[i]
-        if not ok and i in border:
-            deferred.append(i)
-            continue
+        if ok is None:
+            ok = cache[i] = is_supported(i)
         if ok:
             group.append(i)
             border.discard(i)
+            border.update(consumers[i])
+        elif i in border:
+            defer(i)
+            continue
         for c in consumers[i]:
-            if ok:
-                border.add(c)
             indeg[c] -= 1
             if indeg[c] == 0:
-                ready.append(c)
+                push(c)
     close()
     return groups
 
 
 def downstream_of(graph: GraphInfo, roots: Iterable[int]) -> dict[int, int]:
     """Every node reachable from ``roots`` (roots included), mapped to the root that reached it first."""
-    _, consumers = _edges(graph)
+    _, consumers = graph.edges()
     seen: dict[int, int] = {}
     for r in roots:
         if r in seen:

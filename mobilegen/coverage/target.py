@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from mobilegen import providers
@@ -55,7 +56,7 @@ class EPTarget:
             raise InternalError(f"setting '{name}' of '{self.ep}' is {value!r}, not a list of names")
         return value
 
-    @property
+    @functools.cached_property
     def variant(self) -> str | None:
         """The value of the provider's variant setting (CoreML's format), None when it has none."""
         setting = self.provider.variant
