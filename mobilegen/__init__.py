@@ -36,6 +36,7 @@ __all__ = [
     "BuildResult",
     "CheckOptions",
     "CheckResult",
+    "Const",
     "IosOptions",
     "LoadOptions",
     "MobilegenError",
@@ -54,6 +55,7 @@ _LAZY = {
     "BuildResult": "mobilegen.artifacts",
     "CheckOptions": "mobilegen.checking",
     "CheckResult": "mobilegen.checking",
+    "Const": "mobilegen.consts",
     "IosOptions": "mobilegen.ios",
     "LoadOptions": "mobilegen.load",
     "MobilegenError": "mobilegen.errors",
@@ -69,6 +71,7 @@ if TYPE_CHECKING:
     from mobilegen.android import AndroidOptions
     from mobilegen.artifacts import BuildResult
     from mobilegen.checking import CheckOptions, CheckResult, check
+    from mobilegen.consts import Const
     from mobilegen.errors import MobilegenError
     from mobilegen.ios import IosOptions
     from mobilegen.load import LoadOptions

@@ -11,6 +11,7 @@ from mobilegen.spec import IOSpec
 if TYPE_CHECKING:
     import onnx
 
+    from mobilegen.consts import BoundConst
     from mobilegen.coverage.model import CoverageReport
 
 # What the manifest can hold.
@@ -32,6 +33,7 @@ class LoadedModel:
     io_hint: IOSpec | None = None  # shapes recorded in the artifact itself, when there are any
     onnx_path: Path | None = None  # for kind == "onnx"
     example_sizes: dict[str, int] = field(default_factory=dict)  # example size of each named dim in io_hint
+    consts: tuple[BoundConst, ...] = ()  # inputs bound to a value (--const; mobilegen.consts), not model inputs
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,7 @@ class VerificationReport:
     rtol: float
     golden_npz: Path | None = None  # first case: inputs + PyTorch outputs
     golden_mgv: Path | None = None  # same, device encoding
+    notices: tuple[str, ...] = ()  # outputs accepted unverified (--allow-degenerate): said as build warnings
 
     @property
     def passed(self) -> bool:
@@ -145,6 +148,90 @@ class ProjectSpec:
 
 
 @dataclass(frozen=True)
+class CoverageCounts:
+    """A provider's coverage in three numbers (the ``before`` of a coverage entry)."""
+
+    supported_nodes: int
+    total_nodes: int
+    partitions: int
+
+    @classmethod
+    def of(cls, report: CoverageReport) -> CoverageCounts:
+        return cls(report.supported_nodes, report.total_nodes, len(report.partitions))
+
+    @property
+    def cpu_nodes(self) -> int:
+        return self.total_nodes - self.supported_nodes
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.supported_nodes / self.total_nodes if self.total_nodes else 0.0
+
+    def to_dict(self) -> dict[str, int]:
+        return {"supported_nodes": self.supported_nodes, "total_nodes": self.total_nodes, "partitions": self.partitions}
+
+
+@dataclass(frozen=True)
+class AppliedFix:
+    """A graph pass the fix stage kept: its name and how many nodes it rewrote."""
+
+    name: str
+    nodes: int
+    exact: bool = True
+    approximate_as: str = ""  # for an approximate pass: the --approximate word that allowed it
+
+    def to_dict(self) -> dict[str, object]:
+        return {"pass": self.name, "nodes": self.nodes}
+
+
+@dataclass(frozen=True)
+class ProviderFixes:
+    """One provider of one target: its coverage before the fix stage and the passes its model got."""
+
+    label: str  # the coverage report's label ("nnapi", "coreml/mlprogram")
+    target: str  # the target whose model it runs ("android"); "" outside a build
+    before: CoverageCounts
+    fixes: tuple[AppliedFix, ...] = ()
+
+    def to_dict(self) -> dict[str, object]:
+        return {"before": self.before.to_dict(), "fixes": [f.to_dict() for f in self.fixes]}
+
+
+@dataclass(frozen=True)
+class ShippedModel:
+    """One model a build ships, and the targets shipping it: one for every target when their graphs are
+    the same (``folder`` "model"), else one per target ("model/android", "model/ios")."""
+
+    targets: tuple[str, ...]
+    folder: str  # package-relative folder holding model.onnx, model.ort, required_operators.config
+    onnx: OnnxModel
+    ort: OrtModel | None = None  # None until converted
+    fixes: tuple[AppliedFix, ...] = ()  # the passes applied to it, in order
+
+    @property
+    def onnx_file(self) -> str:
+        return f"{self.folder}/{MODEL_ONNX_NAME}"
+
+    @property
+    def ort_file(self) -> str:
+        return f"{self.folder}/{MODEL_ORT_NAME}"
+
+    @property
+    def ops_config_file(self) -> str:
+        return f"{self.folder}/{MODEL_OPS_CONFIG_NAME}"
+
+    def files(self) -> tuple[str, str, str]:
+        return (self.onnx_file, self.ort_file, self.ops_config_file)
+
+    def converted(self) -> OrtModel:
+        if self.ort is None:
+            from mobilegen.errors import InternalError
+
+            raise InternalError(f"the model in {self.folder}/ was not converted")
+        return self.ort
+
+
+@dataclass(frozen=True)
 class BuildResult:
     """What ``mobilegen android|ios|package`` produced; the package writer and report read only this."""
 
@@ -160,13 +247,38 @@ class BuildResult:
     runtimes: dict[str, str]  # channel ("maven", "swiftpm") -> pinned onnxruntime version
     warnings: tuple[Notice, ...] = ()  # every warning, computed once (mobilegen.warnings.collect)
     zip_path: Path | None = None
+    # Every model shipped (``onnx``/``ort`` above are the first one's); empty: one model, ``onnx``/``ort``.
+    models: tuple[ShippedModel, ...] = ()
+    fixes: tuple[ProviderFixes, ...] = ()  # per analysed provider: coverage before the fix stage, passes kept
+
+    @property
+    def shipped(self) -> tuple[ShippedModel, ...]:
+        """Every model the package holds, with the targets that ship it."""
+        return self.models or (ShippedModel(self.targets, MODEL_DIR, self.onnx, self.ort),)
+
+    @property
+    def per_target(self) -> bool:
+        """Whether the targets ship models of their own (``model/<target>/``)."""
+        return len(self.shipped) > 1
+
+    def model_of(self, target: str) -> ShippedModel:
+        return next((m for m in self.shipped if target in m.targets), self.shipped[0])
+
+    def fixes_of(self, label: str) -> ProviderFixes | None:
+        """The fix stage's record of the provider whose coverage report is labelled ``label``."""
+        return next((f for f in self.fixes if f.label == label), None)
 
 
 # Fixed layout of the output folder (relative to its root). Only the pipeline creates these paths;
-# renderers and the package writer read them from here.
-MODEL_ONNX = "model/model.onnx"
-MODEL_ORT = "model/model.ort"
-MODEL_OPS_CONFIG = "model/required_operators.config"
+# renderers and the package writer read them from here. When targets ship different graphs, each has
+# its own model folder (``model_folder(target)``: model/android/model.ort...).
+MODEL_DIR = "model"
+MODEL_ONNX_NAME = "model.onnx"
+MODEL_ORT_NAME = "model.ort"
+MODEL_OPS_CONFIG_NAME = "required_operators.config"
+MODEL_ONNX = f"{MODEL_DIR}/{MODEL_ONNX_NAME}"  # one model for every target
+MODEL_ORT = f"{MODEL_DIR}/{MODEL_ORT_NAME}"
+MODEL_OPS_CONFIG = f"{MODEL_DIR}/{MODEL_OPS_CONFIG_NAME}"
 GOLDEN_NPZ = "golden/golden.npz"  # every verification case (first case = device case)
 GOLDEN_MGV = "golden/golden.mgv"  # device case, binary format of mobilegen.golden
 GOLDEN_TOLERANCES = "golden/tolerances.json"
@@ -175,3 +287,12 @@ IOS_DIR = "ios"
 REPORT_DIR = "report"
 MANIFEST = "manifest.json"
 README = "README.md"
+
+
+def model_folder(target: str | None) -> str:
+    """The package folder of a model: ``model`` when every target ships it, ``model/<target>`` else."""
+    return MODEL_DIR if target is None else f"{MODEL_DIR}/{target}"
+
+
+# Every .ort a package of the built-in targets may hold: the shared one, or one per target.
+MODEL_ORTS = (MODEL_ORT, *(f"{model_folder(t)}/{MODEL_ORT_NAME}" for t in (ANDROID_DIR, IOS_DIR)))

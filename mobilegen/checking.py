@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mobilegen import providers
+from mobilegen import progress, providers
 from mobilegen.errors import CoverageGateError, MobilegenError, UsageError
 from mobilegen.providers import SettingValue
 
@@ -50,9 +50,11 @@ def check(model: Path, opts: CheckOptions, model_opts: ModelOptions) -> CheckRes
     export_opts = model_opts.export_options()  # flag errors before any heavy work
     from mobilegen.outputs import temp_dir  # a full TMPDIR is named as such; a killed run's is cleaned up
 
+    progress.step("loading")
     with temp_dir("check") as tmp:
         # as the other commands see it; an ONNX model too large for one file is analysed as given
         proto = onnx_for_analysis(load_model(model, model_opts.load), export_opts, tmp / "model.onnx")
+    progress.step("analysing")
     reports = analyze_all(proto, targets)
     return CheckResult(reports, gate(reports, opts.fail_under, opts.max_partitions))
 
@@ -97,8 +99,14 @@ def gate(reports: tuple[CoverageReport, ...], fail_under: float | None, max_part
             misses.append(f"{r.label}: {len(r.partitions)} partitions, above --max-partitions {max_partitions}")
     if not misses:
         return None
-    return CoverageGateError(
-        f"coverage gate failed for {len(misses)} check(s)",
-        hint="see the suggestions above, or relax --fail-under / --max-partitions",
-        details=misses,
-    )
+    return CoverageGateError(f"coverage gate failed for {len(misses)} check(s)", hint=gate_hint(reports), details=misses)
+
+
+def gate_hint(reports: tuple[CoverageReport, ...]) -> str:
+    """What to do about a missed gate, in words that read the same on a terminal and in the JSON document
+    (which has no "above"): the reports' own suggestions when there are any."""
+    relax = "relax --fail-under / --max-partitions"
+    labels = [r.label for r in reports if r.suggestions]
+    if labels:
+        return f"each report's suggestions ({', '.join(labels)}) say what would merge partitions or raise the verdict; or {relax}"
+    return f"no suggestion would improve a report: the refused nodes' reasons say what to change in the model; or {relax}"

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mobilegen import progress
 from mobilegen.errors import UsageError
 from mobilegen.options import ModelOptions
 from mobilegen.verify import VerifyOptions
@@ -47,12 +48,13 @@ def export_model(model: Path, output: Path, opts: ModelOptions, verify_opts: Ver
     from mobilegen.verify import verify
 
     with staged_files([output], force=force, protect=(model,)) as (staged,), temp_dir("export") as tmp:
+        progress.step("exporting")
         loaded, onnx_model = load_and_export(model, opts, tmp / "model.onnx")
         ref, label = reference_for(loaded, onnx_model)
         report = verify(ref, {"onnx": onnx_model.path}, onnx_model, verify_opts, reference_label=label)
         staged.copy_from(onnx_model.path)
     return ExportResult(
-        str(output), onnx_model.exporter, onnx_model.fallback_reason, onnx_model.opset, onnx_model.io.to_dict(), report.to_dict(), list(onnx_model.notes)
+        str(output), onnx_model.exporter, onnx_model.fallback_reason, onnx_model.opset, onnx_model.io.to_dict(), report.to_dict(), [*onnx_model.notes, *report.notices]
     )
 
 
@@ -71,7 +73,9 @@ def convert_model(model: Path, output: Path, opts: ModelOptions, verify_opts: Ve
     if output.suffix.lower() != ".ort":
         raise UsageError(f"-o {output} does not name an .ort file", hint=f"give the path of the ORT-format model to write, e.g. -o {output.with_suffix('.ort').name}")
     with staged_files([output, config_out], force=force, protect=(model,)) as (staged_ort, staged_config), temp_dir("convert") as work:
+        progress.step("exporting")
         loaded, onnx_model = load_and_export(model, opts, work / "model.onnx")
+        progress.step("converting")
         (work / "ort").mkdir()  # the final names, so the config's header names the .ort the user gets
         ort_model = convert_to_ort(onnx_model, work / "ort" / output.name, work / "ort" / config_out.name, style=style)
         for name in targets.names():  # the runtimes the generated apps pin by default
@@ -83,5 +87,5 @@ def convert_model(model: Path, output: Path, opts: ModelOptions, verify_opts: Ve
         staged_config.copy_from(ort_model.config_path)
     return ConvertResult(
         str(output), str(config_out), ort_model.optimization_style, ort_model.optimization_level,
-        ort_model.ort_format_version, ort_model.converter_version, onnx_model.opset, report.to_dict(), list(onnx_model.notes),
+        ort_model.ort_format_version, ort_model.converter_version, onnx_model.opset, report.to_dict(), [*onnx_model.notes, *report.notices],
     )

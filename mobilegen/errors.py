@@ -3,7 +3,8 @@
 Exit codes are part of the CLI contract (documented in the README):
 
     0 ok · 1 internal bug · 2 bad usage or input · 3 load · 4 export · 5 verification ·
-    6 conversion · 7 coverage gate · 8 render / package · 9 package verification
+    6 conversion · 7 coverage gate · 8 render / package · 9 package verification ·
+    10 the reference model failed on the verification inputs
 """
 
 from __future__ import annotations
@@ -87,6 +88,14 @@ class ExportError(MobilegenError):
 class VerificationError(MobilegenError):
     exit_code = 5
     kind = "verification"
+
+
+class ReferenceFailedError(MobilegenError):
+    """The reference (PyTorch, or the source ONNX model) raised on the verification inputs: the model's
+    own error, not an export that computes something else."""
+
+    exit_code = 10
+    kind = "reference"
 
 
 class ConversionError(MobilegenError):

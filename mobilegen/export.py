@@ -10,7 +10,6 @@ import io
 import logging
 import math
 import os
-import re
 import sys
 import tempfile
 import warnings
@@ -21,9 +20,10 @@ from typing import Any
 
 import numpy as np
 
+from mobilegen import consts as bindings
 from mobilegen.artifacts import LoadedModel, OnnxModel
 from mobilegen.errors import ExportError, LoadError, UsageError, first_line, shorten
-from mobilegen.spec import IOSpec, TensorSpec, check_tensor_name
+from mobilegen.spec import IOSpec, TensorSpec, check_tensor_name, rename_shared_dims
 
 # NNAPI and CoreML refuse nodes newer than opset 24 (ORT's EP builders); ORT 1.24 runs up to 24.
 MAX_DEFAULT_OPSET = 24
@@ -38,6 +38,7 @@ class ExportOptions:
     opset: int | None = None
     output_names: tuple[str, ...] = ()
     dynamic_given: bool = False  # --dynamic was used (it re-traces, so it only applies to PyTorch models)
+    consts: tuple[bindings.Const, ...] = ()  # --const: inputs bound to a value (mobilegen.consts)
 
     def __post_init__(self) -> None:
         """--output-name values are refused before any work (they are only applied after the export)."""
@@ -89,6 +90,12 @@ def _native_output_silenced() -> Iterator[None]:
 
 
 def forward_arg_names(loaded: LoadedModel) -> list[str]:
+    """The model's inputs, in order, without the ones bound to a value (``--const``)."""
+    bound = {c.name for c in loaded.consts}
+    return [n for n in _declared_arg_names(loaded) if n not in bound]
+
+
+def _declared_arg_names(loaded: LoadedModel) -> list[str]:
     m = loaded.module
     if loaded.kind == "torchscript":
         return [a.name for a in m.forward.schema.arguments[1:]]
@@ -104,8 +111,12 @@ def forward_arg_names(loaded: LoadedModel) -> list[str]:
 
 def resolve_inputs(loaded: LoadedModel, user: tuple[TensorSpec, ...], sizes: dict[str, int]) -> tuple[list[TensorSpec], dict[str, int]]:
     """The input specs to export with: user --input checked against the model, else the artifact's own."""
+    from mobilegen.load import check_program_inputs
+
+    check_program_inputs(loaded, user)  # a .pt2's recorded shapes and dim ranges, before any export
     names = forward_arg_names(loaded)
     hint = loaded.io_hint
+    given = set(sizes)
     sizes = {**loaded.example_sizes, **sizes}
     if not user:
         if hint is None or not hint.inputs:
@@ -145,7 +156,7 @@ def resolve_inputs(loaded: LoadedModel, user: tuple[TensorSpec, ...], sizes: dic
                 ),
             )
         specs.append(spec)
-    return specs, sizes
+    return rename_shared_dims(specs, hinted, sizes, given)
 
 
 def match_model_input(user: TensorSpec, known: TensorSpec, sizes: dict[str, int]) -> None:
@@ -185,6 +196,11 @@ def example_arrays(specs: list[TensorSpec] | tuple[TensorSpec, ...], sizes: dict
 
 
 def torch_callable(loaded: LoadedModel) -> Any:
+    """The model as a callable of its free inputs (bound ones are passed by a wrapper, mobilegen.consts)."""
+    return bindings.bound_callable(_torch_module(loaded), loaded, forward_arg_names(loaded))
+
+
+def _torch_module(loaded: LoadedModel) -> Any:
     if loaded.kind == "exported_program":
         try:
             return loaded.module.module()
@@ -224,16 +240,36 @@ def refuse_large_examples(specs: list[TensorSpec], sizes: dict[str, int], source
     )
 
 
-def _op_from_error(text: str) -> str | None:
-    m = re.search(r"(aten::[A-Za-z0-9_.]+|[a-z_]+::[A-Za-z0-9_.]+)", text)
-    return m.group(1) if m else None
+def _export_program(
+    loaded: LoadedModel, args: tuple[Any, ...], names: list[str], dyn: dict[str, dict[int, str]], opset: int | None, out_path: Path
+) -> tuple[Any, str, str | None]:
+    """(ONNX model, exporter used, why the fallback was used). torch.export first; a module it fails on
+    falls back to the TorchScript exporter, a TorchScript file goes there directly, a .pt2 never does (its
+    program has no TorchScript form). A failure names the primary exporter's innermost cause first."""
+    from mobilegen.export_errors import export_failed, fallback_reason
+
+    primary: BaseException | None = None
+    if loaded.kind != "torchscript":
+        try:
+            return _export_dynamo(loaded, args, names, dyn, opset), "dynamo", None
+        except Exception as err:  # noqa: BLE001 — any exporter failure is reported (or falls back) with its cause
+            if loaded.kind == "exported_program":
+                raise export_failed(loaded.source.name, loaded.kind, err, None) from err
+            primary = err
+    try:
+        model = _export_torchscript(loaded, args, names, dyn, opset, out_path)
+    except Exception as err:  # noqa: BLE001
+        # --debug shows the cause's traceback: torch.export's when it failed first.
+        raise export_failed(loaded.source.name, loaded.kind, primary, err) from (primary or err)
+    reason = fallback_reason(primary) if primary is not None else "torch.export cannot trace a TorchScript module"
+    return model, "torchscript", reason
 
 
 def export_onnx(loaded: LoadedModel, options: ExportOptions, out_path: Path, *, write: bool = True) -> OnnxModel:
     """Export to ``out_path`` (a single self-contained .onnx). ONNX inputs are copied through. The model
     stays in memory (``OnnxModel.proto``); with ``write=False`` nothing is written yet (the build writes
     it once, after its graph passes)."""
-
+    loaded = bindings.bind_consts(loaded, options.consts)  # the caller may have bound them already (the reference needs them)
     if loaded.kind == "onnx":
         from mobilegen.onnx_source import passthrough, read_onnx_source
 
@@ -268,33 +304,8 @@ def export_onnx(loaded: LoadedModel, options: ExportOptions, out_path: Path, *, 
                 hint="check --input names, shapes and dtypes against what the model's forward expects",
             ) from err
 
-    dynamo_err: BaseException | None = None
-    program_model = None
-    if loaded.kind != "torchscript":
-        try:
-            program_model = _export_dynamo(loaded, args, names, dyn, options.opset)
-        except Exception as err:  # noqa: BLE001 — any exporter failure falls back, with its reason kept
-            dynamo_err = err
-    else:
-        dynamo_err = RuntimeError("torch.export cannot trace a TorchScript module")
-    exporter = "dynamo"
-    reason = None
-    if program_model is None:
-        exporter = "torchscript"
-        reason = first_line(dynamo_err)
-        try:
-            program_model = _export_torchscript(loaded, args, names, dyn, options.opset, out_path)
-        except Exception as err:  # noqa: BLE001
-            op = _op_from_error(f"{err} {dynamo_err}")
-            raise ExportError(
-                f"neither exporter could export {loaded.source.name}"
-                + (f": operator {op} is not supported" if op else "")
-                + f" (torch.export: {first_line(dynamo_err)}; TorchScript exporter: {first_line(err)})",
-                hint=(f"replace {op} in the model, or try another --opset" if op else "try another --opset")
-                + f" (the TorchScript exporter takes up to {TORCHSCRIPT_MAX_OPSET}, torch.export up to {MAX_DEFAULT_OPSET})"
-                + "; or export to .onnx yourself and pass that file",
-            ) from err
-    model = program_model
+    program_model, exporter, reason = _export_program(loaded, args, names, dyn, options.opset, out_path)
+    model = bindings.bind_onnx_inputs(program_model, loaded.consts)  # a .pt2's bound inputs (modules had them traced in)
     _rename_dims(model, specs)
     rename_outputs(model, options.output_names)
     model = finish_model(model, out_path, source=None, write=write)
@@ -332,13 +343,14 @@ def _export_dynamo(loaded: LoadedModel, args: tuple[Any, ...], names: list[str],
         kwargs["opset_version"] = opset
     if loaded.kind == "exported_program":
         target = loaded.module
+        kwargs["input_names"] = bindings.program_input_names(target)  # bound inputs too: they are bound in the ONNX model
         with quiet():
             prog = torch.onnx.export(target, **kwargs)
     else:
         if dyn:
             kwargs["dynamic_shapes"] = {n: {ax: torch.export.Dim.DYNAMIC for ax in dyn[n]} if n in dyn else None for n in names}
         with quiet():
-            prog = torch.onnx.export(loaded.module, args, **kwargs)
+            prog = torch.onnx.export(torch_callable(loaded), args, **kwargs)
     if prog is None:
         raise RuntimeError("the exporter returned no program")
     return prog.model_proto
@@ -354,7 +366,7 @@ def _export_torchscript(
     try:
         with quiet():
             torch.onnx.export(
-                torch_callable(loaded),
+                bindings.for_torchscript_exporter(torch_callable(loaded), args),
                 args,
                 str(tmp),
                 dynamo=False,

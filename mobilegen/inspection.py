@@ -23,13 +23,49 @@ class Inspection:
     outputs: list[dict[str, Any]]
     opset: dict[str, int] = field(default_factory=dict)
     op_histogram: dict[str, int] = field(default_factory=dict)
+    # One count per source kind, the same with and without --input: a PyTorch file's own tensors (its
+    # parameters and floating-point buffers), an ONNX file's weight initializers. ``parameters_counted``
+    # says which; ``onnx_parameters`` is the exported graph's count, when a PyTorch model was exported.
     parameters: int | None = None
     parameter_bytes: int | None = None
+    parameters_counted: str | None = None
+    onnx_parameters: int | None = None
+    onnx_parameter_bytes: int | None = None
     ort_format_version: int | None = None
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+    def parameter_lines(self) -> list[str]:
+        """The parameter counts as the CLI shows them, each saying what it counts."""
+        out = []
+        if self.parameters is not None:
+            out.append(f"parameters: {_count(self.parameters, self.parameter_bytes)} — {self.parameters_counted}")
+        if self.onnx_parameters is not None:
+            out.append(
+                f"exported ONNX weights: {_count(self.onnx_parameters, self.onnx_parameter_bytes)} — {ONNX_COUNTED}; "
+                "this can differ from the PyTorch count: the exporter folds BatchNorm into convolutions and drops or adds constants"
+            )
+        return out
+
+
+TORCH_COUNTED = "elements of the PyTorch module's parameters and floating-point buffers (e.g. BatchNorm statistics)"
+ONNX_COUNTED = "elements of the graph's floating-point and 8-bit initializers (not shape or index constants)"
+
+
+def format_size(nbytes: int) -> str:
+    """A byte count for people: ``512 bytes``, ``86.1 kB``, ``12.3 MB``, ``1.21 GB`` (powers of 1000)."""
+    if nbytes < 1000:
+        return f"{nbytes} byte{'s' if nbytes != 1 else ''}"
+    for unit, scale in (("kB", 1e3), ("MB", 1e6)):
+        if nbytes < scale * 999.95:
+            return f"{nbytes / scale:.1f} {unit}"
+    return f"{nbytes / 1e9:.2f} GB"
+
+
+def _count(n: int, nbytes: int | None) -> str:
+    return f"{n:,}" + (f" ({format_size(nbytes)})" if nbytes else "")
 
 
 def inspect_model(model: Path, opts: ModelOptions) -> Inspection:
@@ -71,7 +107,7 @@ def inspect_model(model: Path, opts: ModelOptions) -> Inspection:
         return Inspection(
             path=str(model), kind="ort", sha256=loaded.sha256,
             inputs=inputs, outputs=outputs,
-            opset=opsets,
+            opset=_used_opsets(opsets, ops),
             op_histogram=_histogram(ops),
             ort_format_version=ort_format_version(model),
         )
@@ -79,7 +115,9 @@ def inspect_model(model: Path, opts: ModelOptions) -> Inspection:
 
     if loaded.kind == "onnx":
         assert loaded.onnx_path is not None
-        proto = onnx.load_model(str(loaded.onnx_path), load_external_data=False)
+        from mobilegen.consts import bind_consts, bind_onnx_inputs
+
+        proto = bind_onnx_inputs(onnx.load_model(str(loaded.onnx_path), load_external_data=False), bind_consts(loaded, opts.consts).consts)
         onnx_model = None
     elif loaded.io_hint is None and not opts.inputs:
         return _inspect_module(loaded)
@@ -108,16 +146,43 @@ def inspect_model(model: Path, opts: ModelOptions) -> Inspection:
         nbytes += tensor_nbytes(init) or 0
     io = onnx_io_spec(proto)
     notes = []
+    counts: dict[str, Any] = {"parameters": params, "parameter_bytes": nbytes, "parameters_counted": ONNX_COUNTED}
     if onnx_model is not None:
         notes.append(f"exported with the {onnx_model.exporter} exporter" + (f" ({onnx_model.fallback_reason})" if onnx_model.fallback_reason else ""))
         notes.extend(onnx_model.notes)
+        torch_params, torch_bytes = _module_parameters(loaded.module)  # the count without --input too
+        counts = {
+            "parameters": torch_params, "parameter_bytes": torch_bytes, "parameters_counted": TORCH_COUNTED,
+            "onnx_parameters": params, "onnx_parameter_bytes": nbytes,
+        }
     return Inspection(
         path=str(model), kind=loaded.kind, sha256=loaded.sha256,
         inputs=[t.to_dict() for t in io.inputs], outputs=[t.to_dict() for t in io.outputs],
         opset={(o.domain or "ai.onnx"): o.version for o in proto.opset_import},
         op_histogram=hist,
-        parameters=params, parameter_bytes=nbytes, notes=notes,
+        notes=notes, **counts,
     )
+
+
+def _used_opsets(opsets: dict[str, int], ops: list[tuple[str, str]]) -> dict[str, int]:
+    """The opset imports of the domains the main graph's nodes use (the converter declares every domain
+    ORT knows: ai.onnx.ml, com.microsoft.nchwc, ... also for a model that uses none of them)."""
+    used = {d or "ai.onnx" for d, _ in ops}
+    return {d: v for d, v in opsets.items() if d in used}
+
+
+def _module_parameters(module: Any) -> tuple[int, int]:
+    """Elements and bytes of a PyTorch module's (or ExportedProgram's) parameters and floating-point
+    buffers; a tensor shared by two names counts once."""
+    seen: set[int] = set()
+    count = nbytes = 0
+    for t in [*module.parameters(), *module.buffers()]:
+        if not t.is_floating_point() or id(t) in seen:
+            continue
+        seen.add(id(t))
+        count += int(t.numel())
+        nbytes += int(t.numel()) * t.element_size()
+    return count, nbytes
 
 
 def _histogram(ops: list[tuple[str, str]]) -> dict[str, int]:
@@ -129,14 +194,12 @@ def _inspect_module(loaded: Any) -> Inspection:
     """A PyTorch file that records no input shapes: what can be told without exporting it."""
     from mobilegen.export import forward_arg_names
 
-    module = loaded.module
-    params = list(module.parameters()) + list(module.buffers())
+    params, nbytes = _module_parameters(loaded.module)
     names = forward_arg_names(loaded)
     return Inspection(
         path=str(loaded.source), kind=loaded.kind, sha256=loaded.sha256,
         inputs=[{"name": n, "dtype": "?", "shape": ["?"]} for n in names], outputs=[],
-        parameters=sum(int(p.numel()) for p in params if p.is_floating_point()),
-        parameter_bytes=sum(int(p.numel()) * p.element_size() for p in params),
+        parameters=params, parameter_bytes=nbytes, parameters_counted=TORCH_COUNTED,
         notes=[
             f"a {loaded.kind} file records no input shapes: add "
             + " ".join(f"--input {n}:SHAPE[:DTYPE]" for n in names or ["x"])

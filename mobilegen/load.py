@@ -203,14 +203,60 @@ def _torchscript_io_hint(module: Any) -> IOSpec | None:
     return IOSpec(inputs=tuple(TensorSpec(n, _torch_dtype_name(t.dtype), tuple(t.shape)) for n, t in zip(names, tensors, strict=True)))
 
 
-def _exported_io_hint(ep: Any) -> tuple[IOSpec | None, dict[str, int]]:
-    """Input specs from the program's placeholders; symbolic dims become ``<input>_dim<i>``, with the
-    example size taken from the saved example inputs."""
+@dataclass(frozen=True)
+class ProgramDim:
+    """A symbolic dim of a ``.pt2``'s inputs: the name mobilegen gives it (``<input>_dim<axis>`` of its
+    first use: inputs that share the symbol share the name) and its range in the program."""
+
+    name: str
+    low: int | None
+    high: int | None
+
+    def range_text(self) -> str:
+        return f"{self.low if self.low is not None else 0}..{self.high if self.high is not None else 'inf'}"
+
+
+def _bound(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError, AttributeError):  # sympy/torch infinities
+        return None
+
+
+def exported_dims(ep: Any) -> dict[str, ProgramDim]:
+    """The symbolic dims of the program's tensor inputs, keyed by their expression (``s34``), in order of
+    first use; ranges from the program's range constraints (what the loader already read)."""
     import torch
-    from torch.export.graph_signature import InputKind
+    from torch.export.graph_signature import InputKind, TensorArgument
+
+    ranges = {str(k): v for k, v in getattr(ep, "range_constraints", {}).items()}
+    nodes = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
+    out: dict[str, ProgramDim] = {}
+    for s in ep.graph_signature.input_specs:
+        if s.kind != InputKind.USER_INPUT or not isinstance(s.arg, TensorArgument):
+            continue
+        node = nodes.get(s.arg.name)
+        val = node.meta.get("val") if node is not None else None
+        for i, d in enumerate(getattr(val, "shape", ())):
+            if isinstance(d, torch.SymInt):
+                key = str(d.node.expr)
+                if key not in out:
+                    vr = ranges.get(key)
+                    out[key] = ProgramDim(f"{s.arg.name}_dim{i}", _bound(vr.lower) if vr else None, _bound(vr.upper) if vr else None)
+    return out
+
+
+def _exported_io_hint(ep: Any) -> tuple[IOSpec | None, dict[str, int]]:
+    """Input specs from the program's tensor placeholders (its scalar and constant arguments are bound
+    with ``--const``, see mobilegen.consts). A symbolic dim is named ``<input>_dim<i>`` after its first
+    use, so inputs that share it (``state`` and ``input`` both batch-sized) share the name and one
+    example size, taken from the saved example inputs."""
+    import torch
+    from torch.export.graph_signature import InputKind, TensorArgument
 
     specs = []
     sizes: dict[str, int] = {}
+    dims = exported_dims(ep)
     user_inputs = [s for s in ep.graph_signature.input_specs if s.kind == InputKind.USER_INPUT]
     nodes = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
     examples: list[Any] = []
@@ -219,22 +265,73 @@ def _exported_io_hint(ep: Any) -> tuple[IOSpec | None, dict[str, int]]:
     except Exception:  # noqa: BLE001 — example inputs are optional in the archive
         examples = []
     for idx, s in enumerate(user_inputs):
+        if not isinstance(s.arg, TensorArgument):
+            continue
         node = nodes.get(s.arg.name)
         val = node.meta.get("val") if node is not None else None
         if val is None or not hasattr(val, "shape"):
             return None, {}
-        dims: list[int | str] = []
+        shape: list[int | str] = []
         for i, d in enumerate(val.shape):
             if isinstance(d, torch.SymInt):
-                name = f"{s.arg.name}_dim{i}"
-                dims.append(name)
+                name = dims[str(d.node.expr)].name
+                shape.append(name)
                 ex = examples[idx] if idx < len(examples) else None
-                if ex is not None and hasattr(ex, "shape"):
-                    sizes[name] = int(ex.shape[i])
+                if ex is not None and hasattr(ex, "shape") and len(ex.shape) > i:
+                    sizes.setdefault(name, int(ex.shape[i]))
             else:
-                dims.append(int(d))
-        specs.append(TensorSpec(s.arg.name, _torch_dtype_name(val.dtype), tuple(dims)))
+                shape.append(int(d))
+        specs.append(TensorSpec(s.arg.name, _torch_dtype_name(val.dtype), tuple(shape)))
     return IOSpec(inputs=tuple(specs)), sizes
+
+
+def check_program_inputs(loaded: LoadedModel, user: tuple[TensorSpec, ...]) -> None:
+    """A ``--input`` shape for a ``.pt2`` against what the program records, before any export: a size for
+    a symbolic dim inside the dim's range, and one size for a dim that several inputs share. (Rank, dtype
+    and fixed dims: ``export.match_model_input``.)"""
+    if loaded.kind != "exported_program" or loaded.io_hint is None or loaded.module is None:
+        return
+    by_name = {d.name: d for d in exported_dims(loaded.module).values()}
+    known = {t.name: t for t in loaded.io_hint.inputs}
+    given: dict[str, tuple[str, int, int]] = {}  # dim name -> (input, axis, size) where first given
+    for u in user:
+        k = known.get(u.name)
+        if k is None or len(k.shape) != len(u.shape):
+            continue
+        for axis, (du, dk) in enumerate(zip(u.shape, k.shape, strict=True)):
+            if not (isinstance(du, int) and isinstance(dk, str)):
+                continue
+            dim = by_name.get(dk)
+            recorded = _recorded_shape(k, by_name, loaded.example_sizes)
+            where = f"--input {u.name}:{u.shape_str()} does not fit {loaded.source.name}'s input {u.name!r}, recorded as {recorded}"
+            if dim is not None and ((dim.low is not None and du < dim.low) or (dim.high is not None and du > dim.high)):
+                example = loaded.example_sizes.get(dk)
+                raise UsageError(
+                    f"{where}: dim {axis} ({dk}) must be in {dim.range_text()}, given {du}",
+                    hint=f"give dim {axis} a size in {dim.range_text()} (the range the program was exported with"
+                    + (f"; its example size is {example})" if example is not None else ")"),
+                )
+            first = given.setdefault(dk, (u.name, axis, du))
+            if first[2] != du:
+                raise UsageError(
+                    f"{where}: dim {axis} ({dk}) is the same dim as dim {first[1]} of {first[0]!r}, given {first[2]} there and {du} here",
+                    hint=f"give both inputs the same size for {dk}",
+                )
+
+
+def _recorded_shape(spec: TensorSpec, dims: Mapping[str, ProgramDim], sizes: Mapping[str, int]) -> str:
+    """``2x{input_dim0: 1..64, example 3}x16``: a recorded shape with the range of each symbolic dim."""
+    parts = []
+    for d in spec.shape:
+        if isinstance(d, int):
+            parts.append(str(d))
+            continue
+        dim = dims.get(d)
+        extra = [dim.range_text()] if dim is not None else []
+        if d in sizes:
+            extra.append(f"example {sizes[d]}")
+        parts.append(f"{{{d}: {', '.join(extra)}}}" if extra else d)
+    return "x".join(parts) or "scalar"
 
 
 def _load_torch_save(path: Path, digest: str, options: LoadOptions) -> LoadedModel:

@@ -28,8 +28,11 @@ from mobilegen.spec import IOSpec, TensorSpec
 
 
 def read_onnx_source(loaded: LoadedModel, options: ExportOptions) -> Any:
-    """The source ONNX model without its external data (checked at load), flags that need PyTorch refused."""
+    """The source ONNX model without its external data (checked at load), flags that need PyTorch refused,
+    inputs bound by ``--const`` made initializers."""
     import onnx
+
+    from mobilegen.consts import bind_consts, bind_onnx_inputs
 
     assert loaded.onnx_path is not None
     if options.opset is not None or options.dynamic_given:
@@ -37,7 +40,8 @@ def read_onnx_source(loaded: LoadedModel, options: ExportOptions) -> Any:
             f"{'--opset' if options.opset is not None else '--dynamic'} applies to PyTorch models; {loaded.source.name} is ONNX already",
             hint="re-export it from PyTorch with that flag, or drop the flag (an ONNX model keeps its opset and dims)",
         )
-    return onnx.load_model(str(loaded.onnx_path), load_external_data=False)
+    consts = bind_consts(loaded, options.consts).consts
+    return bind_onnx_inputs(onnx.load_model(str(loaded.onnx_path), load_external_data=False), consts)
 
 
 def load_weights(model: Any, loaded: LoadedModel) -> None:

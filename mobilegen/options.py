@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from mobilegen.consts import Const, check_consts
 from mobilegen.errors import UsageError
 from mobilegen.export import MAX_DEFAULT_OPSET, ExportOptions
 from mobilegen.load import LoadOptions
@@ -33,6 +34,7 @@ class ModelOptions:
     opset: int | None = None
     output_names: tuple[str, ...] = ()
     load: LoadOptions = LoadOptions()
+    consts: tuple[Const, ...] = ()  # --const: inputs bound to a value, baked into the model (mobilegen.consts)
 
     def export_options(self) -> ExportOptions:
         specs = [parse_input_spec(t) for t in self.inputs]
@@ -40,6 +42,7 @@ class ModelOptions:
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise UsageError(f"--input {dupes[0]!r} is given more than once", hint="give each input once")
+        check_consts(self.consts, names)
         sizes: dict[str, int] = {}
         if self.dynamic:
             specs, sizes = apply_dynamic(specs, [parse_dynamic_spec(d) for d in self.dynamic])
@@ -64,6 +67,7 @@ class ModelOptions:
             opset=self.opset,
             output_names=self.output_names,
             dynamic_given=bool(self.dynamic),
+            consts=self.consts,
         )
 
 
@@ -78,6 +82,8 @@ class BuildOptions:
     model_opts: ModelOptions = ModelOptions()
     verify: VerifyOptions = VerifyOptions()
     keep_dynamic: bool = False  # keep named dims even when a target's provider wants them fixed
+    fix: bool = True  # the fix stage: graph passes per target, each kept only if it helps (--no-fix: off)
+    approximate: tuple[str, ...] = ()  # --approximate words: approximate passes allowed (e.g. "gelu")
     style: str = "runtime"  # ORT-format optimization style
     force: bool = False
     zip: bool = False

@@ -198,6 +198,12 @@ class _Transaction:
             except OSError as err:
                 self.discard()
                 raise UsageError(f"cannot write to {parent}: {err.strerror}", hint="choose a writable -o") from err
+            except BaseException:  # Ctrl-C/SIGTERM while the staging is made (even inside mkdtemp): remove ours
+                self.discard()
+                for p in parent.iterdir():  # this process's name: only this run makes it
+                    if p.name.startswith(f".{t.path.name[:100]}.tmp-{os.getpid()}-"):
+                        shutil.rmtree(p, ignore_errors=True)
+                raise
 
     def staged(self, t: Target) -> Path:
         return self.containers[t.path.parent] / "new" / t.path.name

@@ -1,7 +1,7 @@
 """The stage order, and nothing else.
 
-    load → export → prepare (graph passes, per the targets' providers) → reference → write → convert →
-    verify → analyse → render (per target) → package
+    load → export → prepare (fixed dims, for every target) → reference → fix (graph passes, per target)
+    → write (one model, or one per target) → convert → verify → analyse → render (per target) → package
 
 Each stage is a function from one frozen artifact (``mobilegen.artifacts``) to the next; the model is
 parsed once, by the export, and handed on in memory. Everything is written into a staging folder beside
@@ -17,8 +17,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from mobilegen import artifacts, targets
-from mobilegen.artifacts import BuildResult, LoadedModel, OnnxModel, VerificationReport
+from mobilegen import artifacts, progress, targets
+from mobilegen.artifacts import BuildResult, LoadedModel, OnnxModel, ShippedModel, VerificationReport
 from mobilegen.errors import UsageError
 from mobilegen.export import export_onnx
 from mobilegen.load import load_model
@@ -42,7 +42,9 @@ class Chosen:
 
 def load_and_export(path: Path, opts: ModelOptions, out_path: Path, *, write: bool = True) -> tuple[LoadedModel, OnnxModel]:
     export_opts = opts.export_options()  # parse flags before any heavy work
-    loaded = load_model(path, opts.load)
+    from mobilegen.consts import bind_consts
+
+    loaded = bind_consts(load_model(path, opts.load), export_opts.consts)  # the reference runs with them too
     return loaded, export_onnx(loaded, export_opts, out_path, write=write)
 
 
@@ -68,6 +70,7 @@ def build(opts: BuildOptions) -> BuildResult:
 
     chosen = choose_targets(opts)
     opts.model_opts.export_options()  # flag errors before any heavy work
+    stages.check_fix_options(opts)
     source_date_epoch()  # a malformed SOURCE_DATE_EPOCH fails now, not after the whole build
     out = Path(os.path.abspath(opts.out))
     if opts.zip and out.suffix.lower() == ".zip":
@@ -75,6 +78,7 @@ def build(opts: BuildOptions) -> BuildResult:
     zip_path = Path(str(out) + ".zip") if opts.zip else None
     with staged_output(out, force=opts.force, zip_path=zip_path, protect=(opts.model,)) as root:
         (root / "model").mkdir()
+        progress.step("exporting")
         loaded, onnx_model = load_and_export(opts.model, opts.model_opts, root / artifacts.MODEL_ONNX, write=False)
         notices: list[Notice] = stages.export_notices(loaded, onnx_model, opts)
         for c in chosen:
@@ -82,26 +86,37 @@ def build(opts: BuildOptions) -> BuildResult:
         onnx_model, prepare_notices = stages.prepare(onnx_model, chosen, keep_dynamic=opts.keep_dynamic)
         notices += prepare_notices
         expected, loaded = stages.reference(loaded, onnx_model, opts.verify)  # PyTorch runs now, then is let go
-        onnx_model = stages.write_onnx(onnx_model)  # from here on the file is the model
-        ort_model = stages.convert(onnx_model, root, opts.style)
-        verification = stages.verify(expected, onnx_model, ort_model, opts.verify, root)
-        stages.check_runtimes(chosen, ort_model)
-        coverage = stages.analyse(onnx_model, chosen)
-        warnings = stages.finish_notices(notices, onnx_model, coverage, loaded)
-        tolerances = stages.render(chosen, root, opts, onnx_model, ort_model, coverage, warnings)
+        progress.step("fixing")
+        fix_plan = stages.fix(onnx_model, chosen, opts)  # per target: the passes that help its providers
+        notices += fix_plan.notices
+        models = stages.write_models(onnx_model, fix_plan, root)  # from here on the files are the models
+        progress.step("converting")
+        models = stages.convert(models, root, opts.style)
+        verification = stages.verify(expected, models, opts.verify, root)
+        stages.check_runtimes(chosen, models)
+        progress.step("analysing")
+        coverage = stages.analyse(models, chosen)
+        notices += stages.fix_notices(fix_plan, models, verification)
+        notices += stages.verification_notices(verification)
+        warnings = stages.finish_notices(notices, models[0].onnx, coverage, loaded)
+        progress.step("rendering")
+        tolerances = stages.render(chosen, root, opts, models, coverage, warnings)
         result = BuildResult(
             out_dir=root,
             model_name=opts.model.stem,
             loaded=loaded,
-            onnx=onnx_model,
+            onnx=models[0].onnx,
             verification=verification,
-            ort=ort_model,
+            ort=models[0].converted(),
             coverage=tuple(coverage),
             targets=tuple(c.target.name for c in chosen),
-            options=stages.options_record(opts, chosen, onnx_model, ort_model, tolerances),
+            options=stages.options_record(opts, chosen, models, tolerances),
             runtimes={c.target.channel: c.runtime.version for c in chosen},
             warnings=warnings,
+            models=models,
+            fixes=fix_plan.provider_fixes(coverage),
         )
+        progress.step("packaging")
         finalize_package(root, result)
         if zip_path is not None:
             stage_zip(root, zip_path)
@@ -120,7 +135,10 @@ def relocate(result: BuildResult, old: Path, new: Path, zip_path: Path | None) -
     def mv_opt(p: Path | None) -> Path | None:
         return None if p is None else mv(p)
 
-    onnx_model = replace(result.onnx, path=mv(result.onnx.path))
-    ort_model = replace(result.ort, path=mv(result.ort.path), config_path=mv(result.ort.config_path))
+    def mv_model(m: ShippedModel) -> ShippedModel:
+        ort = m.ort if m.ort is None else replace(m.ort, path=mv(m.ort.path), config_path=mv(m.ort.config_path))
+        return replace(m, onnx=replace(m.onnx, path=mv(m.onnx.path)), ort=ort)
+
+    models = tuple(mv_model(m) for m in result.shipped)
     ver: VerificationReport = replace(result.verification, golden_npz=mv_opt(result.verification.golden_npz), golden_mgv=mv_opt(result.verification.golden_mgv))
-    return replace(result, out_dir=new, onnx=onnx_model, ort=ort_model, verification=ver, zip_path=zip_path)
+    return replace(result, out_dir=new, onnx=models[0].onnx, ort=models[0].converted(), models=models, verification=ver, zip_path=zip_path)

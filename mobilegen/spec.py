@@ -193,7 +193,47 @@ def apply_dynamic(specs: list[TensorSpec], dynamic: list[tuple[str, int, str]]) 
             raise UsageError(f"--dynamic {name}:{axis}: input {name!r} has rank {rank}", hint="pick an axis in range")
         shape = list(s.shape)
         if isinstance(shape[axis], int):
+            if dim in sizes and sizes[dim] != shape[axis]:  # one named dim has one size in every input
+                raise UsageError(
+                    f"--dynamic {name}:{axis}={dim}: dim {dim!r} is {shape[axis]} in input {name!r} but {sizes[dim]} in another input",
+                    hint=f"give the inputs that share {dim!r} the same --input size on that axis",
+                )
             sizes[dim] = int(shape[axis])
         shape[axis] = dim
         by_name[name] = replace(s, shape=tuple(shape))
     return [by_name[s.name] for s in specs], sizes
+
+
+def rename_shared_dims(
+    specs: list[TensorSpec], recorded: dict[str, TensorSpec], sizes: dict[str, int], given: set[str]
+) -> tuple[list[TensorSpec], dict[str, int]]:
+    """A model's named dim that the user renamed in one input (``--input state:2xbatchx8`` for a dim the
+    model calls ``input_dim0``) is renamed in every input that shares it, so the inputs keep one dim and
+    one size. ``recorded``: the model's own specs by input name; ``given``: the dims whose size the user
+    gave (``--dynamic``), which win over the model's example size."""
+    renames: dict[str, str] = {}
+    for s in specs:
+        known = recorded.get(s.name)
+        if known is None or len(known.shape) != len(s.shape):
+            continue
+        for du, dm in zip(s.shape, known.shape, strict=True):
+            if isinstance(du, str) and isinstance(dm, str) and du != dm:
+                if renames.setdefault(dm, du) != du:
+                    raise UsageError(
+                        f"--input {s.name} names the model's dim {dm!r} {du!r}, another --input names it {renames[dm]!r}",
+                        hint=f"the inputs share that dim: give it one name, e.g. {renames[dm]}",
+                    )
+    if not renames:
+        return specs, sizes
+    out = []
+    for s in specs:
+        known = recorded.get(s.name)
+        if known is None or len(known.shape) != len(s.shape):
+            out.append(s)
+            continue
+        shape = tuple(renames.get(dm, du) if isinstance(dm, str) and du == dm else du for du, dm in zip(s.shape, known.shape, strict=True))
+        out.append(replace(s, shape=shape))
+    for old, new in renames.items():
+        if old in sizes and new not in given:
+            sizes[new] = sizes[old]
+    return out, sizes

@@ -1,7 +1,9 @@
 """The stages of a build between export and package, each a function from artifacts to the next one.
 
 ``pipeline.build`` calls them in order; nothing here knows which targets or providers there are: it asks
-``mobilegen.targets`` and ``mobilegen.providers``.
+``mobilegen.targets`` and ``mobilegen.providers``. From the fix stage on, a build carries one model per
+distinct graph (``ShippedModel``: one for every target, or one per target), each written, converted,
+verified and analysed on its own.
 """
 
 from __future__ import annotations
@@ -15,15 +17,31 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from mobilegen import __version__, artifacts
-from mobilegen.artifacts import JSONValue, LoadedModel, OnnxModel, OrtModel, ProjectSpec, VerificationReport
-from mobilegen.errors import InternalError, LoadError, MobilegenError, first_line
+from mobilegen.artifacts import (
+    JSONValue,
+    LoadedModel,
+    OnnxModel,
+    ProjectSpec,
+    ShippedModel,
+    VerificationReport,
+)
+from mobilegen.errors import (
+    InternalError,
+    LoadError,
+    MobilegenError,
+    UsageError,
+    VerificationError,
+    first_line,
+)
 from mobilegen.targets import BuildContext
 from mobilegen.verify import Expected, VerifyOptions, ort_runner, torch_reference
 from mobilegen.warnings import Notice
 
 if TYPE_CHECKING:
     from mobilegen.coverage.model import CoverageReport
+    from mobilegen.coverage.target import EPTarget
     from mobilegen.options import BuildOptions
+    from mobilegen.passes.stage import FixPlan
     from mobilegen.pipeline import Chosen
 
 Runner = Callable[[dict[str, np.ndarray]], list[np.ndarray]]
@@ -35,10 +53,19 @@ def export_notices(loaded: LoadedModel, exported: OnnxModel, opts: BuildOptions)
     return warnings.export_notices(loaded, exported, output_names_given=bool(opts.model_opts.output_names))
 
 
+def check_fix_options(opts: BuildOptions) -> None:
+    """``--approximate`` names approximate passes, and is not given with ``--no-fix`` (before heavy work)."""
+    from mobilegen.passes import registry
+
+    if opts.approximate and not opts.fix:
+        raise UsageError("--approximate has no effect with --no-fix", hint="drop one of them")
+    registry.check_approximate(opts.approximate)
+
+
 def prepare(exported: OnnxModel, chosen: Sequence[Chosen], *, keep_dynamic: bool) -> tuple[OnnxModel, list[Notice]]:
-    """The graph passes the chosen targets' providers need, in memory: the providers' notices, fixed
-    dims when a target asks for them (unless ``keep_dynamic``). (The CoreML cache key is stamped when the
-    model is written: it hashes the bytes written.)"""
+    """What every target's model gets, in memory: the providers' notices, and ``fixed-dims`` when a
+    target's provider declares it (unless ``keep_dynamic``) — for the whole build, as the inputs change.
+    (The CoreML cache key is stamped when a model is written: it hashes the bytes written.)"""
     from mobilegen import passes, providers, warnings
 
     notices: list[Notice] = []
@@ -47,12 +74,35 @@ def prepare(exported: OnnxModel, chosen: Sequence[Chosen], *, keep_dynamic: bool
     for c in chosen:
         for ep in c.target.providers(c.opts, ctx):
             notices.extend(providers.get(ep.ep).notices)
-        if c.target.wants_static_dims(c.opts) and not model.io.is_static and not keep_dynamic:
+        if _wants_fixed_dims(c, ctx) and not model.io.is_static and not keep_dynamic:
             model, fixed = passes.fix_dynamic_dims(model)
             if fixed:
-                also = [o.target.display_name for o in chosen if o is not c and not o.target.wants_static_dims(o.opts)]
+                also = [o.target.display_name for o in chosen if o is not c and not _wants_fixed_dims(o, ctx)]
                 notices.append(warnings.dims_fixed(warnings.dims_fixed_text(fixed), shipped_by=also))
     return model, notices
+
+
+def _wants_fixed_dims(c: Chosen, ctx: BuildContext) -> bool:
+    from mobilegen import providers
+    from mobilegen.passes.registry import FIXED_DIMS
+
+    return any(FIXED_DIMS in providers.get(ep.ep).fixes for ep in c.target.providers(c.opts, ctx))
+
+
+def fix(base: OnnxModel, chosen: Sequence[Chosen], opts: BuildOptions) -> FixPlan:
+    """Per target, the graph passes that help its providers (decided on ``base``, which is unchanged)."""
+    from mobilegen.passes.stage import PassOptions, plan
+
+    ctx = _context(base, chosen)
+    per_target = [(c.target.name, c.target.providers(c.opts, ctx)) for c in chosen]
+    return plan(base, per_target, PassOptions(enabled=opts.fix, approximate=opts.approximate))
+
+
+def write_models(base: OnnxModel, fix_plan: FixPlan, root: Path) -> tuple[ShippedModel, ...]:
+    """Each distinct model once (``model/``, or ``model/<target>/`` when the targets' graphs differ)."""
+    from mobilegen.passes.stage import materialize
+
+    return materialize(base, fix_plan, root, write_onnx)
 
 
 def write_onnx(model: OnnxModel) -> OnnxModel:
@@ -65,12 +115,15 @@ def write_onnx(model: OnnxModel) -> OnnxModel:
     return replace(model, proto=None)
 
 
-def convert(model: OnnxModel, root: Path, style: str) -> OrtModel:
+def convert(models: Sequence[ShippedModel], root: Path, style: str) -> tuple[ShippedModel, ...]:
+    """Each model's ``.ort`` and ``required_operators.config`` beside its ``.onnx``."""
     from mobilegen.convert import convert_to_ort
 
     release_memory()  # the in-memory model is gone by now: the conversion's peak must not count it
 
-    return convert_to_ort(model, root / artifacts.MODEL_ORT, root / artifacts.MODEL_OPS_CONFIG, style=style)
+    return tuple(
+        replace(m, ort=convert_to_ort(m.onnx, root / m.ort_file, root / m.ops_config_file, style=style)) for m in models
+    )
 
 
 def reference_for(loaded: LoadedModel, exported: OnnxModel) -> tuple[Runner, str]:
@@ -81,9 +134,12 @@ def reference_for(loaded: LoadedModel, exported: OnnxModel) -> tuple[Runner, str
         return torch_reference(loaded), "PyTorch"
     if loaded.onnx_path is None:
         raise InternalError("an ONNX source without its path")
+    from mobilegen.consts import with_const_feeds
+
     label = "the normalized source ONNX model (no PyTorch model given)"
     try:
-        return ort_runner(loaded.onnx_path, basic_only=True), "the source ONNX model (no PyTorch model given)"
+        # fed the --const values the shipped model has baked in
+        return with_const_feeds(ort_runner(loaded.onnx_path, basic_only=True), loaded), "the source ONNX model (no PyTorch model given)"
     except Exception as err:  # noqa: BLE001 — onnxruntime raises its own Fail/InvalidGraph types
         first_err: BaseException = err
     from mobilegen.export import save_onnx
@@ -128,32 +184,75 @@ def release_memory() -> None:
         pass
 
 
-def verify(expected: Expected, onnx_model: OnnxModel, ort_model: OrtModel, opts: VerifyOptions, root: Path) -> VerificationReport:
-    """The gate: the reference's outputs against the .onnx and the .ort; golden vectors and tolerances."""
+def artifact_label(model: ShippedModel, kind: str, models: Sequence[ShippedModel]) -> str:
+    """How the verification table names an artifact: ``onnx``/``ort``, or ``android/ort`` per target."""
+    return kind if len(models) == 1 else f"{'+'.join(model.targets)}/{kind}"
+
+
+def verify(expected: Expected, models: Sequence[ShippedModel], opts: VerifyOptions, root: Path) -> VerificationReport:
+    """The gate: the reference's outputs against every model's .onnx and .ort (one table, every failure
+    listed); golden vectors and tolerances."""
     from mobilegen.verify import verify as run_gate
 
-    report = run_gate(expected, {"onnx": onnx_model.path, "ort": ort_model.path}, onnx_model, opts, root / "golden")
-    (root / artifacts.GOLDEN_TOLERANCES).write_text(json.dumps({"atol": opts.atol, "rtol": opts.rtol}, indent=2) + "\n", encoding="utf-8")
+    paths = {}
+    for m in models:
+        paths[artifact_label(m, "onnx", models)] = m.onnx.path
+        paths[artifact_label(m, "ort", models)] = m.converted().path
+    try:
+        report = run_gate(expected, paths, models[0].onnx, opts, root / "golden")
+    except VerificationError as err:
+        if any(m.fixes for m in models):
+            err.hint = (err.hint or "") + "; or pass --no-fix to ship the exported graph as it is (see the report's graph passes)"
+        raise
+    # atol/rtol, and the --range value ranges the seeded golden inputs were drawn from
+    (root / artifacts.GOLDEN_TOLERANCES).write_text(json.dumps(opts.record(), indent=2) + "\n", encoding="utf-8")
     return report
 
 
-def check_runtimes(chosen: Sequence[Chosen], ort_model: OrtModel) -> None:
-    """Every pinned mobile runtime can load the .ort (format version, opset)."""
+def check_runtimes(chosen: Sequence[Chosen], models: Sequence[ShippedModel]) -> None:
+    """Every target's pinned mobile runtime can load its .ort (format version, opset)."""
     from mobilegen.runtimes import check_loadable
 
     for c in chosen:
-        check_loadable(c.runtime, max_opset=ort_model.max_opset, ort_format_version=ort_model.ort_format_version, channel=c.target.channel)
+        ort = _model_of(models, c).converted()
+        check_loadable(c.runtime, max_opset=ort.max_opset, ort_format_version=ort.ort_format_version, channel=c.target.channel)
 
 
-def analyse(onnx_model: OnnxModel, chosen: Sequence[Chosen]) -> list[CoverageReport]:
-    """Coverage of every provider the targets chose, from the in-memory model (ORT reads the written file)."""
+def analyse(models: Sequence[ShippedModel], chosen: Sequence[Chosen]) -> list[CoverageReport]:
+    """Coverage of every provider the targets chose, each on its target's model (ORT reads the written
+    file), in target order."""
     from mobilegen.coverage import analyze_all
 
-    ctx = _context(onnx_model, chosen)
-    eps = [ep for c in chosen for ep in c.target.providers(c.opts, ctx)]
-    if not eps:
-        return []
-    return list(analyze_all(onnx_model.proto, eps, source=onnx_model.path))
+    ctx = _context(models[0].onnx, chosen)
+    per_target: dict[str, list[CoverageReport]] = {}
+    for m in models:
+        eps_of = [(c.target.name, c.target.providers(c.opts, ctx)) for c in chosen if c.target.name in m.targets]
+        eps: list[EPTarget] = [ep for _name, target_eps in eps_of for ep in target_eps]
+        reports = iter(analyze_all(m.onnx.proto, eps, source=m.onnx.path) if eps else ())
+        for name, target_eps in eps_of:
+            per_target[name] = [next(reports) for _ep in target_eps]
+    return [r for c in chosen for r in per_target.get(c.target.name, [])]
+
+
+def fix_notices(fix_plan: FixPlan, models: Sequence[ShippedModel], verification: VerificationReport) -> list[Notice]:
+    """An approximate pass applied (``--approximate``): which, where, and its measured effect on the outputs."""
+    out: list[Notice] = []
+    for m in models:
+        approx = [f for f in m.fixes if not f.exact]
+        if not approx:
+            continue
+        labels = {artifact_label(m, kind, models) for kind in ("onnx", "ort")}
+        worst = max((r.max_abs for r in verification.rows if r.artifact in labels), default=0.0)
+        names = ", ".join(f"{f.name} ({f.nodes} node{'s' if f.nodes != 1 else ''}, --approximate {f.approximate_as})" for f in approx)
+        where = " and ".join(m.targets)
+        text = f"approximate graph pass{'es' if len(approx) > 1 else ''} {names} applied to the {where} model: its outputs differ from the reference by up to {worst:.2e} (max abs, see the verification table)"
+        out.append(Notice("fix-approximate", "warning", text, subject=where))
+    return out
+
+
+def verification_notices(verification: VerificationReport) -> list[Notice]:
+    """Outputs the gate could not verify and ``--allow-degenerate`` accepted (the report, READMEs, JSON)."""
+    return [Notice("degenerate-reference", "warning", text) for text in verification.notices]
 
 
 def finish_notices(notices: list[Notice], onnx_model: OnnxModel, coverage: Sequence[CoverageReport], loaded: LoadedModel) -> tuple[Notice, ...]:
@@ -166,21 +265,21 @@ def render(
     chosen: Sequence[Chosen],
     root: Path,
     opts: BuildOptions,
-    onnx_model: OnnxModel,
-    ort_model: OrtModel,
+    models: Sequence[ShippedModel],
     coverage: Sequence[CoverageReport],
     warnings: Sequence[Notice],
 ) -> dict[str, tuple[float, float]]:
-    """Render every target's project; returns what each one's accelerated device tests assert."""
+    """Render every target's project with its own model; returns what each one's accelerated device tests assert."""
     from mobilegen import providers
     from mobilegen.warnings import build_notices, texts
 
     tolerances: dict[str, tuple[float, float]] = {}
     for c in chosen:
+        model = _model_of(models, c)
         spec = ProjectSpec(
             model_name=opts.model.stem,
-            io=onnx_model.io,
-            model_file=ort_model.path,
+            io=model.onnx.io,
+            model_file=model.converted().path,
             golden_mgv=root / artifacts.GOLDEN_MGV,
             atol=opts.verify.atol,
             rtol=opts.verify.rtol,
@@ -195,19 +294,26 @@ def render(
 
 
 def options_record(
-    opts: BuildOptions, chosen: Sequence[Chosen], onnx_model: OnnxModel, ort_model: OrtModel, tolerances: dict[str, tuple[float, float]]
+    opts: BuildOptions, chosen: Sequence[Chosen], models: Sequence[ShippedModel], tolerances: dict[str, tuple[float, float]]
 ) -> dict[str, JSONValue]:
     """The manifest's ``options``: what was asked and what it became."""
+    onnx_model, ort_model = models[0].onnx, models[0].converted()
     rec: dict[str, JSONValue] = {
         "inputs": list(opts.model_opts.inputs),
         "dynamic": list(opts.model_opts.dynamic),
+        "const": {c.name: c.value for c in opts.model_opts.consts},  # inputs baked into the model (--const)
         "opset": onnx_model.opset,
         "exporter": onnx_model.exporter,
         "optimization_style": ort_model.optimization_style,
         "optimization_level": ort_model.optimization_level,
         "atol": opts.verify.atol,
         "rtol": opts.verify.rtol,
+        "ranges": opts.verify.record()["ranges"],
+        "sample_only": opts.verify.sample_only,
+        "allow_degenerate": opts.verify.allow_degenerate,
         "keep_dynamic": opts.keep_dynamic,
+        "fix": opts.fix,
+        "approximate": list(opts.approximate),
     }
     for c in chosen:
         rec[c.target.name] = dict(c.target.options_record(c.opts))
@@ -220,17 +326,30 @@ def _context(model: OnnxModel, chosen: Sequence[Chosen]) -> BuildContext:
     return BuildContext(io=model.io, static=model.io.is_static, targets=tuple(c.target.name for c in chosen))
 
 
+def _model_of(models: Sequence[ShippedModel], c: Chosen) -> ShippedModel:
+    for m in models:
+        if c.target.name in m.targets:
+            return m
+    raise InternalError(f"no model for the {c.target.name} target")
+
+
 __all__ = [
     "analyse",
+    "artifact_label",
+    "check_fix_options",
     "check_runtimes",
     "convert",
     "export_notices",
     "finish_notices",
+    "fix",
+    "fix_notices",
     "options_record",
     "prepare",
     "reference_for",
     "render",
     "reference",
+    "verification_notices",
     "verify",
+    "write_models",
     "write_onnx",
 ]

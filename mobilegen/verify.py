@@ -12,11 +12,22 @@ from typing import Any
 
 import numpy as np
 
-from mobilegen.artifacts import LoadedModel, OnnxModel, VerificationReport, VerifyRow
-from mobilegen.errors import UsageError, VerificationError, first_line
-from mobilegen.export import example_arrays, quiet, torch_callable
+from mobilegen import progress
+from mobilegen.artifacts import JSONValue, LoadedModel, OnnxModel, VerificationReport, VerifyRow
+from mobilegen.errors import ReferenceFailedError, UsageError, VerificationError, first_line
+from mobilegen.export import quiet, torch_callable
 from mobilegen.golden import GoldenCase, encode_mgv, write_npz
 from mobilegen.spec import TensorSpec
+from mobilegen.verify_inputs import (
+    Case,
+    ValueRange,
+    case_labels,
+    describe_inputs,
+    parse_ranges,
+    resolve_ranges,
+    sample_cases,
+    seeded_cases,
+)
 
 DEFAULT_ATOL = 1e-4
 DEFAULT_RTOL = 1e-3
@@ -26,16 +37,43 @@ DEFAULT_RTOL = 1e-3
 class VerifyOptions:
     atol: float = DEFAULT_ATOL
     rtol: float = DEFAULT_RTOL
-    sample: Path | None = None  # --sample FILE.npz: one more case of real inputs
+    sample: Path | None = None  # --sample FILE.npz: real inputs, one case or a leading cases axis
+    ranges: tuple[str, ...] = ()  # raw --range NAME=LO:HI specs for the seeded cases
+    sample_only: bool = False  # the sample's cases replace the seeded ones
+    allow_degenerate: bool = False  # accept outputs whose reference makes the gate inconclusive
 
     def __post_init__(self) -> None:
         for flag, value in (("--atol", self.atol), ("--rtol", self.rtol)):
             if not math.isfinite(value) or value < 0:
                 raise UsageError(f"{flag} {value} is not a tolerance", hint=f"give a finite number ≥ 0, e.g. {flag} 1e-4")
+        self.value_ranges()  # syntax errors now, before any heavy work
+        if self.sample_only and self.sample is None:
+            raise UsageError("--sample-only needs --sample", hint="pass --sample FILE.npz with the inputs to verify on, or drop --sample-only")
+        if self.sample_only and self.ranges:
+            raise UsageError("--range has no effect with --sample-only", hint="the sample's cases replace the seeded ones: drop --range, or --sample-only")
+
+    def value_ranges(self) -> dict[str, ValueRange]:
+        return parse_ranges(self.ranges)
+
+    def record(self) -> dict[str, JSONValue]:
+        """What the gate ran with, for ``golden/tolerances.json`` and the manifest's options."""
+        return {
+            "atol": self.atol,
+            "rtol": self.rtol,
+            "ranges": {name: list(r.to_json()) for name, r in sorted(self.value_ranges().items())},
+            "sample_only": self.sample_only,
+            "allow_degenerate": self.allow_degenerate,
+        }
 
 
 def compare(name: str, ref: np.ndarray, got: np.ndarray, atol: float, rtol: float) -> tuple[float, float, float, float | None, bool, str]:
-    """max abs error, max relative error, cosine similarity, top-1 agreement (2-D), passed, note."""
+    """max abs error, max relative error, cosine similarity, top-1 agreement (2-D), passed, note.
+
+    Relative error and cosine are taken at the output's own scale, so they mean the same for outputs
+    around 1e-20 and around 1e+20: ``max_rel = max|got − expected| / max|expected|`` (the largest error
+    relative to the largest expected magnitude: near-zero elements do not blow it up), and the cosine is
+    computed on both tensors divided by their largest magnitude (no underflow or overflow of the squares).
+    Non-finite elements are left out of both (they must match exactly)."""
     if ref.shape != got.shape:
         return math.inf, math.inf, 0.0, None, False, f"shape {got.shape} != expected {ref.shape}"
     if ref.dtype == bool or got.dtype == bool or not np.issubdtype(ref.dtype, np.number):
@@ -50,9 +88,7 @@ def compare(name: str, ref: np.ndarray, got: np.ndarray, atol: float, rtol: floa
     diff = np.abs(r - g)
     diff[~finite] = 0.0
     max_abs = float(diff.max())
-    max_rel = float((diff / np.maximum(np.abs(r), 1e-12)).max())
-    nr, ng = float(np.linalg.norm(r[finite])), float(np.linalg.norm(g[finite]))
-    cosine = float(np.dot(r[finite], g[finite]) / (nr * ng)) if nr > 0 and ng > 0 else (1.0 if nr == ng else 0.0)
+    max_rel, cosine = relative_error(r[finite], g[finite], max_abs), cosine_similarity(r[finite], g[finite])
     top1 = None
     if ref.ndim == 2 and ref.shape[1] > 1:
         top1 = float(np.mean(np.argmax(ref, axis=1) == np.argmax(got, axis=1)))
@@ -60,39 +96,34 @@ def compare(name: str, ref: np.ndarray, got: np.ndarray, atol: float, rtol: floa
     return max_abs, max_rel, cosine, top1, passed, ("NaN/Inf differ" if nonfinite_mismatch else "")
 
 
-def _case_label(arrays: Mapping[str, np.ndarray]) -> str:
-    return ";".join(f"{k}:{'x'.join(map(str, v.shape))}" for k, v in arrays.items())
+def relative_error(r: np.ndarray, g: np.ndarray, max_abs: float) -> float:
+    """The largest absolute error over the largest expected magnitude (0 when both are 0)."""
+    scale = float(np.abs(r).max()) if r.size else 0.0
+    if scale == 0.0:
+        return 0.0 if max_abs == 0.0 else math.inf
+    return max_abs / scale
 
 
-def verification_cases(specs: tuple[TensorSpec, ...], sizes: dict[str, int], sample: Path | None) -> list[dict[str, np.ndarray]]:
-    """The example case; a second size when any dim is dynamic; the user's sample when given."""
-    cases = [example_arrays(specs, sizes, seed=0)]
-    dyn = {d for s in specs for d in s.dynamic_dims}
-    if dyn:
-        other = {d: (sizes.get(d, 1) + 1) for d in dyn}
-        cases.append(example_arrays(specs, {**sizes, **other}, seed=1))
-    if sample is not None:
-        cases.append(load_sample(sample, specs))
-    return cases
+def cosine_similarity(r: np.ndarray, g: np.ndarray) -> float:
+    """Cosine of the two tensors after dividing both by their common largest magnitude: 1 when both are
+    all zeros, 0 when only one is."""
+    scale = max(float(np.abs(r).max()) if r.size else 0.0, float(np.abs(g).max()) if g.size else 0.0)
+    if scale == 0.0:
+        return 1.0
+    rs, gs = r / scale, g / scale
+    nr, ng = float(np.linalg.norm(rs)), float(np.linalg.norm(gs))
+    if nr == 0.0 or ng == 0.0:
+        return 1.0 if nr == ng else 0.0
+    return float(np.clip(np.dot(rs, gs) / (nr * ng), -1.0, 1.0))
 
 
-def load_sample(path: Path, specs: tuple[TensorSpec, ...]) -> dict[str, np.ndarray]:
-    if not path.is_file():
-        raise UsageError(f"--sample {path} does not exist", hint="pass an .npz with one array per model input")
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            data = {k: z[k] for k in z.files}
-    except Exception as err:  # noqa: BLE001 — numpy raises several types for bad files
-        raise UsageError(f"--sample {path} is not a readable .npz", hint="write it with numpy.savez(path, name=array, ...)") from err
-    out = {}
-    for s in specs:
-        if s.name not in data:
-            raise UsageError(f"--sample has no array {s.name!r}", hint=f"it has: {', '.join(data) or 'nothing'}")
-        a = data[s.name]
-        if len(a.shape) != len(s.shape) or any(isinstance(d, int) and d != n for d, n in zip(s.shape, a.shape, strict=True)):
-            raise UsageError(f"--sample array {s.name!r} has shape {a.shape}, the model takes {s.shape_str()}", hint="fix the sample's shape")
-        out[s.name] = a.astype(s.dtype)
-    return out
+def verification_cases(specs: tuple[TensorSpec, ...], sizes: dict[str, int], options: VerifyOptions) -> list[Case]:
+    """The seeded cases (``mobilegen.verify_inputs``) and the user's sample cases after them; with
+    ``--sample-only``, the sample's cases alone."""
+    sample = sample_cases(options.sample, specs) if options.sample is not None else []
+    if options.sample_only:
+        return sample
+    return seeded_cases(specs, sizes, resolve_ranges(options.value_ranges(), specs)) + sample
 
 
 def torch_reference(loaded: LoadedModel) -> Callable[[dict[str, np.ndarray]], list[np.ndarray]]:
@@ -122,7 +153,7 @@ def ort_runner(path: Path, *, basic_only: bool = False) -> Callable[[dict[str, n
     import onnxruntime as ort
 
     so = ort.SessionOptions()
-    so.log_severity_level = 3
+    so.log_severity_level = 4  # failures are reported by mobilegen, with their message; no log line of its own
     if basic_only:
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     session = ort.InferenceSession(str(path), sess_options=so, providers=["CPUExecutionProvider"])
@@ -141,27 +172,122 @@ class Expected:
     cases: tuple[dict[str, np.ndarray], ...]
     outputs: tuple[list[np.ndarray], ...]
     label: str  # what the reference is ("PyTorch", "the source ONNX model ...")
+    origins: tuple[str, ...] = ()  # where each case came from ("seeded, seed 0", "--sample x.npz, case 2 of 5")
+
+
+def reference_subject(label: str) -> str:
+    """``PyTorch`` → "the PyTorch model"; a label that already reads as a noun phrase stays as it is."""
+    return label if label.lower().startswith("the ") else f"the {label} model"
+
+
+_TORCHSCRIPT_TRACE = "The following operation failed in the TorchScript interpreter"
+
+
+def reference_cause(err: BaseException) -> str:
+    """The model's own error, whole: ``IndexError: index out of range in self``. The TorchScript
+    interpreter puts its traceback first and the error last: that last line is taken."""
+    text = str(err)
+    if _TORCHSCRIPT_TRACE in text:
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        return lines[-1].removeprefix("builtins.")
+    line = first_line(err, limit=2000)
+    kind = type(err).__name__
+    return line if line.startswith(kind) else f"{kind}: {line}"
 
 
 def reference_outputs(
-    reference: Callable[[dict[str, np.ndarray]], list[np.ndarray]], onnx_model: OnnxModel, options: VerifyOptions, *, reference_label: str = "pytorch"
+    reference: Callable[[dict[str, np.ndarray]], list[np.ndarray]], onnx_model: OnnxModel, options: VerifyOptions, *, reference_label: str = "PyTorch"
 ) -> Expected:
-    """Run the reference on every case (VerificationError when it fails or disagrees on the output count)."""
-    cases = verification_cases(onnx_model.io.inputs, onnx_model.example_sizes, options.sample)
+    """Run the reference on every case: ReferenceFailedError when it raises, VerificationError when it
+    disagrees with the ONNX model on the number of outputs."""
+    cases = verification_cases(onnx_model.io.inputs, onnx_model.example_sizes, options)
     out_names = [o.name for o in onnx_model.io.outputs]
     outputs = []
-    for arrays in cases:
+    for k, case in enumerate(cases, 1):
+        progress.count("running the reference", k, len(cases))
         try:
-            expected = reference(arrays)
-        except Exception as err:  # noqa: BLE001
-            raise VerificationError(f"the {reference_label} reference failed on inputs {_case_label(arrays)}: {first_line(err)}", hint="check the input shapes (--input/--dynamic)") from err
+            expected = reference(case.arrays)
+        except Exception as err:  # noqa: BLE001 — the model's own code raises anything
+            raise ReferenceFailedError(
+                f"{reference_subject(reference_label)} failed on the verification inputs "
+                f"{describe_inputs(case.arrays)} ({case.origin}): {reference_cause(err)}",
+                hint="this is the model's own error, not the export's: give inputs it accepts (--input shapes and dtypes, "
+                "--range for token ids, class indices and lengths, --sample for real inputs); --debug shows its traceback",
+            ) from err
         if len(expected) != len(out_names):
             raise VerificationError(
-                f"the {reference_label} reference returned {len(expected)} outputs, the ONNX model declares {len(out_names)}",
+                f"{reference_subject(reference_label)} returned {len(expected)} outputs, the ONNX model declares {len(out_names)}",
                 hint="return tensors only (no None or Python numbers) from forward, or name the outputs with --output-name",
             )
         outputs.append(expected)
-    return Expected(tuple(cases), tuple(outputs), reference_label)
+    return Expected(tuple(c.arrays for c in cases), tuple(outputs), reference_label, tuple(c.origin for c in cases))
+
+
+@dataclass(frozen=True)
+class Degenerate:
+    """An output whose reference values make the gate unable to fail: ``reason`` says why, ``short`` is
+    the same for a table's note column."""
+
+    output: str
+    reason: str  # what is degenerate about it
+    consequence: str  # why that matters
+    short: str
+
+
+def degenerate_outputs(expected: Expected, out_names: list[str], atol: float, rtol: float) -> list[Degenerate]:
+    """Floating-point outputs whose reference is non-finite, within ``atol`` of zero everywhere, or the
+    same in every case although the inputs differ. (Integer and bool outputs are compared exactly and
+    not judged: equal class indices or flags in a few cases happen by chance.)"""
+    out = []
+    for j, name in enumerate(out_names):
+        values = [np.asarray(o[j]) for o in expected.outputs]
+        if not values or not all(np.issubdtype(v.dtype, np.floating) for v in values) or sum(v.size for v in values) == 0:
+            continue
+        found = _why_degenerate(values, expected.cases, atol, rtol)
+        if found is not None:
+            out.append(Degenerate(name, *found))
+    return out
+
+
+def _why_degenerate(values: list[np.ndarray], cases: tuple[dict[str, np.ndarray], ...], atol: float, rtol: float) -> tuple[str, str, str] | None:
+    n = len(values)
+    bad = sum(int(np.count_nonzero(~np.isfinite(v))) for v in values)
+    if bad:
+        total = sum(v.size for v in values)
+        return f"{bad} of its {total} reference values are NaN or Inf", "the gate can only match those values, not measure an error on them", "NaN/Inf"
+    largest = max(float(np.abs(v).max()) for v in values if v.size)
+    if largest <= atol:
+        return (
+            f"every reference value is within atol={atol:g} of zero (largest |value| {largest:.3g} over {n} case{'s' if n != 1 else ''})",
+            "an export that returns zeros would pass as well",
+            "all |values| ≤ atol",
+        )
+    pairs = [
+        (i, k) for i in range(n) for k in range(i) if values[i].shape == values[k].shape and not _same_inputs(cases[i], cases[k])
+    ]
+    if pairs and all(bool(np.all(np.abs(values[i] - values[k]) <= atol + rtol * np.abs(values[k]))) for i, k in pairs):
+        return (
+            f"its reference is the same in all {n} cases although their inputs differ",
+            "an export that ignores its inputs would pass as well",
+            "same in every case",
+        )
+    return None
+
+
+def _same_inputs(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
+    return a.keys() == b.keys() and all(a[k].shape == b[k].shape and np.array_equal(a[k], b[k]) for k in a)
+
+
+DEGENERATE_HINT = (
+    "a random-init model (e.g. BatchNorm with untrained running statistics gives outputs around 1e-22) makes every export "
+    "pass: verify the trained weights, or inputs that exercise the model (--range, --sample); "
+    "pass --allow-degenerate to accept it knowingly"
+)
+
+
+def degenerate_notice(d: Degenerate) -> str:
+    """What a build with ``--allow-degenerate`` says about an accepted output (report, README, JSON)."""
+    return f"output {d.output!r} was not verified: {d.reason}, so {d.consequence}; accepted with --allow-degenerate — check it with real inputs"
 
 
 def verify(
@@ -171,12 +297,12 @@ def verify(
     options: VerifyOptions,
     golden_dir: Path | None = None,
     *,
-    reference_label: str = "pytorch",
+    reference_label: str = "PyTorch",
 ) -> VerificationReport:
     """Compare every artifact with the reference (a callable, or its outputs already computed) on every
-    case; raise VerificationError listing every failure."""
+    case; raise VerificationError listing every failure (outputs that differ, and outputs whose
+    reference is degenerate unless ``options.allow_degenerate``)."""
     out_names = [o.name for o in onnx_model.io.outputs]
-    rows: list[VerifyRow] = []
     runners: dict[str, Callable[[dict[str, np.ndarray]], list[np.ndarray]]] = {}
     for label, path in artifacts.items():
         try:
@@ -185,24 +311,12 @@ def verify(
             raise VerificationError(f"onnxruntime cannot load the {label} artifact: {first_line(err)}", hint="rerun with --debug") from err
     if not isinstance(reference, Expected):
         reference = reference_outputs(reference, onnx_model, options, reference_label=reference_label)
-    reference_label = reference.label
-    golden: list[GoldenCase] = []
-    for arrays, expected in zip(reference.cases, reference.outputs, strict=True):
-        golden.append(GoldenCase(dict(arrays), dict(zip(out_names, expected, strict=True))))
-        for label, run in runners.items():
-            try:
-                got = run(arrays)
-            except Exception as err:  # noqa: BLE001
-                rows.append(VerifyRow(label, _case_label(arrays), "*", math.inf, math.inf, 0.0, None, False, f"run failed: {first_line(err, 200)}"))
-                continue
-            if len(got) != len(expected):
-                rows.append(VerifyRow(label, _case_label(arrays), "*", math.inf, math.inf, 0.0, None, False, f"{len(got)} outputs, expected {len(expected)}"))
-                continue
-            for name, e, g in zip(out_names, expected, got, strict=True):
-                ma, mr, cos, top1, ok, note = compare(name, e, g, options.atol, options.rtol)
-                rows.append(VerifyRow(label, _case_label(arrays), name, ma, mr, cos, top1, ok, note))
+    degenerate = degenerate_outputs(reference, out_names, options.atol, options.rtol)
+    accepted = {d.output: f"degenerate reference ({d.short}), accepted with --allow-degenerate" for d in degenerate if options.allow_degenerate}
+    rows = _rows(reference, runners, out_names, options, accepted)
+    golden = [GoldenCase(dict(arrays), dict(zip(out_names, expected, strict=True))) for arrays, expected in zip(reference.cases, reference.outputs, strict=True)]
     npz = mgv = None
-    if golden_dir is not None:
+    if golden_dir is not None and golden:
         golden_dir.mkdir(parents=True, exist_ok=True)
         npz = golden_dir / "golden.npz"
         mgv = golden_dir / "golden.mgv"
@@ -210,20 +324,65 @@ def verify(
         mgv.write_bytes(encode_mgv(golden[0]))
         for i, case in enumerate(golden[1:], start=1):
             write_npz(golden_dir / f"golden_case{i}.npz", case)
-    report = VerificationReport(rows=tuple(rows), atol=options.atol, rtol=options.rtol, golden_npz=npz, golden_mgv=mgv)
-    failing = [r for r in rows if not r.passed]
-    if failing:
-        failure = VerificationError(
-            f"{len(failing)} of {len(rows)} output checks differ from {reference_label} beyond atol={options.atol:g} rtol={options.rtol:g}",
-            hint="inspect the table; loosen --atol/--rtol only if the error is expected (e.g. fp16)"
-            + ("" if onnx_model.exporter == "passthrough" else ", or try another --opset"),
-            details=[
-                f"{r.artifact:5} {r.case:24} {r.output:20} max_abs={r.max_abs:.3g} max_rel={r.max_rel:.3g} cos={r.cosine:.6f}"
-                + (f" top1={r.top1:.2f}" if r.top1 is not None else "")
-                + (f" ({r.note})" if r.note else "")
-                for r in failing
-            ],
-        )
+    notices = tuple(degenerate_notice(d) for d in degenerate) if options.allow_degenerate else ()
+    report = VerificationReport(rows=tuple(rows), atol=options.atol, rtol=options.rtol, golden_npz=npz, golden_mgv=mgv, notices=notices)
+    failure = _failure(rows, [] if options.allow_degenerate else degenerate, reference.label, options, passthrough=onnx_model.exporter == "passthrough")
+    if failure is not None:
         failure.report = report  # type: ignore[attr-defined]
         raise failure
     return report
+
+
+def _rows(
+    reference: Expected,
+    runners: Mapping[str, Callable[[dict[str, np.ndarray]], list[np.ndarray]]],
+    out_names: list[str],
+    options: VerifyOptions,
+    accepted: Mapping[str, str],
+) -> list[VerifyRow]:
+    rows: list[VerifyRow] = []
+    labels = case_labels([Case(arrays, "") for arrays in reference.cases])
+    for k, (case, arrays, expected) in enumerate(zip(labels, reference.cases, reference.outputs, strict=True), 1):
+        progress.count("verifying", k, len(reference.cases))
+        for label, run in runners.items():
+            try:
+                got = run(arrays)
+            except Exception as err:  # noqa: BLE001
+                rows.append(VerifyRow(label, case, "*", math.inf, math.inf, 0.0, None, False, f"run failed: {first_line(err, 200)}"))
+                continue
+            if len(got) != len(expected):
+                rows.append(VerifyRow(label, case, "*", math.inf, math.inf, 0.0, None, False, f"{len(got)} outputs, expected {len(expected)}"))
+                continue
+            for name, e, g in zip(out_names, expected, got, strict=True):
+                ma, mr, cos, top1, ok, note = compare(name, e, g, options.atol, options.rtol)
+                note = "; ".join(n for n in (note, accepted.get(name, "")) if n)
+                rows.append(VerifyRow(label, case, name, ma, mr, cos, top1, ok, note))
+    return rows
+
+
+def _failure(rows: list[VerifyRow], degenerate: list[Degenerate], reference_label: str, options: VerifyOptions, *, passthrough: bool) -> VerificationError | None:
+    """One error for everything that failed: outputs that differ first, then degenerate references."""
+    failing = [r for r in rows if not r.passed]
+    lines = [
+        f"{r.artifact:5} {r.case:24} {r.output:20} max_abs={r.max_abs:.3g} max_rel={r.max_rel:.3g} cos={r.cosine:.6f}"
+        + (f" top1={r.top1:.2f}" if r.top1 is not None else "")
+        + (f" ({r.note})" if r.note else "")
+        for r in failing
+    ] + [f"{d.output}: degenerate reference — {d.reason}, so {d.consequence}" for d in degenerate]
+    subject = reference_subject(reference_label)
+    if failing:
+        return VerificationError(
+            f"{len(failing)} of {len(rows)} output checks differ from {reference_label} beyond atol={options.atol:g} rtol={options.rtol:g}"
+            + (f"; {len(degenerate)} output(s) of {subject} are degenerate" if degenerate else ""),
+            hint="inspect the table; loosen --atol/--rtol only if the error is expected (e.g. fp16)" + ("" if passthrough else ", or try another --opset"),
+            details=lines,
+        )
+    if degenerate:
+        first = degenerate[0]
+        more = f" (and {len(degenerate) - 1} more output(s), listed below)" if len(degenerate) > 1 else ""
+        return VerificationError(
+            f"verification is inconclusive: output {first.output!r} of {subject} is degenerate — {first.reason}, so {first.consequence}{more}",
+            hint=DEGENERATE_HINT,
+            details=lines if len(degenerate) > 1 else [],
+        )
+    return None

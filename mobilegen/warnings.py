@@ -70,7 +70,7 @@ def export_notices(loaded: LoadedModel, onnx_model: OnnxModel, *, output_names_g
             Notice(
                 "output-names",
                 "warning",
-                f"output names come from the exporter ({names}) and name the wrappers' properties; choose them with --output-name",
+                f"output names come from the exporter ({names}) and name the wrappers' properties; to choose them, re-run mobilegen with --output-name",
             )
         )
     if onnx_model.fallback_reason and onnx_model.exporter == "torchscript" and loaded.kind != "torchscript":
@@ -81,7 +81,7 @@ def export_notices(loaded: LoadedModel, onnx_model: OnnxModel, *, output_names_g
 def dims_fixed_text(fixed: Mapping[str, int]) -> str:
     """The note ``fix_dynamic_dims`` leaves on the model (dim name → the size it was fixed to)."""
     dims = ", ".join(f"{d}={n}" for d, n in fixed.items())
-    return f"dynamic dims fixed for NNAPI (which takes no symbolic dims): {dims}; pass --keep-dynamic to keep them"
+    return f"dynamic dims fixed for NNAPI (which takes no symbolic dims): {dims}; to keep them, re-run mobilegen with --keep-dynamic"
 
 
 def dims_fixed(note: str, *, shipped_by: Sequence[str] = ()) -> Notice:

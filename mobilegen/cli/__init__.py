@@ -8,18 +8,18 @@ from __future__ import annotations
 
 import functools
 import importlib
-import json
 import sys
-import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
 from mobilegen import __version__, signals
-from mobilegen.errors import InternalError, MobilegenError
+from mobilegen.cli.clickext import LazyTyper
 
-app = typer.Typer(
+# json, traceback, rich and mobilegen.errors are imported where they are used: `mobilegen --help` needs none.
+app = LazyTyper(
     name="mobilegen",
     help="Turn a trained PyTorch model into verified Android and iOS projects on ONNX Runtime Mobile.",
     no_args_is_help=True,
@@ -28,13 +28,22 @@ app = typer.Typer(
     # Plain help: Typer's rich help formatter imports rich.markdown and markdown-it (~170 ms) for every
     # --help; the text is the same.
     rich_markup_mode=None,
+    # Help fills a wide terminal up to 120 columns (Click stops at 80 however wide it is).
+    context_settings={"max_content_width": 120},
 )
 
 # Modules that register commands on `app` (each owns one command family).
-COMMAND_MODULES = ("core", "build", "package_cmds", "check")
+COMMAND_MODULES = ("core", "build", "package_cmds", "check", "fix")
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from mobilegen.errors import MobilegenError
+    from mobilegen.progress import Reporter
+
+# Off a terminal rich would fit tables into 80 columns and split cells across lines; logs and pipes
+# get every value whole on its line instead.
+_UNBOUNDED_WIDTH = 100_000
 
 
 @functools.cache
@@ -42,7 +51,32 @@ def err_console() -> Console:
     """The console on stderr, made on first use (importing rich costs ~50 ms that --help does not need)."""
     from rich.console import Console
 
-    return Console(stderr=True, highlight=False, soft_wrap=True)
+    width = None if _isatty(sys.stderr) else _UNBOUNDED_WIDTH
+    return Console(stderr=True, highlight=False, soft_wrap=True, width=width)
+
+
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # replaced or closed stream
+        return False
+
+
+def progress_reporter(json_out: bool) -> Reporter | None:
+    """Stage status lines on stderr: only on a terminal, and never with --json."""
+    if json_out or not _isatty(sys.stderr):
+        return None
+    from mobilegen.progress import Reporter
+
+    return Reporter(sys.stderr)
+
+
+@contextmanager
+def _progress(json_out: bool) -> Iterator[None]:
+    from mobilegen import progress
+
+    with progress.reporting(progress_reporter(json_out)):
+        yield
 
 
 def _version_callback(value: bool) -> None:
@@ -53,14 +87,24 @@ def _version_callback(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     version: bool = typer.Option(
         False, "--version", callback=_version_callback, is_eager=True, help="Print the version and exit."
     ),
 ) -> None:
     """mobilegen: model in, verified mobile projects out."""
+    from mobilegen.cli.config import attach  # every command takes --config FILE / reads ./mobilegen.toml
+
+    attach(ctx)
 
 
 def emit_json(payload: Any) -> None:
+    import json
+
+    from mobilegen.cli.config import used_file
+
+    if isinstance(payload, dict) and (config := used_file()) is not None:
+        payload = {**payload, "config": config}  # which mobilegen.toml / --config file was applied
     sys.stdout.write(json.dumps(payload, indent=2, sort_keys=False, default=str) + "\n")
     sys.stdout.flush()
 
@@ -78,8 +122,11 @@ def run_command(
     A result may carry a gate failure: ``human``/``to_json`` are still rendered first, then the error
     (e.g. coverage gates print the table *and* exit 7).
     """
+    from mobilegen.errors import InternalError, MobilegenError
+
     try:
-        result = action()
+        with _progress(json_out):
+            result = action()
         gate = getattr(result, "gate_error", None)
         if json_out:
             payload = to_json(result)
@@ -103,6 +150,8 @@ def run_command(
             hint="this is a bug in mobilegen; rerun with --debug and report the traceback",
         )
         if debug:
+            import traceback
+
             traceback.print_exc(file=sys.stderr)
         _report_error(wrapped, json_out=json_out, debug=False)
         raise typer.Exit(1) from None
@@ -130,15 +179,22 @@ def _say_interrupted() -> None:
 
 def _report_error(err: MobilegenError, *, json_out: bool, debug: bool) -> None:
     if debug and err.__cause__ is not None:
+        import traceback
+
         traceback.print_exception(err.__cause__, file=sys.stderr)
     if json_out:
         emit_json(err.to_dict())
     # One line on stderr always (CI logs read stderr even with --json).
-    err_console().print(f"[bold red]error:[/bold red] {_escape(err.one_line())}")
+    print_error(err.one_line())
     if all(line in err.message for line in err.details):
         return  # details that only repeat the summary stay out: one line is the rule
     for line in err.details:
         err_console().print(f"  {_escape(line)}")
+
+
+def print_error(line: str) -> None:
+    """The one ``error:`` line on stderr, for mobilegen's errors and Click's usage errors alike."""
+    err_console().print(f"[bold red]error:[/bold red] {_escape(line)}")
 
 
 def _escape(text: str) -> str:
@@ -148,24 +204,10 @@ def _escape(text: str) -> str:
 
 
 def main() -> None:
-    """Console entry point: one line for usage errors (unknown flag, missing argument), exit codes kept."""
+    """Console entry point: exit codes kept, signals handled (usage errors are one line: ``clickext``)."""
     signals.install()
-    try:  # recent Typer vendors its own copy of click
-        from typer._click import exceptions as click_exc  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:  # pragma: no cover — Typer releases that use click itself
-        from click import exceptions as click_exc  # type: ignore[no-redef]
-    no_args_help = getattr(click_exc, "NoArgsIsHelpError", ())
-
     try:
         rv = app(prog_name="mobilegen", standalone_mode=False)
-    except no_args_help as err:  # `mobilegen` alone: the help text, as Typer shows it
-        err.show()
-        signals.quiet_exit(2)
-    except click_exc.UsageError as err:
-        where = f"mobilegen {err.ctx.info_name} --help" if err.ctx is not None and err.ctx.parent is not None else "mobilegen --help"
-        where = where.replace("mobilegen mobilegen", "mobilegen")
-        err_console().print(f"[bold red]error:[/bold red] {_escape(err.format_message())} — see '{where}'")
-        signals.quiet_exit(2)
     except (typer.Abort, KeyboardInterrupt):  # Ctrl-C outside a command's action
         _say_interrupted()
         signals.quiet_exit(signals.exit_code())

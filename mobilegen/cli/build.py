@@ -9,7 +9,10 @@ import typer
 
 from mobilegen.cli import app, run_command
 from mobilegen.cli.options import (
+    AllowDegenerateOpt,
+    ApproximateOpt,
     AtolOpt,
+    ConstOpt,
     DebugOpt,
     DynamicOpt,
     ForceOpt,
@@ -19,40 +22,55 @@ from mobilegen.cli.options import (
     ModelClassOpt,
     ModelKwargsOpt,
     NameOpt,
+    NoFixOpt,
     OpsetOpt,
     OrtVersionOpt,
     OutputNameOpt,
+    RangeOpt,
     RtolOpt,
+    SampleOnlyOpt,
     SampleOpt,
     TrustPickleOpt,
     model_options,
+    verify_options,
 )
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-OutOpt = Annotated[Path | None, typer.Option("--output", "-o", help="Output folder (default: ./<model>-mobile).")]
+
+def _out_opt(command: str) -> Any:
+    """``-o``; each command has its own default folder, so `android` then `ios` on one model keep both."""
+    return typer.Option("--output", "-o", metavar="DIR", help=f"Output folder (default: ./MODEL-{command}, named after the model file).")
+
+
+AndroidOutOpt = Annotated[Path | None, _out_opt("android")]
+IosOutOpt = Annotated[Path | None, _out_opt("ios")]
+PackageOutOpt = Annotated[Path | None, _out_opt("package")]
 NnapiOpt = Annotated[bool, typer.Option("--nnapi", help="Set up the NNAPI EP (Android ≥ 8.1) with CPU fallback; fixes dynamic dims unless --keep-dynamic.")]
-NnapiFlagsOpt = Annotated[str | None, typer.Option("--nnapi-flags", help="Comma list of NNAPI flags: fp16, nchw, cpu-disabled, cpu-only.")]
+NnapiFlagsOpt = Annotated[str | None, typer.Option("--nnapi-flags", metavar="FLAGS", help="Comma list of NNAPI flags: fp16, nchw, cpu-disabled, cpu-only.")]
 XnnpackOpt = Annotated[bool, typer.Option("--xnnpack", help="Add the XNNPACK EP (before the CPU fallback).")]
-PackageOpt = Annotated[str | None, typer.Option("--package", help="Kotlin package of the generated code, e.g. com.example.vision.")]
+PackageOpt = Annotated[str | None, typer.Option("--package", metavar="NAME", help="Kotlin package of the generated code, e.g. com.example.vision.")]
 KeepDynamicOpt = Annotated[bool, typer.Option("--keep-dynamic", help="With --nnapi, keep dynamic dims (NNAPI then takes no node with a symbolic dim).")]
-AndroidApiOpt = Annotated[int | None, typer.Option("--android-api", help="Android API level the NNAPI analysis targets.")]
+AndroidApiOpt = Annotated[int | None, typer.Option("--android-api", metavar="LEVEL", help="Android API level the NNAPI analysis targets.")]
 CoremlOpt = Annotated[bool, typer.Option("--coreml", help="Set up the CoreML EP with CPU fallback.")]
 CoremlFormatOpt = Annotated[
     str,
     typer.Option(
         "--coreml-format",
+        metavar="FORMAT",
         help="mlprogram (default: ORT's MLProgram builders cover LayerNorm, GELU, Erf, Where, ConvTranspose... that NeuralNetwork lacks; iOS 15+) or neuralnetwork.",
     ),
 ]
-ComputeUnitsOpt = Annotated[str, typer.Option("--compute-units", help="CoreML compute units: all, cpu-and-ne, cpu-and-gpu, cpu-only.")]
+ComputeUnitsOpt = Annotated[str, typer.Option("--compute-units", metavar="UNITS", help="CoreML compute units: all, cpu-and-ne, cpu-and-gpu, cpu-only.")]
 ZipOpt = Annotated[bool, typer.Option("--zip", help="Also write OUT.zip (deterministic).")]
-StyleOpt = Annotated[str, typer.Option("--optimization-style", help="ORT-format optimization style: runtime (default) or fixed.")]
+StyleOpt = Annotated[str, typer.Option("--optimization-style", metavar="STYLE", help="ORT-format optimization style: runtime (default) or fixed.")]
 
 
-def _default_out(model: Path) -> Path:
-    return Path(f"{model.stem}-mobile")
+def default_out(model: Path, command: str) -> Path:
+    """``./MODEL-android``, ``./MODEL-ios``, ``./MODEL-package``: one folder per command, so the README's
+    quick start (``android`` then ``ios`` on one model) keeps both results."""
+    return Path(f"{model.stem}-{command}")
 
 
 def _nnapi_flags(text: str | None) -> tuple[str, ...]:
@@ -61,7 +79,7 @@ def _nnapi_flags(text: str | None) -> tuple[str, ...]:
 
 def _build(
     model: Path,
-    out: Path | None,
+    out: Path,
     mopts: Any,
     *,
     targets: dict[str, Any],
@@ -72,18 +90,24 @@ def _build(
     style: str,
     force: bool,
     zip_out: bool,
+    no_fix: bool = False,
+    approximate: list[str] | None = None,
+    ranges: list[str] | None = None,
+    sample_only: bool = False,
+    allow_degenerate: bool = False,
 ) -> Any:
     from mobilegen.pipeline import BuildOptions, build
-    from mobilegen.verify import VerifyOptions
 
     return build(
         BuildOptions(
             model=model,
-            out=out or _default_out(model),
+            out=out,
             targets=targets,
             model_opts=mopts,
-            verify=VerifyOptions(atol=atol, rtol=rtol, sample=sample),
+            verify=verify_options(atol, rtol, sample, ranges, sample_only, allow_degenerate),
             keep_dynamic=keep_dynamic,
+            fix=not no_fix,
+            approximate=tuple(approximate or ()),
             style=style,
             force=force,
             zip=zip_out,
@@ -115,6 +139,7 @@ def _human_build(r: Any, console: Console) -> None:
             colour = {"yes": "green", "maybe": "yellow"}.get(rep.verdict, "red")
             t.add_row(esc(rep.label), f"{rep.supported_nodes}/{rep.total_nodes}", str(len(rep.partitions)), f"[{colour}]{rep.verdict}[/{colour}]", esc(refused))
         console.print(t)
+    _human_fixes(r, console)
     from mobilegen.warnings import build_notices
 
     for w in build_notices(r.warnings):
@@ -123,7 +148,22 @@ def _human_build(r: Any, console: Console) -> None:
     console.print(f"report: {esc(str(r.out_dir))}/report/report.html")
 
 
+def _human_fixes(r: Any, console: Console) -> None:
+    """The graph passes each provider's model got, with its coverage before them; the per-target models."""
+    from rich.markup import escape as esc
+
+    from mobilegen.report.facts import fixes_text
+
+    for rep in r.coverage:
+        text = fixes_text(r, rep)
+        if text:
+            console.print(f"graph passes for {esc(rep.label)}: {esc(text)}")
+    if r.per_target:
+        console.print("models: " + ", ".join(f"{esc(m.ort_file)} ({esc(' and '.join(m.targets))})" for m in r.shipped))
+
+
 def _json_build(r: Any) -> dict[str, Any]:
+    from mobilegen.report.facts import fix_fields
     from mobilegen.warnings import build_notices, texts
 
     return {
@@ -142,8 +182,19 @@ def _json_build(r: Any) -> dict[str, Any]:
         "io": r.onnx.io.to_dict(),
         "verification": r.verification.to_dict(),
         "runtimes": r.runtimes,
+        "models": [
+            {
+                "targets": list(m.targets),
+                "onnx": str(m.onnx.path),
+                "ort": str(m.converted().path),
+                "required_operators": str(m.converted().config_path),
+                "fixes": [f.to_dict() for f in m.fixes],
+            }
+            for m in r.shipped
+        ],
         "coverage": [
-            {k: v for k, v in rep.to_dict().items() if k != "nodes"} | {"supported_percent": round(rep.percent, 1)} for rep in r.coverage
+            {k: v for k, v in rep.to_dict().items() if k != "nodes"} | {"supported_percent": round(rep.percent, 1)} | fix_fields(r, rep)
+            for rep in r.coverage
         ],
         "warnings": texts(build_notices(r.warnings)),
     }
@@ -152,9 +203,10 @@ def _json_build(r: Any) -> dict[str, Any]:
 @app.command()
 def android(
     model: ModelArg,
-    output: OutOpt = None,
+    output: AndroidOutOpt = None,
     input: InputOpt = None,
     dynamic: DynamicOpt = None,
+    const: ConstOpt = None,
     opset: OpsetOpt = None,
     output_name: OutputNameOpt = None,
     nnapi: NnapiOpt = False,
@@ -165,9 +217,14 @@ def android(
     ort_version: OrtVersionOpt = None,
     keep_dynamic: KeepDynamicOpt = False,
     android_api: AndroidApiOpt = None,
+    no_fix: NoFixOpt = False,
+    approximate: ApproximateOpt = None,
     atol: AtolOpt = 1e-4,
     rtol: RtolOpt = 1e-3,
     sample: SampleOpt = None,
+    sample_only: SampleOnlyOpt = False,
+    range_: RangeOpt = None,
+    allow_degenerate: AllowDegenerateOpt = False,
     style: StyleOpt = "runtime",
     trust_pickle: TrustPickleOpt = False,
     model_class: ModelClassOpt = None,
@@ -184,9 +241,10 @@ def android(
 
         a = AndroidOptions(nnapi=nnapi, nnapi_flags=_nnapi_flags(nnapi_flags), xnnpack=xnnpack, package=package, class_name=name,
                              ort_version=ort_version, android_api=android_api)
-        mopts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs)
-        return _build(model, output, mopts, targets={"android": a}, atol=atol, rtol=rtol, sample=sample, keep_dynamic=keep_dynamic,
-                      style=style, force=force, zip_out=zip_out)
+        mopts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs, consts=const)
+        return _build(model, output or default_out(model, "android"), mopts, targets={"android": a}, atol=atol, rtol=rtol, sample=sample, keep_dynamic=keep_dynamic,
+                      style=style, force=force, zip_out=zip_out, no_fix=no_fix, approximate=approximate,
+                      ranges=range_, sample_only=sample_only, allow_degenerate=allow_degenerate)
 
     run_command(action, json_out=json_out, debug=debug, human=_human_build, to_json=_json_build)
 
@@ -194,9 +252,10 @@ def android(
 @app.command()
 def ios(
     model: ModelArg,
-    output: OutOpt = None,
+    output: IosOutOpt = None,
     input: InputOpt = None,
     dynamic: DynamicOpt = None,
+    const: ConstOpt = None,
     opset: OpsetOpt = None,
     output_name: OutputNameOpt = None,
     coreml: CoremlOpt = False,
@@ -204,9 +263,14 @@ def ios(
     compute_units: ComputeUnitsOpt = "all",
     name: NameOpt = None,
     ort_version: OrtVersionOpt = None,
+    no_fix: NoFixOpt = False,
+    approximate: ApproximateOpt = None,
     atol: AtolOpt = 1e-4,
     rtol: RtolOpt = 1e-3,
     sample: SampleOpt = None,
+    sample_only: SampleOnlyOpt = False,
+    range_: RangeOpt = None,
+    allow_degenerate: AllowDegenerateOpt = False,
     style: StyleOpt = "runtime",
     trust_pickle: TrustPickleOpt = False,
     model_class: ModelClassOpt = None,
@@ -222,9 +286,10 @@ def ios(
         from mobilegen.ios import IosOptions
 
         i = IosOptions(coreml=coreml, coreml_format=coreml_format, compute_units=compute_units, class_name=name, ort_version=ort_version)
-        mopts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs)
-        return _build(model, output, mopts, targets={"ios": i}, atol=atol, rtol=rtol, sample=sample, keep_dynamic=True,
-                      style=style, force=force, zip_out=zip_out)
+        mopts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs, consts=const)
+        return _build(model, output or default_out(model, "ios"), mopts, targets={"ios": i}, atol=atol, rtol=rtol, sample=sample, keep_dynamic=True,
+                      style=style, force=force, zip_out=zip_out, no_fix=no_fix, approximate=approximate,
+                      ranges=range_, sample_only=sample_only, allow_degenerate=allow_degenerate)
 
     run_command(action, json_out=json_out, debug=debug, human=_human_build, to_json=_json_build)
 
@@ -234,9 +299,10 @@ def package(
     model: ModelArg,
     android_: Annotated[bool, typer.Option("--android", help="Include the Android project.")] = False,
     ios_: Annotated[bool, typer.Option("--ios", help="Include the iOS Swift Package.")] = False,
-    output: OutOpt = None,
+    output: PackageOutOpt = None,
     input: InputOpt = None,
     dynamic: DynamicOpt = None,
+    const: ConstOpt = None,
     opset: OpsetOpt = None,
     output_name: OutputNameOpt = None,
     nnapi: NnapiOpt = False,
@@ -247,13 +313,18 @@ def package(
     coreml_format: CoremlFormatOpt = "mlprogram",
     compute_units: ComputeUnitsOpt = "all",
     name: NameOpt = None,
-    android_ort_version: Annotated[str | None, typer.Option("--android-ort-version", help="Pin another published onnxruntime-android version.")] = None,
-    ios_ort_version: Annotated[str | None, typer.Option("--ios-ort-version", help="Pin another published ORT Swift package version.")] = None,
+    android_ort_version: Annotated[str | None, typer.Option("--android-ort-version", metavar="VERSION", help="Pin another published onnxruntime-android version.")] = None,
+    ios_ort_version: Annotated[str | None, typer.Option("--ios-ort-version", metavar="VERSION", help="Pin another published ORT Swift package version.")] = None,
     keep_dynamic: KeepDynamicOpt = False,
     android_api: AndroidApiOpt = None,
+    no_fix: NoFixOpt = False,
+    approximate: ApproximateOpt = None,
     atol: AtolOpt = 1e-4,
     rtol: RtolOpt = 1e-3,
     sample: SampleOpt = None,
+    sample_only: SampleOnlyOpt = False,
+    range_: RangeOpt = None,
+    allow_degenerate: AllowDegenerateOpt = False,
     style: StyleOpt = "runtime",
     trust_pickle: TrustPickleOpt = False,
     model_class: ModelClassOpt = None,
@@ -284,8 +355,9 @@ def package(
             chosen["ios"] = IosOptions(coreml=coreml, coreml_format=coreml_format, compute_units=compute_units, class_name=name, ort_version=ios_ort_version)
         elif coreml:
             raise UsageError("--coreml needs --ios", hint="add --ios")
-        mopts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs)
-        return _build(model, output, mopts, targets=chosen, atol=atol, rtol=rtol, sample=sample, keep_dynamic=keep_dynamic,
-                      style=style, force=force, zip_out=zip_out)
+        mopts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs, consts=const)
+        return _build(model, output or default_out(model, "package"), mopts, targets=chosen, atol=atol, rtol=rtol, sample=sample, keep_dynamic=keep_dynamic,
+                      style=style, force=force, zip_out=zip_out, no_fix=no_fix, approximate=approximate,
+                      ranges=range_, sample_only=sample_only, allow_degenerate=allow_degenerate)
 
     run_command(action, json_out=json_out, debug=debug, human=_human_build, to_json=_json_build)

@@ -9,11 +9,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from typer.core import TyperCommand, TyperOption
+from typer.core import TyperOption
 
-from mobilegen import providers
 from mobilegen.cli import app, run_command
+from mobilegen.cli.clickext import MobilegenCommand
 from mobilegen.cli.options import (
+    ConstOpt,
     DebugOpt,
     DynamicOpt,
     InputOpt,
@@ -25,13 +26,13 @@ from mobilegen.cli.options import (
     TrustPickleOpt,
     model_options,
 )
-from mobilegen.providers import Setting, SettingValue
 
 if TYPE_CHECKING:
     from rich.console import Console
     from typer._click import Context, HelpFormatter
 
     from mobilegen.checking import CheckResult
+    from mobilegen.providers import Setting, SettingValue
 
 
 def _human(result: CheckResult, console: Console) -> None:
@@ -64,6 +65,8 @@ def _human(result: CheckResult, console: Console) -> None:
 
 def _declared(name: str) -> Setting | None:
     """The first registered provider's setting called ``name`` (the flag's help and defaults)."""
+    from mobilegen import providers
+
     return next((s for p in providers.all_providers() if (s := p.setting(name)) is not None), None)
 
 
@@ -77,10 +80,13 @@ def _flag_help(setting: Setting) -> str:
     return f"{setting.help}."
 
 
-class _CheckCommand(TyperCommand):
-    """Fills the help of ``--ep`` and of the provider flags from the registry when the help is shown."""
+class _CheckCommand(MobilegenCommand):
+    """Fills the help of ``--ep`` and of the provider flags from the registry when the help is shown (a
+    missing ``--ep`` names the choices: ``MobilegenCommand``)."""
 
     def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
+        from mobilegen import providers
+
         for param in self.params:
             if not isinstance(param, TyperOption) or param.name is None:
                 continue
@@ -96,9 +102,9 @@ class _CheckCommand(TyperCommand):
 @app.command("check", cls=_CheckCommand)
 def check(
     model: ModelArg,
-    ep: Annotated[list[str], typer.Option("--ep", help="Execution provider (a name in the provider registry). Repeatable.")],
-    coreml_format: Annotated[str | None, typer.Option("--coreml-format", help="CoreML model format.")] = None,
-    android_api: Annotated[int | None, typer.Option("--android-api", help="Android API level the NNAPI rules assume.")] = None,
+    ep: Annotated[list[str], typer.Option("--ep", metavar="EP", help="Execution provider (a name in the provider registry). Repeatable.")],
+    coreml_format: Annotated[str | None, typer.Option("--coreml-format", metavar="FORMAT", help="CoreML model format.")] = None,
+    android_api: Annotated[int | None, typer.Option("--android-api", metavar="LEVEL", help="Android API level the NNAPI rules assume.")] = None,
     require_static_shapes: Annotated[
         bool, typer.Option("--require-static-shapes", help="CoreML: refuse nodes with symbolic dims (RequireStaticInputShapes).")
     ] = False,
@@ -110,6 +116,7 @@ def check(
     ] = None,
     inputs: InputOpt = None,
     dynamic: DynamicOpt = None,
+    const: ConstOpt = None,
     opset: OpsetOpt = None,
     trust_pickle: TrustPickleOpt = False,
     model_class: ModelClassOpt = None,
@@ -128,6 +135,6 @@ def check(
             "require_static_shapes": require_static_shapes,
         }
         opts = CheckOptions(eps=tuple(ep), settings=settings, fail_under=fail_under, max_partitions=max_partitions)
-        return check(model, opts, model_options(inputs, dynamic, opset, None, trust_pickle, model_class, model_kwargs))
+        return check(model, opts, model_options(inputs, dynamic, opset, None, trust_pickle, model_class, model_kwargs, consts=const))
 
     run_command(action, json_out=json_out, debug=debug, human=_human, to_json=lambda r: r.to_dict())

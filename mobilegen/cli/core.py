@@ -9,7 +9,9 @@ import typer
 
 from mobilegen.cli import app, run_command
 from mobilegen.cli.options import (
+    AllowDegenerateOpt,
     AtolOpt,
+    ConstOpt,
     DebugOpt,
     DynamicOpt,
     ForceOpt,
@@ -20,10 +22,13 @@ from mobilegen.cli.options import (
     ModelKwargsOpt,
     OpsetOpt,
     OutputNameOpt,
+    RangeOpt,
     RtolOpt,
+    SampleOnlyOpt,
     SampleOpt,
     TrustPickleOpt,
     model_options,
+    verify_options,
 )
 
 
@@ -39,8 +44,8 @@ def _human_inspect(r: Inspection, console: Console) -> None:
     console.print(t)
     if r.opset:
         console.print("opset: " + ", ".join(f"{k} {v}" for k, v in r.opset.items()))
-    if r.parameters is not None:
-        console.print(f"parameters: {r.parameters:,} ({(r.parameter_bytes or 0) / 1e6:.2f} MB)")
+    for line in r.parameter_lines():
+        console.print(esc(line))
     if r.ort_format_version is not None:
         console.print(f"ORT format version: {r.ort_format_version}")
     if r.op_histogram:
@@ -61,6 +66,7 @@ def inspect(
     model: ModelArg,
     input: InputOpt = None,
     dynamic: DynamicOpt = None,
+    const: ConstOpt = None,
     opset: OpsetOpt = None,
     trust_pickle: TrustPickleOpt = False,
     model_class: ModelClassOpt = None,
@@ -73,7 +79,7 @@ def inspect(
     def action() -> Inspection:
         from mobilegen.inspection import inspect_model
 
-        return inspect_model(model, model_options(input, dynamic, opset, None, trust_pickle, model_class, model_kwargs))
+        return inspect_model(model, model_options(input, dynamic, opset, None, trust_pickle, model_class, model_kwargs, consts=const))
 
     run_command(action, json_out=json_out, debug=debug, human=_human_inspect, to_json=lambda r: r.to_dict())
 
@@ -108,9 +114,10 @@ def _print_verification(v: dict[str, Any], console: Console) -> None:
 @app.command()
 def export(
     model: ModelArg,
-    output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the .onnx.")],
+    output: Annotated[Path, typer.Option("--output", "-o", metavar="FILE.onnx", help="Where to write the .onnx.")],
     input: InputOpt = None,
     dynamic: DynamicOpt = None,
+    const: ConstOpt = None,
     opset: OpsetOpt = None,
     output_name: OutputNameOpt = None,
     trust_pickle: TrustPickleOpt = False,
@@ -119,6 +126,9 @@ def export(
     atol: AtolOpt = 1e-4,
     rtol: RtolOpt = 1e-3,
     sample: SampleOpt = None,
+    sample_only: SampleOnlyOpt = False,
+    range_: RangeOpt = None,
+    allow_degenerate: AllowDegenerateOpt = False,
     force: ForceOpt = False,
     json_out: JsonOpt = False,
     debug: DebugOpt = False,
@@ -127,10 +137,10 @@ def export(
 
     def action() -> ExportResult:
         from mobilegen.commands import export_model
-        from mobilegen.verify import VerifyOptions
 
-        opts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs)
-        return export_model(model, output, opts, VerifyOptions(atol, rtol, sample), force=force)
+        opts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs, consts=const)
+        vopts = verify_options(atol, rtol, sample, range_, sample_only, allow_degenerate)
+        return export_model(model, output, opts, vopts, force=force)
 
     run_command(action, json_out=json_out, debug=debug, human=_human_export, to_json=lambda r: r.__dict__)
 
@@ -150,18 +160,22 @@ def _human_convert(r: ConvertResult, console: Console) -> None:
 @app.command()
 def convert(
     model: ModelArg,
-    output: Annotated[Path, typer.Option("--output", "-o", help="Where to write the .ort (NAME.required_operators.config goes beside it).")],
+    output: Annotated[Path, typer.Option("--output", "-o", metavar="FILE.ort", help="Where to write the .ort (NAME.required_operators.config goes beside it).")],
     input: InputOpt = None,
     dynamic: DynamicOpt = None,
+    const: ConstOpt = None,
     opset: OpsetOpt = None,
     output_name: OutputNameOpt = None,
-    style: Annotated[str, typer.Option("--optimization-style", help="runtime (default: what NNAPI/CoreML can take) or fixed (CPU/XNNPACK only: bakes in com.microsoft fused ops).")] = "runtime",
+    style: Annotated[str, typer.Option("--optimization-style", metavar="STYLE", help="runtime (default: what NNAPI/CoreML can take) or fixed (CPU/XNNPACK only: bakes in com.microsoft fused ops).")] = "runtime",
     trust_pickle: TrustPickleOpt = False,
     model_class: ModelClassOpt = None,
     model_kwargs: ModelKwargsOpt = None,
     atol: AtolOpt = 1e-4,
     rtol: RtolOpt = 1e-3,
     sample: SampleOpt = None,
+    sample_only: SampleOnlyOpt = False,
+    range_: RangeOpt = None,
+    allow_degenerate: AllowDegenerateOpt = False,
     force: ForceOpt = False,
     json_out: JsonOpt = False,
     debug: DebugOpt = False,
@@ -170,9 +184,9 @@ def convert(
 
     def action() -> ConvertResult:
         from mobilegen.commands import convert_model
-        from mobilegen.verify import VerifyOptions
 
-        opts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs)
-        return convert_model(model, output, opts, VerifyOptions(atol, rtol, sample), style=style, force=force)
+        opts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs, consts=const)
+        vopts = verify_options(atol, rtol, sample, range_, sample_only, allow_degenerate)
+        return convert_model(model, output, opts, vopts, style=style, force=force)
 
     run_command(action, json_out=json_out, debug=debug, human=_human_convert, to_json=lambda r: r.__dict__)

@@ -7,28 +7,61 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-ModelArg = Annotated[Path, typer.Argument(help="A model: TorchScript .pt, torch.export .pt2, torch.save .pt, state_dict, or .onnx.", show_default=False)]
+ModelArg = Annotated[Path, typer.Argument(metavar="MODEL", help="A model: TorchScript .pt, torch.export .pt2, torch.save .pt, state_dict, or .onnx.", show_default=False)]
 InputOpt = Annotated[
     list[str] | None,
-    typer.Option("--input", "-i", help="Input spec NAME:SHAPE[:DTYPE], e.g. image:1x3x224x224 or ids:batchx128:int64 (a named dim is dynamic). Repeatable."),
+    typer.Option("--input", "-i", metavar="NAME:SHAPE", help="Input spec NAME:SHAPE[:DTYPE], e.g. image:1x3x224x224 or ids:batchx128:int64 (a named dim is dynamic). Repeatable."),
 ]
-DynamicOpt = Annotated[list[str] | None, typer.Option("--dynamic", help="Make an axis dynamic: INPUT:AXIS[=NAME], e.g. x:0=batch. Repeatable.")]
+ConstOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--const",
+        help="Bind a model input (a forward argument or ONNX input) to a value, baked into the shipped model: NAME=VALUE with an int, a float or true/false, e.g. sr=16000. Repeatable.",
+    ),
+]
+DynamicOpt = Annotated[list[str] | None, typer.Option("--dynamic", metavar="INPUT:AXIS[=NAME]", help="Make an axis dynamic: INPUT:AXIS[=NAME], e.g. x:0=batch. Repeatable.")]
 OpsetOpt = Annotated[int | None, typer.Option("--opset", help="ONNX opset to export (default: the exporter's, ≤ 24; NNAPI/CoreML take up to 24).")]
-OutputNameOpt = Annotated[list[str] | None, typer.Option("--output-name", help="Name the model outputs, in order. Repeatable.")]
+OutputNameOpt = Annotated[list[str] | None, typer.Option("--output-name", metavar="NAME", help="Name the model outputs, in order. Repeatable.")]
 TrustPickleOpt = Annotated[bool, typer.Option("--trust-pickle", help="Load a pickled nn.Module (torch.save(model)). Unpickling runs code from the file: only for files you trust.")]
-ModelClassOpt = Annotated[str | None, typer.Option("--model-class", help="For a state_dict: the architecture, package.module:ClassName or path/file.py:ClassName.")]
-ModelKwargsOpt = Annotated[str | None, typer.Option("--model-kwargs", help="For --model-class: constructor arguments as a JSON object.")]
+ModelClassOpt = Annotated[str | None, typer.Option("--model-class", metavar="MODULE:CLASS", help="For a state_dict: the architecture, package.module:ClassName or path/file.py:ClassName.")]
+ModelKwargsOpt = Annotated[str | None, typer.Option("--model-kwargs", metavar="JSON", help="For --model-class: constructor arguments as a JSON object.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable result on stdout (human output stays on stderr).")]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks.")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Replace the output if it exists.")]
 AtolOpt = Annotated[float, typer.Option("--atol", help="Absolute tolerance of the verification gate.")]
 RtolOpt = Annotated[float, typer.Option("--rtol", help="Relative tolerance of the verification gate.")]
-SampleOpt = Annotated[Path | None, typer.Option("--sample", help="An .npz of real inputs (one array per input name) to verify on as well.")]
-OrtVersionOpt = Annotated[str | None, typer.Option("--ort-version", help="Pin another published ONNX Runtime mobile version (checked against what the model needs).")]
-NameOpt = Annotated[str | None, typer.Option("--name", help="Class name of the generated wrapper (default: from the model file name).")]
+SampleOpt = Annotated[
+    Path | None,
+    typer.Option("--sample", metavar="FILE.npz", help="An .npz of real inputs to verify on as well: one array per input name, with an optional leading cases axis."),
+]
+SampleOnlyOpt = Annotated[bool, typer.Option("--sample-only", help="Verify on the --sample cases only (they replace the seeded inputs).")]
+RangeOpt = Annotated[
+    list[str] | None,
+    typer.Option("--range", metavar="NAME=LO:HI", help="Seeded values of a numeric input drawn uniformly from [LO, HI): NAME=LO:HI, e.g. input_ids=0:30522. Repeatable."),
+]
+AllowDegenerateOpt = Annotated[
+    bool,
+    typer.Option("--allow-degenerate", help="Accept outputs whose reference is degenerate (all ~0, constant or NaN/Inf) instead of failing; they are reported as unverified."),
+]
+OrtVersionOpt = Annotated[str | None, typer.Option("--ort-version", metavar="VERSION", help="Pin another published ONNX Runtime mobile version (checked against what the model needs).")]
+NameOpt = Annotated[str | None, typer.Option("--name", metavar="CLASS", help="Class name of the generated wrapper (default: from the model file name).")]
+NoFixOpt = Annotated[bool, typer.Option("--no-fix", help="Ship the exported graph as it is: no graph passes for the execution providers (fixed dims for NNAPI still follow --keep-dynamic).")]
+ApproximateOpt = Annotated[
+    list[str] | None,
+    typer.Option("--approximate", metavar="PASS", help="Allow an approximate graph pass by name, e.g. gelu (tanh GELU for NNAPI); its effect on the outputs is reported. Repeatable."),
+]
 
 if TYPE_CHECKING:
     from mobilegen.options import ModelOptions
+    from mobilegen.verify import VerifyOptions
+
+
+def verify_options(
+    atol: float, rtol: float, sample: Path | None, ranges: list[str] | None, sample_only: bool, allow_degenerate: bool
+) -> VerifyOptions:  # imported lazily: keeps --help fast
+    from mobilegen.verify import VerifyOptions
+
+    return VerifyOptions(atol=atol, rtol=rtol, sample=sample, ranges=tuple(ranges or ()), sample_only=sample_only, allow_degenerate=allow_degenerate)
 
 
 def model_options(
@@ -39,7 +72,9 @@ def model_options(
     trust_pickle: bool,
     model_class: str | None,
     model_kwargs: str | None,
+    consts: list[str] | None = None,
 ) -> ModelOptions:  # imported lazily: keeps --help fast
+    from mobilegen.consts import parse_const
     from mobilegen.load import LoadOptions
     from mobilegen.options import ModelOptions
 
@@ -49,4 +84,5 @@ def model_options(
         opset=opset,
         output_names=tuple(output_names or ()),
         load=LoadOptions(trust_pickle=trust_pickle, model_class=model_class, model_kwargs=model_kwargs),
+        consts=tuple(parse_const(c) for c in consts or ()),
     )

@@ -12,7 +12,7 @@ from mobilegen.cli.options import DebugOpt, JsonOpt
 
 PackageArg = Annotated[
     Path,
-    typer.Argument(help="A package folder or the .zip written by mobilegen package / android / ios.", show_default=False),
+    typer.Argument(metavar="PACKAGE", help="A package folder or the .zip written by mobilegen package / android / ios.", show_default=False),
 ]
 
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 @app.command("verify")
 def verify_cmd(package: PackageArg, json_out: JsonOpt = False, debug: DebugOpt = False) -> None:
     """Check a package: every file's sha256 and size, the manifest's schema, nothing added or missing;
-    re-run the golden vectors on model/model.ort with onnxruntime; check the pinned runtime can load it.
+    re-run the golden vectors on each packaged .ort with onnxruntime; check the pinned runtimes can load them.
 
     Exit 0 when all pass, 9 naming every problem otherwise (a package is untrusted input: special files,
     zip bombs and malformed manifests are problems too); 2 when PACKAGE does not exist or cannot be read."""
@@ -51,11 +51,14 @@ def _human(result: Any, console: Console) -> None:
         f"{_text(result.model_name)}, {result.files_checked} files match the manifest "
         f"(schema {result.schema_version})"
     )
-    table = Table(title=f"golden vectors on model/model.ort (atol {result.atol:g}, rtol {result.rtol:g})", title_justify="left")
-    for col in ("output", "max abs", "max rel", "result"):
+    models = ", ".join(_text(m) for m in result.models) or "model/model.ort"
+    table = Table(title=f"golden vectors on {models} (atol {result.atol:g}, rtol {result.rtol:g})", title_justify="left")
+    several = len(result.models) > 1
+    for col in ("model",) * several + ("output", "max abs", "max rel", "result"):
         table.add_column(col)
     for g in result.golden:
-        table.add_row(_text(g.output), f"{g.max_abs:.3g}", f"{g.max_rel:.3g}", "pass" if g.passed else "FAIL")
+        cells = (_text(g.output), f"{g.max_abs:.3g}", f"{g.max_rel:.3g}", "pass" if g.passed else "FAIL")
+        table.add_row(*((_text(g.model),) if several else ()), *cells)
     console.print(table)
     for r in result.runtimes:
         console.print(f"runtime {_text(r.channel)} onnxruntime {_text(r.version)}: loadable ({_text(r.note)})")

@@ -13,7 +13,6 @@ from the provider registry (``mobilegen.providers``) through ``target.provider``
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ import onnx
 from mobilegen.coverage.graph import CONTROL_FLOW_OPS, GraphInfo, build_graph_info
 from mobilegen.coverage.model import CoverageReport, NodeVerdict
 from mobilegen.coverage.partition import Support, group_nodes
+from mobilegen.coverage.rewrites import op_suggestions
 from mobilegen.coverage.rules import EPTable, NodeContext
 from mobilegen.coverage.target import EPTarget
 from mobilegen.errors import InternalError, first_line
@@ -330,10 +330,12 @@ class WhatIf:
         return _fmt_change(self._now, after, total) if self._better(after) else None
 
     def _better(self, after: _Summary) -> bool:
+        # Only what a user would act on: fewer partitions (each costs a copy), a better verdict, or the EP
+        # taking anything at all where it took nothing; more nodes in as many partitions is not shown.
         now = self._now
         if _RANK[after[2]] > _RANK[now[2]] or (now[1] == 0 and after[1] > 0):
             return True
-        return after[0] <= now[0] and after[1] >= now[1] and after[:2] != now[:2]
+        return after[0] < now[0] and after[1] >= now[1]
 
 
 def _suggestions(
@@ -350,16 +352,7 @@ def _suggestions(
         if change:
             out.append(f"fix the dynamic dims (export with static shapes / make_dynamic_shape_fixed): {change}")
     out.extend(provider.suggest(whatif, target))
-    counts = Counter(
-        graph.nodes[i].qualified
-        for i in range(total)
-        if rule_reasons[i] and not all(x.category == DYNAMIC for x in rule_reasons[i])
-    )
-    if counts:
-        op, count = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0]
-        change = whatif.change_if_taken([graph.nodes[i].qualified == op for i in range(total)])
-        if change:
-            out.append(f"replace {op} ({count} node{'s' if count != 1 else ''}) with supported ops: {change}")
+    out.extend(op_suggestions(whatif, provider.rule_table(), target, provider.display_name))
     return out
 
 

@@ -4,6 +4,7 @@ Layout (relative to the package root; constants in :mod:`mobilegen.artifacts`)::
 
     android/ ios/                 generated projects (per target)
     model/model.onnx model.ort required_operators.config
+                                  (model/<target>/... each when the targets ship different graphs)
     golden/golden.npz golden.mgv tolerances.json
     report/coverage.json report.md report.html
     README.md                     for the app team
@@ -27,19 +28,30 @@ from mobilegen.artifacts import (
     README,
     REPORT_DIR,
     BuildResult,
+    ShippedModel,
 )
 from mobilegen.errors import InternalError, PackageError
-from mobilegen.package.manifest import ABS_PATH, FileEntry, Manifest, OrtInfo, SourceInfo, Tolerances
+from mobilegen.package.manifest import (
+    ABS_PATH,
+    FileEntry,
+    Manifest,
+    ModelInfo,
+    OrtInfo,
+    SourceInfo,
+    Tolerances,
+)
 from mobilegen.package.readme import render_readme
 from mobilegen.package.tree import scan_files
 from mobilegen.package.zip_writer import source_date_epoch
 from mobilegen.report import (
-    SIZED_FILES,
     coverage_json,
+    fix_fields,
     jsonable,
+    model_files,
     placement,
     render_html,
     render_markdown,
+    sized_files,
     tool_versions,
     warning_texts,
 )
@@ -64,7 +76,8 @@ def finalize_package(root: Path, result: BuildResult) -> Manifest:
     root = Path(root)
     if not root.is_dir():
         raise InternalError(f"package folder {root} does not exist", hint="this is a bug in mobilegen's pipeline")
-    missing = [rel for rel in REQUIRED_FILES if not (root / rel).is_file()]
+    required = (*model_files(result), GOLDEN_NPZ, GOLDEN_MGV, GOLDEN_TOLERANCES)
+    missing = [rel for rel in required if not (root / rel).is_file()]
     missing += [f"{t}/" for t in result.targets if not (root / t).is_dir()]
     if missing:
         raise InternalError(
@@ -72,7 +85,7 @@ def finalize_package(root: Path, result: BuildResult) -> Manifest:
             hint="this is a bug in mobilegen's pipeline: every stage must write its files before packaging",
         )
     epoch = source_date_epoch()
-    sizes = {rel: (root / rel).stat().st_size for rel in SIZED_FILES if (root / rel).is_file()}
+    sizes = {rel: (root / rel).stat().st_size for rel in sized_files(result) if (root / rel).is_file()}
     try:
         (root / REPORT_DIR).mkdir(exist_ok=True)
         _write_text(root / REPORT_COVERAGE, coverage_json(result))
@@ -92,7 +105,6 @@ def finalize_package(root: Path, result: BuildResult) -> Manifest:
 
 def build_manifest(result: BuildResult, files: tuple[FileEntry, ...], *, epoch: int | None) -> Manifest:
     ver = result.verification
-    ort = result.ort
     return Manifest(
         model_name=jsonable(result.model_name),
         targets=tuple(jsonable(list(result.targets))),
@@ -107,21 +119,40 @@ def build_manifest(result: BuildResult, files: tuple[FileEntry, ...], *, epoch: 
                 "example_sizes": {k: result.onnx.example_sizes[k] for k in sorted(result.onnx.example_sizes)},
             }
         ),
+        models=tuple(_model_info(result, m) for m in result.shipped),
+        options=jsonable(_scrub_paths(result.options)),
+        tolerances=Tolerances(ver.atol, ver.rtol),
+        verification=jsonable(ver.to_dict()),
+        coverage=tuple(jsonable(coverage_summary(c) | fix_fields(result, c)) for c in result.coverage),
+        warnings=tuple(jsonable(warning_texts(result))),
+        source_date_epoch=epoch,
+        files=files,
+    )
+
+
+def _model_info(result: BuildResult, model: ShippedModel) -> ModelInfo:
+    ort = model.converted()
+    channels = sorted(result.runtimes) if len(result.shipped) == 1 else [c for t in model.targets if (c := _channel(t)) in result.runtimes]
+    return ModelInfo(
+        targets=tuple(jsonable(list(model.targets))),
+        channels=tuple(channels),
+        onnx=model.onnx_file,
         ort=OrtInfo(
-            MODEL_ORT,
+            model.ort_file,
             jsonable(ort.ort_format_version),
             jsonable(ort.max_opset),
             jsonable(ort.optimization_style),
             jsonable(ort.optimization_level),
         ),
-        options=jsonable(_scrub_paths(result.options)),
-        tolerances=Tolerances(ver.atol, ver.rtol),
-        verification=jsonable(ver.to_dict()),
-        coverage=tuple(jsonable(coverage_summary(c)) for c in result.coverage),
-        warnings=tuple(jsonable(warning_texts(result))),
-        source_date_epoch=epoch,
-        files=files,
+        required_operators=model.ops_config_file,
+        fixes=tuple(f.to_dict() for f in model.fixes),
     )
+
+
+def _channel(target: str) -> str:
+    from mobilegen import targets
+
+    return targets.get(target).channel
 
 
 def coverage_summary(report: CoverageReport) -> dict[str, Any]:

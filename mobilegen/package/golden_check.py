@@ -38,10 +38,11 @@ class GoldenCheck:
     max_rel: float
     passed: bool
     note: str = ""
+    model: str = MODEL_ORT  # the packaged .ort it ran on
 
     def to_dict(self) -> dict[str, object]:
         facts: dict[str, object] = jsonable(
-            {"output": self.output, "max_abs": self.max_abs, "max_rel": self.max_rel, "passed": self.passed, "note": self.note}
+            {"output": self.output, "max_abs": self.max_abs, "max_rel": self.max_rel, "passed": self.passed, "note": self.note, "model": self.model}
         )
         return facts
 
@@ -96,7 +97,7 @@ def read_golden_npz(path: Path) -> GoldenCase:
 
 
 def rerun_golden(
-    ort_path: Path, npz_path: Path, mgv_path: Path | None, atol: float, rtol: float, problems: list[str]
+    ort_path: Path, npz_path: Path, mgv_path: Path | None, atol: float, rtol: float, problems: list[str], *, ort_name: str = MODEL_ORT
 ) -> list[GoldenCheck]:
     import numpy as np
 
@@ -139,7 +140,7 @@ def rerun_golden(
         version = ort.__version__
     except Exception as err:  # noqa: BLE001 — onnxruntime raises its own exception types; each is a finding
         problems.append(
-            f"{MODEL_ORT}: onnxruntime could not run it on the golden inputs ({type(err).__name__}: {show(str(err), 500)})"
+            f"{ort_name}: onnxruntime could not run it on the golden inputs ({type(err).__name__}: {show(str(err), 500)})"
         )
         return []
 
@@ -152,13 +153,13 @@ def rerun_golden(
         max_abs, max_rel, _cos, _top1, ok, note = compare(name, np.asarray(expected), np.asarray(got[name]), atol, rtol)
         if note.startswith("shape"):
             problems.append(f"golden output {show(name)}: {note}")
-            checks.append(GoldenCheck(name, max_abs, max_rel, False, "shape mismatch"))
+            checks.append(GoldenCheck(name, max_abs, max_rel, False, "shape mismatch", ort_name))
             continue
-        checks.append(GoldenCheck(name, max_abs, max_rel, ok, f"onnxruntime {version} CPU"))
+        checks.append(GoldenCheck(name, max_abs, max_rel, ok, f"onnxruntime {version} CPU", ort_name))
         if not ok:
             problems.append(
                 f"golden output {show(name)}: max abs diff {max_abs:.3g} (max rel {max_rel:.3g}) is outside "
-                f"atol {atol:g} + rtol {rtol:g}·|expected| on {MODEL_ORT}"
+                f"atol {atol:g} + rtol {rtol:g}·|expected| on {ort_name}"
             )
     return checks
 
@@ -175,7 +176,7 @@ def _case_differences(a: GoldenCase, b: GoldenCase, np: Any) -> str:
 
 
 def check_runtimes(
-    ort_path: Path | None, ort_info: OrtInfo | None, pinned: Mapping[str, str], problems: list[str]
+    ort_path: Path | None, ort_info: OrtInfo | None, pinned: Mapping[str, str], problems: list[str], *, ort_name: str = MODEL_ORT
 ) -> list[RuntimeCheck]:
     """Each pinned runtime accepts the model's ORT format and opset (the manifest's claim about the
     ``.ort`` is checked against the file first)."""
@@ -186,7 +187,7 @@ def check_runtimes(
     fmt = ort_info.format_version
     actual_fmt = ort_format_version(ort_path)
     if actual_fmt is not None and fmt is not None and actual_fmt != fmt:
-        problems.append(f"{MODEL_ORT}: is ORT format version {actual_fmt}, manifest says {fmt}")
+        problems.append(f"{ort_name}: is ORT format version {actual_fmt}, manifest says {fmt}")
     if not pinned:
         problems.append(f"{MANIFEST}: no pinned mobile runtime recorded (versions.mobile_runtimes)")
     checks = []

@@ -1,4 +1,9 @@
-"""``manifest.json`` (schema version 1): one typed definition, used by the writer and by ``verify``.
+"""``manifest.json`` (schema version 2): one typed definition, used by the writer and by ``verify``.
+
+Version 2 replaced version 1's ``ort`` (one model for every target) with ``models``: one entry per model
+the package ships (one for every target, or one per target when their graphs differ), each with its
+targets, the runtime channels that load it, its files and the graph passes applied to it; coverage
+entries gained ``before`` and ``fixes``. ``verify`` reads both versions.
 
 The writer builds a :class:`Manifest` and writes :meth:`Manifest.text`: canonical JSON (2-space indent,
 ASCII, keys in a fixed order, trailing newline) carrying ``manifest_sha256``, the sha256 of its own
@@ -18,13 +23,14 @@ import json
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 from typing import Any, TypeGuard
 
-from mobilegen.artifacts import MANIFEST
+from mobilegen.artifacts import MANIFEST, MODEL_ONNX, MODEL_OPS_CONFIG, MODEL_ORT
 
-MANIFEST_SCHEMA_VERSION = 1
+MANIFEST_SCHEMA_VERSION = 2
+READABLE_SCHEMA_VERSIONS = (1, 2)  # verify reads packages of mobilegen releases before per-target models
 MANIFEST_KIND = "mobilegen-package"
 SELF_HASH_KEY = "manifest_sha256"
 
@@ -144,6 +150,47 @@ class OrtInfo:
 
 
 @dataclass(frozen=True)
+class ModelInfo:
+    """One model of the package: the targets shipping it, the runtime channels that load it (keys of
+    ``versions.mobile_runtimes``), its files, and the graph passes applied to it (``pass``, ``nodes``)."""
+
+    targets: tuple[str, ...]
+    channels: tuple[str, ...]
+    onnx: str
+    ort: OrtInfo
+    required_operators: str
+    fixes: tuple[JsonObject, ...] = ()
+
+    def to_json(self) -> JsonObject:
+        return {
+            "targets": list(self.targets),
+            "channels": list(self.channels),
+            "onnx": self.onnx,
+            "ort": self.ort.to_json(),
+            "required_operators": self.required_operators,
+            "fixes": list(self.fixes),
+        }
+
+    @classmethod
+    def from_json(cls, value: object) -> ModelInfo | None:
+        """The entry, or None when a field is missing or has the wrong type."""
+        if not isinstance(value, dict):
+            return None
+        targets, channels, onnx, config = (value.get(k) for k in ("targets", "channels", "onnx", "required_operators"))
+        ort = OrtInfo.from_json(value.get("ort"))
+        if ort is None or not _strings(targets) or not _strings(channels) or not isinstance(onnx, str) or not isinstance(config, str):
+            return None
+        if not ort.file or path_problem(ort.file):
+            return None
+        fixes = value.get("fixes", [])
+        return cls(tuple(targets), tuple(channels), onnx, ort, config, tuple(f for f in fixes if isinstance(f, dict)) if isinstance(fixes, list) else ())
+
+
+def _strings(value: object) -> TypeGuard[list[str]]:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+@dataclass(frozen=True)
 class Tolerances:
     atol: float
     rtol: float
@@ -171,7 +218,7 @@ class Manifest:
     source: SourceInfo
     io: JsonObject
     onnx: JsonObject
-    ort: OrtInfo
+    models: tuple[ModelInfo, ...]
     options: JsonObject
     tolerances: Tolerances
     verification: JsonObject
@@ -193,7 +240,7 @@ class Manifest:
             "source": self.source.to_json(),
             "io": self.io,
             "onnx": self.onnx,
-            "ort": self.ort.to_json(),
+            "models": [m.to_json() for m in self.models],
             "options": self.options,
             "tolerances": self.tolerances.to_json(),
             "verification": self.verification,
@@ -234,7 +281,7 @@ class ReadManifest:
     model_name: str
     files: tuple[FileEntry, ...]  # the well-formed entries
     tolerances: Tolerances | None
-    ort: OrtInfo | None
+    models: tuple[ModelInfo, ...]  # the well-formed entries (version 1: its one model)
     mobile_runtimes: Mapping[str, str]
     problems: tuple[str, ...]
 
@@ -296,10 +343,10 @@ def parse_manifest(raw: bytes, *, reader_version: str) -> ReadManifest:
     if not isinstance(doc, dict) or "schema_version" not in doc:
         raise ManifestError(f"{MANIFEST} has no schema_version", not_ours=True)
     schema = doc["schema_version"]
-    if not is_int(schema) or schema != MANIFEST_SCHEMA_VERSION:
+    if not is_int(schema) or schema not in READABLE_SCHEMA_VERSIONS:
         raise ManifestError(
             f"manifest schema version {json.dumps(schema)[:40]} is not supported by mobilegen {reader_version} "
-            f"(it reads version {MANIFEST_SCHEMA_VERSION})",
+            f"(it reads versions {', '.join(map(str, READABLE_SCHEMA_VERSIONS))})",
             hint="verify it with the mobilegen version that wrote it (see versions.mobilegen in manifest.json)",
         )
     problems = []
@@ -311,20 +358,47 @@ def parse_manifest(raw: bytes, *, reader_version: str) -> ReadManifest:
     tolerances = Tolerances.from_json(doc.get("tolerances"))
     if tolerances is None:
         problems.append(f"{MANIFEST}: tolerances.atol / tolerances.rtol missing or not numbers")
-    ort = OrtInfo.from_json(doc.get("ort"))
-    if ort is None:
-        problems.append(f"{MANIFEST}: ort.max_opset / ort.format_version missing or not integers")
     versions = doc.get("versions")
     pinned = versions.get("mobile_runtimes") if isinstance(versions, dict) else None
+    runtimes = {str(k): str(v) for k, v in pinned.items()} if isinstance(pinned, dict) else {}
+    models = _models_v1(doc, runtimes, problems) if schema == 1 else _models(doc.get("models"), problems)
     return ReadManifest(
         schema_version=schema,
         model_name=str(doc.get("model_name", "")),
         files=files,
         tolerances=tolerances,
-        ort=ort,
-        mobile_runtimes={str(k): str(v) for k, v in pinned.items()} if isinstance(pinned, dict) else {},
+        models=models,
+        mobile_runtimes=runtimes,
         problems=tuple(problems),
     )
+
+
+def _models_v1(doc: JsonObject, runtimes: Mapping[str, str], problems: list[str]) -> tuple[ModelInfo, ...]:
+    """Version 1's one model (``ort``, at model/model.ort), loaded by every pinned runtime."""
+    ort = OrtInfo.from_json(doc.get("ort"))
+    if ort is None:
+        problems.append(f"{MANIFEST}: ort.max_opset / ort.format_version missing or not integers")
+        return ()
+    targets = doc.get("targets")
+    return (ModelInfo(tuple(targets) if _strings(targets) else (), tuple(runtimes), MODEL_ONNX, replace(ort, file=MODEL_ORT), MODEL_OPS_CONFIG),)
+
+
+def _models(value: object, problems: list[str]) -> tuple[ModelInfo, ...]:
+    if not isinstance(value, list) or not value:
+        problems.append(f"{MANIFEST}: 'models' is missing, empty or not a list")
+        return ()
+    good: list[ModelInfo] = []
+    for i, item in enumerate(value):
+        model = ModelInfo.from_json(item)
+        if model is None and isinstance(item, dict) and OrtInfo.from_json(item.get("ort")) is None:
+            problems.append(f"{MANIFEST}: models[{i}].ort.max_opset / models[{i}].ort.format_version missing or not integers")
+        elif model is None:
+            problems.append(f"{MANIFEST}: models[{i}] is malformed (targets, channels, onnx, ort, required_operators)")
+        elif any(m.ort.file == model.ort.file for m in good):
+            problems.append(f"{MANIFEST}: models[{i}] lists {model.ort.file} a second time")
+        else:
+            good.append(model)
+    return tuple(good)
 
 
 def _files(value: object, problems: list[str]) -> tuple[FileEntry, ...]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mobilegen import targets
 from mobilegen.artifacts import (
     ANDROID_DIR,
     GOLDEN_MGV,
@@ -31,6 +32,7 @@ from mobilegen.markdown import md_code, md_escape
 from mobilegen.package.manifest import MANIFEST_SCHEMA_VERSION
 from mobilegen.render import templates_root
 from mobilegen.report import tool_versions, warning_texts
+from mobilegen.report.facts import fixes_text
 
 if TYPE_CHECKING:
     import jinja2
@@ -55,6 +57,20 @@ class CoverageLine:
     total: int
     partitions: int
     verdict: str
+    fixes: str = ""  # "layernorm (13 nodes); before them ..." when the fix stage changed its model
+
+
+@dataclass(frozen=True)
+class ModelLine:
+    """One model of a package whose targets ship different graphs."""
+
+    targets: str  # "android"
+    ort: str
+    onnx: str
+    ops_config: str
+    ort_format_version: int
+    max_opset: int
+    passes: str  # "layernorm (13 nodes), gelu (6 nodes)" or "none"
 
 
 @dataclass(frozen=True)
@@ -82,6 +98,8 @@ class ReadmeContext:
     coverage: tuple[CoverageLine, ...]
     warnings: tuple[str, ...]
     paths: dict[str, str]  # the package layout (mobilegen.artifacts), so names live in one place
+    models: tuple[ModelLine, ...] = ()  # one per target when their graphs differ; empty: one model (paths)
+    ort_list: str = f"`{MODEL_ORT}`"  # Markdown: the .ort file(s) verify runs, in code spans (fixed names)
 
 
 def readme_context(result: BuildResult, root: Path) -> ReadmeContext:
@@ -95,9 +113,21 @@ def readme_context(result: BuildResult, root: Path) -> ReadmeContext:
         for t in group
     )
     coverage = tuple(
-        CoverageLine(c.label, f"{c.percent:.1f}", c.supported_nodes, c.total_nodes, len(c.partitions), c.verdict)
+        CoverageLine(c.label, f"{c.percent:.1f}", c.supported_nodes, c.total_nodes, len(c.partitions), c.verdict, fixes_text(result, c))
         for c in result.coverage
     )
+    models = tuple(
+        ModelLine(
+            " and ".join(targets.get(t).display_name for t in m.targets),
+            m.ort_file,
+            m.onnx_file,
+            m.ops_config_file,
+            m.converted().ort_format_version,
+            m.converted().max_opset,
+            ", ".join(f"{f.name} ({f.nodes} node{'s' if f.nodes != 1 else ''})" for f in m.fixes) or "none",
+        )
+        for m in result.shipped
+    ) if result.per_target else ()
     return ReadmeContext(
         model_name=result.model_name,
         mobilegen_version=f"{versions['mobilegen']}",
@@ -133,6 +163,8 @@ def readme_context(result: BuildResult, root: Path) -> ReadmeContext:
             "coverage_json": f"{REPORT_DIR}/coverage.json",
             "manifest": MANIFEST,
         },
+        models=models,
+        ort_list=" and ".join(f"`{m.ort_file}`" for m in result.shipped),
     )
 
 

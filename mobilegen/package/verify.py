@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from mobilegen import __version__
-from mobilegen.artifacts import GOLDEN_MGV, GOLDEN_NPZ, MANIFEST, MODEL_ORT
+from mobilegen.artifacts import GOLDEN_MGV, GOLDEN_NPZ, MANIFEST
 from mobilegen.errors import PackageVerifyError, UsageError
 from mobilegen.package.golden_check import GoldenCheck, RuntimeCheck, check_runtimes, rerun_golden
 from mobilegen.package.manifest import MAX_MANIFEST_BYTES, FileEntry, ManifestError, parse_manifest
@@ -57,6 +57,7 @@ class PackageVerification:
     atol: float
     rtol: float
     problems: tuple[str, ...] = field(default_factory=tuple)
+    models: tuple[str, ...] = ()  # the packaged .ort files the golden vectors ran on
 
     @property
     def passed(self) -> bool:
@@ -71,6 +72,7 @@ class PackageVerification:
             "model_name": self.model_name,
             "files_checked": self.files_checked,
             "tolerances": jsonable({"atol": self.atol, "rtol": self.rtol}),
+            "models": list(self.models),
             "golden": [g.to_dict() for g in self.golden],
             "runtimes": [r.to_dict() for r in self.runtimes],
             "problems": list(self.problems),
@@ -190,18 +192,26 @@ def _verify_source(source: Source, shown: str) -> PackageVerification:
     # 1. Every listed file: present, same size, same hash, same exec bit; nothing added.
     _check_files(source, manifest.files, problems)
 
-    # 2. Golden vectors on the packaged .ort, within the manifest's tolerances.
+    # 2. Golden vectors on every packaged .ort, within the manifest's tolerances; 3. the pinned runtimes
+    # of its targets can load it.
     golden: list[GoldenCheck] = []
-    ort_path, npz_path = source.local(MODEL_ORT), source.local(GOLDEN_NPZ)
+    runtimes: list[RuntimeCheck] = []
+    npz_path = source.local(GOLDEN_NPZ)
     tol = manifest.tolerances
-    if tol is not None:
-        if ort_path is None or npz_path is None:
-            problems.append(f"golden vectors not re-run: {MODEL_ORT} or {GOLDEN_NPZ} is missing")
-        else:
-            golden = rerun_golden(ort_path, npz_path, source.local(GOLDEN_MGV), tol.atol, tol.rtol, problems)
-
-    # 3. The pinned runtimes can load the model.
-    runtimes = check_runtimes(ort_path, manifest.ort, manifest.mobile_runtimes, problems)
+    for index, model in enumerate(manifest.models):
+        name = model.ort.file
+        ort_path = source.local(name)
+        if tol is not None:
+            if ort_path is None or npz_path is None:
+                problems.append(f"golden vectors not re-run: {show(name)} or {GOLDEN_NPZ} is missing")
+            else:
+                mgv = source.local(GOLDEN_MGV) if index == 0 else None  # the golden files are checked once
+                golden += rerun_golden(ort_path, npz_path, mgv, tol.atol, tol.rtol, problems, ort_name=show(name))
+        unknown = [c for c in model.channels if c not in manifest.mobile_runtimes]
+        if unknown:
+            problems.append(f"{MANIFEST}: {show(name)} names runtime channel(s) {show(', '.join(unknown))} not in versions.mobile_runtimes")
+        pinned = {c: manifest.mobile_runtimes[c] for c in model.channels if c in manifest.mobile_runtimes}
+        runtimes += check_runtimes(ort_path, model.ort, pinned, problems, ort_name=show(name))
 
     if problems or tol is None:  # a missing tolerance is one of the problems
         _fail(shown, problems)
@@ -213,6 +223,7 @@ def _verify_source(source: Source, shown: str) -> PackageVerification:
         files_checked=len(manifest.files) + 1,
         golden=tuple(golden),
         runtimes=tuple(runtimes),
+        models=tuple(m.ort.file for m in manifest.models),
         atol=tol.atol,
         rtol=tol.rtol,
     )

@@ -14,7 +14,7 @@ import zlib
 from pathlib import Path
 from typing import IO
 
-from mobilegen.artifacts import GOLDEN_MGV, GOLDEN_NPZ, MANIFEST, MODEL_ORT
+from mobilegen.artifacts import GOLDEN_MGV, GOLDEN_NPZ, MANIFEST, MODEL_ORTS
 from mobilegen.errors import PackageVerifyError, UsageError
 from mobilegen.package.manifest import MAX_MANIFEST_BYTES, path_problem
 from mobilegen.package.tree import Entry, Unreadable, hash_stream, show_repr
@@ -23,7 +23,8 @@ MAX_ENTRIES = 100_000  # files in a package folder / entries in a zip
 MAX_RATIO = 100  # unpacked : packed bytes of one entry above RATIO_FLOOR (model weights pack < 2:1)
 RATIO_FLOOR = 1 << 20
 # The files the golden re-run reads: the only entries ever unpacked to disk.
-GOLDEN_FILES = frozenset({MODEL_ORT, GOLDEN_NPZ, GOLDEN_MGV})
+# The files verify unpacks from a zip: fixed, safe names (a model per built-in target included).
+GOLDEN_FILES = frozenset({*MODEL_ORTS, GOLDEN_NPZ, GOLDEN_MGV})
 # bzip2 and lzma decompress a whole read at once, however much it expands: a package uses neither.
 ZIP_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}
 _ZIP_ENCRYPTED = 0x1

@@ -1,15 +1,25 @@
-"""Graph passes on the in-memory ONNX model, each ``model -> model`` with a note of what it changed.
+"""Graph passes on the in-memory ONNX model, and what the build does with them.
 
-They run between export and the one write of ``model.onnx``: nothing here reads or writes a file.
+- :mod:`~mobilegen.passes.base`: the ``GraphPass`` contract (mutate in place, return the nodes rewritten);
+- :mod:`~mobilegen.passes.registry`: every pass by name (built-ins one line each, plus ``register``);
+- one module per pass (``layernorm.py``, ``gelu.py``...), each exposing ``PASS``;
+- :mod:`~mobilegen.passes.dims`: ``fixed-dims``, the build-wide fixed input dims for NNAPI;
+- :mod:`~mobilegen.passes.stage`: the fix stage: per target, run the passes its providers declare and
+  keep each one only if the coverage analysis says it helps;
+- here: the CoreML cache key stamped into the bytes written.
+
+They run between export and the one write of each ``model.onnx``: nothing here reads a file.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import replace
 
 from mobilegen.artifacts import OnnxModel
 from mobilegen.errors import InternalError
+from mobilegen.passes.dims import fix_dynamic_dims
+
+__all__ = ["CACHE_KEY", "fix_dynamic_dims", "serialized_with_cache_key"]
 
 CACHE_KEY = "COREML_CACHE_KEY"
 
@@ -18,25 +28,6 @@ def _proto(model: OnnxModel):  # type: ignore[no-untyped-def]  # onnx.ModelProto
     if model.proto is None:
         raise InternalError("graph passes need the in-memory model; the export stage did not keep it")
     return model.proto
-
-
-def fix_dynamic_dims(model: OnnxModel) -> tuple[OnnxModel, dict[str, int]]:
-    """Replace every named input dim by its example size (NNAPI takes no symbolic dims).
-
-    Returns the new model and the sizes it fixed (empty: nothing to fix, the model is returned as is)."""
-    from onnxruntime.tools.onnx_model_utils import fix_output_shapes, make_dim_param_fixed
-
-    from mobilegen.load import onnx_io_spec
-
-    dims = sorted({d for t in model.io.inputs for d in t.dynamic_dims})
-    if not dims:
-        return model, {}
-    proto = _proto(model)
-    fixed = {d: model.example_sizes.get(d, 1) for d in dims}
-    for d, size in fixed.items():
-        make_dim_param_fixed(proto.graph, d, size)
-    fix_output_shapes(proto)
-    return replace(model, io=onnx_io_spec(proto)), fixed
 
 
 def serialized_with_cache_key(model: OnnxModel) -> tuple[bytes, ...]:
@@ -73,5 +64,3 @@ def _field_header(number: int, length: int) -> bytes:
             if not value:
                 break
     return bytes(out)
-
-

@@ -121,6 +121,9 @@ class ExecutionProvider:
     notices: tuple[Notice, ...] = ()  # said wherever the provider is chosen (NNAPI's deprecation)
     # Taking no node at all makes the build of little use as asked (NNAPI: the only accelerator asked for).
     severe_if_none_taken: bool = False
+    # The graph passes that help this provider (names in ``mobilegen.passes.registry``): the fix stage runs
+    # them on the models of the targets using it, and keeps each only if the coverage improves.
+    fixes: tuple[str, ...] = ()
 
     def rule_table(self) -> EPTable:
         """The per-node rules (loaded on first use: rule tables import onnx and numpy)."""

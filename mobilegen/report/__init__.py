@@ -17,7 +17,18 @@ from typing import Any
 from mobilegen import __version__
 from mobilegen.artifacts import NNAPI_DEPRECATION, BuildResult
 from mobilegen.report.context import ReportContext, build_context
-from mobilegen.report.facts import CPU, SIZED_FILES, coverage_json, default_sizes, jsonable, placement, runs
+from mobilegen.report.facts import (
+    CPU,
+    SIZED_FILES,
+    coverage_json,
+    default_sizes,
+    fix_fields,
+    jsonable,
+    model_files,
+    placement,
+    runs,
+    sized_files,
+)
 from mobilegen.report.picture import CPU_COLOR, PALETTE, PartitionPicture, partition_picture
 from mobilegen.report.render import render_html_text, render_markdown_text
 from mobilegen.warnings import texts
@@ -32,13 +43,16 @@ __all__ = [
     "ReportContext",
     "coverage_json",
     "default_sizes",
+    "fix_fields",
     "jsonable",
+    "model_files",
     "partition_picture",
     "placement",
     "render_html",
     "render_markdown",
     "report_context",
     "runs",
+    "sized_files",
     "tool_versions",
     "warning_texts",
 ]

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from mobilegen.artifacts import BuildResult
 from mobilegen.report.facts import (
     CPU,
-    SIZED_FILES,
     coverage_headline,
+    fixes_text,
     human_bytes,
     num,
     op_label,
@@ -22,6 +22,7 @@ from mobilegen.report.facts import (
     runs,
     settings_text,
     shape_text,
+    sized_files,
 )
 from mobilegen.report.picture import PartitionPicture, partition_picture
 from mobilegen.warnings import Notice
@@ -112,6 +113,7 @@ class CoverageSection:
     index: int
     label: str
     headline: str  # "86.8% of nodes supported (79/91), 9 partitions, verdict: no"
+    fixes: str  # "layernorm (13 nodes), gelu (6 nodes); before them ..."; "" when no graph pass was applied
     settings: str  # "" when the EP has no settings
     suggestions: tuple[str, ...]
     refused_ops: tuple[RefusedOp, ...]
@@ -158,13 +160,13 @@ def build_context(result: BuildResult, sizes: Mapping[str, int], versions: Mappi
             )
             for r in ver.rows
         ),
-        sizes=_sizes(sizes),
+        sizes=_sizes(sizes, sized_files(result)),
         warnings=tuple(result.warnings),
-        coverage=tuple(coverage_section(i, c) for i, c in enumerate(result.coverage)),
+        coverage=tuple(coverage_section(i, c, fixes_text(result, c)) for i, c in enumerate(result.coverage)),
     )
 
 
-def coverage_section(index: int, c: CoverageReport) -> CoverageSection:
+def coverage_section(index: int, c: CoverageReport, fixes: str = "") -> CoverageSection:
     refused = tuple(
         RefusedNode(i, n.name, op_label(n), "; ".join(n.reasons) or NO_REASON) for i, n in enumerate(c.nodes) if not n.supported
     )
@@ -172,6 +174,7 @@ def coverage_section(index: int, c: CoverageReport) -> CoverageSection:
         index=index,
         label=c.label,
         headline=coverage_headline(c),
+        fixes=fixes,
         settings=settings_text(c.settings) if c.settings else "",
         suggestions=tuple(c.suggestions),
         refused_ops=tuple(RefusedOp(op, n, "; ".join(r) or NO_REASON) for op, n, r in c.unsupported_summary()),
@@ -196,7 +199,27 @@ def _summary(result: BuildResult) -> tuple[Fact, ...]:
             f"format version {ort.ort_format_version}, optimization {ort.optimization_style}/{ort.optimization_level}, "
             f"highest ai.onnx opset needed {ort.max_opset}",
         ),
+        *_models(result),
     )
+
+
+def _models(result: BuildResult) -> tuple[Fact, ...]:
+    """One row per target model when the targets ship different graphs."""
+    from mobilegen import targets
+
+    if not result.per_target:
+        return ()
+    rows = []
+    for m in result.shipped:
+        passes = ", ".join(f"{f.name} ({f.nodes} {plural(f.nodes, 'node')})" for f in m.fixes) or "none"
+        ort = m.converted()
+        rows.append(
+            Fact(
+                f"Model for {' and '.join(targets.get(t).display_name for t in m.targets)}",
+                f"{m.ort_file} (highest ai.onnx opset needed {ort.max_opset}); graph passes: {passes}",
+            )
+        )
+    return tuple(rows)
 
 
 def _versions(v: Mapping[str, Any]) -> tuple[Fact, ...]:
@@ -210,7 +233,7 @@ def _versions(v: Mapping[str, Any]) -> tuple[Fact, ...]:
     return tuple(rows)
 
 
-def _sizes(sizes: Mapping[str, int]) -> tuple[SizeRow, ...]:
-    known = [(p, sizes[p]) for p in SIZED_FILES if p in sizes]
-    extra = sorted((p, n) for p, n in sizes.items() if p not in SIZED_FILES)
+def _sizes(sizes: Mapping[str, int], order: tuple[str, ...]) -> tuple[SizeRow, ...]:
+    known = [(p, sizes[p]) for p in order if p in sizes]
+    extra = sorted((p, n) for p, n in sizes.items() if p not in order)
     return tuple(SizeRow(p, n, human_bytes(n)) for p, n in known + extra)

@@ -17,26 +17,29 @@ from mobilegen.artifacts import (
     MODEL_OPS_CONFIG,
     MODEL_ORT,
     BuildResult,
+    CoverageCounts,
+    ProviderFixes,
 )
 
 if TYPE_CHECKING:
     from mobilegen.coverage.model import CoverageReport, NodeVerdict
 
 # Files whose sizes the report lists (package-relative paths), in this order.
-SIZED_FILES = (MODEL_ONNX, MODEL_ORT, MODEL_OPS_CONFIG, GOLDEN_NPZ, GOLDEN_MGV, GOLDEN_TOLERANCES)
+GOLDEN_FILES = (GOLDEN_NPZ, GOLDEN_MGV, GOLDEN_TOLERANCES)
+SIZED_FILES = (MODEL_ONNX, MODEL_ORT, MODEL_OPS_CONFIG, *GOLDEN_FILES)  # one model for every target
 
 CPU = "CPU"
 
 
 def default_sizes(result: BuildResult) -> dict[str, int]:
     """Sizes of the model and golden files, read from the paths the result carries (when they exist)."""
-    paths: dict[str, Path | None] = {
-        MODEL_ONNX: result.onnx.path,
-        MODEL_ORT: result.ort.path,
-        MODEL_OPS_CONFIG: result.ort.config_path,
-        GOLDEN_NPZ: result.verification.golden_npz,
-        GOLDEN_MGV: result.verification.golden_mgv,
-    }
+    paths: dict[str, Path | None] = {}
+    for m in result.shipped:
+        paths[m.onnx_file] = m.onnx.path
+        paths[m.ort_file] = None if m.ort is None else m.ort.path
+        paths[m.ops_config_file] = None if m.ort is None else m.ort.config_path
+    paths[GOLDEN_NPZ] = result.verification.golden_npz
+    paths[GOLDEN_MGV] = result.verification.golden_mgv
     return {rel: p.stat().st_size for rel, p in paths.items() if p is not None and p.is_file()}
 
 
@@ -66,9 +69,44 @@ def runs(report: CoverageReport) -> list[tuple[int, int, int]]:
 
 
 def coverage_json(result: BuildResult) -> str:
-    """``{"reports": [CoverageReport.to_dict(), ...]}``, the same contract as ``mobilegen check --json``."""
-    payload = {"reports": [r.to_dict() for r in result.coverage]}
+    """``{"reports": [CoverageReport.to_dict() + before + fixes, ...]}``: the contract of ``mobilegen check
+    --json``, each entry with the fix stage's ``before`` and ``fixes`` (:func:`fix_fields`)."""
+    payload = {"reports": [r.to_dict() | fix_fields(result, r) for r in result.coverage]}
     return json.dumps(jsonable(payload), indent=2, ensure_ascii=True) + "\n"
+
+
+def fix_fields(result: BuildResult, report: CoverageReport) -> dict[str, Any]:
+    """What the fix stage adds to a coverage entry: ``before`` (``supported_nodes``, ``total_nodes``,
+    ``partitions`` before the graph passes; today's numbers when none was applied) and ``fixes`` (each
+    pass applied to the provider's model: ``pass``, ``nodes`` rewritten)."""
+    record = result.fixes_of(report.label)
+    if record is None:
+        return ProviderFixes(report.label, "", CoverageCounts.of(report)).to_dict()
+    return record.to_dict()
+
+
+def fixes_text(result: BuildResult, report: CoverageReport) -> str:
+    """``before: 60/88 nodes, 9 partitions; passes: layernorm (13 nodes), gelu (6 nodes)``, or "" when the
+    fix stage changed nothing for this provider."""
+    record = result.fixes_of(report.label)
+    if record is None or not record.fixes:
+        return ""
+    before = record.before
+    passes = ", ".join(f"{f.name} ({f.nodes} {plural(f.nodes, 'node')})" for f in record.fixes)
+    return (
+        f"{passes}; before them {before.percent:.1f}% of nodes supported ({before.supported_nodes}/{before.total_nodes}), "
+        f"{before.partitions} {plural(before.partitions, 'partition')}"
+    )
+
+
+def model_files(result: BuildResult) -> tuple[str, ...]:
+    """Package paths of every shipped model's files (.onnx, .ort, operator config), model by model."""
+    return tuple(f for m in result.shipped for f in m.files())
+
+
+def sized_files(result: BuildResult) -> tuple[str, ...]:
+    """The files whose sizes the report lists, in order: every model's, then the golden vectors'."""
+    return (*model_files(result), *GOLDEN_FILES)
 
 
 def jsonable(value: Any) -> Any:

@@ -34,9 +34,6 @@ class AndroidTarget(Target[AndroidOptions]):
     def check_io(self, io: IOSpec) -> None:
         impl.check_android_io(io)
 
-    def wants_static_dims(self, opts: AndroidOptions) -> bool:
-        return opts.nnapi  # NNAPI takes no symbolic dims
-
     def providers(self, opts: AndroidOptions, ctx: BuildContext) -> list[EPTarget]:
         from mobilegen.coverage.target import EPTarget
 

@@ -56,13 +56,11 @@ class Target(ABC, Generic[Opts]):
     def check_io(self, io: IOSpec) -> None:
         """Refuse model inputs/outputs the platform's runtime API cannot carry (UsageError)."""
 
-    def wants_static_dims(self, opts: Opts) -> bool:
-        """Whether the chosen providers need every input dim fixed (NNAPI)."""
-        return False
-
     @abstractmethod
     def providers(self, opts: Opts, ctx: BuildContext) -> list[EPTarget]:
-        """The execution providers (with settings) to analyse for this target, in report order."""
+        """The execution providers (with settings) to analyse for this target, in report order. Their
+        declared ``fixes`` are the graph passes this target's model may get (``fixed-dims`` among them:
+        then every input dim is fixed, unless ``--keep-dynamic``)."""
 
     @abstractmethod
     def render(self, spec: ProjectSpec, opts: Opts, dest: Path) -> None:

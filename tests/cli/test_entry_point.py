@@ -21,9 +21,9 @@ def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["export", "m.pt", "--bogus"], "No such option: --bogus"),
-        (["export"], "Missing argument"),
-        (["nosuch"], "No such command"),
+        (["export", "m.pt", "--bogus"], "no such option: --bogus"),
+        (["export"], "missing argument 'MODEL'"),
+        (["nosuch"], "no such command"),
     ],
 )
 def test_usage_errors_are_one_line(args: list[str], needle: str) -> None:

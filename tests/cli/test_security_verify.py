@@ -256,7 +256,7 @@ def _edit_text(pkg: Path, old: str, new: str) -> None:
         ('"atol": 0.0001', '"atol": NaN', "NaN is not a JSON number"),
         ('"atol": 0.0001', '"atol": -Infinity', "-Infinity is not a JSON number"),
         ('"atol": 0.0001', '"atol": 1e999', "the number 1e999 is out of range"),
-        ('"schema_version": 1', '"schema_version": 1' + "0" * 5000, "an integer has 5001 digits"),
+        ('"schema_version": 2', '"schema_version": 2' + "0" * 5000, "an integer has 5001 digits"),
     ],
     ids=["nan", "-infinity", "1e999", "5001-digits"],
 )
@@ -296,10 +296,10 @@ def test_malformed_file_entries(pkg: Path, field: str, value: object, needle: st
 
 
 def test_bool_where_the_manifest_needs_integers(pkg: Path) -> None:
-    reseal(pkg, lambda doc: doc["ort"].update(max_opset=True))
+    reseal(pkg, lambda doc: doc["models"][0]["ort"].update(max_opset=True))
     r = invoke("verify", pkg)
     assert_refused(r, 9, "package verification failed, 1 problem")
-    assert "manifest.json: ort.max_opset / ort.format_version missing or not integers" in r.stderr
+    assert "manifest.json: models[0].ort.max_opset / models[0].ort.format_version missing or not integers" in r.stderr
 
 
 def test_golden_npz_whose_header_claims_a_huge_array(pkg: Path) -> None:

@@ -39,15 +39,19 @@ def test_cnn_example_converts_and_matches(tmp_path: Path) -> None:
 def test_encoder_example_verified_at_two_sizes(tmp_path: Path) -> None:
     data = convert(ROOT / "examples" / "encoder_tiny.pt2", "-o", tmp_path / "enc.ort")
     cases = {r["case"] for r in data["verification"]["rows"]}
-    assert cases == {"tokens:1x16", "tokens:1x17"}, cases
+    assert cases == {"tokens:1x16", "tokens:1x17", "tokens:1x16 #3"}, cases
     assert all(r["passed"] for r in data["verification"]["rows"])
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in LIGHT.glob("light_*.onnx")))
 def test_onnx_light_models(tmp_path: Path, name: str) -> None:
-    data = convert(LIGHT / f"{name}.onnx", "-o", tmp_path / f"{name}.ort")
+    # the light models' weights are placeholders: most give the same output whatever the input (a
+    # degenerate reference), so the gate is accepted knowingly and says so
+    data = convert(LIGHT / f"{name}.onnx", "-o", tmp_path / f"{name}.ort", "--allow-degenerate")
     assert data["ort_format_version"] in (5, 6)
     assert all(r["passed"] for r in data["verification"]["rows"])
+    degenerate = {r["output"] for r in data["verification"]["rows"] if "degenerate reference" in r["note"]}
+    assert {n.split("'")[1] for n in data["notes"] if "was not verified" in n} == degenerate
 
 
 def _hf_models():
@@ -70,6 +74,29 @@ def _hf_models():
 
 
 
+def _calibrate_batchnorm(model, spec_shape: str) -> None:
+    """Random init leaves BatchNorm with scales ~N(0, 0.02) and unit running statistics: activations shrink
+    layer by layer to exactly 0 (MobileViT), a degenerate reference any export passes. Give it what
+    training would: unit scales and the running statistics of a random batch."""
+    import torch
+
+    from mobilegen.spec import parse_input_spec
+
+    bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    if not bns:
+        return
+    for bn in bns:
+        bn.reset_running_stats()
+        bn.momentum = None  # cumulative average: the batch's own statistics
+        torch.nn.init.ones_(bn.weight)
+        torch.nn.init.zeros_(bn.bias)
+    shape = parse_input_spec(spec_shape).concrete_shape()
+    model.train()
+    with torch.no_grad():
+        model(torch.randn(8, *shape[1:]))
+    model.eval()
+
+
 @pytest.mark.parametrize("arch", ["bert", "vit", "convnext", "wav2vec2", "gpt2", "mobilevit"])
 def test_transformers_architectures(tmp_path: Path, arch: str) -> None:
     import torch
@@ -79,6 +106,7 @@ def test_transformers_architectures(tmp_path: Path, arch: str) -> None:
     make, specs = _hf_models()[arch]
     torch.manual_seed(0)
     inner = make().eval()
+    _calibrate_batchnorm(inner, spec_shape=specs[0])
 
     class Wrap(torch.nn.Module):
         def __init__(self) -> None:

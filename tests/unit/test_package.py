@@ -112,7 +112,7 @@ def test_no_absolute_paths_or_dates_anywhere(pristine: Path) -> None:
 
 def test_readme_for_the_app_team(pristine: Path) -> None:
     text = (pristine / "README.md").read_text()
-    for needle in ("`android/`", "`ios/`", "`model/model.ort`", "mobilegen verify", "schema version 1", "onnxruntime-android 1.24.2"):
+    for needle in ("`android/`", "`ios/`", "`model/model.ort`", "mobilegen verify", "schema version 2", "onnxruntime-android 1.24.2"):
         assert needle in text
     assert "`tiny_net.pt`" in text
 
@@ -152,7 +152,7 @@ def test_manifest_written_is_the_manifest_read(pristine: Path) -> None:
     assert read.problems == ()
     assert [f.to_json() for f in read.files] == doc["files"]
     assert read.tolerances is not None and read.tolerances.to_json() == doc["tolerances"]
-    assert read.ort is not None and read.ort.to_json() == doc["ort"]
+    assert [m.to_json() for m in read.models] == doc["models"]
     assert dict(read.mobile_runtimes) == doc["versions"]["mobile_runtimes"]
     assert read.schema_version == MANIFEST_SCHEMA_VERSION and read.model_name == doc["model_name"]
 
@@ -452,11 +452,11 @@ def test_manifest_not_json_or_not_ours(pkg: Path) -> None:
 
 def test_unknown_schema_version(pkg: Path) -> None:
     doc = json.loads((pkg / MANIFEST).read_text())
-    doc["schema_version"] = 2
+    doc["schema_version"] = 3
     (pkg / MANIFEST).write_text(canonical_json(doc))
     with pytest.raises(PackageVerifyError) as info:
         verify_package(pkg)
-    assert "manifest schema version 2 is not supported" in info.value.message
+    assert "manifest schema version 3 is not supported" in info.value.message
     assert not info.value.details
 
 

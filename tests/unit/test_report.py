@@ -139,7 +139,8 @@ def test_markdown_carries_the_same_facts(build: BuildResult) -> None:
 
 def test_coverage_json_contract(build: BuildResult) -> None:
     doc = json.loads(coverage_json(build))
-    assert doc == {"reports": [jsonable(r.to_dict()) for r in build.coverage]}
+    before = [{"supported_nodes": r.supported_nodes, "total_nodes": r.total_nodes, "partitions": len(r.partitions)} for r in build.coverage]
+    assert doc == {"reports": [jsonable(r.to_dict()) | {"before": b, "fixes": []} for r, b in zip(build.coverage, before, strict=True)]}
     assert coverage_json(build).endswith("}\n")
 
 

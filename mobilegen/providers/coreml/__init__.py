@@ -17,6 +17,11 @@ if TYPE_CHECKING:
 DISPLAY_NAME = "CoreML"
 FORMATS = ("mlprogram", "neuralnetwork")
 
+# The graph passes that help CoreML (mobilegen.passes.registry): what its MLProgram builders refuse in
+# transformer-style models (rank-6 Reshape/Transpose, Pad forms, ReduceL2, Sum). Not int64-indices: CoreML's
+# Gather takes int64 indices (gather_op_builder.cc checks only the data's type).
+FIXES = ("fold-constants", "rank6", "sum-add", "reduce", "pad")
+
 SETTINGS = (
     Setting(
         "coreml_format",
@@ -44,4 +49,4 @@ class CoreML(ExecutionProvider):
         return TABLE
 
 
-PROVIDER = CoreML(name="coreml", display_name=DISPLAY_NAME, platform="ios", settings=SETTINGS)
+PROVIDER = CoreML(name="coreml", display_name=DISPLAY_NAME, platform="ios", settings=SETTINGS, fixes=FIXES)

@@ -40,6 +40,27 @@ GROUP_DROP_OPS = ("Reshape", "Flatten", "Identity")  # helper.cc::IsValidSupport
 INTERNAL_QUANT_OPS = ("Transpose", "Resize", "Concat", "MaxPool")  # helper.cc: uint8 only inside a partition
 _UINT8 = 2  # onnx.TensorProto.UINT8 (onnx is not imported here)
 
+# The graph passes that help NNAPI (mobilegen.passes.registry), in no particular order: fixed input dims
+# (it takes no symbolic dim), then rewrites of what its builders refuse in transformer-style models:
+# LayerNormalization, Gelu/Erf, 3-D MatMul, Conv1d, AveragePool count_include_pad, int64 indices,
+# ReduceSum/ReduceL2, Sum, rank-6 Reshape/Transpose, Pad modes other than constant (and any Pad below
+# API 29), and constant folding.
+FIXES = (
+    "fixed-dims",
+    "fold-constants",
+    "rank6",
+    "int64-indices",
+    "sum-add",
+    "reduce",
+    "pad",
+    "avgpool-pad",
+    "layernorm",
+    "gelu",
+    "gelu-tanh",
+    "matmul-2d",
+    "conv1d-2d",
+)
+
 SETTINGS = (
     Setting(
         "android_api",
@@ -104,16 +125,19 @@ class Nnapi(ExecutionProvider):
         return None
 
     def suggest(self, whatif: WhatIf, target: EPTarget) -> list[str]:
-        """Raise the API level, when nodes refused only for it (and dynamic dims) would then be taken."""
-        lifted = [
-            bool(r) and all(x.category in (API, DYNAMIC) for x in r) and any(x.category == API for x in r)
-            for r in whatif.rule_reasons
-        ]
-        needed = max((x.min_api for r in whatif.rule_reasons for x in r if x.category == API and x.min_api), default=None)
-        if not any(lifted) or needed is None:
-            return []
-        change = whatif.change_if_taken(lifted)
-        return [f"target Android API {needed}+ (--android-api {needed}): {change}"] if change else []
+        """Raise the API level to what the nodes refused only for it need, when taking them helps; nodes
+        also refused for a symbolic dim count only together with fixed dims, and the text then says so."""
+        reasons = whatif.rule_reasons
+        api_only = [bool(r) and all(x.category == API for x in r) for r in reasons]
+        with_dims = [bool(r) and all(x.category in (API, DYNAMIC) for x in r) and any(x.category == API for x in r) for r in reasons]
+        for lifted, also in ((api_only, ""), (with_dims, " and fix the dynamic dims")):
+            needed = max((x.min_api or 0 for r, hit in zip(reasons, lifted, strict=True) if hit for x in r if x.category == API), default=0)
+            if not needed or (also and lifted == api_only):
+                continue
+            change = whatif.change_if_taken(lifted)
+            if change:
+                return [f"target Android API {needed}+ (--android-api {needed}){also}: {change}"]
+        return []
 
     def report_settings(self, values: Mapping[str, SettingValue]) -> dict[str, object]:
         # NNAPI always needs fixed shapes: recorded, so reports of different EPs read the same way.
@@ -127,4 +151,5 @@ PROVIDER = Nnapi(
     settings=SETTINGS,
     notices=(NNAPI_DEPRECATED,),
     severe_if_none_taken=True,
+    fixes=FIXES,
 )

@@ -23,6 +23,10 @@ CHECKER = X + "detail/node_support_checker.cc"
 FUSABLE_PRODUCERS = ("Conv", "MaxPool", "AveragePool")
 FUSED_OPS = ("Clip", "Relu")
 
+# The graph passes that help XNNPACK (mobilegen.passes.registry): its MatMul/Gemm and Conv kernels take
+# 2-D weights and 2-D convolutions only.
+FIXES = ("fold-constants", "matmul-2d", "conv1d-2d")
+
 SETTINGS = (
     Setting(
         "require_static_shapes",
@@ -51,4 +55,4 @@ class Xnnpack(ExecutionProvider):
                     support.refuse(node.index, Reason(text, OTHER, "xnnpack.fusion"))
 
 
-PROVIDER = Xnnpack(name="xnnpack", display_name=DISPLAY_NAME, platform="android", settings=SETTINGS)
+PROVIDER = Xnnpack(name="xnnpack", display_name=DISPLAY_NAME, platform="android", settings=SETTINGS, fixes=FIXES)

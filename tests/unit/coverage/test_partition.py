@@ -152,7 +152,10 @@ def test_replace_op_suggestion() -> None:
     model = chain([("Relu", [], {}), ("Erf", [], {}), ("Relu", [], {}), ("Erf", [], {}), ("Relu", [], {})])
     report = analyze(model, EPTarget("nnapi"), optimize=False)
     assert len(report.partitions) == 3 and report.verdict == "no"
-    assert "replace Erf (2 nodes) with supported ops: 3 partitions → 1, 60% → 100% of nodes, verdict no → yes" in report.suggestions
+    assert report.suggestions == (
+        "replace Erf (2 nodes) with the tanh approximation of the GELU it belongs to (Mul, Add, Tanh): "
+        "3 partitions → 1, 60% → 100% of nodes, verdict no → yes",
+    )
 
 
 def test_api_level_refusal_and_suggestion() -> None:
@@ -162,6 +165,7 @@ def test_api_level_refusal_and_suggestion() -> None:
     assert sqrt.reasons == ("needs Android API 29, target is 27",)
     assert [(r.rule, r.category, r.min_api) for r in sqrt.refusals] == [("nnapi.min_api", "api", 29)]
     assert any(s.startswith("target Android API 29+") for s in report.suggestions)
+    assert not any("replace" in s for s in report.suggestions)  # refused only for the API level
 
 
 def test_uint8_op_only_inside_an_nnapi_partition() -> None:

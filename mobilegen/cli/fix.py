@@ -1,0 +1,111 @@
+"""``mobilegen fix``: the graph passes that help the given execution providers, alone, with the coverage
+before and after each provider; the fixed model verified and written as one ``.onnx``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from mobilegen.cli import app, run_command
+from mobilegen.cli.options import (
+    AllowDegenerateOpt,
+    ApproximateOpt,
+    AtolOpt,
+    ConstOpt,
+    DebugOpt,
+    DynamicOpt,
+    ForceOpt,
+    InputOpt,
+    JsonOpt,
+    ModelArg,
+    ModelClassOpt,
+    ModelKwargsOpt,
+    OpsetOpt,
+    OutputNameOpt,
+    RangeOpt,
+    RtolOpt,
+    SampleOnlyOpt,
+    SampleOpt,
+    TrustPickleOpt,
+    model_options,
+    verify_options,
+)
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from mobilegen.fix import FixResult
+
+
+def _human(result: FixResult, console: Console) -> None:
+    from rich.markup import escape
+
+    from mobilegen.passes.stage import counts_text
+
+    dims = ", ".join(f"{d}={n}" for d, n in result.fixed_dims.items())
+    console.print(f"[bold green]wrote[/bold green] {escape(result.output)}" + (f" (dynamic dims fixed: {escape(dims)})" if dims else ""))
+    passes = ", ".join(f"{f.name} ({f.nodes} node{'s' if f.nodes != 1 else ''})" for f in result.applied) or "none"
+    console.print(f"graph passes applied: {escape(passes)}")
+    for before, r in result.entries():
+        colour = {"yes": "green", "maybe": "yellow"}.get(r.verdict, "red")
+        after = f"{r.supported_nodes}/{r.total_nodes} nodes, {len(r.partitions)} partition{'s' if len(r.partitions) != 1 else ''}"
+        console.print(
+            f"[bold]{escape(r.label)}[/bold]: {escape(counts_text(before))} ({before.percent:.1f}%) → {escape(after)} "
+            f"({r.percent:.1f}%), verdict [{colour}]{r.verdict}[/{colour}]"
+        )
+    for t in result.tried:
+        if not t.kept:
+            console.print(f"  [dim]not kept: {escape(t.name)} ({t.nodes} nodes): {escape(t.why)}[/dim]")
+    rows = result.verification.get("rows")
+    if isinstance(rows, list):
+        worst = max((float(r["max_abs"]) for r in rows if isinstance(r, dict)), default=0.0)
+        console.print(f"verification: {len(rows)} checks passed (max abs error {worst:.2e})")
+    for note in result.notes:
+        console.print(f"[yellow]note:[/yellow] {escape(note)}")
+
+
+@app.command("fix")
+def fix(
+    model: ModelArg,
+    ep: Annotated[list[str], typer.Option("--ep", help="Execution provider to fix the model for (nnapi, coreml, xnnpack, or a plug-in). Repeatable.")],
+    output: Annotated[Path, typer.Option("--output", "-o", metavar="FILE.onnx", help="Where to write the fixed .onnx.")],
+    approximate: ApproximateOpt = None,
+    keep_dynamic: Annotated[bool, typer.Option("--keep-dynamic", help="Keep dynamic dims (NNAPI then takes no node with a symbolic dim).")] = False,
+    coreml_format: Annotated[str | None, typer.Option("--coreml-format", help="CoreML model format: mlprogram (default) or neuralnetwork.")] = None,
+    android_api: Annotated[int | None, typer.Option("--android-api", help="Android API level the NNAPI rules assume.")] = None,
+    require_static_shapes: Annotated[
+        bool, typer.Option("--require-static-shapes", help="CoreML: refuse nodes with symbolic dims (RequireStaticInputShapes).")
+    ] = False,
+    input: InputOpt = None,
+    dynamic: DynamicOpt = None,
+    const: ConstOpt = None,
+    opset: OpsetOpt = None,
+    output_name: OutputNameOpt = None,
+    trust_pickle: TrustPickleOpt = False,
+    model_class: ModelClassOpt = None,
+    model_kwargs: ModelKwargsOpt = None,
+    atol: AtolOpt = 1e-4,
+    rtol: RtolOpt = 1e-3,
+    sample: SampleOpt = None,
+    sample_only: SampleOnlyOpt = False,
+    range_: RangeOpt = None,
+    allow_degenerate: AllowDegenerateOpt = False,
+    force: ForceOpt = False,
+    json_out: JsonOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Rewrite MODEL for the given execution providers (each graph pass kept only if it helps), verify it,
+    write OUT.onnx and show each provider's coverage before and after."""
+
+    def action() -> FixResult:
+        from mobilegen.fix import FixOptions, fix_model
+
+        settings = {"coreml_format": coreml_format, "android_api": android_api, "require_static_shapes": require_static_shapes or None}
+        opts = FixOptions(eps=tuple(ep), settings=settings, approximate=tuple(approximate or ()), keep_dynamic=keep_dynamic)
+        mopts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs, consts=const)
+        vopts = verify_options(atol, rtol, sample, range_, sample_only, allow_degenerate)
+        return fix_model(model, output, opts, mopts, vopts, force=force)
+
+    run_command(action, json_out=json_out, debug=debug, human=_human, to_json=lambda r: r.to_dict())

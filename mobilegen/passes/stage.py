@@ -1,0 +1,341 @@
+"""The fix stage: per target, the graph passes its execution providers declare, each kept only if the
+coverage analysis says it helps.
+
+For one target (its providers as ``EPTarget``s) the passes are tried in registry order on the in-memory
+model. After a pass that rewrote something the target's providers are analysed again, and the pass is
+kept when some provider takes more nodes or has fewer partitions, and none takes fewer nodes or has
+more partitions (a provider that took nothing may gain partitions), and onnxruntime still loads the
+graph. Otherwise it is undone. (Supported nodes, not nodes left on the CPU: a rewrite into several ops
+one provider takes and another does not must not count as a loss for the other, e.g. LayerNorm for
+NNAPI next to XNNPACK.)
+
+Undoing is cheap because a pass never touches an existing initializer (:mod:`mobilegen.passes.base`): a
+:class:`Snapshot` keeps the nodes, value_info, inputs, outputs, opsets and functions, and only the
+*number* of initializers, so a large model's weights are never copied.
+
+A build decides every target on the same base model (undoing after each), then writes one model per
+distinct list of kept passes (:func:`materialize`): one ``model/`` when the targets agree, else
+``model/<target>/`` each. A target never gets a rewrite that only another target's provider needed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mobilegen.artifacts import (
+    MODEL_ONNX_NAME,
+    AppliedFix,
+    CoverageCounts,
+    OnnxModel,
+    ProviderFixes,
+    ShippedModel,
+    model_folder,
+)
+from mobilegen.errors import InternalError, MobilegenError, first_line
+from mobilegen.passes import registry
+from mobilegen.passes.base import GraphPass
+from mobilegen.warnings import Notice
+
+if TYPE_CHECKING:
+    import onnx
+
+    from mobilegen.coverage.model import CoverageReport
+    from mobilegen.coverage.target import EPTarget
+
+Analyse = Callable[["onnx.ModelProto", Sequence["EPTarget"]], Sequence["CoverageReport"]]
+
+
+def analyse_in_memory(proto: onnx.ModelProto, eps: Sequence[EPTarget]) -> Sequence[CoverageReport]:
+    from mobilegen.coverage import analyze_all
+
+    return analyze_all(proto, eps)
+
+
+# --- undo ------------------------------------------------------------------------------------------
+
+
+class Snapshot:
+    """What a pass may change, copied (nodes, value_info, graph inputs/outputs, opsets, functions), and
+    the number of initializers it may append to. Weights are not copied."""
+
+    def __init__(self, model: onnx.ModelProto) -> None:
+        import onnx
+
+        g = model.graph
+        self._graph = onnx.GraphProto()
+        self._graph.node.extend(g.node)
+        self._graph.value_info.extend(g.value_info)
+        self._graph.input.extend(g.input)
+        self._graph.output.extend(g.output)
+        self._model = onnx.ModelProto()  # copies of the opsets and functions (small), field presence kept
+        self._model.opset_import.extend(model.opset_import)
+        self._model.functions.extend(model.functions)
+        self._ir_version = model.ir_version
+        self._initializers = [i.name for i in g.initializer]
+        self._sparse = len(g.sparse_initializer)
+
+    def check(self, model: onnx.ModelProto, by: str) -> None:
+        """InternalError when ``by`` removed, replaced or reordered an initializer (the pass contract)."""
+        inits = model.graph.initializer
+        if len(inits) < len(self._initializers) or any(inits[i].name != n for i, n in enumerate(self._initializers)):
+            raise InternalError(f"graph pass '{by}' removed or replaced an initializer", hint="a pass may only append initializers")
+
+    def restore(self, model: onnx.ModelProto) -> None:
+        g = model.graph
+        for name in ("node", "value_info", "input", "output"):
+            field_ = getattr(g, name)
+            del field_[:]
+            field_.extend(getattr(self._graph, name))
+        del g.initializer[len(self._initializers) :]
+        del g.sparse_initializer[self._sparse :]
+        for name in ("opset_import", "functions"):
+            field_ = getattr(model, name)
+            del field_[:]
+            field_.extend(getattr(self._model, name))
+        model.ir_version = self._ir_version
+
+
+# --- judging -----------------------------------------------------------------------------------------
+
+
+def counts_text(c: CoverageCounts) -> str:
+    """``79/91 nodes, 3 partitions``."""
+    return f"{c.supported_nodes}/{c.total_nodes} nodes, {c.partitions} partition{'s' if c.partitions != 1 else ''}"
+
+
+def judge(before: Sequence[CoverageReport], after: Sequence[CoverageReport]) -> tuple[bool, str]:
+    """Whether the change from ``before`` to ``after`` (the same providers, in order) helps: some
+    provider takes more nodes or has fewer partitions, none takes fewer or has more (a provider that
+    took nothing may gain partitions), and onnxruntime still loads the graph. Returns (keep, why)."""
+    gains: list[str] = []
+    losses: list[str] = []
+    for b, a in zip(before, after, strict=True):
+        if a.settings.get("optimized") is False and b.settings.get("optimized") is not False:
+            losses.append(f"{a.label}: onnxruntime cannot load the rewritten graph")
+            continue
+        cb, ca = CoverageCounts.of(b), CoverageCounts.of(a)
+        change = f"{a.label}: {counts_text(cb)} → {counts_text(ca)}"
+        more_parts = ca.partitions > cb.partitions and cb.partitions > 0
+        if more_parts or ca.supported_nodes < cb.supported_nodes:
+            losses.append(change)
+        elif ca.partitions < cb.partitions or ca.supported_nodes > cb.supported_nodes:
+            gains.append(change)
+    if losses:
+        return False, "worse for " + "; ".join(losses)
+    if not gains:
+        return False, "no provider gained"
+    return True, "; ".join(gains)
+
+
+# --- one target ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tried:
+    """A pass the stage ran: how many nodes it rewrote, whether it was kept, and why."""
+
+    name: str
+    nodes: int
+    kept: bool
+    why: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {"pass": self.name, "nodes": self.nodes, "kept": self.kept, "why": self.why}
+
+
+@dataclass(frozen=True)
+class TargetFix:
+    """The fix stage's outcome for one target (``target`` "" outside a build)."""
+
+    target: str
+    eps: tuple[EPTarget, ...]
+    applied: tuple[AppliedFix, ...]
+    tried: tuple[Tried, ...]
+    # coverage of the target's providers before the first pass that rewrote something, and after the
+    # last kept one; None when no pass rewrote anything (nothing was analysed)
+    before: tuple[CoverageReport, ...] | None = None
+    after: tuple[CoverageReport, ...] | None = None
+    notices: tuple[Notice, ...] = ()
+
+    @property
+    def key(self) -> tuple[str, ...]:
+        """Equal keys, equal graphs: the passes applied, in order (passes are deterministic)."""
+        return tuple(f.name for f in self.applied)
+
+    def provider_fixes(self, final: Sequence[CoverageReport]) -> tuple[ProviderFixes, ...]:
+        """Per provider of this target (labels of ``final``, the shipped model's coverage): its coverage
+        before the fix stage and the passes its model got."""
+        labels = {ep.label for ep in self.eps}
+        before = {r.label: CoverageCounts.of(r) for r in self.before or ()}
+        return tuple(
+            ProviderFixes(r.label, self.target, before.get(r.label, CoverageCounts.of(r)), self.applied)
+            for r in final
+            if r.label in labels
+        )
+
+
+def improve(
+    proto: onnx.ModelProto,
+    eps: Sequence[EPTarget],
+    candidates: Sequence[GraphPass],
+    *,
+    target: str = "",
+    analyse: Analyse = analyse_in_memory,
+    before: Callable[[], Sequence[CoverageReport]] | None = None,
+) -> TargetFix:
+    """Try ``candidates`` on ``proto`` in order, keeping each only if it helps ``eps``; ``proto`` is left
+    with the kept passes applied. ``before``: the coverage of ``proto`` as given, when the caller has it
+    (computed on first need otherwise)."""
+    applied: list[AppliedFix] = []
+    tried: list[Tried] = []
+    notices: list[Notice] = []
+    first: tuple[CoverageReport, ...] | None = None
+    current: tuple[CoverageReport, ...] | None = None
+    for graph_pass in candidates if eps else ():
+        snap = Snapshot(proto)
+        nodes, error = _apply(graph_pass, proto, snap)
+        if error is not None:
+            tried.append(Tried(graph_pass.name, 0, False, f"failed: {error}"))
+            notices.append(_failed_notice(graph_pass.name, target, error))
+            continue
+        if nodes <= 0:
+            snap.restore(proto)  # 0 means unchanged; restoring costs little and makes sure of it
+            continue
+        if current is None:  # the coverage as given, measured only once some pass rewrites something
+            snap.restore(proto)
+            current = first = tuple(before()) if before is not None else tuple(analyse(proto, eps))
+            nodes, error = _apply(graph_pass, proto, snap)
+            if error is not None or nodes <= 0:
+                raise InternalError(f"graph pass '{graph_pass.name}' gave a different result on the same graph")
+        try:
+            after = tuple(analyse(proto, eps))
+        except MobilegenError:
+            raise  # a full TMPDIR and the like: not the pass's fault
+        except Exception as err:  # noqa: BLE001 — the rewritten graph cannot even be analysed: not kept
+            snap.restore(proto)
+            tried.append(Tried(graph_pass.name, nodes, False, f"failed: the rewritten graph cannot be analysed ({first_line(err, 200)})"))
+            notices.append(_failed_notice(graph_pass.name, target, f"the rewritten graph cannot be analysed ({first_line(err, 200)})"))
+            continue
+        keep, why = judge(current, after)
+        tried.append(Tried(graph_pass.name, nodes, keep, why))
+        if keep:
+            applied.append(AppliedFix(graph_pass.name, nodes, graph_pass.exact, graph_pass.approximate_as))
+            current = after
+        else:
+            snap.restore(proto)
+    return TargetFix(target, tuple(eps), tuple(applied), tuple(tried), first, current if applied else first, tuple(notices))
+
+
+def _apply(graph_pass: GraphPass, proto: onnx.ModelProto, snap: Snapshot) -> tuple[int, str | None]:
+    """Run one pass: (nodes rewritten, None), or (0, the error) with ``proto`` restored when it raised."""
+    try:
+        nodes = int(graph_pass.apply(proto))
+    except Exception as err:  # noqa: BLE001 — a pass that fails on this graph is skipped, the model kept as it was
+        snap.restore(proto)
+        return 0, first_line(err, 200)
+    snap.check(proto, graph_pass.name)
+    return nodes, None
+
+
+def _failed_notice(name: str, target: str, error: str) -> Notice:
+    where = f" on the {target} model" if target else ""
+    return Notice("fix-failed", "warning", f"graph pass {name} failed{where} and was skipped: {error}", subject=name)
+
+
+# --- a whole build ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PassOptions:
+    """``enabled``: run the passes (``--no-fix`` turns it off); ``approximate``: the ``--approximate``
+    words allowing inexact passes."""
+
+    enabled: bool = True
+    approximate: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class FixPlan:
+    """Per target of a build, the passes that help it (decided on the same base model)."""
+
+    targets: tuple[TargetFix, ...]
+    notices: tuple[Notice, ...] = field(default=())
+
+    def groups(self) -> list[tuple[tuple[str, ...], TargetFix]]:
+        """(targets, the first one's outcome) per distinct list of kept passes, in target order."""
+        out: dict[tuple[str, ...], list[TargetFix]] = {}
+        for t in self.targets:
+            out.setdefault(t.key, []).append(t)
+        return [(tuple(t.target for t in fixes), fixes[0]) for fixes in out.values()]
+
+    def provider_fixes(self, coverage: Sequence[CoverageReport]) -> tuple[ProviderFixes, ...]:
+        return tuple(p for t in self.targets for p in t.provider_fixes(coverage))
+
+
+def plan(
+    base: OnnxModel,
+    targets: Sequence[tuple[str, Sequence[EPTarget]]],
+    opts: PassOptions,
+    *,
+    analyse: Analyse = analyse_in_memory,
+) -> FixPlan:
+    """Decide, for each (target name, its providers), which passes help it. The base model's graph is
+    the same afterwards."""
+    from mobilegen import providers
+
+    proto = _proto(base)
+    all_eps = [ep for _name, eps in targets for ep in eps]
+    cache: list[tuple[CoverageReport, ...]] = []
+
+    def base_reports(eps: Sequence[EPTarget]) -> Callable[[], Sequence[CoverageReport]]:
+        def get() -> Sequence[CoverageReport]:
+            if not cache:  # one analysis of the base for every provider of the build
+                cache.append(tuple(analyse(proto, all_eps)))
+            wanted = [ep.label for ep in eps]
+            by_label = {r.label: r for r in cache[0]}
+            return [by_label[label] for label in wanted]
+
+        return get
+
+    outcomes: list[TargetFix] = []
+    snap = Snapshot(proto)
+    for name, eps in targets:
+        declared = [f for ep in eps for f in providers.get(ep.ep).fixes]
+        candidates = registry.candidates(declared, opts.approximate) if opts.enabled else ()
+        outcomes.append(improve(proto, eps, candidates, target=name, analyse=analyse, before=base_reports(eps)))
+        snap.restore(proto)
+    notices = tuple(n for o in outcomes for n in o.notices)
+    return FixPlan(tuple(outcomes), notices)
+
+
+def materialize(base: OnnxModel, fix_plan: FixPlan, root: Path, write: Callable[[OnnxModel], OnnxModel]) -> tuple[ShippedModel, ...]:
+    """The models to ship: per distinct list of kept passes, the base with those passes applied, written
+    by ``write`` (which returns the model without its in-memory proto) into ``root/model/`` when every
+    target agrees, else ``root/model/<target>/`` per group of targets."""
+    from mobilegen.export import opset_of
+
+    proto = _proto(base)
+    groups = fix_plan.groups()
+    snap = Snapshot(proto) if len(groups) > 1 else None
+    shipped: list[ShippedModel] = []
+    for index, (names, outcome) in enumerate(groups):
+        folder = model_folder(None if len(groups) == 1 else names[0])
+        (root / folder).mkdir(parents=True, exist_ok=True)
+        for applied in outcome.applied:
+            graph_pass = registry.get(applied.name)
+            if graph_pass.apply(proto) != applied.nodes:
+                raise InternalError(f"graph pass '{applied.name}' gave a different result on the same graph")
+        model = replace(base, path=root / folder / MODEL_ONNX_NAME, opset=opset_of(proto))
+        shipped.append(ShippedModel(names, folder, write(model), fixes=outcome.applied))
+        if snap is not None and index < len(groups) - 1:
+            snap.restore(proto)  # the next group starts from the base again
+    return tuple(shipped)
+
+
+def _proto(model: OnnxModel) -> onnx.ModelProto:
+    if model.proto is None:
+        raise InternalError("the fix stage needs the in-memory model; the export stage did not keep it")
+    return model.proto
