@@ -397,3 +397,30 @@ def tmpdir_error(base: Path, err: OSError) -> UsageError:
         f"{'no space left in' if full else 'cannot write to'} the temp folder {base} (TMPDIR): {err.strerror}",
         hint="free space there, or point TMPDIR at a folder with room" if full else "point TMPDIR at a writable folder",
     )
+
+
+@contextlib.contextmanager
+def no_torch_cache_leftover() -> Iterator[None]:
+    """Remove the empty cache folder torch makes in the temp folder on its first export
+    (``$TMPDIR/torchinductor_USER``, created when ``torch._dynamo`` is imported) if it was not there
+    before: a mobilegen run leaves nothing behind outside its output. A folder torch filled, or one the
+    user points ``TORCHINDUCTOR_CACHE_DIR`` at, is left alone."""
+    if os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
+        yield
+        return
+    import getpass
+
+    try:
+        user = re.sub(r'[\\/:*?"<>|]', "_", getpass.getuser())
+    except (KeyError, ModuleNotFoundError, OSError):
+        user = f"uid_{os.getuid()}" if hasattr(os, "getuid") else "unknown_user"
+    folder = Path(tempfile.gettempdir()) / f"torchinductor_{user}"
+    existed = folder.exists()
+    try:
+        yield
+    finally:
+        if not existed:
+            with contextlib.suppress(OSError):  # not empty, or already gone: leave it
+                folder.rmdir()
+        if os.environ.get("TORCHINDUCTOR_CACHE_DIR") == str(folder):  # torch records its choice there
+            del os.environ["TORCHINDUCTOR_CACHE_DIR"]

@@ -125,7 +125,9 @@ def run_command(
     from mobilegen.errors import InternalError, MobilegenError
 
     try:
-        with _progress(json_out):
+        from mobilegen.outputs import no_torch_cache_leftover
+
+        with _progress(json_out), no_torch_cache_leftover():
             result = action()
         gate = getattr(result, "gate_error", None)
         if json_out:
