@@ -66,6 +66,19 @@ FIXED_CLASS_NAMES = frozenset(
         "MainActivity",
         "Companion",
     }
+) | frozenset(
+    # Types the templates name without a package (Kotlin's built-ins, java.*, android.*, ONNX Runtime's):
+    # a wrapper class of the same name would shadow them in its package (a model called "int" -> Int).
+    # tests/unit/test_generated_names.py checks the templates name no other capitalised type.
+    """Activity AndroidJUnit4 Any Array ArrayList Assert AutoCloseable Boolean BooleanArray
+    BufferUnderflowException Build Bundle Byte ByteArray ByteArrayOutputStream ByteBuffer ByteOrder Char
+    Charsets Context Double DoubleArray DoubleBuffer EnumSet Exception ExecutorService Executors Float
+    FloatArray FloatBuffer GoldenTest GoldenVectorsTest IllegalArgumentException IllegalStateException Ignore
+    InstrumentationRegistry Int IntArray IntBuffer JvmField JvmName JvmOverloads JvmStatic LinkedHashMap List
+    Log Long LongArray LongBuffer Map Math ModelSupportTest MutableList MutableMap NoSuchElementException
+    NNAPIFlags Nothing Number OnnxJavaType OnnxTensor OrtEnvironment OrtException OrtProvider OrtSession Pair Path
+    ReentrantReadWriteLock Result RunWith Runtime ScrollView SessionOptions Set Short ShortArray ShortBuffer
+    StandardCharsets String System Test TextView Throwable Throws Unit""".split()
 )
 
 # Every name the templates declare in the scopes tensor-derived names live in, so that no derived name

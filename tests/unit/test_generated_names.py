@@ -293,3 +293,21 @@ def test_ios_reserved_names_cover_the_template(tmp_path: Path) -> None:
     derived = {n for t in ctx["inputs"] + ctx["outputs"] for n in (t["ident"], t["shape_ident"])}
     assert {"ids", "idsShape", "logitsShape", "prediction", "modelName", "init"} <= declared
     assert declared - derived - ios.GENERATED_MEMBERS == set()
+
+
+def test_android_class_names_cannot_shadow_a_type_the_templates_use() -> None:
+    # Every capitalised name the Kotlin templates use as a type (before `(`, `<`, `?`, `.`, `::`, after
+    # `: ` or `is `/`as `) is reserved: a model named after it ("int" -> Int) must not shadow it.
+    from mobilegen.lang import kotlin as kt
+
+    root = Path(android.__file__).resolve().parent.parent / "templates" / "android"
+    used: set[str] = set()
+    for path in [*root.rglob("*.kt"), *root.rglob("*.kt.jinja")]:  # not the Gradle scripts (.kts)
+        text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', path.read_text(encoding="utf-8"))
+        text = re.sub(r"//.*", "", re.sub(r"\{[{%#].*?[}%#]\}", "", text))
+        used |= set(re.findall(r"\b([A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*)\s*(?:[(<?.]|::)", text))
+        used |= set(re.findall(r"(?::|\bis|\bas)\s+([A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*)\b", text))
+    missing = sorted(used - android.FIXED_CLASS_NAMES)
+    assert not missing, f"reserve these in android.FIXED_CLASS_NAMES: {missing}"
+    assert kt.derive_class_name("int", reserved=android.FIXED_CLASS_NAMES) != "Int"
+    assert kt.class_name_problems("String", reserved=android.FIXED_CLASS_NAMES)
