@@ -106,6 +106,9 @@ def gate_hint(reports: tuple[CoverageReport, ...]) -> str:
     """What to do about a missed gate, in words that read the same on a terminal and in the JSON document
     (which has no "above"): the reports' own suggestions when there are any."""
     relax = "relax --fail-under / --max-partitions"
+    if any(r.supported_nodes < r.total_nodes for r in reports):
+        eps = " ".join(f"--ep {ep}" for ep in dict.fromkeys(r.ep for r in reports))
+        relax = f"check what the builds ship (they rewrite the graph per provider first): mobilegen fix MODEL {eps} -o fixed.onnx, then check fixed.onnx; or {relax}"
     labels = [r.label for r in reports if r.suggestions]
     if labels:
         return f"each report's suggestions ({', '.join(labels)}) say what would merge partitions or raise the verdict; or {relax}"

@@ -61,6 +61,11 @@ def _human(result: CheckResult, console: Console) -> None:
         notes = r.settings.get("notes")
         for note in notes if isinstance(notes, list) else ():
             console.print(f"  [dim]note: {escape(str(note))}[/dim]")
+    if any(r.supported_nodes < r.total_nodes for r in result.reports):
+        console.print(
+            "[dim]note: this is the model as given; android/ios/package rewrite the graph for each provider first "
+            "(graph passes): `mobilegen fix MODEL --ep EP -o fixed.onnx` shows the coverage they ship[/dim]"
+        )
 
 
 def _declared(name: str) -> Setting | None:

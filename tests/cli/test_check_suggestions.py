@@ -99,3 +99,19 @@ def test_gate_hint_never_points_above(tmp_path: Path) -> None:
         payload = json.loads(doc.stdout)
         assert payload["error"] and expected in payload["hint"] and "above" not in payload["hint"]
         assert payload["hint"] in line  # the same words on the terminal
+
+
+def test_check_points_at_what_the_builds_ship(tmp_path: Path) -> None:
+    # check analyses the model as given; the builds rewrite it first (LayerNormalization -> ops NNAPI
+    # takes): both the human output and the gate's hint name `mobilegen fix`, which shows that coverage.
+    inits = (numpy_helper.from_array(np.ones(4, np.float32), "g"), numpy_helper.from_array(np.zeros(4, np.float32), "b"))
+    model = _model(tmp_path / "ln.onnx", [N("LayerNormalization", ["x", "g", "b"], ["y"], axis=-1)], inits)
+    human = invoke("check", model, "--ep", "nnapi")
+    assert human.exit_code == 0, human.stderr
+    assert "mobilegen fix MODEL --ep EP -o fixed.onnx" in " ".join(human.stderr.split())
+    gate = invoke("check", model, "--ep", "nnapi", "--fail-under", "100", "--json")
+    assert gate.exit_code == 7
+    assert "mobilegen fix MODEL --ep nnapi -o fixed.onnx" in json.loads(gate.stdout)["hint"]
+    fixed = invoke("fix", model, "--ep", "nnapi", "-o", tmp_path / "fixed.onnx")
+    assert fixed.exit_code == 0, fixed.stderr
+    assert invoke("check", tmp_path / "fixed.onnx", "--ep", "nnapi", "--fail-under", "100").exit_code == 0
