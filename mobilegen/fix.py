@@ -70,7 +70,7 @@ def fix_model(model: Path, output: Path, opts: FixOptions, model_opts: ModelOpti
     from mobilegen.export import save_onnx
     from mobilegen.outputs import staged_files, temp_dir
     from mobilegen.passes import fix_dynamic_dims, registry
-    from mobilegen.passes.stage import improve
+    from mobilegen.passes.stage import drop_unused_initializers, improve
     from mobilegen.pipeline import load_and_export
     from mobilegen.stages import reference
     from mobilegen.verify import verify
@@ -96,6 +96,8 @@ def fix_model(model: Path, output: Path, opts: FixOptions, model_opts: ModelOpti
         before = tuple(analyze_all(proto, targets))
         declared = [f for t in targets for f in providers.get(t.ep).fixes]
         outcome = improve(proto, targets, registry.candidates(declared, approximate), before=lambda: before)
+        if outcome.applied:
+            drop_unused_initializers(proto)  # the weights the passes left behind
         written = tmp / "fixed.onnx"
         save_onnx(proto, written)
         after = outcome.after if outcome.applied and outcome.after is not None else before

@@ -40,9 +40,11 @@ __all__ = [
 FIXED_DIMS = "fixed-dims"
 
 # name -> "module:attribute" of the GraphPass, in the order the fix stage tries them: folding and shape
-# clean-ups first (later patterns match more), exact rewrites before the approximate one of the same op.
+# clean-ups first (later patterns match more), exact rewrites before the approximate one of the same op
+# (which, when asked for, is tried in the exact one's place: see candidates).
 BUILTIN: dict[str, str] = {
     "fold-constants": "mobilegen.passes.fold_constants:PASS",
+    "nan-guard": "mobilegen.passes.nan_guard:PASS",  # before layernorm/gelu: it cannot see through their forms
     "rank6": "mobilegen.passes.rank6:PASS",
     "int64-indices": "mobilegen.passes.int64_indices:PASS",
     "sum-add": "mobilegen.passes.sum_add:PASS",
@@ -144,16 +146,19 @@ def check_approximate(words: Iterable[str]) -> tuple[str, ...]:
 
 def candidates(fixes: Iterable[str], approximate: Iterable[str] = ()) -> tuple[GraphPass, ...]:
     """The passes to try for providers declaring ``fixes`` (names), in registry order: the exact ones,
-    and an approximate one only when its word is in ``approximate``. Names not registered are skipped."""
+    and an approximate one only when its word is in ``approximate``. An approximate pass whose word is
+    the name of an exact pass (``gelu-tanh``, ``--approximate gelu``) replaces that pass: it is tried in
+    its place, just before it (the exact one then finds nothing left when it was kept; it still gets its
+    chance when it was not). Names not registered are skipped."""
     wanted = set(fixes)
     words = set(approximate)
-    out = []
-    for name in names():
-        if name not in wanted:
-            continue
-        graph_pass = get(name)
-        if graph_pass.exact or graph_pass.approximate_as in words:
-            out.append(graph_pass)
+    chosen = [get(name) for name in names() if name in wanted]
+    out = [p for p in chosen if p.exact]
+    for graph_pass in (p for p in chosen if not p.exact and p.approximate_as in words):
+        at = next((i for i, p in enumerate(out) if p.name == graph_pass.approximate_as), None)
+        if at is None:  # it replaces nothing: its own place in the registry order
+            at = sum(1 for p in out if chosen.index(p) < chosen.index(graph_pass))
+        out.insert(at, graph_pass)
     return tuple(out)
 
 

@@ -3,11 +3,17 @@ coverage analysis says it helps.
 
 For one target (its providers as ``EPTarget``s) the passes are tried in registry order on the in-memory
 model. After a pass that rewrote something the target's providers are analysed again, and the pass is
-kept when some provider takes more nodes or has fewer partitions, and none takes fewer nodes or has
-more partitions (a provider that took nothing may gain partitions), and onnxruntime still loads the
-graph. Otherwise it is undone. (Supported nodes, not nodes left on the CPU: a rewrite into several ops
-one provider takes and another does not must not count as a loss for the other, e.g. LayerNorm for
-NNAPI next to XNNPACK.)
+kept when it is better for some provider and worse for none, and onnxruntime still loads the graph;
+otherwise it is undone. Per provider (:func:`judge`):
+
+- better: fewer partitions, or fewer refused nodes (total - supported), or more supported nodes;
+- worse: more partitions (from none to some is not), or fewer supported nodes *and* more refused ones.
+
+Nodes left on the CPU alone never make a pass worse: a rewrite into several ops one provider takes and
+another does not (LayerNorm decomposed for NNAPI, next to XNNPACK on the same Android target) adds
+refused nodes for the other without costing it a partition. Supported nodes alone do not either: a
+pass that removes nodes the provider took and lets onnxruntime merge others (Pad on Swin for CoreML:
+624/638 nodes in 13 partitions -> 617/619 in 1) takes fewer nodes and is still better.
 
 Undoing is cheap because a pass never touches an existing initializer (:mod:`mobilegen.passes.base`): a
 :class:`Snapshot` keeps the nodes, value_info, inputs, outputs, opsets and functions, and only the
@@ -107,9 +113,9 @@ def counts_text(c: CoverageCounts) -> str:
 
 
 def judge(before: Sequence[CoverageReport], after: Sequence[CoverageReport]) -> tuple[bool, str]:
-    """Whether the change from ``before`` to ``after`` (the same providers, in order) helps: some
-    provider takes more nodes or has fewer partitions, none takes fewer or has more (a provider that
-    took nothing may gain partitions), and onnxruntime still loads the graph. Returns (keep, why)."""
+    """Whether the change from ``before`` to ``after`` (the same providers, in order) helps: better for
+    some provider, worse for none (see the module's docstring), and onnxruntime still loads the graph.
+    Returns (keep, why)."""
     gains: list[str] = []
     losses: list[str] = []
     for b, a in zip(before, after, strict=True):
@@ -118,16 +124,27 @@ def judge(before: Sequence[CoverageReport], after: Sequence[CoverageReport]) -> 
             continue
         cb, ca = CoverageCounts.of(b), CoverageCounts.of(a)
         change = f"{a.label}: {counts_text(cb)} → {counts_text(ca)}"
-        more_parts = ca.partitions > cb.partitions and cb.partitions > 0
-        if more_parts or ca.supported_nodes < cb.supported_nodes:
+        if worse(cb, ca):
             losses.append(change)
-        elif ca.partitions < cb.partitions or ca.supported_nodes > cb.supported_nodes:
+        elif better(cb, ca):
             gains.append(change)
     if losses:
         return False, "worse for " + "; ".join(losses)
     if not gains:
         return False, "no provider gained"
     return True, "; ".join(gains)
+
+
+def better(before: CoverageCounts, after: CoverageCounts) -> bool:
+    """Fewer partitions, or fewer refused nodes, or more supported nodes."""
+    return after.partitions < before.partitions or after.cpu_nodes < before.cpu_nodes or after.supported_nodes > before.supported_nodes
+
+
+def worse(before: CoverageCounts, after: CoverageCounts) -> bool:
+    """More partitions (a provider that took nothing may gain some), or fewer supported nodes and more
+    refused ones."""
+    more_parts = after.partitions > before.partitions and before.partitions > 0
+    return more_parts or (after.supported_nodes < before.supported_nodes and after.cpu_nodes > before.cpu_nodes)
 
 
 # --- one target ----------------------------------------------------------------------------------------
@@ -328,11 +345,33 @@ def materialize(base: OnnxModel, fix_plan: FixPlan, root: Path, write: Callable[
             graph_pass = registry.get(applied.name)
             if graph_pass.apply(proto) != applied.nodes:
                 raise InternalError(f"graph pass '{applied.name}' gave a different result on the same graph")
+        dropped = drop_unused_initializers(proto) if outcome.applied else []
         model = replace(base, path=root / folder / MODEL_ONNX_NAME, opset=opset_of(proto))
         shipped.append(ShippedModel(names, folder, write(model), fixes=outcome.applied))
         if snap is not None and index < len(groups) - 1:
+            put_back(proto, dropped)
             snap.restore(proto)  # the next group starts from the base again
     return tuple(shipped)
+
+
+def drop_unused_initializers(proto: onnx.ModelProto) -> list[tuple[int, onnx.TensorProto]]:
+    """Remove the initializers no node reads (nor a subgraph, nor the graph as an input or output): the
+    weights a pass left behind, e.g. conv1d-2d's 3-D kernel next to its 4-D one. A pass may not remove
+    them itself (that would make undoing it cost a copy of the weights); this runs once per written
+    model. Returns (index, initializer) of each one removed, for :func:`put_back`."""
+    from mobilegen.passes.graph_util import GraphIndex
+
+    g = proto.graph
+    index = GraphIndex(g)
+    used = set(index.consumers) | index.used_in_subgraphs | index.graph_inputs | index.graph_outputs
+    unused = [i for i, t in enumerate(g.initializer) if t.name not in used]
+    return [(i, g.initializer.pop(i)) for i in reversed(unused)][::-1]
+
+
+def put_back(proto: onnx.ModelProto, dropped: Sequence[tuple[int, onnx.TensorProto]]) -> None:
+    """Undo :func:`drop_unused_initializers`: every initializer back in its place."""
+    for i, tensor in dropped:
+        proto.graph.initializer.insert(i, tensor)
 
 
 def _proto(model: OnnxModel) -> onnx.ModelProto:

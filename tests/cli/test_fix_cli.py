@@ -267,3 +267,89 @@ def test_package_a_wrong_rewrite_fails_the_gate(monkeypatch: pytest.MonkeyPatch,
         assert "--no-fix" in line
         assert not out.exists()
         assert sorted(p.name for p in tmp_path.iterdir()) == ["TMPDIR", "net.onnx"]
+
+
+# --- what the written model carries, and export's model flags -------------------------------------------
+
+
+def test_fix_does_not_ship_the_weights_a_pass_left_behind(tmp_path: Path) -> None:
+    """conv1d-2d (the library's own pass) adds a 4-D kernel next to the 3-D one, which nothing reads then."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(8)
+    weight = numpy_helper.from_array(rng.standard_normal((8, 4, 3)).astype(np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1]), helper.make_node("Relu", ["c"], ["y"])],
+        "conv1d",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 16])],
+        [weight],
+    )
+    src = tmp_path / "conv1d.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), str(src))
+    out = tmp_path / "fixed.onnx"
+    r = invoke("fix", src, "--ep", "nnapi", "-o", out, "--json")
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["reports"][0]["fixes"] == [{"pass": "conv1d-2d", "nodes": 1}]
+    fixed = onnx.load(str(out))
+    assert [list(i.dims) for i in fixed.graph.initializer if len(i.dims) > 1] == [[8, 4, 1, 3]]
+    assert "w" not in {i.name for i in fixed.graph.initializer}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["TMPDIR", "conv1d.onnx", "fixed.onnx"]
+
+
+def test_fix_takes_exports_model_and_gate_flags(nnapi_fixes: None, tmp_path: Path) -> None:
+    """--const binds an ONNX input (gone from the written model); --sample/--sample-only are the cases verified."""
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Mul", ["x", "k"], ["m"]), helper.make_node("Sum", ["m", "x"], ["y"])],
+        "scaled",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8]), helper.make_tensor_value_info("k", TensorProto.FLOAT, [])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8])],
+    )
+    src = tmp_path / "scaled.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), str(src))
+    sample = tmp_path / "cases.npz"
+    np.savez(sample, x=np.stack([example_input(), -example_input(), 2 * example_input()]))
+    out = tmp_path / "fixed.onnx"
+    r = invoke("fix", src, "--ep", "nnapi", "-o", out, "--const", "k=3", "--sample", sample, "--sample-only", "--json")
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert [row["case"] for row in doc["verification"]["rows"]] == ["x:1x4x8", "x:1x4x8 #2", "x:1x4x8 #3"]
+    assert doc["reports"][0]["fixes"] == [{"pass": "test-sum2-add", "nodes": 1}]
+    fixed = onnx.load(str(out))
+    assert [i.name for i in fixed.graph.input] == ["x"] and _ops(out) == ["Mul", "Add"]
+    x = example_input()
+    np.testing.assert_array_equal(run(fixed, x), 4 * x)
+    assert_fails(invoke("fix", src, "--ep", "nnapi", "-o", tmp_path / "again.onnx", "--const", "k=true"), 2, "--const k=true: input 'k' holds float32")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["TMPDIR", "cases.npz", "fixed.onnx", "scaled.onnx"]
+
+
+def test_fix_approximate_gelu_replaces_the_exact_pass(tmp_path: Path) -> None:
+    """With --approximate gelu the tanh GELU runs where the exact gelu would (which then finds nothing)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    consts = [numpy_helper.from_array(np.array(v, np.float32), n) for n, v in (("s2", 2**0.5), ("one", 1.0), ("half", 0.5))]
+    graph = helper.make_graph(
+        [
+            helper.make_node("Div", ["x", "s2"], ["d"]),
+            helper.make_node("Erf", ["d"], ["e"]),
+            helper.make_node("Add", ["e", "one"], ["a"]),
+            helper.make_node("Mul", ["x", "a"], ["m"]),
+            helper.make_node("Mul", ["m", "half"], ["y"]),
+        ],
+        "gelu",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8])],
+        consts,
+    )
+    src = tmp_path / "gelu.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), str(src))
+    r = invoke("fix", src, "--ep", "nnapi", "-o", tmp_path / "approx.onnx", "--approximate", "gelu", "--atol", "1e-3", "--json")
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["reports"][0]["fixes"] == [{"pass": "gelu-tanh", "nodes": 5}]
+    assert [p["pass"] for p in doc["passes"]] == ["gelu-tanh"]
+    r = invoke("fix", src, "--ep", "nnapi", "-o", tmp_path / "exact.onnx", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["reports"][0]["fixes"] == [{"pass": "gelu", "nodes": 5}]

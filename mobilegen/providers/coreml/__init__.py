@@ -18,9 +18,10 @@ DISPLAY_NAME = "CoreML"
 FORMATS = ("mlprogram", "neuralnetwork")
 
 # The graph passes that help CoreML (mobilegen.passes.registry): what its MLProgram builders refuse in
-# transformer-style models (rank-6 Reshape/Transpose, Pad forms, ReduceL2, Sum). Not int64-indices: CoreML's
+# transformer-style models (rank-6 Reshape/Transpose, Pad forms, ReduceL2, Sum, the IsNaN/Where guard
+# torch.export puts after attention's Softmax). Not int64-indices: CoreML's
 # Gather takes int64 indices (gather_op_builder.cc checks only the data's type).
-FIXES = ("fold-constants", "rank6", "sum-add", "reduce", "pad")
+FIXES = ("fold-constants", "nan-guard", "rank6", "sum-add", "reduce", "pad")
 
 SETTINGS = (
     Setting(

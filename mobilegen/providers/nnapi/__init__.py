@@ -44,10 +44,11 @@ _UINT8 = 2  # onnx.TensorProto.UINT8 (onnx is not imported here)
 # (it takes no symbolic dim), then rewrites of what its builders refuse in transformer-style models:
 # LayerNormalization, Gelu/Erf, 3-D MatMul, Conv1d, AveragePool count_include_pad, int64 indices,
 # ReduceSum/ReduceL2, Sum, rank-6 Reshape/Transpose, Pad modes other than constant (and any Pad below
-# API 29), and constant folding.
+# API 29), the IsNaN/Where guard torch.export puts after attention's Softmax, and constant folding.
 FIXES = (
     "fixed-dims",
     "fold-constants",
+    "nan-guard",
     "rank6",
     "int64-indices",
     "sum-add",
