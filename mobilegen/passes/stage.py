@@ -9,6 +9,12 @@ otherwise it is undone. Per provider (:func:`judge`):
 - better: fewer partitions, or fewer refused nodes (total - supported), or more supported nodes;
 - worse: more partitions (from none to some is not), or fewer supported nodes *and* more refused ones.
 
+Within a build target the providers are the app session's chain, first one first (Android: NNAPI, then
+XNNPACK), and a later provider only gets the nodes the earlier ones leave: there the first provider
+whose numbers move decides (a LayerNorm rewrite that NNAPI takes whole is kept even if XNNPACK, which
+only sees what NNAPI leaves, would form more partitions on the whole graph). ``mobilegen fix`` judges
+its providers, which may belong to different platforms, by the rule above.
+
 Nodes left on the CPU alone never make a pass worse: a rewrite into several ops one provider takes and
 another does not (LayerNorm decomposed for NNAPI, next to XNNPACK on the same Android target) adds
 refused nodes for the other without costing it a partition. Supported nodes alone do not either: a
@@ -112,10 +118,14 @@ def counts_text(c: CoverageCounts) -> str:
     return f"{c.supported_nodes}/{c.total_nodes} nodes, {c.partitions} partition{'s' if c.partitions != 1 else ''}"
 
 
-def judge(before: Sequence[CoverageReport], after: Sequence[CoverageReport]) -> tuple[bool, str]:
+def judge(before: Sequence[CoverageReport], after: Sequence[CoverageReport], *, in_order: bool = False) -> tuple[bool, str]:
     """Whether the change from ``before`` to ``after`` (the same providers, in order) helps: better for
     some provider, worse for none (see the module's docstring), and onnxruntime still loads the graph.
-    Returns (keep, why)."""
+    ``in_order``: the providers are one app session's chain, first one first (NNAPI, then XNNPACK): a
+    later provider only gets the nodes the earlier ones leave, so the first provider whose numbers move
+    decides. Returns (keep, why)."""
+    if in_order:
+        return _judge_in_order(before, after)
     gains: list[str] = []
     losses: list[str] = []
     for b, a in zip(before, after, strict=True):
@@ -133,6 +143,20 @@ def judge(before: Sequence[CoverageReport], after: Sequence[CoverageReport]) -> 
     if not gains:
         return False, "no provider gained"
     return True, "; ".join(gains)
+
+
+def _judge_in_order(before: Sequence[CoverageReport], after: Sequence[CoverageReport]) -> tuple[bool, str]:
+    for b, a in zip(before, after, strict=True):
+        if a.settings.get("optimized") is False and b.settings.get("optimized") is not False:
+            return False, f"worse for {a.label}: onnxruntime cannot load the rewritten graph"
+    for b, a in zip(before, after, strict=True):
+        cb, ca = CoverageCounts.of(b), CoverageCounts.of(a)
+        change = f"{a.label}: {counts_text(cb)} → {counts_text(ca)}"
+        if worse(cb, ca):
+            return False, f"worse for {change}"
+        if better(cb, ca):
+            return True, change
+    return False, "no provider gained"
 
 
 def better(before: CoverageCounts, after: CoverageCounts) -> bool:
@@ -202,10 +226,12 @@ def improve(
     target: str = "",
     analyse: Analyse = analyse_in_memory,
     before: Callable[[], Sequence[CoverageReport]] | None = None,
+    in_order: bool = False,
 ) -> TargetFix:
     """Try ``candidates`` on ``proto`` in order, keeping each only if it helps ``eps``; ``proto`` is left
     with the kept passes applied. ``before``: the coverage of ``proto`` as given, when the caller has it
-    (computed on first need otherwise)."""
+    (computed on first need otherwise). ``in_order``: ``eps`` are one app session's provider chain
+    (see :func:`judge`)."""
     applied: list[AppliedFix] = []
     tried: list[Tried] = []
     notices: list[Notice] = []
@@ -236,7 +262,7 @@ def improve(
             tried.append(Tried(graph_pass.name, nodes, False, f"failed: the rewritten graph cannot be analysed ({first_line(err, 200)})"))
             notices.append(_failed_notice(graph_pass.name, target, f"the rewritten graph cannot be analysed ({first_line(err, 200)})"))
             continue
-        keep, why = judge(current, after)
+        keep, why = judge(current, after, in_order=in_order)
         tried.append(Tried(graph_pass.name, nodes, keep, why))
         if keep:
             applied.append(AppliedFix(graph_pass.name, nodes, graph_pass.exact, graph_pass.approximate_as))
@@ -322,7 +348,7 @@ def plan(
     for name, eps in targets:
         declared = [f for ep in eps for f in providers.get(ep.ep).fixes]
         candidates = registry.candidates(declared, opts.approximate) if opts.enabled else ()
-        outcomes.append(improve(proto, eps, candidates, target=name, analyse=analyse, before=base_reports(eps)))
+        outcomes.append(improve(proto, eps, candidates, target=name, analyse=analyse, before=base_reports(eps), in_order=True))
         snap.restore(proto)
     notices = tuple(n for o in outcomes for n in o.notices)
     return FixPlan(tuple(outcomes), notices)

@@ -175,6 +175,22 @@ def test_judge_needs_every_provider_no_worse() -> None:
     assert not keep and why.startswith("worse for")
 
 
+def test_judge_in_the_app_chain_the_first_provider_that_moves_decides() -> None:
+    # Android: NNAPI first, XNNPACK only sees what NNAPI leaves. MiniLM's case: NNAPI gains, XNNPACK
+    # (judged on the whole graph) would form more partitions -> kept in the chain, not across platforms.
+    before, after = [_report(170, 226, 31), _report(18, 214, 18)], [_report(356, 394, 19), _report(42, 342, 30)]
+    keep, why = judge(before, after, in_order=True)
+    assert keep and why.startswith("nnapi: 170/226"), why
+    assert not judge(before, after)[0]
+    # the first provider unchanged: the next one decides, both ways
+    assert judge([_report(5, 10, 1), _report(5, 10, 2)], [_report(5, 10, 1), _report(6, 10, 1)], in_order=True)[0]
+    assert not judge([_report(5, 10, 1), _report(5, 10, 1)], [_report(5, 10, 1), _report(5, 10, 2)], in_order=True)[0]
+    # NNAPI worse: refused whatever XNNPACK gains
+    assert not judge([_report(5, 10, 1), _report(5, 10, 2)], [_report(5, 10, 2), _report(9, 10, 1)], in_order=True)[0]
+    keep, why = judge([_report(5, 10, 2)], [_report(9, 10, 1, optimized=False)], in_order=True)
+    assert not keep and "cannot load" in why
+
+
 def _ln_model() -> onnx.ModelProto:
     """x[8,16] -> MatMul -> LayerNormalization -> MatMul -> Relu: NNAPI refuses only the LayerNorm;
     XNNPACK takes the two 2-D MatMuls only."""
