@@ -6,6 +6,7 @@ onnxruntime; only ``onnx`` and ``numpy``.
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
@@ -43,11 +44,11 @@ class NodeInfo:
     attrs: dict[str, Any]
     subgraph_nodes: int = 0  # nodes inside If/Loop/Scan bodies (recursively)
 
-    @property
+    @functools.cached_property
     def is_onnx_domain(self) -> bool:
         return self.domain in ONNX_DOMAINS
 
-    @property
+    @functools.cached_property
     def qualified(self) -> str:
         return self.op_type if self.is_onnx_domain else f"{self.domain}:{self.op_type}"
 
