@@ -12,8 +12,10 @@ from the provider registry (``mobilegen.providers``) through ``target.provider``
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -401,7 +403,8 @@ def _dedupe(reasons: list[Reason]) -> tuple[Reason, ...]:
 
 def analyze(model: onnx.ModelProto, target: EPTarget, *, optimize: bool = True) -> CoverageReport:
     """Coverage of ``model`` on one EP target. ``optimize=False`` analyses the graph as given (tests)."""
-    return _report(prepare(model, optimize=optimize), target)
+    with _gc_paused():
+        return _report(prepare(model, optimize=optimize), target)
 
 
 def analyze_all(
@@ -409,5 +412,20 @@ def analyze_all(
 ) -> tuple[CoverageReport, ...]:
     """Optimize and shape-infer once, then analyse every target. ``source``: a file holding exactly
     ``model`` (saves writing a copy for onnxruntime to optimize)."""
-    prepared = prepare(model, optimize=optimize, source=source)
-    return tuple(_report(prepared, t) for t in targets)
+    with _gc_paused():
+        prepared = prepare(model, optimize=optimize, source=source)
+        return tuple(_report(prepared, t) for t in targets)
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The analysis makes hundreds of thousands of small objects and no reference cycles: the cyclic
+    collector would scan them again and again (a third of a 10,000-node analysis). Reference counting
+    still frees everything; the collector resumes afterwards."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

@@ -6,7 +6,6 @@ onnxruntime; only ``onnx`` and ``numpy``.
 
 from __future__ import annotations
 
-import functools
 from collections import deque
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
@@ -44,13 +43,12 @@ class NodeInfo:
     attrs: dict[str, Any]
     subgraph_nodes: int = 0  # nodes inside If/Loop/Scan bodies (recursively)
 
-    @functools.cached_property
-    def is_onnx_domain(self) -> bool:
-        return self.domain in ONNX_DOMAINS
+    is_onnx_domain: bool = field(init=False, repr=False)
+    qualified: str = field(init=False, repr=False)  # "Conv", or "com.microsoft:Gelu" outside ONNX's domain
 
-    @functools.cached_property
-    def qualified(self) -> str:
-        return self.op_type if self.is_onnx_domain else f"{self.domain}:{self.op_type}"
+    def __post_init__(self) -> None:  # read for every node by every provider: computed once
+        self.is_onnx_domain = self.domain in ONNX_DOMAINS
+        self.qualified = self.op_type if self.is_onnx_domain else f"{self.domain}:{self.op_type}"
 
 
 @dataclass
