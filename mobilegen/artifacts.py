@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mobilegen.spec import IOSpec
+from mobilegen.spec import IOSpec, TensorSpec
 
 if TYPE_CHECKING:
     import onnx
@@ -34,6 +34,8 @@ class LoadedModel:
     onnx_path: Path | None = None  # for kind == "onnx"
     example_sizes: dict[str, int] = field(default_factory=dict)  # example size of each named dim in io_hint
     consts: tuple[BoundConst, ...] = ()  # inputs bound to a value (--const; mobilegen.consts), not model inputs
+    # A traced TorchScript file's example inputs (mobilegen.traced_inputs): for the --input hint only, never used as shapes.
+    traced_inputs: tuple[TensorSpec, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -42,9 +44,10 @@ class OnnxModel:
     io: IOSpec  # as the graph declares it (named dims for dynamic axes)
     opset: int
     exporter: str  # "dynamo", "torchscript" or "passthrough"
-    fallback_reason: str | None = None
+    fallback_reason: str | None = None  # set only for a real fallback (never for a TorchScript file)
     example_sizes: dict[str, int] = field(default_factory=dict)  # example size per named dim
     notes: tuple[str, ...] = ()
+    fallback_cause: str = ""  # the fallback's known cause (mobilegen.export_errors.KnownCause.key), or ""
     # The onnx.ModelProto, parsed once by the export and handed on in memory (graph passes change it
     # before the build writes ``path`` once); None when only the file is known.
     proto: onnx.ModelProto | None = field(default=None, compare=False, repr=False)
@@ -61,6 +64,14 @@ class VerifyRow:
     top1: float | None  # fraction of rows whose argmax agrees (2-D outputs), else None
     passed: bool
     note: str = ""
+    unverified: bool = False  # the output's reference is degenerate, accepted with --allow-degenerate
+
+    @property
+    def status(self) -> str:
+        """``pass``, ``fail``, or ``unverified``: within tolerance, but of a reference that could not fail."""
+        if not self.passed:
+            return "fail"
+        return "unverified" if self.unverified else "pass"
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -72,6 +83,7 @@ class VerifyRow:
             "cosine": self.cosine,
             "top1": self.top1,
             "passed": self.passed,
+            "status": self.status,
             "note": self.note,
         }
 
@@ -89,11 +101,17 @@ class VerificationReport:
     def passed(self) -> bool:
         return all(r.passed for r in self.rows)
 
+    @property
+    def unverified(self) -> tuple[str, ...]:
+        """The outputs accepted unverified (--allow-degenerate), in order."""
+        return tuple(dict.fromkeys(r.output for r in self.rows if r.unverified))
+
     def to_dict(self) -> dict[str, object]:
         return {
             "passed": self.passed,
             "atol": self.atol,
             "rtol": self.rtol,
+            "unverified": list(self.unverified),
             "rows": [r.to_dict() for r in self.rows],
         }
 

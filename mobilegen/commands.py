@@ -42,11 +42,15 @@ class ConvertResult:
 
 def export_model(model: Path, output: Path, opts: ModelOptions, verify_opts: VerifyOptions, *, force: bool) -> ExportResult:
     """load → export → verify against PyTorch → write ``output``."""
-    from mobilegen.outputs import staged_files, temp_dir
+    from mobilegen.outputs import check_target, staged_files, temp_dir
     from mobilegen.pipeline import load_and_export
     from mobilegen.stages import reference_for
     from mobilegen.verify import verify
 
+    check_target(output, "file", force=force, protect=(model,))  # what -o is (a link, a FIFO, ...) is said first
+    if output.suffix.lower() != ".onnx":  # an ONNX file named .ort (or anything else) would mislead whoever loads it
+        hint = "for an ORT-format model use mobilegen convert -o FILE.ort" if output.suffix.lower() == ".ort" else f"e.g. -o {output.with_suffix('.onnx').name}"
+        raise UsageError(f"-o {output} does not name an .onnx file", hint=hint)
     with staged_files([output], force=force, protect=(model,)) as (staged,), temp_dir("export") as tmp:
         progress.step("exporting")
         loaded, onnx_model = load_and_export(model, opts, tmp / "model.onnx")

@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,6 +24,9 @@ from mobilegen import consts as bindings
 from mobilegen.artifacts import LoadedModel, OnnxModel
 from mobilegen.errors import ExportError, LoadError, UsageError, first_line, shorten
 from mobilegen.spec import IOSpec, TensorSpec, check_tensor_name, rename_shared_dims
+
+if TYPE_CHECKING:
+    from mobilegen.export_errors import Fallback
 
 # NNAPI and CoreML refuse nodes newer than opset 24 (ORT's EP builders); ORT 1.24 runs up to 24.
 MAX_DEFAULT_OPSET = 24
@@ -120,11 +123,9 @@ def resolve_inputs(loaded: LoadedModel, user: tuple[TensorSpec, ...], sizes: dic
     sizes = {**loaded.example_sizes, **sizes}
     if not user:
         if hint is None or not hint.inputs:
-            shown = " ".join(f"--input {n}:1x3x224x224" for n in (names or ["x"]))
-            raise UsageError(
-                f"the input shapes of {loaded.source.name} are unknown (a {loaded.kind} file does not record them)",
-                hint=f"add {shown} (dtype defaults to float32; e.g. {names[0] if names else 'x'}:1x128:int64)",
-            )
+            from mobilegen.export_errors import unknown_shapes
+
+            raise unknown_shapes(loaded, names)
         return list(hint.inputs), sizes
     by_name = {s.name: s for s in user}
     if names:
@@ -242,11 +243,12 @@ def refuse_large_examples(specs: list[TensorSpec], sizes: dict[str, int], source
 
 def _export_program(
     loaded: LoadedModel, args: tuple[Any, ...], names: list[str], dyn: dict[str, dict[int, str]], opset: int | None, out_path: Path
-) -> tuple[Any, str, str | None]:
+) -> tuple[Any, str, Fallback | None]:
     """(ONNX model, exporter used, why the fallback was used). torch.export first; a module it fails on
-    falls back to the TorchScript exporter, a TorchScript file goes there directly, a .pt2 never does (its
-    program has no TorchScript form). A failure names the primary exporter's innermost cause first."""
-    from mobilegen.export_errors import export_failed, fallback_reason
+    falls back to the TorchScript exporter, a TorchScript file goes there directly (its exporter by design,
+    not a fallback), a .pt2 never does (its program has no TorchScript form). A failure names the primary
+    exporter's innermost cause first."""
+    from mobilegen.export_errors import export_failed, fallback_of
 
     primary: BaseException | None = None
     if loaded.kind != "torchscript":
@@ -261,8 +263,7 @@ def _export_program(
     except Exception as err:  # noqa: BLE001
         # --debug shows the cause's traceback: torch.export's when it failed first.
         raise export_failed(loaded.source.name, loaded.kind, primary, err) from (primary or err)
-    reason = fallback_reason(primary) if primary is not None else "torch.export cannot trace a TorchScript module"
-    return model, "torchscript", reason
+    return model, "torchscript", fallback_of(primary) if primary is not None else None
 
 
 def export_onnx(loaded: LoadedModel, options: ExportOptions, out_path: Path, *, write: bool = True) -> OnnxModel:
@@ -304,7 +305,7 @@ def export_onnx(loaded: LoadedModel, options: ExportOptions, out_path: Path, *, 
                 hint="check --input names, shapes and dtypes against what the model's forward expects",
             ) from err
 
-    program_model, exporter, reason = _export_program(loaded, args, names, dyn, options.opset, out_path)
+    program_model, exporter, fallback = _export_program(loaded, args, names, dyn, options.opset, out_path)
     model = bindings.bind_onnx_inputs(program_model, loaded.consts)  # a .pt2's bound inputs (modules had them traced in)
     _rename_dims(model, specs)
     rename_outputs(model, options.output_names)
@@ -320,7 +321,8 @@ def export_onnx(loaded: LoadedModel, options: ExportOptions, out_path: Path, *, 
         io=io_spec,
         opset=opset_of(model),
         exporter=exporter,
-        fallback_reason=reason,
+        fallback_reason=fallback.reason if fallback else None,
+        fallback_cause=fallback.cause if fallback else "",
         example_sizes={k: v for k, v in sizes.items()},
         notes=tuple(specialised),
         proto=model,
@@ -406,7 +408,7 @@ def rename_outputs(model: Any, wanted: tuple[str, ...]) -> None:
     outs = list(model.graph.output)
     if wanted:
         if len(wanted) != len(outs):
-            raise UsageError(f"--output-name given {len(wanted)} times, the model has {len(outs)} outputs", hint="name every output, in order")
+            raise UsageError(f"--output-name given {len(wanted)} time{'' if len(wanted) == 1 else 's'}, the model has {len(outs)} output{'' if len(outs) == 1 else 's'}", hint="name every output, in order")
         _check_output_names(model, wanted)
         new = list(wanted)
     elif any(o.name.isdigit() for o in outs):

@@ -13,8 +13,12 @@ import sysconfig
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from mobilegen.errors import ExportError, first_line, shorten
+from mobilegen.errors import ExportError, MobilegenError, UsageError, first_line, shorten
+
+if TYPE_CHECKING:
+    from mobilegen.artifacts import LoadedModel, OnnxModel, VerificationReport
 
 CAUSE_LIMIT = 500  # long enough for a symbolic shape and its strides, short enough for one line
 
@@ -29,6 +33,7 @@ class KnownCause:
     pattern: str
     hint: str
     after_fallback: str = ""
+    gate_hint: str = ""  # what to do when the fallback's export then fails the verification gate
 
 
 KNOWN_CAUSES: tuple[KnownCause, ...] = (
@@ -40,6 +45,8 @@ KNOWN_CAUSES: tuple[KnownCause, ...] = (
         "branches and pick with torch.where (or use torch.cond), or trace it to TorchScript yourself (torch.jit.trace, "
         "which keeps only the branch its example takes) and pass that .pt",
         after_fallback="the TorchScript export keeps only the branch the example inputs took",
+        gate_hint="no tolerance fixes a branch the ONNX model does not have: compute both branches and pick with torch.where "
+        "(or use torch.cond) so that torch.export can export the model, then re-run mobilegen",
     ),
     KnownCause(
         "dynamic-dim-fixed-by-model",
@@ -248,11 +255,43 @@ def _hint(kind: str, *diagnoses: Diagnosis) -> str:
     return "; ".join(hints) if hints else f"{_opset_note(kind)}; or export to .onnx yourself and pass that file"
 
 
-def fallback_reason(primary: BaseException) -> str:
-    """Why the TorchScript exporter was used (and, for a known cause, what that means for the model)."""
+@dataclass(frozen=True)
+class Fallback:
+    """Why a module went to the TorchScript exporter: ``reason`` is torch.export's cause on one line (and,
+    for a known cause, what the fallback means for the model); ``cause`` the ``KnownCause.key``, or ""."""
+
+    reason: str
+    cause: str = ""
+
+
+def fallback_of(primary: BaseException) -> Fallback:
     d = diagnose(primary)
     after = d.known.after_fallback if d.known else ""
-    return d.line() + (f"; {after}" if after else "")
+    return Fallback(d.line() + (f"; {after}" if after else ""), d.known.key if d.known else "")
+
+
+def fallback_reason(primary: BaseException) -> str:
+    """Why the TorchScript exporter was used (and, for a known cause, what that means for the model)."""
+    return fallback_of(primary).reason
+
+
+def explain_gate_failure(err: MobilegenError, onnx_model: OnnxModel, report: VerificationReport) -> None:
+    """A gate whose outputs differ after a real fallback (a module torch.export failed on; never a
+    TorchScript file, whose exporter is not a fallback) says so in ``err``: the fallback is the likely
+    reason, and loosening tolerances is not the fix. Changes ``err`` in place."""
+    if report.passed or onnx_model.exporter != "torchscript" or not onnx_model.fallback_reason:
+        return
+    known = next((k for k in KNOWN_CAUSES if k.key == onnx_model.fallback_cause), None)
+    traced = "" if known and known.after_fallback else "; the TorchScript exporter records what the example inputs ran, which may differ for other inputs"
+    err.message += (
+        f"; the ONNX model comes from the TorchScript exporter, a fallback because torch.export failed: {onnx_model.fallback_reason}{traced}"
+    )
+    err.args = (err.message,)
+    if known and known.gate_hint:
+        err.hint = known.gate_hint
+    else:
+        fix = known.hint.format(op="the operator") if known else "fix torch.export's error above"
+        err.hint = f"make the model exportable by torch.export ({fix}) so that no fallback is needed" + (f"; {err.hint}" if err.hint else "")
 
 
 def export_failed(source: str, kind: str, primary: BaseException | None, fallback: BaseException | None) -> ExportError:
@@ -270,3 +309,18 @@ def export_failed(source: str, kind: str, primary: BaseException | None, fallbac
         return ExportError(message, hint=_hint(kind, p))
     f = diagnose(fallback)
     return ExportError(f"{message}; the TorchScript exporter (the fallback) failed too: {f.line()}", hint=_hint(kind, p, f))
+
+
+def unknown_shapes(loaded: LoadedModel, names: list[str]) -> UsageError:
+    """No ``--input`` for a model that records no shapes: the flags to add. A traced TorchScript file's
+    example inputs give real shapes and dtypes (mobilegen.traced_inputs); otherwise placeholders."""
+    from mobilegen.traced_inputs import input_flags
+
+    what = f"the input shapes of {loaded.source.name} are unknown (a {loaded.kind} file does not record them)"
+    flags, traced = input_flags(loaded.traced_inputs, names or ["x"])
+    if traced:
+        return UsageError(what, hint=f"add {flags} (the example inputs it was traced with; a name for a size makes that dim dynamic)")
+    return UsageError(what, hint=f"add {flags} ({SHAPE_HELP})")
+
+
+SHAPE_HELP = "SHAPE: sizes joined by x, e.g. 1x128; DTYPE: float32 unless given, e.g. int64 for token ids"

@@ -120,7 +120,7 @@ def inspect_model(model: Path, opts: ModelOptions) -> Inspection:
         proto = bind_onnx_inputs(onnx.load_model(str(loaded.onnx_path), load_external_data=False), bind_consts(loaded, opts.consts).consts)
         onnx_model = None
     elif loaded.io_hint is None and not opts.inputs:
-        return _inspect_module(loaded)
+        return _inspect_module(loaded, opts.consts)
     else:
         from mobilegen.export import export_onnx
         from mobilegen.outputs import temp_dir
@@ -148,7 +148,7 @@ def inspect_model(model: Path, opts: ModelOptions) -> Inspection:
     notes = []
     counts: dict[str, Any] = {"parameters": params, "parameter_bytes": nbytes, "parameters_counted": ONNX_COUNTED}
     if onnx_model is not None:
-        notes.append(f"exported with the {onnx_model.exporter} exporter" + (f" ({onnx_model.fallback_reason})" if onnx_model.fallback_reason else ""))
+        notes.append(_exporter_note(onnx_model.exporter, onnx_model.fallback_reason))
         notes.extend(onnx_model.notes)
         torch_params, torch_bytes = _module_parameters(loaded.module)  # the count without --input too
         counts = {
@@ -190,19 +190,37 @@ def _histogram(ops: list[tuple[str, str]]) -> dict[str, int]:
     return dict(sorted(hist.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
-def _inspect_module(loaded: Any) -> Inspection:
-    """A PyTorch file that records no input shapes: what can be told without exporting it."""
+def _exporter_note(exporter: str, fallback_reason: str | None) -> str:
+    if fallback_reason:
+        return f"exported with the TorchScript exporter, a fallback: torch.export failed: {fallback_reason}"
+    if exporter == "torchscript":  # its exporter by design, not a fallback
+        return "exported with the TorchScript exporter (a TorchScript file)"
+    return f"exported with the {exporter} exporter"
+
+
+def _inspect_module(loaded: Any, consts: tuple[Any, ...]) -> Inspection:
+    """A PyTorch file that records no input shapes: what can be told without exporting it. Its Python
+    scalar arguments (``forward(self, x, scale: float)``) take a value (``--const``), not a shape."""
+    from mobilegen.consts import model_args
     from mobilegen.export import forward_arg_names
+    from mobilegen.export_errors import SHAPE_HELP
+    from mobilegen.traced_inputs import input_flags
 
     params, nbytes = _module_parameters(loaded.module)
-    names = forward_arg_names(loaded)
+    given = {c.name for c in consts}
+    scalars = {a.name: a for a in model_args(loaded) if a.kind == "scalar"}
+    names = [n for n in forward_arg_names(loaded) if n not in scalars and n not in given]
+    unbound = [a for a in scalars.values() if not a.has_default and a.name not in given]
+    parts = []
+    if names or not unbound:
+        flags, traced = input_flags(loaded.traced_inputs, names or ["x"])
+        parts.append(f"{flags} ({'the example inputs it was traced with' if traced else SHAPE_HELP})")
+    if unbound:
+        kinds = "; ".join(f"{a.name} is a Python {a.scalar}" for a in unbound)
+        parts.append(" ".join(f"--const {a.name}=VALUE" for a in unbound) + f" ({kinds}: a value, not a shape)")
     return Inspection(
         path=str(loaded.source), kind=loaded.kind, sha256=loaded.sha256,
         inputs=[{"name": n, "dtype": "?", "shape": ["?"]} for n in names], outputs=[],
         parameters=params, parameter_bytes=nbytes, parameters_counted=TORCH_COUNTED,
-        notes=[
-            f"a {loaded.kind} file records no input shapes: add "
-            + " ".join(f"--input {n}:SHAPE[:DTYPE]" for n in names or ["x"])
-            + " for the opset and op histogram"
-        ],
+        notes=[f"a {loaded.kind} file records no input shapes: add {' '.join(parts)} for the opset and op histogram"],
     )

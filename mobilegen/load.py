@@ -96,7 +96,9 @@ def load_model(path: Path, options: LoadOptions = LoadOptions()) -> LoadedModel:
         except Exception as err:
             raise LoadError(f"{path} looks like TorchScript but does not load: {first_line(err)}", hint="re-save it with torch.jit.save") from err
         module.eval()
-        return LoadedModel(source=path, kind="torchscript", sha256=digest, module=module, io_hint=_torchscript_io_hint(module))
+        from mobilegen.traced_inputs import read_traced_inputs
+
+        return LoadedModel(source=path, kind="torchscript", sha256=digest, module=module, traced_inputs=read_traced_inputs(path, module))
     if kind == "exported_program":
         from mobilegen.export import quiet
         from mobilegen.pt2_safety import load_exported_program
@@ -186,21 +188,6 @@ def onnx_io_spec(model: Any) -> IOSpec:
 
 def _torch_dtype_name(dtype: Any) -> str:
     return str(dtype).replace("torch.", "")
-
-
-def _torchscript_io_hint(module: Any) -> IOSpec | None:
-    """torch.jit.trace stores the example inputs in the archive; use their shapes when present."""
-    try:
-        traced = dict(module._c._retrieve_traced_inputs()).get("forward")
-        names = [a.name for a in module.forward.schema.arguments[1:]]
-    except Exception:  # noqa: BLE001 — older archives have none; shapes then come from --input
-        return None
-    if not traced:
-        return None
-    tensors = [t for t in traced if hasattr(t, "shape")]
-    if len(tensors) != len(names):
-        return None
-    return IOSpec(inputs=tuple(TensorSpec(n, _torch_dtype_name(t.dtype), tuple(t.shape)) for n, t in zip(names, tensors, strict=True)))
 
 
 @dataclass(frozen=True)

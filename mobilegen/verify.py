@@ -16,6 +16,7 @@ from mobilegen import progress
 from mobilegen.artifacts import JSONValue, LoadedModel, OnnxModel, VerificationReport, VerifyRow
 from mobilegen.errors import ReferenceFailedError, UsageError, VerificationError, first_line
 from mobilegen.export import quiet, torch_callable
+from mobilegen.export_errors import explain_gate_failure
 from mobilegen.golden import GoldenCase, encode_mgv, write_npz
 from mobilegen.spec import TensorSpec
 from mobilegen.verify_inputs import (
@@ -73,7 +74,13 @@ def compare(name: str, ref: np.ndarray, got: np.ndarray, atol: float, rtol: floa
     around 1e-20 and around 1e+20: ``max_rel = max|got − expected| / max|expected|`` (the largest error
     relative to the largest expected magnitude: near-zero elements do not blow it up), and the cosine is
     computed on both tensors divided by their largest magnitude (no underflow or overflow of the squares).
-    Non-finite elements are left out of both (they must match exactly)."""
+    Non-finite elements are left out of both (they must match exactly). numpy's floating-point warnings
+    are silenced: NaN/Inf are the gate's own findings, reported in its table, not on stderr."""
+    with np.errstate(all="ignore"):
+        return _compare(ref, got, atol, rtol)
+
+
+def _compare(ref: np.ndarray, got: np.ndarray, atol: float, rtol: float) -> tuple[float, float, float, float | None, bool, str]:
     if ref.shape != got.shape:
         return math.inf, math.inf, 0.0, None, False, f"shape {got.shape} != expected {ref.shape}"
     if ref.dtype == bool or got.dtype == bool or not np.issubdtype(ref.dtype, np.number):
@@ -92,7 +99,8 @@ def compare(name: str, ref: np.ndarray, got: np.ndarray, atol: float, rtol: floa
     top1 = None
     if ref.ndim == 2 and ref.shape[1] > 1:
         top1 = float(np.mean(np.argmax(ref, axis=1) == np.argmax(got, axis=1)))
-    passed = (not nonfinite_mismatch) and bool(np.all(diff <= atol + rtol * np.abs(r)))
+    # the tolerance is for finite elements: NaN in atol + rtol·|NaN| failed a NaN matched by NaN
+    passed = (not nonfinite_mismatch) and bool(np.all(diff[finite] <= atol + rtol * np.abs(r[finite])))
     return max_abs, max_rel, cosine, top1, passed, ("NaN/Inf differ" if nonfinite_mismatch else "")
 
 
@@ -173,6 +181,7 @@ class Expected:
     outputs: tuple[list[np.ndarray], ...]
     label: str  # what the reference is ("PyTorch", "the source ONNX model ...")
     origins: tuple[str, ...] = ()  # where each case came from ("seeded, seed 0", "--sample x.npz, case 2 of 5")
+    labels: tuple[str, ...] = ()  # how the verification table names each case ("x:1x4", "x.npz[1]")
 
 
 def reference_subject(label: str) -> str:
@@ -216,22 +225,36 @@ def reference_outputs(
             ) from err
         if len(expected) != len(out_names):
             raise VerificationError(
-                f"{reference_subject(reference_label)} returned {len(expected)} outputs, the ONNX model declares {len(out_names)}",
+                f"{reference_subject(reference_label)} returned {_count(len(expected), 'output')}, the ONNX model declares {len(out_names)}",
                 hint="return tensors only (no None or Python numbers) from forward, or name the outputs with --output-name",
             )
         outputs.append(expected)
-    return Expected(tuple(c.arrays for c in cases), tuple(outputs), reference_label, tuple(c.origin for c in cases))
+    return Expected(tuple(c.arrays for c in cases), tuple(outputs), reference_label, tuple(c.origin for c in cases), tuple(case_labels(cases)))
+
+
+NEAR_ZERO, CONSTANT, NON_FINITE = "near-zero", "constant", "non-finite"
+
+# What to do about each kind of degenerate reference (the error's hint says the ones found).
+_ADVICE = {
+    NEAR_ZERO: "outputs this close to zero are what an untrained, random-init model gives (e.g. BatchNorm with untrained "
+    "running statistics: outputs around 1e-22): verify the trained weights",
+    CONSTANT: "the output ignores the model's inputs, or saturates on these ones: verify on real data (--sample FILE.npz) "
+    "or on values that exercise the model (--range NAME=LO:HI)",
+    NON_FINITE: "the reference itself computes NaN/Inf: the model or its inputs are broken (check the weights, and give "
+    "inputs in their real range with --range or --sample)",
+}
 
 
 @dataclass(frozen=True)
 class Degenerate:
     """An output whose reference values make the gate unable to fail: ``reason`` says why, ``short`` is
-    the same for a table's note column."""
+    the same for a table's note column, ``kind`` which of the three it is (its hint)."""
 
     output: str
     reason: str  # what is degenerate about it
     consequence: str  # why that matters
     short: str
+    kind: str  # NEAR_ZERO, CONSTANT or NON_FINITE
 
 
 def degenerate_outputs(expected: Expected, out_names: list[str], atol: float, rtol: float) -> list[Degenerate]:
@@ -249,27 +272,40 @@ def degenerate_outputs(expected: Expected, out_names: list[str], atol: float, rt
     return out
 
 
-def _why_degenerate(values: list[np.ndarray], cases: tuple[dict[str, np.ndarray], ...], atol: float, rtol: float) -> tuple[str, str, str] | None:
+def _why_degenerate(values: list[np.ndarray], cases: tuple[dict[str, np.ndarray], ...], atol: float, rtol: float) -> tuple[str, str, str, str] | None:
     n = len(values)
     bad = sum(int(np.count_nonzero(~np.isfinite(v))) for v in values)
     if bad:
         total = sum(v.size for v in values)
-        return f"{bad} of its {total} reference values are NaN or Inf", "the gate can only match those values, not measure an error on them", "NaN/Inf"
+        return (
+            f"{bad} of its {total} reference values are NaN or Inf",
+            "the gate can only match those values, not measure an error on them",
+            "NaN/Inf",
+            NON_FINITE,
+        )
     largest = max(float(np.abs(v).max()) for v in values if v.size)
     if largest <= atol:
         return (
-            f"every reference value is within atol={atol:g} of zero (largest |value| {largest:.3g} over {n} case{'s' if n != 1 else ''})",
+            f"every reference value is within atol={atol:g} of zero (largest |value| {largest:.3g} over {_count(n, 'case')})",
             "an export that returns zeros would pass as well",
             "all |values| ≤ atol",
+            NEAR_ZERO,
         )
     pairs = [
         (i, k) for i in range(n) for k in range(i) if values[i].shape == values[k].shape and not _same_inputs(cases[i], cases[k])
     ]
     if pairs and all(bool(np.all(np.abs(values[i] - values[k]) <= atol + rtol * np.abs(values[k]))) for i, k in pairs):
+        spread = max(float(np.abs(values[i] - values[k]).max(initial=0.0)) for i, k in pairs)
+        what = (
+            f"its reference is the same in all {n} cases"
+            if spread == 0.0
+            else f"its reference varies across the {n} cases by at most {spread:.3g}, within the tolerance (atol={atol:g}, rtol={rtol:g}),"
+        )
         return (
-            f"its reference is the same in all {n} cases although their inputs differ",
+            f"{what} although their inputs differ",
             "an export that ignores its inputs would pass as well",
-            "same in every case",
+            "same in every case" if spread == 0.0 else "within tolerance in every case",
+            CONSTANT,
         )
     return None
 
@@ -278,16 +314,19 @@ def _same_inputs(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
     return a.keys() == b.keys() and all(a[k].shape == b[k].shape and np.array_equal(a[k], b[k]) for k in a)
 
 
-DEGENERATE_HINT = (
-    "a random-init model (e.g. BatchNorm with untrained running statistics gives outputs around 1e-22) makes every export "
-    "pass: verify the trained weights, or inputs that exercise the model (--range, --sample); "
-    "pass --allow-degenerate to accept it knowingly"
-)
+def degenerate_hint(degenerate: list[Degenerate]) -> str:
+    """What to do about the degenerate references found: the advice for each kind among them, once."""
+    kinds = dict.fromkeys(d.kind for d in degenerate)
+    return "; ".join(_ADVICE[k] for k in kinds) + "; pass --allow-degenerate to accept it knowingly"
 
 
 def degenerate_notice(d: Degenerate) -> str:
     """What a build with ``--allow-degenerate`` says about an accepted output (report, README, JSON)."""
     return f"output {d.output!r} was not verified: {d.reason}, so {d.consequence}; accepted with --allow-degenerate — check it with real inputs"
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def verify(
@@ -329,6 +368,7 @@ def verify(
     failure = _failure(rows, [] if options.allow_degenerate else degenerate, reference.label, options, passthrough=onnx_model.exporter == "passthrough")
     if failure is not None:
         failure.report = report  # type: ignore[attr-defined]
+        explain_gate_failure(failure, onnx_model, report)  # a TorchScript fallback is the likely cause: say so
         raise failure
     return report
 
@@ -341,7 +381,7 @@ def _rows(
     accepted: Mapping[str, str],
 ) -> list[VerifyRow]:
     rows: list[VerifyRow] = []
-    labels = case_labels([Case(arrays, "") for arrays in reference.cases])
+    labels = list(reference.labels) or case_labels([Case(arrays, "") for arrays in reference.cases])
     for k, (case, arrays, expected) in enumerate(zip(labels, reference.cases, reference.outputs, strict=True), 1):
         progress.count("verifying", k, len(reference.cases))
         for label, run in runners.items():
@@ -351,12 +391,12 @@ def _rows(
                 rows.append(VerifyRow(label, case, "*", math.inf, math.inf, 0.0, None, False, f"run failed: {first_line(err, 200)}"))
                 continue
             if len(got) != len(expected):
-                rows.append(VerifyRow(label, case, "*", math.inf, math.inf, 0.0, None, False, f"{len(got)} outputs, expected {len(expected)}"))
+                rows.append(VerifyRow(label, case, "*", math.inf, math.inf, 0.0, None, False, f"{_count(len(got), 'output')}, expected {len(expected)}"))
                 continue
             for name, e, g in zip(out_names, expected, got, strict=True):
                 ma, mr, cos, top1, ok, note = compare(name, e, g, options.atol, options.rtol)
                 note = "; ".join(n for n in (note, accepted.get(name, "")) if n)
-                rows.append(VerifyRow(label, case, name, ma, mr, cos, top1, ok, note))
+                rows.append(VerifyRow(label, case, name, ma, mr, cos, top1, ok, note, unverified=name in accepted))
     return rows
 
 
@@ -382,7 +422,7 @@ def _failure(rows: list[VerifyRow], degenerate: list[Degenerate], reference_labe
         more = f" (and {len(degenerate) - 1} more output(s), listed below)" if len(degenerate) > 1 else ""
         return VerificationError(
             f"verification is inconclusive: output {first.output!r} of {subject} is degenerate — {first.reason}, so {first.consequence}{more}",
-            hint=DEGENERATE_HINT,
+            hint=degenerate_hint(degenerate),
             details=lines if len(degenerate) > 1 else [],
         )
     return None

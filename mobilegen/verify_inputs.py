@@ -48,6 +48,7 @@ class Case:
 
     arrays: dict[str, np.ndarray]
     origin: str  # "seeded, seed 0", "--sample inputs.npz, case 2 of 5"
+    label: str = ""  # how the verification table names it; "" for a seeded case (named by its shapes)
 
 
 def _number(text: str, spec: str) -> Number:
@@ -154,13 +155,27 @@ def seeded_cases(specs: Sequence[TensorSpec], sizes: dict[str, int], ranges: Map
 
 
 def _sample_arrays(path: Path) -> dict[str, np.ndarray]:
+    """The file's arrays. Anything but a zip of ``.npy`` members is refused: ``np.load`` opens any zip (a
+    torch ``.pt`` is one) and would hand back its entries' raw bytes, and a bare ``.npy`` as one array."""
     if not path.is_file():
         raise UsageError(f"--sample {path} does not exist", hint="pass an .npz with one array per model input")
+    not_npz = UsageError(f"--sample {path} is not an .npz of arrays (np.savez)", hint="write it with numpy.savez(path, name=array, ...), one array per model input")
     try:
-        with np.load(path, allow_pickle=False) as z:
-            return {k: z[k] for k in z.files}
+        loaded = np.load(path, allow_pickle=False)
     except Exception as err:  # noqa: BLE001 — numpy raises several types for bad files
-        raise UsageError(f"--sample {path} is not a readable .npz", hint="write it with numpy.savez(path, name=array, ...)") from err
+        raise not_npz from err
+    if not isinstance(loaded, np.lib.npyio.NpzFile):
+        raise not_npz
+    with loaded as z:
+        if z.zip is None or any(not name.endswith(".npy") for name in z.zip.namelist()):
+            raise not_npz
+        try:
+            arrays = {k: z[k] for k in z.files}
+        except Exception as err:  # noqa: BLE001 — a damaged member: zipfile, numpy and OS errors alike
+            raise not_npz from err
+    if not all(isinstance(a, np.ndarray) for a in arrays.values()):
+        raise not_npz
+    return arrays
 
 
 def _split_cases(path: Path, spec: TensorSpec, a: np.ndarray) -> list[np.ndarray]:
@@ -211,7 +226,11 @@ def sample_cases(path: Path, specs: Sequence[TensorSpec]) -> list[Case]:
             hint="give every input the same leading cases axis, or none of them one (a single case)",
         )
     n = next(iter(counts.values()), 1)
-    return [Case({name: cs[i] for name, cs in per_input.items()}, f"--sample {path.name}, case {i + 1} of {n}") for i in range(n)]
+    axis = any(len(data[s.name].shape) == len(s.shape) + 1 for s in specs)
+    return [
+        Case({name: cs[i] for name, cs in per_input.items()}, f"--sample {path.name}, case {i + 1} of {n}", f"{path.name}[{i}]" if axis else path.name)
+        for i in range(n)
+    ]
 
 
 def describe_inputs(arrays: Mapping[str, np.ndarray]) -> str:
@@ -230,11 +249,13 @@ def describe_inputs(arrays: Mapping[str, np.ndarray]) -> str:
 
 
 def case_labels(cases: Sequence[Case]) -> list[str]:
-    """``x:1x3x8x8`` per case; a label that repeats gets its case number (``x:1x3x8x8 #3``)."""
+    """``x:1x3x8x8`` per seeded case; a label that repeats gets its case number (``x:1x3x8x8 #3``). A
+    ``--sample`` case is named by its origin: ``inputs.npz[0]`` (index on the file's cases axis), or
+    ``inputs.npz`` for a file holding one case without that axis."""
     seen: set[str] = set()
     out = []
     for i, c in enumerate(cases, start=1):
-        label = ";".join(f"{k}:{'x'.join(map(str, v.shape))}" for k, v in c.arrays.items())
+        label = c.label or ";".join(f"{k}:{'x'.join(map(str, v.shape))}" for k, v in c.arrays.items())
         out.append(label if label not in seen else f"{label} #{i}")
         seen.add(label)
     return out

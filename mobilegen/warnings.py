@@ -60,8 +60,9 @@ def build_notices(notices: Iterable[Notice]) -> tuple[Notice, ...]:
 
 
 def export_notices(loaded: LoadedModel, onnx_model: OnnxModel, *, output_names_given: bool) -> list[Notice]:
-    """What the export said (its notes), the output-name hint, and an exporter fallback the user should
-    hear about (a TorchScript input always takes the TorchScript exporter: only the report lists that)."""
+    """What the export said (its notes), the output-name hint, and an exporter fallback (a module that
+    torch.export failed on; a TorchScript file takes the TorchScript exporter by design, which is no
+    fallback and no warning: its ``fallback_reason`` is None)."""
     out = [Notice("export-note", "warning", note) for note in onnx_model.notes]
     generic = all(_GENERIC_OUTPUT.fullmatch(o.name) for o in onnx_model.io.outputs)
     if onnx_model.exporter != "passthrough" and not output_names_given and not generic:
@@ -73,7 +74,7 @@ def export_notices(loaded: LoadedModel, onnx_model: OnnxModel, *, output_names_g
                 f"output names come from the exporter ({names}) and name the wrappers' properties; to choose them, re-run mobilegen with --output-name",
             )
         )
-    if onnx_model.fallback_reason and onnx_model.exporter == "torchscript" and loaded.kind != "torchscript":
+    if onnx_model.fallback_reason and loaded.kind != "torchscript":
         out.append(_exporter_fallback(onnx_model, onnx_model.fallback_reason, "build"))
     return out
 

@@ -51,8 +51,14 @@ def err_console() -> Console:
     """The console on stderr, made on first use (importing rich costs ~50 ms that --help does not need)."""
     from rich.console import Console
 
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            # rich would exit 1 (mobilegen's "internal bug"): the CLI ends a closed pipe itself (clickext)
+            self.quiet = True
+            raise BrokenPipeError
+
     width = None if _isatty(sys.stderr) else _UNBOUNDED_WIDTH
-    return Console(stderr=True, highlight=False, soft_wrap=True, width=width)
+    return _Console(stderr=True, highlight=False, soft_wrap=True, width=width)
 
 
 def _isatty(stream: Any) -> bool:
@@ -140,6 +146,8 @@ def run_command(
     except KeyboardInterrupt:
         _interrupted(json_out)
     except (typer.Exit, typer.Abort):
+        raise
+    except BrokenPipeError:  # the reader of our output has gone (`| head`): no bug, ends quietly (clickext)
         raise
     except Exception as err:  # noqa: BLE001 — the one place a bug becomes exit code 1
         if signals.received:  # a library turned the interrupt into its own error (ImportError: initialization failed)

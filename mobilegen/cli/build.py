@@ -128,9 +128,11 @@ def _human_build(r: Any, console: Console) -> None:
         f"model: {r.loaded.kind} → ONNX opset {r.onnx.opset} ({r.onnx.exporter} exporter) → ORT format v{r.ort.ort_format_version} "
         f"({r.ort.optimization_style} style)"
     )
+    from mobilegen.report.facts import checks_text
+
     v = r.verification
     worst = max((row.max_abs for row in v.rows), default=0.0)
-    console.print(f"verification: {len(v.rows)} checks passed (max abs error {worst:.2e}, atol {v.atol:g}, rtol {v.rtol:g})")
+    console.print(f"verification: {checks_text([row.status for row in v.rows])} (max abs error {worst:.2e}, atol {v.atol:g}, rtol {v.rtol:g})")
     console.print("runtimes: " + ", ".join(f"onnxruntime {ver} ({ch})" for ch, ver in r.runtimes.items()))
     if r.coverage:
         t = Table("EP", "nodes", "partitions", "verdict", "top refused ops", box=None, pad_edge=False)

@@ -12,7 +12,7 @@ import typer
 from typer.core import TyperOption
 
 from mobilegen.cli import app, run_command
-from mobilegen.cli.clickext import MobilegenCommand
+from mobilegen.cli.clickext import MobilegenCommand, declared_setting, setting_help
 from mobilegen.cli.options import (
     ConstOpt,
     DebugOpt,
@@ -25,6 +25,7 @@ from mobilegen.cli.options import (
     OpsetOpt,
     TrustPickleOpt,
     model_options,
+    unique,
 )
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from typer._click import Context, HelpFormatter
 
     from mobilegen.checking import CheckResult
-    from mobilegen.providers import Setting, SettingValue
+    from mobilegen.providers import SettingValue
 
 
 def _human(result: CheckResult, console: Console) -> None:
@@ -68,23 +69,6 @@ def _human(result: CheckResult, console: Console) -> None:
         )
 
 
-def _declared(name: str) -> Setting | None:
-    """The first registered provider's setting called ``name`` (the flag's help and defaults)."""
-    from mobilegen import providers
-
-    return next((s for p in providers.all_providers() if (s := p.setting(name)) is not None), None)
-
-
-def _flag_help(setting: Setting) -> str:
-    if setting.variant:
-        return f"{setting.help}: {' or '.join(setting.choices)} (default: report each)."
-    if setting.choices:
-        return f"{setting.help}: {', '.join(setting.choices)} (default: {setting.default})."
-    if setting.minimum is not None or setting.maximum is not None:
-        return f"{setting.help} ({setting.range_text}; default {setting.default})."
-    return f"{setting.help}."
-
-
 class _CheckCommand(MobilegenCommand):
     """Fills the help of ``--ep`` and of the provider flags from the registry when the help is shown (a
     missing ``--ep`` names the choices: ``MobilegenCommand``)."""
@@ -97,8 +81,8 @@ class _CheckCommand(MobilegenCommand):
                 continue
             if param.name == "ep":
                 param.help = f"Execution provider: {', '.join(providers.names())}. Repeatable."
-            elif (setting := _declared(param.name)) is not None:
-                param.help = _flag_help(setting)
+            elif (setting := declared_setting(param.name)) is not None:
+                param.help = setting_help(setting)
         super().format_help(ctx, formatter)
 
 
@@ -107,7 +91,7 @@ class _CheckCommand(MobilegenCommand):
 @app.command("check", cls=_CheckCommand)
 def check(
     model: ModelArg,
-    ep: Annotated[list[str], typer.Option("--ep", metavar="EP", help="Execution provider (a name in the provider registry). Repeatable.")],
+    ep: Annotated[list[str], typer.Option("--ep", metavar="EP", callback=unique, help="Execution provider (a name in the provider registry). Repeatable.")],
     coreml_format: Annotated[str | None, typer.Option("--coreml-format", metavar="FORMAT", help="CoreML model format.")] = None,
     android_api: Annotated[int | None, typer.Option("--android-api", metavar="LEVEL", help="Android API level the NNAPI rules assume.")] = None,
     require_static_shapes: Annotated[

@@ -7,12 +7,17 @@
   raises: ``error: <what> — <what to do>``, one line, exit 2, and with ``--json`` the same JSON document.
 - The group builds a command's Click parameters only when that command runs or shows its help (Typer
   builds every command up front: ~15 ms of each start-up); ``mobilegen --help`` lists them from their
-  docstrings, as Click would.
+  docstrings, each with its first sentence whole.
+- Output into a pipe whose reader has gone (``mobilegen check ... | head -1``) ends quietly with exit 141,
+  what a shell reports for a tool killed by SIGPIPE (:func:`closed_pipe_exit`).
 """
 
 from __future__ import annotations
 
 import inspect
+import os
+import re
+import sys
 from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from contextlib import contextmanager
 from pathlib import PurePath
@@ -30,11 +35,18 @@ if TYPE_CHECKING:
     from typer._click import Context, HelpFormatter
     from typer.models import CommandInfo
 
+    from mobilegen.providers import Setting
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 # A value's metavar by its type, when the declaration names none; flags get none.
 _TYPE_METAVAR: dict[object, str] = {int: "N", float: "NUM", str: "TEXT"}
 _BOOL_WORDS = frozenset({"true", "false", "yes", "no", "on", "off", "1", "0"})
+
+# 128 + SIGPIPE: the status a shell shows for a tool that wrote into a pipe whose reader had gone (`yes | head`).
+# Python ignores SIGPIPE and raises BrokenPipeError instead; its docs suggest exit 1, which is mobilegen's
+# "internal bug". (Restoring SIGPIPE's default would kill the process on any closed socket as well.)
+PIPE_CLOSED_EXIT = 141
 
 
 class UsageErrorWithHint(click_exc.UsageError):  # type: ignore[misc,unused-ignore]
@@ -73,17 +85,44 @@ def _ep_choices() -> str:
     return f"choose one or more of {', '.join(providers.names())} (repeat --ep for several)"
 
 
+def declared_setting(name: str) -> Setting | None:
+    """The first registered provider's setting called ``name`` (a flag's help, range and default)."""
+    from mobilegen import providers
+
+    return next((s for p in providers.all_providers() if (s := p.setting(name)) is not None), None)
+
+
+def setting_help(setting: Setting) -> str:
+    """A provider flag's help from the registry: what it sets, its choices or range, and its default."""
+    if setting.variant:
+        return f"{setting.help}: {' or '.join(setting.choices)} (default: report each)."
+    if setting.choices:
+        return f"{setting.help}: {', '.join(setting.choices)} (default: {setting.default})."
+    if setting.minimum is not None or setting.maximum is not None:
+        return f"{setting.help} ({setting.range_text}; default {setting.default})."
+    return f"{setting.help}."
+
+
 class MobilegenCommand(TyperCommand):
     """A command with plain help. ``missing_hints``: what to say when a required parameter is missing
     (parameter name → a function giving the hint, read when the error happens)."""
 
     missing_hints: ClassVar[dict[str, Callable[[], str]]] = {"ep": _ep_choices}
+    # Options whose help is the provider setting's of that name, with its range and default: read from the
+    # registry when the help is shown (every command that takes the flag says the same).
+    registry_help: ClassVar[tuple[str, ...]] = ("android_api",)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         for param in self.params:
             if isinstance(param, TyperOption):
                 param.metavar = _metavar(param)
+
+    def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
+        for param in self.params:
+            if isinstance(param, TyperOption) and param.name in self.registry_help and (setting := declared_setting(param.name)):
+                param.help = setting_help(setting)
+        super().format_help(ctx, formatter)
 
     def collect_usage_pieces(self, ctx: Context) -> list[str]:
         pieces = [self.options_metavar] if self.options_metavar else []
@@ -187,16 +226,17 @@ class MobilegenGroup(TyperGroup):
         assert isinstance(lazy, _LazyCommands)
         commands = [(name, cmd) for name in self.list_commands(ctx) if not (cmd := lazy.summary(name)).hidden]
         if commands:
-            limit = formatter.width - 6 - max(len(name) for name, _ in commands)
             with formatter.section("Commands"):
-                formatter.write_dl([(name, cmd.get_short_help_str(limit)) for name, cmd in commands])
+                formatter.write_dl([(name, cmd.short_help or first_sentence(cmd.help or "")) for name, cmd in commands])
 
     def make_context(self, info_name: str | None, args: list[str], parent: Context | None = None, **extra: Any) -> Context:
-        with usage_errors(args):
+        with closed_pipe_exit(), usage_errors(args):
             return super().make_context(info_name, args, parent, **extra)  # type: ignore[no-any-return,unused-ignore]
 
     def invoke(self, ctx: Context) -> Any:
-        with usage_errors([*ctx._protected_args, *ctx.args]):
+        args = [*ctx._protected_args, *ctx.args]
+        command = args[0] if args and args[0] in self.list_commands(ctx) else None
+        with closed_pipe_exit(), usage_errors(args, command=command):
             return super().invoke(ctx)
 
 
@@ -218,42 +258,89 @@ class LazyTyper(typer.Typer):
         return decorator
 
 
+_SENTENCE_END = re.compile(r"(?<![ (])\.(?=\s|$)")
+
+
+def first_sentence(text: str) -> str:
+    """A command's summary in ``mobilegen --help``: the first sentence of its help, whole (Click's short
+    help cut it at the line width with "…"), without the full stop."""
+    paragraph = " ".join(inspect.cleandoc(text).split("\n\n", 1)[0].split())
+    end = _SENTENCE_END.search(paragraph)
+    return paragraph[: end.start()] if end else paragraph
+
+
 @contextmanager
-def usage_errors(args: Sequence[str]) -> Iterator[None]:
-    """Click's usage errors as one ``error:`` line (and the JSON document with ``--json``), exit 2."""
+def closed_pipe_exit() -> Iterator[None]:
+    """The reader of stdout or stderr has gone (``| head``): nothing more can be said, so nothing is: exit
+    :data:`PIPE_CLOSED_EXIT`. Both streams then point at /dev/null, so that Python's flush at exit does not
+    fail again (and print "Exception ignored ... BrokenPipeError")."""
+    try:
+        yield
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                os.dup2(devnull, stream.fileno())
+            except (AttributeError, OSError, ValueError):  # not a file (a test runner's buffer): nothing to flush
+                pass
+        os.close(devnull)
+        raise typer.Exit(PIPE_CLOSED_EXIT) from None
+
+
+@contextmanager
+def usage_errors(args: Sequence[str], *, command: str | None = None) -> Iterator[None]:
+    """Click's usage errors as one ``error:`` line (and the JSON document with ``--json``), exit 2.
+    ``command``: the command being run, for errors Click raises without a context."""
     try:
         yield
     except click_exc.NoArgsIsHelpError as err:  # `mobilegen` alone: the help, as Click shows it
         err.show()
         raise typer.Exit(2) from None
     except click_exc.UsageError as err:
-        report_usage_error(err, args)
+        report_usage_error(err, args, command=command)
 
 
-def report_usage_error(err: Any, args: Sequence[str]) -> NoReturn:
+def report_usage_error(err: Any, args: Sequence[str], *, command: str | None = None) -> NoReturn:
     from mobilegen.cli import emit_json, print_error
 
-    message, hint = describe_usage_error(err, args)
+    message, hint = describe_usage_error(err, args, command=command)
     if "--json" in args[: args.index("--") if "--" in args else len(args)]:
         emit_json({"error": "usage", "message": message, "hint": hint, "details": [], "exit_code": 2})
     print_error(f"{message} — {hint}")
     raise typer.Exit(2) from None
 
 
-def describe_usage_error(err: Any, args: Sequence[str]) -> tuple[str, str]:
+def describe_usage_error(err: Any, args: Sequence[str], *, command: str | None = None) -> tuple[str, str]:
     """(message, hint) for a Click usage error: the message in mobilegen's wording (lower case, no full
-    stop), the hint what to pass or where the flags are listed."""
+    stop), the hint what to pass or where the flags are listed. ``command``: the command being run, when
+    the error has no context to say it (Click's "option does not take a value")."""
     text = " ".join(err.format_message().split()).rstrip(".")
     message = text[:1].lower() + text[1:] if text[1:2].islower() else text
     ctx = err.ctx
-    command = f"mobilegen {ctx.info_name}" if ctx is not None and ctx.parent is not None else "mobilegen"
-    see = f"see '{command} --help'"
+    name = ctx.info_name if ctx is not None and ctx.parent is not None else command
+    see = f"see 'mobilegen {name} --help'" if name else "see 'mobilegen --help'"
     hint = getattr(err, "hint", None)
     if hint:
         return message, f"{hint}; {see}"
-    if "unexpected extra argument" in message:
-        flags = {o for p in getattr(getattr(ctx, "command", None), "params", ()) if getattr(p, "is_flag", False) for o in p.opts}
-        flag = next((a for a, b in zip(args, args[1:], strict=False) if a in flags and b.lower() in _BOOL_WORDS), None)
-        if flag is not None:
-            return message, f"{flag} is a flag and takes no value: give {flag} to turn it on, leave it out to keep it off; {see}"
+    flag_value = _value_given_to_flag(err, message, args)
+    if flag_value is not None:
+        flag, value = flag_value
+        return (
+            f"option '{flag}' is a flag and takes no value (got {value!r})",
+            f"give {flag} to turn it on, leave it out to keep it off; {see}",
+        )
     return message, see
+
+
+def _value_given_to_flag(err: Any, message: str, args: Sequence[str]) -> tuple[str, str] | None:
+    """(flag, value) when the error is a value given to a flag: ``--nnapi=true`` (Click: "does not take a
+    value") or ``--nnapi true`` (Click: an unexpected extra argument ``true``), else None."""
+    if isinstance(err, click_exc.BadOptionUsage) and "does not take a value" in message:
+        flag = str(err.option_name)
+        given = next((a.split("=", 1)[1] for a in args if a.startswith(flag + "=")), "")
+        return flag, given
+    if "unexpected extra argument" in message:
+        ctx = err.ctx
+        flags = {o for p in getattr(getattr(ctx, "command", None), "params", ()) if getattr(p, "is_flag", False) for o in p.opts}
+        return next(((a, b) for a, b in zip(args, args[1:], strict=False) if a in flags and b.lower() in _BOOL_WORDS), None)
+    return None

@@ -13,6 +13,7 @@ Every value is checked against the parameters of the commands it applies to: its
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator, Mapping, MutableMapping
 from pathlib import Path, PurePath
@@ -239,6 +240,25 @@ def _toml_type(value: Any) -> str:
     return "a date/time"
 
 
+def _example(kind: str | None, value: Any) -> str:
+    """How to write ``value`` as ``kind`` in TOML: the value itself converted when it reads as one
+    (``"80"`` for a number → ``80``, ``80`` for a string → ``"80"``), else a generic example."""
+    import json
+
+    if kind in ("str", "path") and isinstance(value, bool | int | float):
+        return json.dumps(str(value).lower() if isinstance(value, bool) else str(value))
+    if kind == "bool" and isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower()
+    if kind in ("int", "float") and isinstance(value, str | int | float) and not isinstance(value, bool):
+        try:
+            number = float(value)
+        except (ValueError, OverflowError):  # "most"; an integer of 400 digits
+            number = math.nan
+        if math.isfinite(number) and (number.is_integer() or kind == "float"):
+            return str(int(number)) if number.is_integer() else repr(number)
+    return _EXAMPLE.get(kind or "", "...")
+
+
 def _kind(param: Parameter) -> str | None:
     """What a parameter takes: bool, int, float, str or path (None: leave it to Typer's coercion)."""
     desc = getattr(param, "type_descriptor", None)
@@ -284,7 +304,7 @@ class _Checker:
             items = value if isinstance(value, list) else [value]
             checked: Any = [self._scalar(key, item, param, kind, scope, listed=True) for item in items]
         elif isinstance(value, list):
-            example = _EXAMPLE.get(kind or "", "...")
+            example = _example(kind, value[0]) if len(value) == 1 else _EXAMPLE.get(kind or "", "...")
             self.fail(f"{_where(scope)}{key} takes one value, not a list", hint=f"write {key} = {example}")
         else:
             checked = self._scalar(key, value, param, kind, scope, listed=False)
@@ -305,7 +325,7 @@ class _Checker:
             "path": isinstance(value, str),
         }.get(kind or "", not isinstance(value, list | dict))
         if not ok:
-            example = _EXAMPLE.get(kind or "", "...")
+            example = _example(kind, value)
             shown = f"[{example}, ...]" if listed else example
             expected = _EXPECTED.get(kind or "", "a plain value")
             self.fail(

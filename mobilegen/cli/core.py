@@ -90,6 +90,8 @@ def _human_export(r: ExportResult, console: Console) -> None:
     console.print(f"[green]wrote[/green] {esc(r.output)} (opset {r.opset}, {r.exporter} exporter)")
     if r.fallback_reason:
         console.print(f"[yellow]fell back to the TorchScript exporter:[/yellow] {esc(r.fallback_reason)}")
+    elif r.exporter == "torchscript":  # a TorchScript file: its exporter by design, not a fallback
+        console.print("[dim]exported with the TorchScript exporter (a TorchScript file)[/dim]")
     if r.verification:
         _print_verification(r.verification, console)
     for n in r.notes:
@@ -100,15 +102,22 @@ def _print_verification(v: dict[str, Any], console: Console) -> None:
     from rich.markup import escape as esc
     from rich.table import Table
 
+    from mobilegen.report.facts import checks_text
+
     t = Table(title=f"verification (atol {v['atol']:g}, rtol {v['rtol']:g})")
     for col in ("artifact", "case", "output", "max abs", "max rel", "cosine", "top-1", ""):
         t.add_column(col, overflow="fold")
     for r in v["rows"]:
         t.add_row(
             r["artifact"], esc(r["case"]), esc(r["output"]), f"{r['max_abs']:.2e}", f"{r['max_rel']:.2e}", f"{r['cosine']:.6f}",
-            "" if r["top1"] is None else f"{r['top1']:.2f}", "[green]ok[/green]" if r["passed"] else "[red]FAIL[/red]",
+            "" if r["top1"] is None else f"{r['top1']:.2f}", _STATUS_CELL[r["status"]],
         )
     console.print(t)
+    console.print(f"verification: {checks_text([r['status'] for r in v['rows']])}")
+
+
+# The last column of the verification table, by VerifyRow.status.
+_STATUS_CELL = {"pass": "[green]ok[/green]", "unverified": "[yellow]unverified[/yellow]", "fail": "[red]FAIL[/red]"}
 
 
 @app.command()

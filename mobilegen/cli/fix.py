@@ -30,6 +30,7 @@ from mobilegen.cli.options import (
     SampleOpt,
     TrustPickleOpt,
     model_options,
+    unique,
     verify_options,
 )
 
@@ -69,12 +70,15 @@ def _human(result: FixResult, console: Console) -> None:
 @app.command("fix")
 def fix(
     model: ModelArg,
-    ep: Annotated[list[str], typer.Option("--ep", help="Execution provider to fix the model for (nnapi, coreml, xnnpack, or a plug-in). Repeatable.")],
+    ep: Annotated[
+        list[str],
+        typer.Option("--ep", metavar="EP", callback=unique, help="Execution provider to fix the model for (nnapi, coreml, xnnpack, or a plug-in). Repeatable."),
+    ],
     output: Annotated[Path, typer.Option("--output", "-o", metavar="FILE.onnx", help="Where to write the fixed .onnx.")],
     approximate: ApproximateOpt = None,
     keep_dynamic: Annotated[bool, typer.Option("--keep-dynamic", help="Keep dynamic dims (NNAPI then takes no node with a symbolic dim).")] = False,
-    coreml_format: Annotated[str | None, typer.Option("--coreml-format", help="CoreML model format: mlprogram (default) or neuralnetwork.")] = None,
-    android_api: Annotated[int | None, typer.Option("--android-api", help="Android API level the NNAPI rules assume.")] = None,
+    coreml_format: Annotated[str | None, typer.Option("--coreml-format", metavar="FORMAT", help="CoreML model format: mlprogram (default) or neuralnetwork.")] = None,
+    android_api: Annotated[int | None, typer.Option("--android-api", metavar="LEVEL", help="Android API level the NNAPI rules assume (its range and default: the NNAPI provider's).")] = None,
     require_static_shapes: Annotated[
         bool, typer.Option("--require-static-shapes", help="CoreML: refuse nodes with symbolic dims (RequireStaticInputShapes).")
     ] = False,

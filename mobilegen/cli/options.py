@@ -16,6 +16,7 @@ ConstOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--const",
+        metavar="NAME=VALUE",
         help="Bind a model input (a forward argument or ONNX input) to a value, baked into the shipped model: NAME=VALUE with an int, a float or true/false, e.g. sr=16000. Repeatable.",
     ),
 ]
@@ -54,6 +55,11 @@ ApproximateOpt = Annotated[
 if TYPE_CHECKING:
     from mobilegen.options import ModelOptions
     from mobilegen.verify import VerifyOptions
+
+
+def unique(values: list[str] | None) -> list[str] | None:
+    """A repeatable option's callback: each value once, in the order first given (``--ep nnapi --ep nnapi``)."""
+    return list(dict.fromkeys(values)) if values else values
 
 
 def verify_options(

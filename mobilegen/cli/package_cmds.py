@@ -42,23 +42,36 @@ def _text(value: str) -> str:
     return escape(value if value.isprintable() else ascii(value)[1:-1])
 
 
+# The golden table's result column, by GoldenCheck.status.
+_RESULT = {"pass": "pass", "fail": "[red]FAIL[/red]", "unverified": "[yellow]unverified[/yellow]"}
+
+
 def _human(result: Any, console: Console) -> None:
     from rich.markup import escape
     from rich.table import Table
+
+    from mobilegen.report.facts import checks_text
 
     console.print(
         f"[bold green]ok[/bold green] {escape(result.package)} ({result.container}): "
         f"{_text(result.model_name)}, {result.files_checked} files match the manifest "
         f"(schema {result.schema_version})"
     )
+    if result.unverified:
+        names = ", ".join(repr(_text(o)) for o in result.unverified)
+        console.print(
+            f"[yellow]unverified:[/yellow] {names}: the build accepted a degenerate reference (--allow-degenerate); "
+            "the golden vectors reproduce, but cannot tell a wrong model from the right one"
+        )
     models = ", ".join(_text(m) for m in result.models) or "model/model.ort"
     table = Table(title=f"golden vectors on {models} (atol {result.atol:g}, rtol {result.rtol:g})", title_justify="left")
     several = len(result.models) > 1
     for col in ("model",) * several + ("output", "max abs", "max rel", "result"):
         table.add_column(col)
     for g in result.golden:
-        cells = (_text(g.output), f"{g.max_abs:.3g}", f"{g.max_rel:.3g}", "pass" if g.passed else "FAIL")
+        cells = (_text(g.output), f"{g.max_abs:.3g}", f"{g.max_rel:.3g}", _RESULT[g.status])
         table.add_row(*((_text(g.model),) if several else ()), *cells)
     console.print(table)
+    console.print(f"golden vectors: {checks_text([g.status for g in result.golden])}")
     for r in result.runtimes:
         console.print(f"runtime {_text(r.channel)} onnxruntime {_text(r.version)}: loadable ({_text(r.note)})")

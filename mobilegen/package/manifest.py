@@ -284,6 +284,7 @@ class ReadManifest:
     models: tuple[ModelInfo, ...]  # the well-formed entries (version 1: its one model)
     mobile_runtimes: Mapping[str, str]
     problems: tuple[str, ...]
+    unverified: tuple[str, ...] = ()  # outputs the build accepted unverified (--allow-degenerate)
 
 
 class _BadNumber(ValueError):
@@ -370,7 +371,26 @@ def parse_manifest(raw: bytes, *, reader_version: str) -> ReadManifest:
         models=models,
         mobile_runtimes=runtimes,
         problems=tuple(problems),
+        unverified=_unverified(doc.get("verification")),
     )
+
+
+_ACCEPTED_NOTE = "accepted with --allow-degenerate"  # how rows of manifests without a row status say it
+
+
+def _unverified(verification: object) -> tuple[str, ...]:
+    """The outputs the build's gate accepted unverified: its rows with status ``unverified`` (or, written
+    before rows had a status, the note saying so). Anything malformed counts as none: verify re-runs the
+    golden vectors either way, this only labels their rows."""
+    rows = verification.get("rows") if isinstance(verification, dict) else None
+    names: dict[str, None] = {}
+    for row in rows if isinstance(rows, list) else ():
+        if not isinstance(row, dict) or not isinstance(row.get("output"), str):
+            continue
+        status, note = row.get("status"), row.get("note")
+        if status == "unverified" or (status is None and isinstance(note, str) and _ACCEPTED_NOTE in note):
+            names[row["output"]] = None
+    return tuple(names)
 
 
 def _models_v1(doc: JsonObject, runtimes: Mapping[str, str], problems: list[str]) -> tuple[ModelInfo, ...]:

@@ -58,6 +58,7 @@ class PackageVerification:
     rtol: float
     problems: tuple[str, ...] = field(default_factory=tuple)
     models: tuple[str, ...] = ()  # the packaged .ort files the golden vectors ran on
+    unverified: tuple[str, ...] = ()  # outputs the build accepted unverified (--allow-degenerate), per the manifest
 
     @property
     def passed(self) -> bool:
@@ -73,6 +74,7 @@ class PackageVerification:
             "files_checked": self.files_checked,
             "tolerances": jsonable({"atol": self.atol, "rtol": self.rtol}),
             "models": list(self.models),
+            "unverified": list(self.unverified),
             "golden": [g.to_dict() for g in self.golden],
             "runtimes": [r.to_dict() for r in self.runtimes],
             "problems": list(self.problems),
@@ -206,7 +208,7 @@ def _verify_source(source: Source, shown: str) -> PackageVerification:
                 problems.append(f"golden vectors not re-run: {show(name)} or {GOLDEN_NPZ} is missing")
             else:
                 mgv = source.local(GOLDEN_MGV) if index == 0 else None  # the golden files are checked once
-                golden += rerun_golden(ort_path, npz_path, mgv, tol.atol, tol.rtol, problems, ort_name=show(name))
+                golden += rerun_golden(ort_path, npz_path, mgv, tol.atol, tol.rtol, problems, ort_name=show(name), unverified=manifest.unverified)
         unknown = [c for c in model.channels if c not in manifest.mobile_runtimes]
         if unknown:
             problems.append(f"{MANIFEST}: {show(name)} names runtime channel(s) {show(', '.join(unknown))} not in versions.mobile_runtimes")
@@ -226,6 +228,7 @@ def _verify_source(source: Source, shown: str) -> PackageVerification:
         models=tuple(m.ort.file for m in manifest.models),
         atol=tol.atol,
         rtol=tol.rtol,
+        unverified=tuple(o for o in manifest.unverified if any(g.output == o for g in golden)),  # only what the golden vectors hold
     )
 
 

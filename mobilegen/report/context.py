@@ -23,6 +23,7 @@ from mobilegen.report.facts import (
     settings_text,
     shape_text,
     sized_files,
+    unverified_text,
 )
 from mobilegen.report.picture import PartitionPicture, partition_picture
 from mobilegen.warnings import Notice
@@ -66,7 +67,7 @@ class VerifyLine:
     max_rel: str
     cosine: str
     top1: str
-    result: str  # "pass" / "FAIL"
+    result: str  # "pass" / "FAIL" / "unverified"
     note: str
 
     @property
@@ -130,6 +131,7 @@ class ReportContext:
     versions: tuple[Fact, ...]
     io: tuple[IORow, ...]
     passed: bool
+    unverified: str  # "1 output unverified ('y', accepted with --allow-degenerate)"; "" when none
     atol: str
     rtol: str
     verification: tuple[VerifyLine, ...]
@@ -151,12 +153,13 @@ def build_context(result: BuildResult, sizes: Mapping[str, int], versions: Mappi
             for t in tensors
         ),
         passed=ver.passed,
+        unverified=unverified_text(ver.unverified),
         atol=f"{ver.atol:g}",
         rtol=f"{ver.rtol:g}",
         verification=tuple(
             VerifyLine(
                 r.artifact, r.case, r.output, num(r.max_abs), num(r.max_rel), num(r.cosine), num(r.top1),
-                "pass" if r.passed else "FAIL", r.note,
+                _RESULT[r.status], r.note,
             )
             for r in ver.rows
         ),
@@ -164,6 +167,14 @@ def build_context(result: BuildResult, sizes: Mapping[str, int], versions: Mappi
         warnings=tuple(result.warnings),
         coverage=tuple(coverage_section(i, c, fixes_text(result, c)) for i, c in enumerate(result.coverage)),
     )
+
+
+# The verification table's result column, by VerifyRow.status.
+_RESULT = {"pass": "pass", "fail": "FAIL", "unverified": "unverified"}
+
+
+def _unverified_suffix(outputs: tuple[str, ...]) -> str:
+    return f"; {unverified_text(outputs)}" if outputs else ""
 
 
 def coverage_section(index: int, c: CoverageReport, fixes: str = "") -> CoverageSection:
@@ -192,7 +203,7 @@ def _summary(result: BuildResult) -> tuple[Fact, ...]:
         Fact("Source", f"{result.loaded.source.name} ({result.loaded.kind})"),
         Fact("Source sha256", result.loaded.sha256),
         Fact("Targets", ", ".join(result.targets) or "none"),
-        Fact("Verification", f"{'passed' if ver.passed else 'FAILED'} (atol {ver.atol:g}, rtol {ver.rtol:g})"),
+        Fact("Verification", f"{'passed' if ver.passed else 'FAILED'} (atol {ver.atol:g}, rtol {ver.rtol:g})" + _unverified_suffix(ver.unverified)),
         Fact("ONNX", f"opset {onnx.opset}, {onnx.exporter} exporter"),
         Fact(
             "ORT model",

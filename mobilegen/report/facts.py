@@ -134,6 +134,27 @@ def plural(n: int, word: str) -> str:
     return word if n == 1 else word + "s"
 
 
+def checks_text(statuses: Sequence[str]) -> str:
+    """The verification rows counted by status (``VerifyRow.status``): ``4 checks passed``, ``3 checks
+    passed, 1 unverified (--allow-degenerate)``, ``2 checks unverified (--allow-degenerate)``; failures,
+    when there are any, first."""
+    counts = [(sum(1 for s in statuses if s == status), word) for status, word in _CHECK_WORDS]
+    shown = [(n, word) for n, word in counts if n] or [(0, "passed")]
+    (first, word), rest = shown[0], shown[1:]
+    return ", ".join([f"{first} {plural(first, 'check')} {word}", *(f"{n} {w}" for n, w in rest)])
+
+
+_CHECK_WORDS = (("fail", "failed"), ("pass", "passed"), ("unverified", "unverified (--allow-degenerate)"))
+
+
+def unverified_text(outputs: Sequence[str]) -> str:
+    """``1 output unverified ('y', accepted with --allow-degenerate)``; "" when every output was verified."""
+    if not outputs:
+        return ""
+    names = ", ".join(repr(o) for o in outputs)
+    return f"{len(outputs)} {plural(len(outputs), 'output')} unverified ({names}, accepted with --allow-degenerate)"
+
+
 def op_label(node: NodeVerdict) -> str:
     return f"{node.domain}:{node.op_type}" if node.domain not in ("", "ai.onnx") else str(node.op_type)
 

@@ -57,7 +57,8 @@ def status_lines(stderr: str) -> list[str]:
 
 def command_names() -> list[str]:
     listing = invoke("--help").stdout.split("Commands:", 1)[1]
-    return [line.split()[0] for line in listing.splitlines() if line.strip()]
+    # a summary that wraps continues on lines indented under it
+    return [line.split()[0] for line in listing.splitlines() if line.strip() and not line.startswith("   ")]
 
 
 # --- progress -----------------------------------------------------------------------------------------
@@ -168,6 +169,34 @@ def test_help_names_what_values_are() -> None:
     assert "--nnapi " in text and "--nnapi true" not in text
 
 
+def test_help_names_values_of_every_option() -> None:
+    # `--const TEXT`, fix's `--ep TEXT` and `--coreml-format TEXT` said nothing about the value
+    assert "--const NAME=VALUE" in invoke("export", "--help").stdout
+    text = invoke("fix", "--help").stdout
+    for shown in ("--ep EP", "--coreml-format FORMAT", "--android-api LEVEL", "--const NAME=VALUE"):
+        assert shown in text, shown
+    assert " TEXT " not in text
+
+
+@pytest.mark.parametrize("name", ["fix", "check", "android", "package"])
+def test_android_api_help_has_the_registry_range_and_default(name: str) -> None:
+    setting = next(s for p in providers.all_providers() if (s := p.setting("android_api")) is not None)
+    text = " ".join(invoke(name, "--help").stdout.split())
+    assert f"--android-api LEVEL Android API level the NNAPI rules assume ({setting.range_text}; default {setting.default})." in text
+
+
+def test_command_list_shows_each_first_sentence_whole() -> None:
+    # Click cut each summary at the line width with "…"
+    listing = invoke("--help").stdout.split("Commands:", 1)[1]
+    assert "…" not in listing and "..." not in listing
+    flat = " ".join(listing.split())
+    for info in app.lazy_commands:  # type: ignore[attr-defined]
+        doc = " ".join(str(info.callback.__doc__).split())
+        first = doc.split(". ", 1)[0].removesuffix(".")
+        assert first in flat, first
+    assert "Exit 0" not in flat  # verify's first sentence only, not its second paragraph
+
+
 def test_every_command_help_runs_on_its_own() -> None:
     for name in command_names():
         r = invoke(name, "--help")
@@ -221,7 +250,32 @@ def test_check_without_ep_lists_the_choices(model: Path) -> None:
 @pytest.mark.parametrize("args", [["android", "m.pt", "--nnapi", "true"], ["android", "--nnapi", "true", "m.pt"], ["ios", "m.pt", "--coreml", "yes"]])
 def test_a_value_after_a_flag_says_flags_take_none(args: list[str]) -> None:
     flag = args[args.index("true" if "true" in args else "yes") - 1]
-    assert_fails(invoke(*args), 2, "unexpected extra argument", f"{flag} is a flag and takes no value")
+    assert_fails(invoke(*args), 2, f"option '{flag}' is a flag and takes no value", f"give {flag} to turn it on", alone=True)
+
+
+@pytest.mark.parametrize(("command", "flag"), [("android", "--nnapi"), ("ios", "--coreml"), ("package", "--zip")])
+def test_flag_equals_value_says_the_same_as_flag_space_value(command: str, flag: str) -> None:
+    # `--nnapi=true` said "see 'mobilegen --help'" and dropped the explanation `--nnapi true` gets
+    joined = assert_fails(invoke(command, "m.pt", f"{flag}=true"), 2, alone=True)
+    spaced = assert_fails(invoke(command, "m.pt", flag, "true"), 2, alone=True)
+    assert joined == spaced == (
+        f"error: option '{flag}' is a flag and takes no value (got 'true') — give {flag} to turn it on, leave it out to keep it off; "
+        f"see 'mobilegen {command} --help'"
+    )
+    assert _json_error(invoke(command, "m.pt", f"{flag}=true", "--json"))["hint"] == _json_error(invoke(command, "m.pt", flag, "true", "--json"))["hint"]
+
+
+def test_repeated_ep_is_reported_once(model: Path, tmp_path: Path) -> None:
+    r = invoke("check", model, "--ep", "nnapi", "--ep", "xnnpack", "--ep", "nnapi", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert [rep["ep"] for rep in json.loads(r.stdout)["reports"]] == ["nnapi", "xnnpack"]
+    out = tmp_path / "fixed.onnx"
+    r = invoke("fix", model, "--ep", "nnapi", "--ep", "nnapi", "-o", out, "--json")
+    assert r.exit_code == 0, r.stderr
+    assert [rep["ep"] for rep in json.loads(r.stdout)["reports"]] == ["nnapi"]
+    r = invoke("fix", model, "--ep", "nnapi", "--ep", "nnapi", "-o", out, "--force")
+    assert r.exit_code == 0, r.stderr
+    assert r.stderr.count("nnapi: ") == 1, r.stderr
 
 
 def test_a_value_after_an_option_gets_no_flag_hint() -> None:

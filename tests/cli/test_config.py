@@ -151,6 +151,24 @@ def test_wrong_type_names_the_key_and_the_file(work: Path, text: str, needles: l
     assert _listing(work) == before
 
 
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ('[check]\nfail_under = "80"\n', "write fail_under = 80"),  # not the generic `fail_under = 0.001`
+        ('[check]\nfail-under = "99.5"\n', "write fail-under = 99.5"),
+        ("[check]\nfail_under = [80]\n", "write fail_under = 80"),
+        ('[check]\nmax_partitions = "3"\n', "write max_partitions = 3"),
+        ('[check]\nfail_under = "most"\n', "write fail_under = 0.001"),  # nothing to convert: the generic example
+        ("[check]\ncoreml_format = 1\n", 'write coreml_format = "1"'),
+    ],
+)
+def test_wrong_type_hint_shows_the_value_converted(work: Path, text: str, needle: str) -> None:
+    (work / "mobilegen.toml").write_text(text)
+    r = invoke("check", "m.onnx", "--ep", "nnapi")
+    assert_fails(r, 2, "mobilegen.toml")
+    assert needle in r.stderr.splitlines()[0], r.stderr
+
+
 def test_bad_file_json_error_is_one_document(work: Path) -> None:
     (work / "mobilegen.toml").write_text("[check]\nandroid-api = 'x'\n")
     result = invoke("check", "m.onnx", "--ep", "nnapi", "--json")

@@ -54,6 +54,50 @@ def test_json_gate_failure_is_one_document(tmp_path: Path) -> None:
     assert data["reports"] and data["error"] == "coverage-gate" and data["exit_code"] == 7
 
 
+def _relu_erf(path: Path) -> Path:
+    import onnx
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("Erf", ["a"], ["b"]), helper.make_node("Relu", ["b"], ["y"])]
+    onnx.save(helper.make_model(helper.make_graph(nodes, "g", [x], [y]), opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    return path
+
+
+def run_into_closed_pipe(*args: str, stream: str) -> subprocess.CompletedProcess[str]:
+    """``mobilegen ARGS`` with ``stream`` (stdout or stderr) a pipe whose reader has already gone, as after
+    ``| head -1`` read its line: every write to it fails (EPIPE). The other stream is captured."""
+    import os
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, stream: write_end}
+        return subprocess.run([sys.executable, "-m", "mobilegen", *args], text=True, check=False, **pipes)  # type: ignore[call-overload,no-any-return]
+    finally:
+        os.close(write_end)
+
+
+@pytest.mark.parametrize(
+    ("args", "stream"),
+    [
+        (["check", "{model}", "--ep", "nnapi", "--json"], "stdout"),  # `--json | head -c 10`
+        (["check", "{model}", "--ep", "nnapi"], "stderr"),  # `2>&1 | head -1`: the human output is on stderr
+        (["check", "{model}", "--ep", "nnapi", "--json", "--max-partitions", "0"], "stdout"),  # a gate result too
+        (["--help"], "stdout"),
+    ],
+)
+def test_a_closed_pipe_ends_quietly_with_141(tmp_path: Path, args: list[str], stream: str) -> None:
+    # it ended in exit 1 (mobilegen's "internal error") with no message, or a traceback at shutdown
+    model = str(_relu_erf(tmp_path / "m.onnx"))
+    p = run_into_closed_pipe(*(a.replace("{model}", model) for a in args), stream=stream)
+    assert p.returncode == 141, (p.returncode, p.stdout, p.stderr)
+    other = p.stderr if stream == "stdout" else p.stdout
+    assert other == ""  # nothing said: no "internal error", no "Exception ignored ... BrokenPipeError"
+    assert sorted(q.name for q in tmp_path.iterdir()) == ["m.onnx"]
+
+
 @pytest.mark.slow
 def test_sigterm_leaves_no_staging_folder(tmp_path: Path) -> None:
     proc = subprocess.Popen(

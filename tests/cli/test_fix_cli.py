@@ -315,7 +315,7 @@ def test_fix_takes_exports_model_and_gate_flags(nnapi_fixes: None, tmp_path: Pat
     r = invoke("fix", src, "--ep", "nnapi", "-o", out, "--const", "k=3", "--sample", sample, "--sample-only", "--json")
     assert r.exit_code == 0, r.stderr
     doc = json.loads(r.stdout)
-    assert [row["case"] for row in doc["verification"]["rows"]] == ["x:1x4x8", "x:1x4x8 #2", "x:1x4x8 #3"]
+    assert [row["case"] for row in doc["verification"]["rows"]] == ["cases.npz[0]", "cases.npz[1]", "cases.npz[2]"]
     assert doc["reports"][0]["fixes"] == [{"pass": "test-sum2-add", "nodes": 1}]
     fixed = onnx.load(str(out))
     assert [i.name for i in fixed.graph.input] == ["x"] and _ops(out) == ["Mul", "Add"]

@@ -51,6 +51,28 @@ class IgnoresInput(nn.Module):
         return self.l(x * 0)
 
 
+class AlmostIgnoresInput(nn.Module):
+    """Outputs that differ between cases, but by less than the tolerance (~1e-5)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.l = nn.Linear(4, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.l(x * 1e-5)
+
+
+class Infinite(nn.Module):
+    """±Inf everywhere: what a division by an input times zero gives."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.l = nn.Linear(4, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.l(x) / (x[:, :3] * 0)
+
+
 class Loud(nn.Module):
     """Refuses inputs outside [-100, 100] with its own error."""
 
@@ -79,10 +101,12 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("gate-models")
     torch.manual_seed(0)
     ids, x = torch.zeros(1, 16, dtype=torch.long), torch.zeros(2, 4)
-    paths = {name: d / f"{name}.pt" for name in ("vocab", "bn", "constant", "loud", "two")}
+    paths = {name: d / f"{name}.pt" for name in ("vocab", "bn", "constant", "almost", "inf", "loud", "two")}
     torch.jit.save(torch.jit.trace(Vocab().eval(), ids), str(paths["vocab"]))
     torch.jit.save(torch.jit.trace(UntrainedBatchNorm().eval(), x), str(paths["bn"]))
     torch.jit.save(torch.jit.trace(IgnoresInput().eval(), x), str(paths["constant"]))
+    torch.jit.save(torch.jit.trace(AlmostIgnoresInput().eval(), x), str(paths["almost"]))
+    torch.jit.save(torch.jit.trace(Infinite().eval(), x), str(paths["inf"]))
     torch.jit.save(torch.jit.script(Loud().eval()), str(paths["loud"]))
     torch.jit.save(torch.jit.trace(LogitsAndTiny().eval(), ids), str(paths["two"]))
     return paths
@@ -155,10 +179,20 @@ def test_sample_cases_added_or_alone(models: dict[str, Path], tmp_path: Path) ->
     np.savez(sample, ids=np.arange(3 * 16).reshape(3, 1, 16) % VOCAB)
     r = invoke("export", models["vocab"], "-o", tmp_path / "a.onnx", *IDS, "--sample", sample, "--json")
     assert r.exit_code == 0, r.stderr
-    assert len({row["case"] for row in json.loads(r.stdout)["verification"]["rows"]}) == 2 + 3
-    r = invoke("export", models["vocab"], "-o", tmp_path / "b.onnx", *IDS, "--sample", sample, "--sample-only", "--json")
+    # sample cases are labelled by their origin, not like seeded ones (`ids:1x16 #3`)
+    assert [row["case"] for row in json.loads(r.stdout)["verification"]["rows"]] == ["ids:1x16", "ids:1x16 #2", "s.npz[0]", "s.npz[1]", "s.npz[2]"]
+    r = invoke("export", models["vocab"], "-o", tmp_path / "b.onnx", *IDS, "--sample", sample, "--sample-only")
     assert r.exit_code == 0, r.stderr
-    assert [row["case"] for row in json.loads(r.stdout)["verification"]["rows"]] == ["ids:1x16", "ids:1x16 #2", "ids:1x16 #3"]
+    assert "s.npz[2]" in r.stderr and "#" not in r.stderr  # the human table says the same
+
+
+def test_sample_that_is_a_torch_file_is_refused(models: dict[str, Path], tmp_path: Path) -> None:
+    tok = tmp_path / "tok.pt"
+    torch.save({"ids": torch.zeros(1, 16, dtype=torch.long)}, tok)  # a zip, as an .npz is: np.load would open it
+    r = invoke("export", models["vocab"], "-o", tmp_path / "v.onnx", *IDS, "--sample", tok)
+    assert_fails(r, 2, f"--sample {tok} is not an .npz of arrays (np.savez)")
+    assert "archive/" not in r.stderr  # the zip's entries are not listed as arrays
+    assert _left(tmp_path) == ["tok.pt"]
 
 
 def test_sample_case_the_model_refuses(models: dict[str, Path], tmp_path: Path) -> None:
@@ -181,17 +215,23 @@ def test_sample_arrays_that_disagree_on_cases(models: dict[str, Path], tmp_path:
 
 
 @pytest.mark.parametrize(
-    ("model", "why"),
+    ("model", "why", "hint"),
     [
-        ("bn", "every reference value is within atol=0.0001 of zero (largest |value| "),
-        ("constant", "its reference is the same in all 2 cases although their inputs differ"),
+        ("bn", "every reference value is within atol=0.0001 of zero (largest |value| ", "BatchNorm"),
+        ("constant", "its reference is the same in all 2 cases although their inputs differ, so an export that ignores", "ignores the model's inputs, or saturates"),
+        ("almost", "its reference varies across the 2 cases by at most ", "ignores the model's inputs, or saturates"),
+        ("inf", "12 of its 12 reference values are NaN or Inf, so the gate can only match", "the model or its inputs are broken"),
     ],
 )
-def test_degenerate_reference_fails_the_gate(models: dict[str, Path], tmp_path: Path, model: str, why: str) -> None:
+def test_degenerate_reference_fails_the_gate(models: dict[str, Path], tmp_path: Path, model: str, why: str, hint: str) -> None:
     out = tmp_path / "d.ort"
     r = invoke("convert", models[model], "-o", out, "--input", "x:2x4")
-    line = assert_fails(r, 5, "verification is inconclusive: output 'output' of the PyTorch model is degenerate", why, "would pass as well")
-    assert "BatchNorm" in r.stderr and "--allow-degenerate" in r.stderr
+    line = assert_fails(r, 5, "verification is inconclusive: output 'output' of the PyTorch model is degenerate", why, hint)
+    assert "--allow-degenerate" in line
+    assert ("BatchNorm" in line) == (model == "bn")  # each reason its own hint
+    if model == "almost":
+        assert "same in all" not in line and ", within the tolerance (atol=0.0001, rtol=0.001), although their inputs differ" in line
+    assert "RuntimeWarning" not in r.stderr and "invalid value" not in r.stderr
     assert "output checks differ" not in line
     assert _left(tmp_path) == []
 
@@ -203,17 +243,39 @@ def test_allow_degenerate_accepts_it_knowingly(models: dict[str, Path], tmp_path
     data = json.loads(r.stdout)
     assert any("output 'output' was not verified: every reference value is within atol" in n for n in data["notes"])
     assert all("accepted with --allow-degenerate" in row["note"] for row in data["verification"]["rows"])
+    assert [row["status"] for row in data["verification"]["rows"]] == ["unverified", "unverified"]
+    assert data["verification"]["unverified"] == ["output"]
     assert out.is_file()
+    r = invoke("export", models["bn"], "-o", out, "--input", "x:2x4", "--allow-degenerate", "--force")
+    assert r.exit_code == 0, r.stderr
+    assert " ok " not in r.stderr and r.stderr.count("unverified") >= 2  # the table's status column, not "ok"
+    assert "verification: 2 checks unverified (--allow-degenerate)" in r.stderr
+
+
+def test_allow_degenerate_with_inf_reference_is_accepted_quietly(models: dict[str, Path], tmp_path: Path) -> None:
+    # ±Inf matched by ±Inf: no RuntimeWarning on stderr, and the rows pass the comparison (unverified)
+    r = invoke("export", models["inf"], "-o", tmp_path / "i.onnx", "--input", "x:2x4", "--allow-degenerate", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert "RuntimeWarning" not in r.stderr and "invalid value" not in r.stderr
+    assert {row["status"] for row in json.loads(r.stdout)["verification"]["rows"]} == {"unverified"}
 
 
 def test_build_records_ranges_and_reports_accepted_outputs(models: dict[str, Path], tmp_path: Path) -> None:
     out = tmp_path / "pkg"
-    r = invoke("package", models["two"], "--android", "-o", out, *IDS, "--range", f"ids=50:{VOCAB}", "--allow-degenerate", "--json")
+    r = invoke("package", models["two"], "--android", "-o", out, *IDS, "--range", f"ids=50:{VOCAB}", "--allow-degenerate")
     assert r.exit_code == 0, r.stderr
-    data = json.loads(r.stdout)
-    (warning,) = [w for w in data["warnings"] if "not verified" in w]
+    assert "verification: 4 checks passed, 4 unverified (--allow-degenerate)" in r.stderr  # not "8 checks passed"
+    manifest = json.loads((out / "manifest.json").read_text())
+    (warning,) = [w for w in manifest["warnings"] if "not verified" in w]
     assert warning.startswith("output 'output_1' was not verified")
-    assert "output\\_1' was not verified" in (out / "report" / "report.md").read_text()
+    rows = manifest["verification"]["rows"]
+    assert {row["status"] for row in rows if row["output"] == "output_1"} == {"unverified"}
+    assert {row["status"] for row in rows if row["output"] == "output_0"} == {"pass"}
+    assert manifest["verification"]["unverified"] == ["output_1"]
+    report = (out / "report" / "report.md").read_text()
+    assert "output\\_1' was not verified" in report
+    assert "| unverified |" in report and "1 output unverified ('output\\_1', accepted with --allow-degenerate)" in report
+    assert "class=\"warn\">unverified</td>" in (out / "report" / "report.html").read_text()
     tolerances = json.loads((out / "golden" / "tolerances.json").read_text())
     assert tolerances["ranges"] == {"ids": [50, VOCAB]} and tolerances["allow_degenerate"] is True
     options = json.loads((out / "manifest.json").read_text())["options"]
@@ -221,7 +283,15 @@ def test_build_records_ranges_and_reports_accepted_outputs(models: dict[str, Pat
     with np.load(out / "golden" / "golden.npz") as z:
         ids = z["input:ids"]
     assert ids.min() >= 50 and ids.max() < VOCAB  # the golden vectors replay the ranged inputs
-    assert invoke("verify", out).exit_code == 0
+    r = invoke("verify", out, "--json")
+    assert r.exit_code == 0, r.stderr
+    checked = json.loads(r.stdout)
+    assert {g["output"]: g["status"] for g in checked["golden"]} == {"output_0": "pass", "output_1": "unverified"}
+    assert checked["unverified"] == ["output_1"]
+    r = invoke("verify", out)
+    assert r.exit_code == 0, r.stderr
+    assert "unverified: 'output_1': the build accepted a degenerate reference (--allow-degenerate)" in r.stderr
+    assert "golden vectors: 1 check passed, 1 unverified (--allow-degenerate)" in r.stderr
 
 
 def test_onnx_reference_failure_names_the_source_once(tmp_path: Path) -> None:

@@ -47,3 +47,18 @@ def test_zip_path_given_as_the_output_folder(tmp_path: Path) -> None:
 def test_android_api_needs_nnapi(tmp_path: Path) -> None:
     assert_fails(invoke("android", CNN, "--input", "image:1x3x64x64", "--android-api", "30", "-o", tmp_path / "a"), 2, "--android-api given without --nnapi")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_output_name_count_is_said_in_good_english(tmp_path: Path) -> None:
+    # "the model has 1 outputs"
+    model = tmp_path / "relu.onnx"
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+    )
+    onnx.save_model(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(model))
+    line = assert_fails(invoke("export", model, "-o", tmp_path / "o.onnx", "--output-name", "a", "--output-name", "b"), 2)
+    assert line.startswith("error: --output-name given 2 times, the model has 1 output — name every output"), line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["relu.onnx"]

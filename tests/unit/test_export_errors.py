@@ -14,8 +14,17 @@ import torch
 from torch import nn
 
 from mobilegen import export as export_mod
-from mobilegen.artifacts import LoadedModel
-from mobilegen.export_errors import KNOWN_CAUSES, diagnose, export_failed, fallback_reason
+from mobilegen.artifacts import LoadedModel, OnnxModel, VerificationReport, VerifyRow
+from mobilegen.errors import VerificationError
+from mobilegen.export_errors import (
+    KNOWN_CAUSES,
+    diagnose,
+    explain_gate_failure,
+    export_failed,
+    fallback_of,
+    fallback_reason,
+)
+from mobilegen.spec import IOSpec
 
 # One message per known cause, as torch 2.13 writes it (the real-exporter tests below produce most of them).
 EXAMPLES = {
@@ -155,6 +164,41 @@ def test_real_data_dependent_branch() -> None:
     assert d.where.endswith("in forward: `if x.sum() > 0:`")
     assert d.known is not None and "torch.jit.trace" in d.hint and "torch.where" in d.hint
     assert fallback_reason(err).endswith("the TorchScript export keeps only the branch the example inputs took")
+    assert fallback_of(err).cause == "data-dependent-control-flow"
+
+
+def _gate_error() -> VerificationError:
+    return VerificationError("1 of 2 output checks differ", hint="loosen --atol/--rtol only if expected")
+
+
+_FAILED = VerificationReport(rows=(VerifyRow("onnx", "x:1x4", "y", 1.0, 1.0, 0.5, None, False),), atol=1e-4, rtol=1e-3)
+
+
+def _onnx(exporter: str, reason: str | None, cause: str = "") -> OnnxModel:
+    return OnnxModel(path=Path("m.onnx"), io=IOSpec(inputs=()), opset=17, exporter=exporter, fallback_reason=reason, fallback_cause=cause)
+
+
+def test_gate_failure_after_a_fallback_names_it() -> None:
+    err = _gate_error()
+    explain_gate_failure(err, _onnx("torchscript", "Could not guard ...; the TorchScript export keeps only the branch the example inputs took", "data-dependent-control-flow"), _FAILED)
+    assert err.message.startswith("1 of 2 output checks differ; the ONNX model comes from the TorchScript exporter, a fallback")
+    assert "keeps only the branch" in err.message and str(err) == err.message
+    assert err.hint is not None and "torch.where" in err.hint and "torch.cond" in err.hint and "loosen" not in err.hint
+    other = _gate_error()  # a cause mobilegen does not know: the fallback is still named, the hint kept after
+    explain_gate_failure(other, _onnx("torchscript", "boom"), _FAILED)
+    assert "a fallback because torch.export failed: boom; the TorchScript exporter records what the example inputs ran" in other.message
+    assert other.hint is not None and other.hint.startswith("make the model exportable by torch.export") and other.hint.endswith("loosen --atol/--rtol only if expected")
+
+
+@pytest.mark.parametrize(("exporter", "reason", "report"), [
+    ("torchscript", None, _FAILED),  # a TorchScript file: its exporter, not a fallback
+    ("dynamo", None, _FAILED),
+    ("torchscript", "boom", VerificationReport(rows=(), atol=1e-4, rtol=1e-3)),  # only degenerate outputs failed
+])
+def test_gate_failure_without_a_fallback_is_left_alone(exporter: str, reason: str | None, report: VerificationReport) -> None:
+    err = _gate_error()
+    explain_gate_failure(err, _onnx(exporter, reason), report)
+    assert (err.message, err.hint) == ("1 of 2 output checks differ", "loosen --atol/--rtol only if expected")
 
 
 def test_real_op_without_onnx_function() -> None:

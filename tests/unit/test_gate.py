@@ -4,6 +4,8 @@ references, and how a reference that raises is reported (issue 11)."""
 from __future__ import annotations
 
 import math
+import warnings
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +14,17 @@ import pytest
 from mobilegen.errors import ReferenceFailedError, UsageError
 from mobilegen.export import example_arrays
 from mobilegen.spec import TensorSpec
-from mobilegen.verify import Expected, VerifyOptions, compare, degenerate_outputs, reference_cause
+from mobilegen.verify import (
+    CONSTANT,
+    NEAR_ZERO,
+    NON_FINITE,
+    Expected,
+    VerifyOptions,
+    compare,
+    degenerate_hint,
+    degenerate_outputs,
+    reference_cause,
+)
 from mobilegen.verify_inputs import (
     case_labels,
     describe_inputs,
@@ -106,10 +118,50 @@ def _npz(tmp_path: Path, **arrays: np.ndarray) -> Path:
 def test_sample_one_case_and_a_cases_axis(tmp_path: Path) -> None:
     one = sample_cases(_npz(tmp_path, x=np.ones((1, 4))), (X,))
     assert len(one) == 1 and one[0].arrays["x"].dtype == np.float32 and one[0].origin == "--sample sample.npz, case 1 of 1"
+    assert one[0].label == "sample.npz"
     many = sample_cases(_npz(tmp_path, x=np.arange(12, dtype=np.float32).reshape(3, 1, 4), ids=np.zeros((3, 1, 16), np.int64)), (X, IDS))
     assert len(many) == 3 and many[2].arrays["x"].tolist() == [[8.0, 9.0, 10.0, 11.0]] and many[1].origin.endswith("case 2 of 3")
     scalar = sample_cases(_npz(tmp_path, n=np.array([3, 4], np.int64)), (TensorSpec("n", "int64", ()),))
     assert [int(c.arrays["n"]) for c in scalar] == [3, 4]
+
+
+def test_sample_cases_are_labelled_by_their_origin(tmp_path: Path) -> None:
+    # seeded and sample cases of one shape used to read alike: `x:1x4 #3` was the sample's first case
+    sample = sample_cases(_npz(tmp_path, x=np.zeros((2, 1, 4), np.float32)), (X,))
+    assert case_labels([*seeded_cases((X,), {}, {}), *sample]) == ["x:1x4", "x:1x4 #2", "sample.npz[0]", "sample.npz[1]"]
+
+
+def _torch_like_zip(path: Path) -> Path:
+    """What torch.save writes: a zip whose entries are a pickle and raw storages, no .npy."""
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("archive/data.pkl", b"\x80\x02}q\x00.")
+        z.writestr("archive/data/0", b"\x00" * 16)
+        z.writestr("archive/version", b"3\n")
+    return path
+
+
+@pytest.mark.parametrize("kind", ["torch-zip", "npy", "text", "pickled-object-array", "npz-plus-other-member"])
+def test_sample_that_is_not_an_npz_of_arrays(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "tok.pt"
+    if kind == "torch-zip":
+        _torch_like_zip(path)
+    elif kind == "npy":
+        with path.open("wb") as f:
+            np.save(f, np.ones((1, 4), np.float32))
+    elif kind == "text":
+        path.write_text("x = [1, 2, 3, 4]\n")
+    elif kind == "pickled-object-array":
+        with path.open("wb") as f:
+            np.savez(f, x=np.array([{"a": 1}], dtype=object))
+    else:
+        with path.open("wb") as f:
+            np.savez(f, x=np.ones((1, 4), np.float32))
+        with zipfile.ZipFile(path, "a") as z:
+            z.writestr("notes.txt", b"hello")
+    with pytest.raises(UsageError) as err:
+        sample_cases(path, (X,))
+    assert err.value.message == f"--sample {path} is not an .npz of arrays (np.savez)"
+    assert "numpy.savez" in str(err.value.hint)
 
 
 @pytest.mark.parametrize(
@@ -192,13 +244,50 @@ def test_random_init_batchnorm_scale_outputs_are_degenerate() -> None:
 def test_constant_output_is_degenerate() -> None:
     same = [np.array([[0.5, 1.5]], np.float32)], [np.array([[0.5, 1.5]], np.float32)]
     (d,) = degenerate_outputs(_expected(*same), ["y"], 1e-4, 1e-3)
-    assert "same in all 2 cases" in d.reason and "ignores its inputs" in d.consequence
+    assert "same in all 2 cases" in d.reason and "ignores its inputs" in d.consequence and d.kind == CONSTANT
+
+
+def test_output_within_tolerance_across_cases_says_it_varies() -> None:
+    # cases that differ, but by less than the tolerance, are not "the same": the reason says what is true
+    close = (
+        [np.array([[0.5, 1.5]], np.float64)],
+        [np.array([[0.5 + 2e-5, 1.5]], np.float64)],
+        [np.array([[0.5, 1.5 - 1e-5]], np.float64)],
+    )
+    (d,) = degenerate_outputs(_expected(*close), ["y"], 1e-4, 1e-3)
+    assert "same in all" not in d.reason and d.kind == CONSTANT
+    assert d.reason.startswith("its reference varies across the 3 cases by at most 2e-05, within the tolerance (atol=0.0001, rtol=0.001)")
 
 
 def test_non_finite_output_is_degenerate() -> None:
     nan = [np.array([[np.nan, 1.0]], np.float32)], [np.array([[2.0, 1.0]], np.float32)]
     (d,) = degenerate_outputs(_expected(*nan), ["y"], 1e-4, 1e-3)
-    assert "1 of its 4 reference values are NaN or Inf" in d.reason
+    assert "1 of its 4 reference values are NaN or Inf" in d.reason and d.kind == NON_FINITE
+
+
+def test_each_degenerate_reason_gets_its_own_hint() -> None:
+    tiny = degenerate_outputs(_expected([np.array([1e-22], np.float32)], [np.array([2e-22], np.float32)]), ["y"], 1e-4, 1e-3)
+    same = degenerate_outputs(_expected([np.array([0.5], np.float32)], [np.array([0.5], np.float32)]), ["y"], 1e-4, 1e-3)
+    nan = degenerate_outputs(_expected([np.array([np.nan], np.float32)], [np.array([1.0], np.float32)]), ["y"], 1e-4, 1e-3)
+    assert [d.kind for d in (*tiny, *same, *nan)] == [NEAR_ZERO, CONSTANT, NON_FINITE]
+    near_zero, constant, non_finite = degenerate_hint(tiny), degenerate_hint(same), degenerate_hint(nan)
+    assert "BatchNorm" in near_zero and "1e-22" in near_zero
+    assert "BatchNorm" not in constant and "ignores the model's inputs, or saturates" in constant and "--sample" in constant
+    assert "BatchNorm" not in non_finite and "NaN/Inf" in non_finite and "broken" in non_finite
+    for hint in (near_zero, constant, non_finite):
+        assert hint.endswith("pass --allow-degenerate to accept it knowingly")
+    both = degenerate_hint([*nan, *tiny, *nan])  # each kind's advice once, in the order found
+    assert both.index("NaN/Inf") < both.index("BatchNorm") and both.count("broken") == 1
+
+
+def test_comparing_nan_and_inf_says_nothing_on_stderr() -> None:
+    # inf - inf warned "invalid value encountered in subtract" on stderr; the gate reports NaN/Inf itself
+    ref = np.array([np.inf, -np.inf, np.nan, 1.0], np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert compare("y", ref, ref.copy(), 1e-4, 1e-3)[4] is True
+        assert compare("y", ref, np.array([-np.inf, np.inf, 0.0, 1.0], np.float32), 1e-4, 1e-3)[5] == "NaN/Inf differ"
+        assert compare("y", np.full((2, 3), np.inf), np.full((2, 3), np.inf), 1e-4, 1e-3)[4] is True  # top-1 of a 2-D output too
 
 
 def test_healthy_integer_and_input_free_outputs_are_not_degenerate() -> None:

@@ -492,3 +492,19 @@ def test_zip_entries_that_escape_are_refused(tmp_path: Path, name: str, symlink:
     assert not Path(tempfile.gettempdir(), "evil-mobilegen-test.txt").exists()
     leftovers = {n for n in set(os.listdir(tempfile.gettempdir())) - before if n.startswith("mobilegen-verify-")}
     assert not leftovers
+
+
+@pytest.mark.parametrize(
+    ("rows", "expected"),
+    [
+        ([{"output": "y", "status": "pass", "note": ""}, {"output": "z", "status": "unverified", "note": "x"}], ("z",)),
+        # written before rows had a status: the note says it
+        ([{"output": "y", "note": ""}, {"output": "z", "note": "degenerate reference (all |values| ≤ atol), accepted with --allow-degenerate"}], ("z",)),
+        ([{"output": "z", "status": "pass", "note": "accepted with --allow-degenerate"}], ()),  # the status decides
+        ("rows", ()),
+        ([7, {"output": 3, "status": "unverified"}], ()),  # malformed: none, and no crash
+    ],
+)
+def test_manifest_names_the_outputs_accepted_unverified(rows: object, expected: tuple[str, ...]) -> None:
+    doc = {"schema_version": 2, "verification": {"passed": True, "rows": rows}}
+    assert parse_manifest(json.dumps(doc).encode(), reader_version="test").unverified == expected

@@ -54,10 +54,11 @@ def test_export_notices_in_order() -> None:
     assert export_notices(loaded("pickle"), generic, output_names_given=False) == []
 
 
-def test_torchscript_fallback_is_said_once_and_only_in_the_package_documents() -> None:
-    m = onnx_model(exporter="torchscript", fallback_reason="torch.export cannot trace a TorchScript module")
-    got = collect(export_notices(loaded("torchscript"), m, output_names_given=True), m, (), source_kind="torchscript")
-    assert [(n.code, n.scope) for n in got] == [("exporter-fallback", "package")]
+def test_torchscript_file_is_no_fallback_and_a_real_fallback_is_said_once() -> None:
+    # A TorchScript file takes the TorchScript exporter by design: no fallback reason, no warning anywhere.
+    ts = onnx_model(exporter="torchscript", fallback_reason=None)
+    assert collect(export_notices(loaded("torchscript"), ts, output_names_given=True), ts, (), source_kind="torchscript") == ()
+    m = onnx_model(exporter="torchscript", fallback_reason="Could not guard on data-dependent expression")
     said = collect(export_notices(loaded("pickle"), m, output_names_given=True), m, (), source_kind="pickle")
     assert [(n.code, n.scope) for n in said] == [("exporter-fallback", "build")]
 
