@@ -85,7 +85,7 @@ def fix_model(model: Path, output: Path, opts: FixOptions, model_opts: ModelOpti
     with staged_files([output], force=force, protect=(model,)) as (staged,), temp_dir("fix") as tmp:
         loaded, base = load_and_export(model, model_opts, tmp / "model.onnx", write=False)
         fixed: dict[str, int] = {}
-        if not opts.keep_dynamic and any(registry.FIXED_DIMS in providers.get(t.ep).fixes for t in targets):
+        if not opts.keep_dynamic and registry.wants_fixed_dims(t.ep for t in targets):
             base, fixed = fix_dynamic_dims(base)
         expected, loaded = reference(loaded, base, verify_opts)
         proto = base.proto

@@ -83,10 +83,9 @@ def prepare(exported: OnnxModel, chosen: Sequence[Chosen], *, keep_dynamic: bool
 
 
 def _wants_fixed_dims(c: Chosen, ctx: BuildContext) -> bool:
-    from mobilegen import providers
-    from mobilegen.passes.registry import FIXED_DIMS
+    from mobilegen.passes.registry import wants_fixed_dims
 
-    return any(FIXED_DIMS in providers.get(ep.ep).fixes for ep in c.target.providers(c.opts, ctx))
+    return wants_fixed_dims(ep.ep for ep in c.target.providers(c.opts, ctx))
 
 
 def fix(base: OnnxModel, chosen: Sequence[Chosen], opts: BuildOptions) -> FixPlan:

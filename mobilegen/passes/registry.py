@@ -35,6 +35,7 @@ __all__ = [
     "names",
     "register",
     "unregister",
+    "wants_fixed_dims",
 ]
 
 FIXED_DIMS = "fixed-dims"
@@ -98,6 +99,13 @@ def names() -> tuple[str, ...]:
     """Every pass the fix stage can run, in the order it tries them: the built-ins whose module exists,
     then the registered ones in registration order. Imports no pass module."""
     return (*(n for n in BUILTIN if _available(n)), *(n for n in _registered if n not in BUILTIN))
+
+
+def wants_fixed_dims(eps: Iterable[str]) -> bool:
+    """Whether any of these execution providers (registry names) declares ``fixed-dims``."""
+    from mobilegen import providers
+
+    return any(FIXED_DIMS in providers.get(ep).fixes for ep in eps)
 
 
 def is_known(name: str) -> bool:
