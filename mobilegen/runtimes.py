@@ -112,6 +112,26 @@ def _key(v: str) -> tuple[int, ...]:
     return tuple(int(p) for p in v.split("."))
 
 
+def version_key(v: str) -> tuple[int, ...]:
+    """``"1.27.0"`` -> ``(1, 27, 0)``, for comparing releases (rule version ranges, pins)."""
+    return _key(v)
+
+
+# The channel each platform's projects pin their runtime from (the targets' ``channel``).
+PLATFORM_CHANNEL = {"android": "maven", "ios": "swiftpm"}
+
+
+def rules_release(version: str, platform: str) -> str:
+    """The ONNX Runtime release whose provider rules an analysis applies: ``version`` when given (a
+    release in the table, on any channel: ``check --ort-version``), else the platform's pinned default."""
+    if not version:
+        return default_release(PLATFORM_CHANNEL.get(platform, "maven")).version
+    if any(r.version == version for r in RELEASES):
+        return version
+    known = ", ".join(r.version for r in RELEASES)
+    raise UsageError(f"--ort-version {version} is not an ONNX Runtime release mobilegen knows", hint=f"use one of: {known}")
+
+
 def default_release(channel: str) -> RuntimeRelease:
     rows = [r for r in RELEASES if channel in r.channels]
     return max(rows, key=lambda r: _key(r.version))

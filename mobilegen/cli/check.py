@@ -97,6 +97,9 @@ def check(
     require_static_shapes: Annotated[
         bool, typer.Option("--require-static-shapes", help="CoreML: refuse nodes with symbolic dims (RequireStaticInputShapes).")
     ] = False,
+    ort_version: Annotated[
+        str | None, typer.Option("--ort-version", metavar="VERSION", help="ONNX Runtime release whose provider rules apply.")
+    ] = None,
     fail_under: Annotated[
         float | None, typer.Option("--fail-under", help="Exit 7 if any report supports less than PCT % of nodes.", metavar="PCT")
     ] = None,
@@ -122,6 +125,7 @@ def check(
             "coreml_format": coreml_format,
             "android_api": android_api,
             "require_static_shapes": require_static_shapes,
+            "ort_version": ort_version,
         }
         opts = CheckOptions(eps=tuple(ep), settings=settings, fail_under=fail_under, max_partitions=max_partitions)
         return check(model, opts, model_options(inputs, dynamic, opset, None, trust_pickle, model_class, model_kwargs, consts=const))

@@ -197,9 +197,14 @@ def evaluate_nodes(provider: ExecutionProvider, table: EPTable, graph: GraphInfo
     return out
 
 
+def rules_for(target: EPTarget) -> EPTable:
+    """The provider's table as the ONNX Runtime release the target pins (or ``--ort-version``) has it."""
+    return target.provider.rule_table().for_version(target.str_value("ort_version"))
+
+
 def evaluate_rule(rule_id: str, graph: GraphInfo, index: int, target: EPTarget) -> list[Reason] | None:
     """One rule on one node (for tests): its reasons, or None if the rule does not apply to the node."""
-    table = target.provider.rule_table()
+    table = rules_for(target)
     node = graph.nodes[index]
     spec = table.lookup(node.domain, node.op_type)
     if spec is None:
@@ -354,7 +359,7 @@ def _suggestions(
         if change:
             out.append(f"fix the dynamic dims (export with static shapes / make_dynamic_shape_fixed): {change}")
     out.extend(provider.suggest(whatif, target))
-    out.extend(op_suggestions(whatif, provider.rule_table(), target, provider.display_name))
+    out.extend(op_suggestions(whatif, rules_for(target), target, provider.display_name))
     return out
 
 
@@ -364,7 +369,7 @@ def _suggestions(
 def _report(prepared: Prepared, target: EPTarget) -> CoverageReport:
     graph = prepared.graph
     provider = target.provider
-    table = provider.rule_table()
+    table = rules_for(target)
     rule_reasons = evaluate_nodes(provider, table, graph, target)
     outcome = _partition(graph, provider, target, [not r for r in rule_reasons], rule_reasons)
     total = len(graph.nodes)

@@ -141,6 +141,15 @@ class Rule:
     source: str
     check: CheckFn
     category: str = OTHER
+    # The ONNX Runtime releases the rule holds for: from ``since_ort`` (inclusive), until ``until_ort``
+    # (exclusive, the first release without it); "" = no bound. ``ort_source``: the PR/commit that
+    # added or removed it. :meth:`EPTable.for_version` keeps the rules of one release.
+    since_ort: str = ""
+    until_ort: str = ""
+    ort_source: str = ""
+
+    def holds_for(self, version: str) -> bool:
+        return in_ort_range(version, self.since_ort, self.until_ort)
 
     def evaluate(self, ctx: NodeContext) -> list[Reason]:
         out = self.check(ctx)
@@ -180,6 +189,22 @@ class OpSpec:
     domain: str = ""
     formats: tuple[str, ...] | None = None  # the provider variants with a builder (CoreML formats); None: all
     note: str = ""
+    since_ort: str = ""  # the builder exists from this ONNX Runtime release on ("" = every modelled one)
+    until_ort: str = ""  # ... and no longer in this one ("" = still there)
+    ort_source: str = ""  # the PR/commit that added or removed the builder
+
+    def holds_for(self, version: str) -> bool:
+        return in_ort_range(version, self.since_ort, self.until_ort)
+
+
+def in_ort_range(version: str, since: str, until: str) -> bool:
+    """``since <= version < until`` on release numbers; an empty bound is open, an empty version is the newest."""
+    from mobilegen.runtimes import version_key
+
+    if not version:
+        return not until
+    v = version_key(version)
+    return (not since or version_key(since) <= v) and (not until or v < version_key(until))
 
 
 def ops_by_key(*specs: OpSpec) -> dict[tuple[str, str], OpSpec]:
@@ -198,6 +223,9 @@ class EPTable:
     unmodelled: tuple[str, ...] = ()  # ops with a builder whose limits are not modelled (counted as refused)
     domain_blind: tuple[str, ...] = ()  # domains whose ops the builders look up by op type only
     extra: dict[str, str] = field(default_factory=dict)  # source files worth naming
+    # Further versions of op rules (same id as one in ``rules``, another release range) and rules that
+    # exist only in some releases; :meth:`for_version` picks the one that holds.
+    versioned: tuple[Rule, ...] = ()
 
     def spec(self, domain: str, op_type: str) -> OpSpec | None:
         return self.ops.get(("" if domain == "ai.onnx" else domain, op_type))
@@ -211,6 +239,29 @@ class EPTable:
 
     def all_rules(self) -> list[Rule]:
         return list(self.general) + list(self.rules.values())
+
+    def for_version(self, version: str) -> EPTable:
+        """The table as the ONNX Runtime release ``version`` has it: the op builders and rules whose
+        release range holds it. Op specs name rule ids; a rule absent in that release is dropped from
+        them. Several versions of one rule share an id, each with its own range (at most one holds)."""
+        key = (id(self), version)
+        cached = _VERSIONED.get(key)
+        if cached is not None and cached[0] is self:
+            return cached[1]
+        ops = {k: s for k, s in self.ops.items() if s.holds_for(version)}
+        held = [r for r in self._all_versions() if r.holds_for(version)]
+        rules = {r.id: r for r in held}
+        general = tuple(r for r in self.general if r.holds_for(version))
+        ops = {k: replace(s, rules=tuple(rid for rid in s.rules if rid in rules)) for k, s in ops.items()}
+        table = replace(self, ops=ops, rules=rules, general=general)
+        _VERSIONED[key] = (self, table)
+        return table
+
+    def _all_versions(self) -> list[Rule]:
+        return [*self.rules.values(), *self.versioned]
+
+
+_VERSIONED: dict[tuple[int, str], tuple[EPTable, EPTable]] = {}
 
 
 def fmt_shape(shape: Shape | None) -> str:

@@ -12,7 +12,7 @@ Nothing here imports onnx or numpy: the CLI lists providers and checks settings 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -68,6 +68,7 @@ class Setting:
     choices: tuple[str, ...] = ()
     hint: str = ""  # what to do about an out-of-range value
     variant: bool = False
+    validator: Callable[[str], object] | None = None  # a str setting's own check (raises UsageError)
 
     def __post_init__(self) -> None:
         if self.variant and not self.choices:
@@ -100,10 +101,30 @@ class Setting:
                 raise UsageError(f"{what} must be a string, not {value!r}")
             if self.choices and value not in self.choices:
                 raise UsageError(f"unknown {what} '{value}'", hint=f"use one of: {', '.join(self.choices)}")
+            if self.validator is not None and value:
+                self.validator(value)
             return value
         if isinstance(value, str) or not isinstance(value, tuple | list) or not all(isinstance(v, str) for v in value):
             raise UsageError(f"{what} must be a list of names, not {value!r}")
         return tuple(value)
+
+
+def _known_release(version: str) -> None:
+    from mobilegen.runtimes import rules_release
+
+    rules_release(version, "")
+
+
+# Every provider takes it: the ONNX Runtime release whose rules apply ("" = the platform's pinned one).
+# Rules and op builders carry the release range they hold for (``mobilegen.coverage.rules``).
+ORT_VERSION = Setting(
+    "ort_version",
+    "",
+    "ONNX Runtime release whose provider rules apply (default: the one the platform's project pins)",
+    label="ONNX Runtime version",
+    flag="--ort-version",
+    validator=_known_release,
+)
 
 
 @dataclass(frozen=True)
@@ -124,6 +145,10 @@ class ExecutionProvider:
     # The graph passes that help this provider (names in ``mobilegen.passes.registry``): the fix stage runs
     # them on the models of the targets using it, and keeps each only if the coverage improves.
     fixes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.setting(ORT_VERSION.name) is None:
+            object.__setattr__(self, "settings", (*self.settings, ORT_VERSION))
 
     def rule_table(self) -> EPTable:
         """The per-node rules (loaded on first use: rule tables import onnx and numpy)."""
@@ -170,7 +195,12 @@ class ExecutionProvider:
         out: list[tuple[str, SettingValue]] = []
         for s in self.settings:
             value = given.get(s.name)
-            out.append((s.name, s.default if value is None else s.check(value)))
+            resolved = s.default if value is None else s.check(value)
+            if s.name == ORT_VERSION.name:
+                from mobilegen.runtimes import rules_release
+
+                resolved = rules_release(str(resolved), self.platform)
+            out.append((s.name, resolved))
         return tuple(out)
 
     def report_settings(self, values: Mapping[str, SettingValue]) -> dict[str, object]:

@@ -38,10 +38,11 @@ class AndroidTarget(Target[AndroidOptions]):
         from mobilegen.coverage.target import EPTarget
 
         out = []
+        version = self.runtime(opts).version  # the rules of the runtime the project pins
         if opts.nnapi:
-            out.append(EPTarget("nnapi", android_api=opts.android_api))
+            out.append(EPTarget("nnapi", android_api=opts.android_api, ort_version=version))
         if opts.xnnpack:
-            out.append(EPTarget("xnnpack"))
+            out.append(EPTarget("xnnpack", ort_version=version))
         return out
 
     def render(self, spec: ProjectSpec, opts: AndroidOptions, dest: Path) -> None:

@@ -39,7 +39,8 @@ class IosTarget(Target[IosOptions]):
 
         if not opts.coreml:
             return []
-        return [EPTarget("coreml", coreml_format=opts.coreml_format, require_static_shapes=ctx.static)]
+        version = self.runtime(opts).version  # the rules of the runtime the project pins
+        return [EPTarget("coreml", coreml_format=opts.coreml_format, require_static_shapes=ctx.static, ort_version=version)]
 
     def render(self, spec: ProjectSpec, opts: IosOptions, dest: Path) -> None:
         impl.render_ios(spec, opts, dest)

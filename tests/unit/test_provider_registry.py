@@ -21,6 +21,7 @@ from mobilegen.coverage.rules import F32, EPTable, NodeContext, OpSpec, Rule
 from mobilegen.errors import UsageError
 from mobilegen.providers import ExecutionProvider, Setting
 from mobilegen.report import coverage_json, render_html, render_markdown
+from mobilegen.runtimes import default_release
 
 NAME = "toynpu"
 SOURCE = "https://example.invalid/toynpu/relu.cc"
@@ -97,7 +98,8 @@ def test_registered_provider_in_check_json(toy: ExecutionProvider, tmp_path: Pat
     assert nnapi_report["ep"] == "nnapi"
     assert (toy_report["ep"], toy_report["format"], toy_report["total_nodes"], toy_report["supported_nodes"]) == (NAME, None, 3, 1)
     assert toy_report["partitions"] == [["small"]]
-    assert toy_report["settings"] == {"max_rank": 2, "optimized": True}
+    # every provider, plug-ins too, records the ONNX Runtime release whose rules applied (its platform's pin)
+    assert toy_report["settings"] == {"max_rank": 2, "ort_version": default_release("maven").version, "optimized": True}
     nodes = {n["name"]: n for n in toy_report["nodes"]}
     assert "refusals" not in nodes["small"]
     assert nodes["big"]["refusals"] == [
@@ -110,7 +112,7 @@ def test_registered_provider_in_check_json(toy: ExecutionProvider, tmp_path: Pat
 
 def test_registered_provider_in_the_report(toy: ExecutionProvider, tmp_path: Path) -> None:
     report = analyze(onnx.load(str(_model(tmp_path / "m.onnx"))), EPTarget(NAME, max_rank=4), optimize=False)
-    assert report.settings == {"max_rank": 4, "optimized": False}
+    assert report.settings == {"max_rank": 4, "ort_version": default_release("maven").version, "optimized": False}
     assert [n.name for n in report.nodes if not n.supported] == ["sig"]
     result = replace(make_build(tmp_path / "build"), coverage=(report,))
     assert json.loads(coverage_json(result))["reports"][0]["ep"] == NAME
