@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from mobilegen import android_qnn, toolchains
+from mobilegen import task_wrappers as tw
 from mobilegen.artifacts import FP16_TOLERANCE, ProjectSpec
 from mobilegen.errors import InternalError, UsageError
 from mobilegen.lang import kotlin as kt
@@ -24,21 +26,12 @@ from mobilegen.spec import IOSpec, TensorSpec
 
 CHANNEL = "maven"
 
-# Android build toolchain pinned in the generated project (sources: developer.android.com AGP 8.13
-# release notes — AGP 8.13.x needs Gradle >= 8.13 and JDK 17; developer.android.com/build/kotlin-support —
-# KGP 2.2.x with AGP >= 8.10; developer.android.com/jetpack/androidx/releases/test).
-TOOLCHAIN: dict[str, str] = {
-    "agp": "8.13.2",
-    "gradle": "8.14.3",
-    "kotlin": "2.2.21",
-    "junit": "4.13.2",
-    "androidx_test_ext_junit": "1.3.0",
-    "androidx_test_runner": "1.7.0",
-    "androidx_test_core": "1.7.0",
-}
-COMPILE_SDK = 36
-TARGET_SDK = 36
-MIN_SDK = 24  # every official ORT Android sample; the full AAR itself is built for 21+
+# Android build toolchain and library versions pinned in the generated project: one sourced table,
+# checked against the published compatibility tables, in mobilegen.toolchains.
+TOOLCHAIN: dict[str, str] = toolchains.android_versions()
+COMPILE_SDK = int(TOOLCHAIN["compile_sdk"])
+TARGET_SDK = int(TOOLCHAIN["target_sdk"])
+MIN_SDK = int(TOOLCHAIN["min_sdk"])  # every official ORT Android sample; the full AAR itself is built for 21+
 NNAPI_MIN_SDK = 27  # Android 8.1: NNAPI feature level 1 (below it ORT silently runs everything on CPU)
 
 # --nnapi-flags spelling → ai.onnxruntime.providers.NNAPIFlags constant.
@@ -65,20 +58,36 @@ FIXED_CLASS_NAMES = frozenset(
         "ProviderPlan",
         "MainActivity",
         "Companion",
+        # the benchmark (androidTest: <package>.bench and <Class>BenchmarkTest)
+        "BenchmarkTest",
+        "BenchConfig",
+        "BenchConfigs",
+        "DeviceInfo",
+        "ModelBenchmark",
+        "Placement",
+        "Json",
+        "Obj",
+        "Reader",
     }
+) | frozenset(
+    # java.* / android.* / JUnit types the benchmark names
+    "Assume File HashSet Instrumentation MessageDigest StringBuilder Triple".split()
 ) | frozenset(
     # Types the templates name without a package (Kotlin's built-ins, java.*, android.*, ONNX Runtime's):
     # a wrapper class of the same name would shadow them in its package (a model called "int" -> Int).
     # tests/unit/test_generated_names.py checks the templates name no other capitalised type.
     """Activity AndroidJUnit4 Any Array ArrayList Assert AutoCloseable Boolean BooleanArray
-    BufferUnderflowException Build Bundle Byte ByteArray ByteArrayOutputStream ByteBuffer ByteOrder Char
-    Charsets Context Double DoubleArray DoubleBuffer EnumSet Exception ExecutorService Executors Float
+    BufferUnderflowException Build Bundle Byte ByteArray ByteArrayOutputStream ByteBuffer ByteOrder
+    CancellationException Char Charsets ComponentActivity Context Dispatchers Double DoubleArray DoubleBuffer
+    EnumSet Exception ExecutorService Executors Float
     FloatArray FloatBuffer GoldenTest GoldenVectorsTest IllegalArgumentException IllegalStateException Ignore
     InstrumentationRegistry Int IntArray IntBuffer JvmField JvmName JvmOverloads JvmStatic LinkedHashMap List
     Log Long LongArray LongBuffer Map Math ModelSupportTest MutableList MutableMap NoSuchElementException
     NNAPIFlags Nothing Number OnnxJavaType OnnxTensor OrtEnvironment OrtException OrtProvider OrtSession Pair Path
     ReentrantReadWriteLock Result RunWith Runtime ScrollView SessionOptions Set Short ShortArray ShortBuffer
-    StandardCharsets String System Test TextView Throwable Throws Unit""".split()
+    StandardCharsets String System Test TextView Throwable Throws Type Unit ViewCompat WindowInsetsCompat
+    Bitmap Classification CoroutineDispatcher FileChannel FileInputStream FileNotFoundException ImageInput Labels
+    RgbImage Scores TaskTest JSONObject Android Config MapMode File Os CRC32""".split()
 )
 
 # Every name the templates declare in the scopes tensor-derived names live in, so that no derived name
@@ -89,14 +98,14 @@ RESERVED_MEMBERS = frozenset(
     """
     equals hashCode toString copy close run create newInstance inputs outputs options session sessionOptions
     activeProviders lock closed nnapiFlags outputTensor boolBytes floats doubles ints longs shorts bytes
-    booleans env feeds result
+    booleans env feeds result labels qnnProviderOptions qnnContextFile openSession
     """.split()
 )
 # SCREAMING_SNAKE namespace: the fixed companion constants, Options.CPU_ONLY and the NnapiFlag entries.
 FIXED_CONSTANTS = frozenset(
     """
     TAG MODEL_NAME MODEL_ASSET GOLDEN_ASSET INPUT_NAMES OUTPUT_NAMES ATOL RTOL ACCELERATED_ATOL
-    ACCELERATED_RTOL CPU_ONLY USE_FP16 USE_NCHW CPU_DISABLED
+    ACCELERATED_RTOL CPU_ONLY USE_FP16 USE_NCHW CPU_DISABLED LABELS_ASSET
     """.split()
 )
 # Derived names of one tensor: property + shape property, name constant + shape constant.
@@ -147,6 +156,8 @@ class AndroidOptions:
     class_name: str | None = None
     ort_version: str | None = None
     android_api: int | None = None  # API level the NNAPI analysis targets (None: the provider's default)
+    qnn: bool = False  # Qualcomm QNN (Hexagon NPU) first in the provider chain, on onnxruntime-android-qnn
+    qnn_htp_arch: int | None = None  # Hexagon generation the QNN estimate assumes (None: mobilegen.providers.qnn's default)
 
 
 def validate_android_options(opts: AndroidOptions) -> None:
@@ -171,6 +182,7 @@ def validate_android_options(opts: AndroidOptions) -> None:
         from mobilegen import providers
 
         providers.validate_settings({"android_api": opts.android_api})  # the NNAPI provider's declared range
+    details += android_qnn.problems(opts)
     if not details:
         return
     hints = []
@@ -182,6 +194,8 @@ def validate_android_options(opts: AndroidOptions) -> None:
         hints.append("pass --nnapi with --nnapi-flags taken from: " + ", ".join(NNAPI_FLAGS))
     if any(d.startswith("--android-api") for d in details):
         hints.append("add --nnapi, or drop --android-api")
+    if (qnn_hint := android_qnn.hint(details)) is not None:
+        hints.append(qnn_hint)
     raise UsageError(
         "invalid Android options: " + "; ".join(details),
         hint="; ".join(hints),
@@ -209,7 +223,7 @@ def android_runtime(opts: AndroidOptions, spec: ProjectSpec | None = None) -> Ru
     """The onnxruntime-android release pinned in the project: ``--ort-version``, else the version the
     pipeline already chose (``spec.ort_version``), else the newest release published on Maven."""
     version = opts.ort_version or (spec.ort_version if spec is not None and spec.ort_version else None)
-    return find_release(version, CHANNEL)
+    return find_release(version, android_qnn.channel(opts))  # --qnn: onnxruntime-android-qnn's releases
 
 
 def accelerated_tolerances(spec: ProjectSpec, opts: AndroidOptions) -> tuple[float, float]:
@@ -220,13 +234,19 @@ def accelerated_tolerances(spec: ProjectSpec, opts: AndroidOptions) -> tuple[flo
     widened to at least :data:`FP16_TOLERANCE`; every other configuration (NNAPI in fp32, XNNPACK, CPU)
     computes in fp32 and keeps the build-time ones. Pure.
     """
-    return spec.accelerated_tolerances(fp16=bool(opts.nnapi and "fp16" in opts.nnapi_flags))
+    # QNN's HTP runs float models in fp16 (enable_htp_fp16_precision, on by default) like NNAPI's USE_FP16.
+    return spec.accelerated_tolerances(fp16=bool(opts.nnapi and "fp16" in opts.nnapi_flags) or opts.qnn)
 
 
 def _tolerance_reason(spec: ProjectSpec, opts: AndroidOptions) -> str:
     """Why the accelerated configuration asserts the tolerance it does (one README sentence)."""
     if spec.accel_atol is not None or spec.accel_rtol is not None:
         return "set explicitly for the accelerated configuration when the project was generated"
+    if opts.qnn:
+        return (
+            f"QNN's HTP computes float models in float16 (enable_htp_fp16_precision), about 3 significant decimal "
+            f"digits, so atol and rtol are at least {FP16_TOLERANCE!r}"
+        )
     if opts.nnapi and "fp16" in opts.nnapi_flags:
         return (
             f"NNAPI runs with `USE_FP16`, which lets it compute in float16 (about 3 significant decimal digits), "
@@ -326,8 +346,9 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
     inputs, outputs = _tensor_contexts(spec.io, class_name)
     module = kt.kebab(class_name)
     asset_dir = kt.snake(class_name)
+    task = tw.task_context(tw.mobile_task(spec.task, spec.io), inputs, outputs)
     flags = [NNAPI_FLAGS[f] for f in opts.nnapi_flags]
-    accelerated = []
+    accelerated = ["QNN (HTP)"] if opts.qnn else []
     if opts.nnapi:
         accelerated.append("NNAPI" + (f" ({', '.join(flags)})" if flags else ""))
     if opts.xnnpack:
@@ -344,6 +365,13 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
         "asset_dir": asset_dir,
         "model_asset": f"{asset_dir}/model.ort",
         "golden_asset": f"{asset_dir}/golden.mgv",
+        # --task (mobilegen.task_wrappers): the task-level API's files render only with a task.
+        "task": task,
+        "task_support_file": "TaskSupport.kt" if task and (task["is_image"] or task["is_classification"]) else "",
+        "task_file": f"{class_name}Task.kt" if task else "",
+        "labels_asset": f"{asset_dir}/{tw.LABELS_FILE}",
+        "task_test_file": f"{class_name}TaskTest.kt" if task and tw.task_golden_dir(spec) else "",
+        "task_golden_asset": f"{asset_dir}/task",
         "model_name_literal": kt.string_literal(spec.model_name),
         "model_name_comment": kt.line_comment(spec.model_name),
         "model_name_md": md_escape(spec.model_name),
@@ -360,8 +388,10 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
         "xnnpack": opts.xnnpack,
         "accelerated_label": " + ".join(accelerated) if accelerated else "none (CPU)",
         "ort_version": release.version,
+        **android_qnn.context(opts),
         "ort_released": md_escape(release.released or "date unknown"),
         "toolchain": dict(TOOLCHAIN),
+        "gradle_wrapper_command": toolchains.gradle_wrapper_command(),
         "compile_sdk": COMPILE_SDK,
         "target_sdk": TARGET_SDK,
         "min_sdk": MIN_SDK,
@@ -396,6 +426,9 @@ def render_android(spec: ProjectSpec, opts: AndroidOptions, dest: Path) -> list[
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, target)
             written.append(rel)
+        written += tw.write_labels(dest, PurePosixPath(context["module"], "src/main/assets", context["labels_asset"]), spec.task)
+        golden_task = tw.task_golden_dir(spec)
+        written += tw.copy_task_golden(dest, PurePosixPath(context["module"], "src/androidTest/assets", context["task_golden_asset"]), golden_task)
     except BaseException:
         shutil.rmtree(dest, ignore_errors=True)
         raise

@@ -13,6 +13,8 @@ if TYPE_CHECKING:
 
     from mobilegen.consts import BoundConst
     from mobilegen.coverage.model import CoverageReport
+    from mobilegen.quantize.stage import QuantizationRecord
+    from mobilegen.tasks.spec import TaskSpec
 
 # What the manifest can hold.
 JSONValue = str | int | float | bool | None | list["JSONValue"] | dict[str, "JSONValue"]
@@ -163,6 +165,9 @@ class ProjectSpec:
     ort_version: str = ""  # mobile runtime version pinned in the project
     mobilegen_version: str = ""
     notes: tuple[str, ...] = ()  # warnings to surface in the generated README
+    task: TaskSpec | None = None  # --task (mobilegen.tasks.spec): the task-level wrapper API; None: flat arrays only
+    labels_file: Path | None = None  # --task image-classification: the labels (UTF-8, one per line) to ship as data
+    task_golden: Path | None = None  # --task: the task golden folder (cases.json, NAME.rgba|.pcm, NAME.mgv; mobilegen.tasks.golden)
 
 
 @dataclass(frozen=True)
@@ -225,6 +230,17 @@ class ShippedModel:
     onnx: OnnxModel
     ort: OrtModel | None = None  # None until converted
     fixes: tuple[AppliedFix, ...] = ()  # the passes applied to it, in order
+    # --quantize: what it did to this model (mobilegen.quantize.stage.QuantizationRecord), None without it
+    quantization: QuantizationRecord | None = None
+    golden: str = "golden"  # package folder of the golden vectors it reproduces (golden/<target> for its own)
+
+    @property
+    def golden_npz(self) -> str:
+        return f"{self.golden}/golden.npz"
+
+    @property
+    def golden_mgv(self) -> str:
+        return f"{self.golden}/golden.mgv"
 
     @property
     def onnx_file(self) -> str:
@@ -314,3 +330,5 @@ def model_folder(target: str | None) -> str:
 
 # Every .ort a package of the built-in targets may hold: the shared one, or one per target.
 MODEL_ORTS = (MODEL_ORT, *(f"{model_folder(t)}/{MODEL_ORT_NAME}" for t in (ANDROID_DIR, IOS_DIR)))
+# A quantized model's own golden vectors, next to another target's model (golden/<target>/...).
+GOLDEN_PER_TARGET = tuple(f"golden/{t}/{n}" for t in (ANDROID_DIR, IOS_DIR) for n in ("golden.npz", "golden.mgv"))

@@ -6,14 +6,18 @@ Outputs are staged and checked again right before they replace anything (``mobil
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mobilegen import progress
 from mobilegen.errors import UsageError
 from mobilegen.options import ModelOptions
 from mobilegen.verify import VerifyOptions
+
+if TYPE_CHECKING:
+    from mobilegen.artifacts import OrtModel
+    from mobilegen.quantize import QuantizeOptions
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,7 @@ class ConvertResult:
     opset: int
     verification: dict[str, Any]
     notes: list[str]
+    quantization: dict[str, Any] | None = None  # --quantize: recipe, calibration, sizes, the accuracy gate's table
 
 
 def export_model(model: Path, output: Path, opts: ModelOptions, verify_opts: VerifyOptions, *, force: bool) -> ExportResult:
@@ -62,13 +67,17 @@ def export_model(model: Path, output: Path, opts: ModelOptions, verify_opts: Ver
     )
 
 
-def convert_model(model: Path, output: Path, opts: ModelOptions, verify_opts: VerifyOptions, *, style: str, force: bool) -> ConvertResult:
-    """load → export → convert → check every target's default runtime loads it → verify → write
-    ``output`` and ``NAME.required_operators.config`` beside it."""
+def convert_model(
+    model: Path, output: Path, opts: ModelOptions, verify_opts: VerifyOptions, *, style: str, force: bool, quantize: QuantizeOptions | None = None
+) -> ConvertResult:
+    """load → export → convert → check every target's default runtime loads it → verify → (``--quantize``:
+    quantize with the CPU recipe → convert → accuracy gate against the fp32 model) → write ``output`` and
+    ``NAME.required_operators.config`` beside it."""
     from mobilegen import targets
     from mobilegen.convert import config_path_for, convert_to_ort
     from mobilegen.outputs import staged_files, temp_dir
     from mobilegen.pipeline import load_and_export
+    from mobilegen.quantize.stage import quantize_convert
     from mobilegen.runtimes import check_loadable, default_release
     from mobilegen.stages import reference_for
     from mobilegen.verify import verify
@@ -87,9 +96,33 @@ def convert_model(model: Path, output: Path, opts: ModelOptions, verify_opts: Ve
             check_loadable(default_release(channel), max_opset=ort_model.max_opset, ort_format_version=ort_model.ort_format_version, channel=channel)
         ref, label = reference_for(loaded, onnx_model)
         report = verify(ref, {"onnx": onnx_model.path, "ort": ort_model.path}, onnx_model, verify_opts, reference_label=label)
+        quantized = None if quantize is None else quantize_convert(onnx_model, ort_model, quantize, work / "quantized", style)
+        if quantized is not None:  # the fp32 model proved the export; the quantized one passed its accuracy gate
+            ort_model = quantized.ort
+            _check_pins(ort_model)
+            ort_model = _renamed_config(ort_model, work / "ort" / config_out.name, output.name)
         staged_ort.copy_from(ort_model.path)
         staged_config.copy_from(ort_model.config_path)
     return ConvertResult(
         str(output), str(config_out), ort_model.optimization_style, ort_model.optimization_level,
-        ort_model.ort_format_version, ort_model.converter_version, onnx_model.opset, report.to_dict(), [*onnx_model.notes, *report.notices],
+        ort_model.ort_format_version, ort_model.converter_version, onnx_model.opset, report.to_dict(),
+        [*onnx_model.notes, *report.notices, *(quantized.notes if quantized else ())],
+        None if quantized is None else quantized.record.to_dict(),
     )
+
+
+def _check_pins(ort_model: OrtModel) -> None:
+    """Every target's default pinned runtime loads ``ort_model``."""
+    from mobilegen import targets
+    from mobilegen.runtimes import check_loadable, default_release
+
+    for name in targets.names():
+        channel = targets.get(name).channel
+        check_loadable(default_release(channel), max_opset=ort_model.max_opset, ort_format_version=ort_model.ort_format_version, channel=channel)
+
+
+def _renamed_config(ort_model: OrtModel, dest: Path, ort_name: str) -> OrtModel:
+    """The quantized model's operator config, its header naming the .ort the user gets (as the fp32 one's)."""
+    text = ort_model.config_path.read_text(encoding="utf-8").replace(f"# - {ort_model.path.name}", f"# - {ort_name}")
+    dest.write_text(text, encoding="utf-8")
+    return replace(ort_model, config_path=dest)

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from mobilegen import task_wrappers as tw
+from mobilegen import toolchains
 from mobilegen.artifacts import FP16_TOLERANCE, ProjectSpec
 from mobilegen.errors import InternalError, UsageError
 from mobilegen.lang import swift
@@ -36,9 +38,11 @@ SPM_PRODUCT = "onnxruntime"
 SPM_MODULE = "OnnxRuntimeBindings"
 COCOAPODS_POD = "onnxruntime-objc"
 COCOAPODS_MODULE = "onnxruntime_objc"
-SWIFT_TOOLS_VERSION = "5.9"
-IOS_MIN = "15"
-MACOS_MIN = "14"
+# Swift tools / language modes, platforms, XcodeGen: one sourced table in mobilegen.toolchains.
+SWIFT_TOOLS_VERSION = toolchains.IOS["swift_tools_version"].value
+SWIFT_LANGUAGE_VERSIONS = tuple(toolchains.IOS["swift_language_versions"].value.split(","))
+IOS_MIN = toolchains.IOS["ios_min"].value
+MACOS_MIN = toolchains.IOS["macos_min"].value
 COCOAPODS_IOS_MIN = "15.1"
 
 # --coreml-format → CoreML EP "ModelFormat" value, and the Swift enum case of the generated code.
@@ -82,7 +86,9 @@ GENERATED_MEMBERS = frozenset(
     modelName inputNames outputNames modelURL modelResourceName load prediction warmUp configuration
     activeExecutionProviders coreMLUnavailableReason session environment queue makeTensor readTensor
     makeSession sessionOptions coreMLOptions defaultCoreMLCacheDirectory zeroInput Configuration
-    ExecutionProvider init deinit description debugDescription hash hashValue self Type Protocol
+    ExecutionProvider SharedEnvironment xnnpackUnavailableReason appendXnnpack TaskError RGBImage ImageInput
+    Classification Labels Scores classify classifications pcmInput run init deinit description debugDescription hash hashValue self Type
+    Protocol
     """.split()
 )
 
@@ -101,6 +107,7 @@ class IosOptions:
     compute_units: str = "all"
     class_name: str | None = None
     ort_version: str | None = None
+    xnnpack: bool = False  # append ORT's XNNPACK provider (Objective-C ORTXnnpackExecutionProviderOptions)
 
 
 def validate_ios_options(opts: IosOptions) -> IosOptions:
@@ -216,6 +223,12 @@ def _tensor_context(t: TensorSpec, ident: str, shape_ident: str, index: int, rol
     }
 
 
+def _swift_versions_literal(versions: tuple[str, ...]) -> str:
+    """``("6", "5")`` -> ``[.version("6"), .v5]`` (PackageDescription's SwiftVersion spellings in a 5.9 manifest)."""
+    named = {"4": ".v4", "4.2": ".v4_2", "5": ".v5"}
+    return "[" + ", ".join(named.get(v, f'.version("{v}")') for v in versions) + "]"
+
+
 def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str) -> dict[str, Any]:
     """The render context of ``templates/ios`` (pure; exposed for tests)."""
     validate_ios_options(opts)
@@ -237,6 +250,7 @@ def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str) -> di
     inputs = [c for c in ctx_tensors if c["role"] == "input"]
     outputs = [c for c in ctx_tensors if c["role"] == "output"]
     accel_atol, accel_rtol = accelerated_tolerances(spec, opts)
+    task = tw.task_context(tw.mobile_task(spec.task, spec.io), inputs, outputs)
     fmt_value, fmt_case = COREML_FORMATS[opts.coreml_format]
     cu_value, cu_case = COMPUTE_UNITS[opts.compute_units]
 
@@ -266,6 +280,14 @@ def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str) -> di
         "accel_rtol": swift.swift_float(accel_rtol),
         "accel_tolerance_reason": _tolerance_reason(spec, opts),
         "coreml": opts.coreml,
+        "xnnpack": opts.xnnpack,
+        # --task (mobilegen.task_wrappers): the task-level API renders only with a task.
+        "task": task,
+        "task_swift_file": f"{class_name}+Task.swift" if task else "",
+        "labels_resource": tw.LABELS_FILE.rsplit(".", 1)[0],
+        "labels_resource_ext": tw.LABELS_FILE.rsplit(".", 1)[1],
+        "labels_file": tw.LABELS_FILE if task and task["is_classification"] else "",
+        "task_test_swift_file": f"{class_name}TaskTests.swift" if task and tw.task_golden_dir(spec) else "",
         "coreml_format": fmt_value,
         "coreml_format_case": fmt_case,
         "compute_units": cu_value,
@@ -280,6 +302,11 @@ def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str) -> di
         "cocoapods_module": COCOAPODS_MODULE,
         "cocoapods_ios_min": COCOAPODS_IOS_MIN,
         "swift_tools_version": SWIFT_TOOLS_VERSION,
+        "swift_language_versions": _swift_versions_literal(SWIFT_LANGUAGE_VERSIONS),
+        "swift_language_modes_md": " and ".join(SWIFT_LANGUAGE_VERSIONS),
+        "xcodegen_min": toolchains.IOS["xcodegen_min"].value,
+        "xcodegen_project_format": toolchains.IOS["xcodegen_project_format"].value,
+        "app_swift_version": toolchains.IOS["app_swift_version"].value,
         "ios_min": IOS_MIN,
         "macos_min": MACOS_MIN,
         "mobilegen_version": swift.swift_comment(spec.mobilegen_version or "dev"),
@@ -310,6 +337,9 @@ def render_ios(spec: ProjectSpec, opts: IosOptions, dest: Path) -> list[PurePosi
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, target)
             written.append(rel)
+        written += tw.write_labels(dest, PurePosixPath("Sources", context["target"], "Resources", tw.LABELS_FILE), spec.task)
+        golden_task = tw.task_golden_dir(spec)
+        written += tw.copy_task_golden(dest, PurePosixPath("Tests", context["test_target"], "Resources", "task"), golden_task)
     except BaseException:
         shutil.rmtree(dest, ignore_errors=True)
         raise

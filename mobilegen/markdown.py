@@ -45,7 +45,9 @@ def coverage_rows(coverage: tuple[Any, ...]) -> list[dict[str, Any]]:
                 "nodes": f"{rep.supported_nodes}/{rep.total_nodes}",
                 "percent": f"{rep.percent:.1f}",
                 "partitions": len(rep.partitions),
-                "verdict": md_escape(rep.verdict),
+                # QNN: "yes (estimate)"; the sentence on what only the device decides is a README note
+                "verdict": md_escape(rep.verdict + (" (estimate)" if rep.estimate else "")),
+                "estimate": md_escape(rep.estimate),
                 "unsupported": [
                     {"op": md_escape(op), "count": count, "reasons": md_escape("; ".join(reasons)[:200])}
                     for op, count, reasons in summary[:10]

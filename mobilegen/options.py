@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,6 +20,10 @@ from mobilegen.export import MAX_DEFAULT_OPSET, ExportOptions
 from mobilegen.load import LoadOptions
 from mobilegen.spec import apply_dynamic, parse_dynamic_spec, parse_input_spec
 from mobilegen.verify import VerifyOptions
+
+if TYPE_CHECKING:
+    from mobilegen.quantize import QuantizeOptions
+    from mobilegen.tasks.spec import TaskSpec
 
 MIN_OPSET = 7
 MAX_EXAMPLE_BYTES = 1 << 30  # seeded inputs are built several times (reference + every artifact, two sizes)
@@ -87,3 +91,5 @@ class BuildOptions:
     style: str = "runtime"  # ORT-format optimization style
     force: bool = False
     zip: bool = False
+    quantize: QuantizeOptions | None = None  # --quantize and its calibration/gate flags (None: fp32, as QuantizeOptions(mode=None))
+    task: TaskSpec | None = None  # --task and its pre/post-processing flags (mobilegen.tasks); None: the model as it is

@@ -1,7 +1,8 @@
 """The stage order, and nothing else.
 
     load → export → prepare (fixed dims, for every target) → reference → fix (graph passes, per target)
-    → write (one model, or one per target) → convert → verify → analyse → render (per target) → package
+    → write (one model, or one per target) → convert → verify → quantize (per target, gated on accuracy)
+    → analyse → render (per target) → package
 
 Each stage is a function from one frozen artifact (``mobilegen.artifacts``) to the next; the model is
 parsed once, by the export, and handed on in memory. Everything is written into a staging folder beside
@@ -24,8 +25,10 @@ from mobilegen.export import export_onnx
 from mobilegen.load import load_model
 from mobilegen.options import BuildOptions, ModelOptions
 from mobilegen.outputs import stage_zip, staged_output
+from mobilegen.quantize import stage as quantize_stage
 from mobilegen.runtimes import RuntimeRelease
 from mobilegen.stages import reference_for
+from mobilegen.tasks import stage as task_stage
 from mobilegen.warnings import Notice
 
 __all__ = ["BuildOptions", "ModelOptions", "build", "load_and_export", "reference_for"]
@@ -71,6 +74,7 @@ def build(opts: BuildOptions) -> BuildResult:
     chosen = choose_targets(opts)
     opts.model_opts.export_options()  # flag errors before any heavy work
     stages.check_fix_options(opts)
+    quantize_stage.check_options(opts)  # --quantize flags (calibration, thresholds) before any heavy work
     source_date_epoch()  # a malformed SOURCE_DATE_EPOCH fails now, not after the whole build
     out = Path(os.path.abspath(opts.out))
     if opts.zip and out.suffix.lower() == ".zip":
@@ -81,11 +85,19 @@ def build(opts: BuildOptions) -> BuildResult:
         progress.step("exporting")
         loaded, onnx_model = load_and_export(opts.model, opts.model_opts, root / artifacts.MODEL_ONNX, write=False)
         notices: list[Notice] = stages.export_notices(loaded, onnx_model, opts)
+        exported, task = onnx_model, opts.task
+        if task is not None:  # --task: the pre/post-processing nodes are part of the model from here on
+            onnx_model, task = task_stage.wrap_exported(onnx_model, task)
+            opts = replace(opts, task=task, verify=task_stage.verify_options(opts.verify, task))
         for c in chosen:
             c.target.check_io(onnx_model.io)
         onnx_model, prepare_notices = stages.prepare(onnx_model, chosen, keep_dynamic=opts.keep_dynamic)
         notices += prepare_notices
-        expected, loaded = stages.reference(loaded, onnx_model, opts.verify)  # PyTorch runs now, then is let go
+        if task is not None:  # the original model inside mobilegen.tasks' reference pre/post-processing
+            expected, loaded = task_stage.reference(loaded, exported, onnx_model, task, opts.verify)
+        else:
+            expected, loaded = stages.reference(loaded, onnx_model, opts.verify)  # PyTorch runs now, then is let go
+        exported = onnx_model  # the unwrapped model's proto is not needed any more
         progress.step("fixing")
         fix_plan = stages.fix(onnx_model, chosen, opts)  # per target: the passes that help its providers
         notices += fix_plan.notices
@@ -93,6 +105,9 @@ def build(opts: BuildOptions) -> BuildResult:
         progress.step("converting")
         models = stages.convert(models, root, opts.style)
         verification = stages.verify(expected, models, opts.verify, root)
+        models, quant_notices = quantize_stage.quantize_build(models, chosen, opts, root)  # per target; fp32 when refused
+        notices += quant_notices
+        task_files = task_stage.write_files(root, task, onnx_model, models) if task is not None else None
         stages.check_runtimes(chosen, models)
         progress.step("analysing")
         coverage = stages.analyse(models, chosen)
@@ -100,7 +115,7 @@ def build(opts: BuildOptions) -> BuildResult:
         notices += stages.verification_notices(verification)
         warnings = stages.finish_notices(notices, models[0].onnx, coverage, loaded)
         progress.step("rendering")
-        tolerances = stages.render(chosen, root, opts, models, coverage, warnings)
+        tolerances = stages.render(chosen, root, opts, models, coverage, warnings, task_files)
         result = BuildResult(
             out_dir=root,
             model_name=opts.model.stem,
@@ -110,7 +125,7 @@ def build(opts: BuildOptions) -> BuildResult:
             ort=models[0].converted(),
             coverage=tuple(coverage),
             targets=tuple(c.target.name for c in chosen),
-            options=stages.options_record(opts, chosen, models, tolerances),
+            options=stages.options_record(opts, chosen, models, tolerances) | {"task": task_stage.record(task, task_files, root)},
             runtimes={c.target.channel: c.runtime.version for c in chosen},
             warnings=warnings,
             models=models,

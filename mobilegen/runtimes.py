@@ -11,7 +11,10 @@ from dataclasses import dataclass
 
 from mobilegen.errors import UsageError
 
-CHANNELS = ("maven", "swiftpm", "cocoapods")
+CHANNELS = ("maven", "maven-qnn", "swiftpm", "cocoapods")
+# Android with --qnn: com.microsoft.onnxruntime:onnxruntime-android-qnn, a separate AAR (arm64-v8a) from the
+# same build (java/build-android.gradle: artifactId "-android" + "-qnn" when built with qnnVersion).
+QNN_CHANNEL = "maven-qnn"
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,10 @@ class RuntimeRelease:
 #   ort_format_version.h at 5d24c9547, 1.24.0); onnxruntime 1.31.1 still writes version "6"
 #   (InferenceSession.ort_version of a converted model), so every release in between reads 5 and 6.
 _MVN = "mvnrepository.com/artifact/com.microsoft.onnxruntime/onnxruntime-android; javadoc.io"
+# onnxruntime-android-qnn: mvnrepository lists 1.28.0 and 1.29.0 (2026-07/08; ../research/mobile_next.md §3.1,
+# ort_mobile.md §7), dates by month only; Maven Central itself was not reachable to confirm the exact days.
+# Its POM depends on com.qualcomm.qti:qnn-runtime (the QNN SDK's .so files; java/build-android.gradle).
+_MVN_QNN = "mvnrepository.com/artifact/com.microsoft.onnxruntime/onnxruntime-android-qnn (not verified on Maven Central)"
 _FACTS = "opset >= 24: onnxruntime PR #25678 (ONNX 1.19); ORT format 5/6: core/flatbuffers/ort_format_version.h"
 
 # Keep sorted oldest → newest.
@@ -105,6 +112,21 @@ RELEASES: tuple[RuntimeRelease, ...] = (
         source=f"Maven {_MVN} (2026-06-30); {_FACTS}",
         released="2026-06-30",
     ),
+    # onnxruntime-android-qnn only: no source seen here lists 1.28/1.29 for onnxruntime-android.
+    RuntimeRelease(
+        version="1.28.0",
+        channels=("maven-qnn",),
+        max_opset=24,
+        ort_format_versions=(5, 6),
+        source=f"Maven {_MVN_QNN} (2026-07); {_FACTS}",
+    ),
+    RuntimeRelease(
+        version="1.29.0",
+        channels=("maven-qnn",),
+        max_opset=24,
+        ort_format_versions=(5, 6),
+        source=f"Maven {_MVN_QNN} (2026-08); {_FACTS}",
+    ),
 )
 
 
@@ -118,7 +140,7 @@ def version_key(v: str) -> tuple[int, ...]:
 
 
 # The channel each platform's projects pin their runtime from (the targets' ``channel``).
-PLATFORM_CHANNEL = {"android": "maven", "ios": "swiftpm"}
+PLATFORM_CHANNEL = {"android": "maven", "ios": "swiftpm"}  # --qnn: QNN_CHANNEL
 
 
 def rules_release(version: str, platform: str) -> str:

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from mobilegen.options import BuildOptions
     from mobilegen.passes.stage import FixPlan
     from mobilegen.pipeline import Chosen
+    from mobilegen.tasks.stage import TaskFiles
 
 Runner = Callable[[dict[str, np.ndarray]], list[np.ndarray]]
 
@@ -267,25 +268,31 @@ def render(
     models: Sequence[ShippedModel],
     coverage: Sequence[CoverageReport],
     warnings: Sequence[Notice],
+    task_files: TaskFiles | None = None,
 ) -> dict[str, tuple[float, float]]:
     """Render every target's project with its own model; returns what each one's accelerated device tests assert."""
     from mobilegen import providers
+    from mobilegen.quantize.stage import tolerances_of
     from mobilegen.warnings import build_notices, texts
 
     tolerances: dict[str, tuple[float, float]] = {}
     for c in chosen:
         model = _model_of(models, c)
+        atol, rtol = tolerances_of(model, opts.verify.atol, opts.verify.rtol)  # a quantized model's own golden vectors
         spec = ProjectSpec(
             model_name=opts.model.stem,
             io=model.onnx.io,
             model_file=model.converted().path,
-            golden_mgv=root / artifacts.GOLDEN_MGV,
-            atol=opts.verify.atol,
-            rtol=opts.verify.rtol,
+            golden_mgv=root / model.golden_mgv,
+            atol=atol,
+            rtol=rtol,
             coverage=tuple(r for r in coverage if providers.get(r.ep).platform == c.target.name),
             ort_version=c.runtime.version,
             mobilegen_version=__version__,
             notes=tuple(texts(build_notices(warnings))),
+            task=opts.task,  # resolved against the model by the pipeline (crop filled in)
+            labels_file=task_files.labels if task_files else None,
+            task_golden=task_files.golden.get(c.target.name) if task_files else None,
         )
         c.target.render(spec, c.opts, root / c.target.folder)
         tolerances[c.target.tolerance_key] = c.target.device_tolerances(spec, c.opts)
@@ -296,6 +303,8 @@ def options_record(
     opts: BuildOptions, chosen: Sequence[Chosen], models: Sequence[ShippedModel], tolerances: dict[str, tuple[float, float]]
 ) -> dict[str, JSONValue]:
     """The manifest's ``options``: what was asked and what it became."""
+    from mobilegen.quantize.stage import options_record as options_record_quantize
+
     onnx_model, ort_model = models[0].onnx, models[0].converted()
     rec: dict[str, JSONValue] = {
         "inputs": list(opts.model_opts.inputs),
@@ -313,6 +322,7 @@ def options_record(
         "keep_dynamic": opts.keep_dynamic,
         "fix": opts.fix,
         "approximate": list(opts.approximate),
+        "quantize": options_record_quantize(opts.quantize),
     }
     for c in chosen:
         rec[c.target.name] = dict(c.target.options_record(c.opts))

@@ -33,7 +33,7 @@ app = LazyTyper(
 )
 
 # Modules that register commands on `app` (each owns one command family).
-COMMAND_MODULES = ("core", "build", "package_cmds", "check", "fix")
+COMMAND_MODULES = ("core", "build", "package_cmds", "check", "fix", "bench")
 
 if TYPE_CHECKING:
     from rich.console import Console

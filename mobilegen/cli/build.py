@@ -12,12 +12,17 @@ from mobilegen.cli.options import (
     AllowDegenerateOpt,
     ApproximateOpt,
     AtolOpt,
+    CalibrationMethodOpt,
+    CalibrationOpt,
     ConstOpt,
     DebugOpt,
     DynamicOpt,
+    EvalOpt,
     ForceOpt,
     InputOpt,
     JsonOpt,
+    MinCosineOpt,
+    MinTop1Opt,
     ModelArg,
     ModelClassOpt,
     ModelKwargsOpt,
@@ -26,13 +31,30 @@ from mobilegen.cli.options import (
     OpsetOpt,
     OrtVersionOpt,
     OutputNameOpt,
+    QuantizeOpt,
     RangeOpt,
     RtolOpt,
     SampleOnlyOpt,
     SampleOpt,
     TrustPickleOpt,
     model_options,
+    quantize_options,
     verify_options,
+)
+from mobilegen.cli.task_options import (
+    ChannelsOpt,
+    CropOpt,
+    LabelsOpt,
+    LayoutOpt,
+    MeanOpt,
+    ResizeOpt,
+    SampleRateOpt,
+    ScaleOpt,
+    SoftmaxOpt,
+    StdOpt,
+    TaskOpt,
+    TopKOpt,
+    task_spec,
 )
 
 if TYPE_CHECKING:
@@ -49,7 +71,9 @@ IosOutOpt = Annotated[Path | None, _out_opt("ios")]
 PackageOutOpt = Annotated[Path | None, _out_opt("package")]
 NnapiOpt = Annotated[bool, typer.Option("--nnapi", help="Set up the NNAPI EP (Android ≥ 8.1) with CPU fallback; fixes dynamic dims unless --keep-dynamic.")]
 NnapiFlagsOpt = Annotated[str | None, typer.Option("--nnapi-flags", metavar="FLAGS", help="Comma list of NNAPI flags: fp16, nchw, cpu-disabled, cpu-only.")]
-XnnpackOpt = Annotated[bool, typer.Option("--xnnpack", help="Add the XNNPACK EP (before the CPU fallback).")]
+XnnpackOpt = Annotated[bool, typer.Option("--xnnpack", help="Add the XNNPACK EP (before the CPU fallback); with package: on every chosen target.")]
+QnnOpt = Annotated[bool, typer.Option("--qnn", help="Set up Qualcomm's QNN EP (Snapdragon Hexagon NPU) first, on onnxruntime-android-qnn; its coverage is an estimate.")]
+QnnHtpArchOpt = Annotated[int | None, typer.Option("--qnn-htp-arch", metavar="N", help="Hexagon generation the QNN estimate and --quantize assume: 68, 69, 73, 75, 79 or 81 (default 73).")]
 PackageOpt = Annotated[str | None, typer.Option("--package", metavar="NAME", help="Kotlin package of the generated code, e.g. com.example.vision.")]
 KeepDynamicOpt = Annotated[bool, typer.Option("--keep-dynamic", help="With --nnapi, keep dynamic dims (NNAPI then takes no node with a symbolic dim).")]
 AndroidApiOpt = Annotated[int | None, typer.Option("--android-api", metavar="LEVEL", help="Android API level the NNAPI analysis targets.")]
@@ -95,6 +119,8 @@ def _build(
     ranges: list[str] | None = None,
     sample_only: bool = False,
     allow_degenerate: bool = False,
+    quantize: Any = None,
+    task: Any = None,
 ) -> Any:
     from mobilegen.pipeline import BuildOptions, build
 
@@ -111,6 +137,8 @@ def _build(
             style=style,
             force=force,
             zip=zip_out,
+            quantize=quantize,
+            task=task,
         )
     )
 
@@ -139,9 +167,17 @@ def _human_build(r: Any, console: Console) -> None:
         for rep in r.coverage:
             refused = ", ".join(f"{op}×{n}" for op, n, _ in rep.unsupported_summary()[:4])
             colour = {"yes": "green", "maybe": "yellow"}.get(rep.verdict, "red")
-            t.add_row(esc(rep.label), f"{rep.supported_nodes}/{rep.total_nodes}", str(len(rep.partitions)), f"[{colour}]{rep.verdict}[/{colour}]", esc(refused))
+            estimate = " (estimate)" if rep.estimate else ""  # QNN: the device's QNN SDK has the last word
+            t.add_row(esc(rep.label), f"{rep.supported_nodes}/{rep.total_nodes}", str(len(rep.partitions)), f"[{colour}]{rep.verdict}[/{colour}]{estimate}", esc(refused))
         console.print(t)
+        for rep in r.coverage:
+            if rep.estimate:
+                console.print(f"[dim]note: {esc(rep.estimate)}[/dim]")
     _human_fixes(r, console)
+    from mobilegen.report.quantization import summary_lines
+
+    for line in summary_lines(r.shipped):
+        console.print(f"quantization: {esc(line)}")
     from mobilegen.warnings import build_notices
 
     for w in build_notices(r.warnings):
@@ -184,6 +220,7 @@ def _json_build(r: Any) -> dict[str, Any]:
         "io": r.onnx.io.to_dict(),
         "verification": r.verification.to_dict(),
         "runtimes": r.runtimes,
+        "task": r.options.get("task"),  # --task: the spec and its files (as the manifest's options.task)
         "models": [
             {
                 "targets": list(m.targets),
@@ -191,6 +228,7 @@ def _json_build(r: Any) -> dict[str, Any]:
                 "ort": str(m.converted().path),
                 "required_operators": str(m.converted().config_path),
                 "fixes": [f.to_dict() for f in m.fixes],
+                "quantization": None if m.quantization is None else m.quantization.to_dict(),
             }
             for m in r.shipped
         ],
@@ -214,6 +252,8 @@ def android(
     nnapi: NnapiOpt = False,
     nnapi_flags: NnapiFlagsOpt = None,
     xnnpack: XnnpackOpt = False,
+    qnn: QnnOpt = False,
+    qnn_htp_arch: QnnHtpArchOpt = None,
     name: NameOpt = None,
     package: PackageOpt = None,
     ort_version: OrtVersionOpt = None,
@@ -221,12 +261,30 @@ def android(
     android_api: AndroidApiOpt = None,
     no_fix: NoFixOpt = False,
     approximate: ApproximateOpt = None,
+    quantize: QuantizeOpt = None,
+    calibration: CalibrationOpt = None,
+    calibration_method: CalibrationMethodOpt = "minmax",
+    eval_: EvalOpt = None,
+    min_cosine: MinCosineOpt = 0.99,
+    min_top1: MinTop1Opt = 0.98,
     atol: AtolOpt = 1e-4,
     rtol: RtolOpt = 1e-3,
     sample: SampleOpt = None,
     sample_only: SampleOnlyOpt = False,
     range_: RangeOpt = None,
     allow_degenerate: AllowDegenerateOpt = False,
+    task: TaskOpt = None,
+    labels: LabelsOpt = None,
+    resize: ResizeOpt = None,
+    crop: CropOpt = None,
+    mean: MeanOpt = None,
+    std: StdOpt = None,
+    scale: ScaleOpt = None,
+    channels: ChannelsOpt = None,
+    layout: LayoutOpt = None,
+    sample_rate: SampleRateOpt = None,
+    softmax: SoftmaxOpt = False,
+    top_k: TopKOpt = None,
     style: StyleOpt = "runtime",
     trust_pickle: TrustPickleOpt = False,
     model_class: ModelClassOpt = None,
@@ -242,11 +300,13 @@ def android(
         from mobilegen.android import AndroidOptions
 
         a = AndroidOptions(nnapi=nnapi, nnapi_flags=_nnapi_flags(nnapi_flags), xnnpack=xnnpack, package=package, class_name=name,
-                             ort_version=ort_version, android_api=android_api)
+                             ort_version=ort_version, android_api=android_api, qnn=qnn, qnn_htp_arch=qnn_htp_arch)
         mopts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs, consts=const)
         return _build(model, output or default_out(model, "android"), mopts, targets={"android": a}, atol=atol, rtol=rtol, sample=sample, keep_dynamic=keep_dynamic,
                       style=style, force=force, zip_out=zip_out, no_fix=no_fix, approximate=approximate,
-                      ranges=range_, sample_only=sample_only, allow_degenerate=allow_degenerate)
+                      ranges=range_, sample_only=sample_only, allow_degenerate=allow_degenerate,
+                      quantize=quantize_options(quantize, calibration, calibration_method, eval_, min_cosine, min_top1),
+                      task=task_spec(task, labels, resize, crop, mean, std, scale, channels, layout, sample_rate, softmax, top_k))
 
     run_command(action, json_out=json_out, debug=debug, human=_human_build, to_json=_json_build)
 
@@ -263,16 +323,35 @@ def ios(
     coreml: CoremlOpt = False,
     coreml_format: CoremlFormatOpt = "mlprogram",
     compute_units: ComputeUnitsOpt = "all",
+    xnnpack: XnnpackOpt = False,
     name: NameOpt = None,
     ort_version: OrtVersionOpt = None,
     no_fix: NoFixOpt = False,
     approximate: ApproximateOpt = None,
+    quantize: QuantizeOpt = None,
+    calibration: CalibrationOpt = None,
+    calibration_method: CalibrationMethodOpt = "minmax",
+    eval_: EvalOpt = None,
+    min_cosine: MinCosineOpt = 0.99,
+    min_top1: MinTop1Opt = 0.98,
     atol: AtolOpt = 1e-4,
     rtol: RtolOpt = 1e-3,
     sample: SampleOpt = None,
     sample_only: SampleOnlyOpt = False,
     range_: RangeOpt = None,
     allow_degenerate: AllowDegenerateOpt = False,
+    task: TaskOpt = None,
+    labels: LabelsOpt = None,
+    resize: ResizeOpt = None,
+    crop: CropOpt = None,
+    mean: MeanOpt = None,
+    std: StdOpt = None,
+    scale: ScaleOpt = None,
+    channels: ChannelsOpt = None,
+    layout: LayoutOpt = None,
+    sample_rate: SampleRateOpt = None,
+    softmax: SoftmaxOpt = False,
+    top_k: TopKOpt = None,
     style: StyleOpt = "runtime",
     trust_pickle: TrustPickleOpt = False,
     model_class: ModelClassOpt = None,
@@ -287,11 +366,14 @@ def ios(
     def action() -> Any:
         from mobilegen.ios import IosOptions
 
-        i = IosOptions(coreml=coreml, coreml_format=coreml_format, compute_units=compute_units, class_name=name, ort_version=ort_version)
+        i = IosOptions(coreml=coreml, coreml_format=coreml_format, compute_units=compute_units, class_name=name, ort_version=ort_version,
+                       xnnpack=xnnpack)
         mopts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs, consts=const)
         return _build(model, output or default_out(model, "ios"), mopts, targets={"ios": i}, atol=atol, rtol=rtol, sample=sample, keep_dynamic=True,
                       style=style, force=force, zip_out=zip_out, no_fix=no_fix, approximate=approximate,
-                      ranges=range_, sample_only=sample_only, allow_degenerate=allow_degenerate)
+                      ranges=range_, sample_only=sample_only, allow_degenerate=allow_degenerate,
+                      quantize=quantize_options(quantize, calibration, calibration_method, eval_, min_cosine, min_top1),
+                      task=task_spec(task, labels, resize, crop, mean, std, scale, channels, layout, sample_rate, softmax, top_k))
 
     run_command(action, json_out=json_out, debug=debug, human=_human_build, to_json=_json_build)
 
@@ -310,6 +392,8 @@ def package(
     nnapi: NnapiOpt = False,
     nnapi_flags: NnapiFlagsOpt = None,
     xnnpack: XnnpackOpt = False,
+    qnn: QnnOpt = False,
+    qnn_htp_arch: QnnHtpArchOpt = None,
     package_name: PackageOpt = None,
     coreml: CoremlOpt = False,
     coreml_format: CoremlFormatOpt = "mlprogram",
@@ -321,12 +405,30 @@ def package(
     android_api: AndroidApiOpt = None,
     no_fix: NoFixOpt = False,
     approximate: ApproximateOpt = None,
+    quantize: QuantizeOpt = None,
+    calibration: CalibrationOpt = None,
+    calibration_method: CalibrationMethodOpt = "minmax",
+    eval_: EvalOpt = None,
+    min_cosine: MinCosineOpt = 0.99,
+    min_top1: MinTop1Opt = 0.98,
     atol: AtolOpt = 1e-4,
     rtol: RtolOpt = 1e-3,
     sample: SampleOpt = None,
     sample_only: SampleOnlyOpt = False,
     range_: RangeOpt = None,
     allow_degenerate: AllowDegenerateOpt = False,
+    task: TaskOpt = None,
+    labels: LabelsOpt = None,
+    resize: ResizeOpt = None,
+    crop: CropOpt = None,
+    mean: MeanOpt = None,
+    std: StdOpt = None,
+    scale: ScaleOpt = None,
+    channels: ChannelsOpt = None,
+    layout: LayoutOpt = None,
+    sample_rate: SampleRateOpt = None,
+    softmax: SoftmaxOpt = False,
+    top_k: TopKOpt = None,
     style: StyleOpt = "runtime",
     trust_pickle: TrustPickleOpt = False,
     model_class: ModelClassOpt = None,
@@ -348,18 +450,24 @@ def package(
             from mobilegen.android import AndroidOptions
 
             chosen["android"] = AndroidOptions(nnapi=nnapi, nnapi_flags=_nnapi_flags(nnapi_flags), xnnpack=xnnpack, package=package_name,
-                                                 class_name=name, ort_version=android_ort_version, android_api=android_api)
-        elif nnapi or xnnpack or nnapi_flags:
-            raise UsageError("--nnapi/--xnnpack/--nnapi-flags need --android", hint="add --android")
+                                                 class_name=name, ort_version=android_ort_version, android_api=android_api,
+                                                 qnn=qnn, qnn_htp_arch=qnn_htp_arch)
+        elif nnapi or nnapi_flags:
+            raise UsageError("--nnapi/--nnapi-flags need --android", hint="add --android")
+        elif qnn or qnn_htp_arch is not None:
+            raise UsageError("--qnn/--qnn-htp-arch need --android", hint="add --android")
         if ios_:
             from mobilegen.ios import IosOptions
 
-            chosen["ios"] = IosOptions(coreml=coreml, coreml_format=coreml_format, compute_units=compute_units, class_name=name, ort_version=ios_ort_version)
+            chosen["ios"] = IosOptions(coreml=coreml, coreml_format=coreml_format, compute_units=compute_units, class_name=name, ort_version=ios_ort_version,
+                                       xnnpack=xnnpack)
         elif coreml:
             raise UsageError("--coreml needs --ios", hint="add --ios")
         mopts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs, consts=const)
         return _build(model, output or default_out(model, "package"), mopts, targets=chosen, atol=atol, rtol=rtol, sample=sample, keep_dynamic=keep_dynamic,
                       style=style, force=force, zip_out=zip_out, no_fix=no_fix, approximate=approximate,
-                      ranges=range_, sample_only=sample_only, allow_degenerate=allow_degenerate)
+                      ranges=range_, sample_only=sample_only, allow_degenerate=allow_degenerate,
+                      quantize=quantize_options(quantize, calibration, calibration_method, eval_, min_cosine, min_top1),
+                      task=task_spec(task, labels, resize, crop, mean, std, scale, channels, layout, sample_rate, softmax, top_k))
 
     run_command(action, json_out=json_out, debug=debug, human=_human_build, to_json=_json_build)

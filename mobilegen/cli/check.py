@@ -46,7 +46,10 @@ def _human(result: CheckResult, console: Console) -> None:
         console.print(
             f"[bold]{escape(r.label)}[/bold]: {r.supported_nodes}/{r.total_nodes} nodes ({r.percent:.0f}%), "
             f"{len(r.partitions)} partition(s) {escape(f'[{sizes}]')}, verdict [{colour}]{r.verdict}[/{colour}]"
+            + (" (estimate)" if r.estimate else "")
         )
+        if r.estimate:  # QNN: every verdict is an estimate; say what only the device decides
+            console.print(f"  [dim]{escape(r.estimate)}[/dim]")
         summary = r.unsupported_summary()
         if summary:
             table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
@@ -94,6 +97,7 @@ def check(
     ep: Annotated[list[str], typer.Option("--ep", metavar="EP", callback=unique, help="Execution provider (a name in the provider registry). Repeatable.")],
     coreml_format: Annotated[str | None, typer.Option("--coreml-format", metavar="FORMAT", help="CoreML model format.")] = None,
     android_api: Annotated[int | None, typer.Option("--android-api", metavar="LEVEL", help="Android API level the NNAPI rules assume.")] = None,
+    qnn_htp_arch: Annotated[str | None, typer.Option("--qnn-htp-arch", metavar="N", help="Hexagon generation the QNN estimate assumes.")] = None,
     require_static_shapes: Annotated[
         bool, typer.Option("--require-static-shapes", help="CoreML: refuse nodes with symbolic dims (RequireStaticInputShapes).")
     ] = False,
@@ -124,6 +128,7 @@ def check(
         settings: dict[str, SettingValue | None] = {
             "coreml_format": coreml_format,
             "android_api": android_api,
+            "qnn_htp_arch": qnn_htp_arch,
             "require_static_shapes": require_static_shapes,
             "ort_version": ort_version,
         }

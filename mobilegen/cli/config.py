@@ -336,6 +336,8 @@ class _Checker:
             return float(value)
         if kind == "path":
             return self._path(value)
+        if param.name == "calibration" and isinstance(value, str) and value != "random":  # FILE.npz|FOLDER|random
+            return self._path(value)
         if param.name == "model_class" and isinstance(value, str) and value.rpartition(":")[0].endswith(".py"):
             module, _, cls = value.rpartition(":")
             return f"{self._path(module)}:{cls}"

@@ -11,23 +11,30 @@ from mobilegen.cli import app, run_command
 from mobilegen.cli.options import (
     AllowDegenerateOpt,
     AtolOpt,
+    CalibrationMethodOpt,
+    CalibrationOpt,
     ConstOpt,
     DebugOpt,
     DynamicOpt,
+    EvalOpt,
     ForceOpt,
     InputOpt,
     JsonOpt,
+    MinCosineOpt,
+    MinTop1Opt,
     ModelArg,
     ModelClassOpt,
     ModelKwargsOpt,
     OpsetOpt,
     OutputNameOpt,
+    QuantizeOpt,
     RangeOpt,
     RtolOpt,
     SampleOnlyOpt,
     SampleOpt,
     TrustPickleOpt,
     model_options,
+    quantize_options,
     verify_options,
 )
 
@@ -162,6 +169,10 @@ def _human_convert(r: ConvertResult, console: Console) -> None:
         f"level {r.optimization_level}, onnxruntime {r.converter_version}) and {esc(r.required_operators)}"
     )
     _print_verification(r.verification, console)
+    if r.quantization is not None:
+        from mobilegen.report.quantization import convert_line
+
+        console.print(f"quantization: {esc(convert_line(r.quantization))}")
     for n in r.notes:
         console.print(f"[yellow]note:[/yellow] {esc(n)}")
 
@@ -185,6 +196,12 @@ def convert(
     sample_only: SampleOnlyOpt = False,
     range_: RangeOpt = None,
     allow_degenerate: AllowDegenerateOpt = False,
+    quantize: QuantizeOpt = None,
+    calibration: CalibrationOpt = None,
+    calibration_method: CalibrationMethodOpt = "minmax",
+    eval_: EvalOpt = None,
+    min_cosine: MinCosineOpt = 0.99,
+    min_top1: MinTop1Opt = 0.98,
     force: ForceOpt = False,
     json_out: JsonOpt = False,
     debug: DebugOpt = False,
@@ -196,6 +213,7 @@ def convert(
 
         opts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs, consts=const)
         vopts = verify_options(atol, rtol, sample, range_, sample_only, allow_degenerate)
-        return convert_model(model, output, opts, vopts, style=style, force=force)
+        qopts = quantize_options(quantize, calibration, calibration_method, eval_, min_cosine, min_top1)
+        return convert_model(model, output, opts, vopts, style=style, force=force, quantize=qopts)
 
     run_command(action, json_out=json_out, debug=debug, human=_human_convert, to_json=lambda r: r.__dict__)

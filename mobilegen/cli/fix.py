@@ -72,7 +72,7 @@ def fix(
     model: ModelArg,
     ep: Annotated[
         list[str],
-        typer.Option("--ep", metavar="EP", callback=unique, help="Execution provider to fix the model for (nnapi, coreml, xnnpack, or a plug-in). Repeatable."),
+        typer.Option("--ep", metavar="EP", callback=unique, help="Execution provider to fix the model for (nnapi, coreml, xnnpack, qnn, or a plug-in). Repeatable."),
     ],
     output: Annotated[Path, typer.Option("--output", "-o", metavar="FILE.onnx", help="Where to write the fixed .onnx.")],
     approximate: ApproximateOpt = None,

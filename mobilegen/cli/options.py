@@ -51,9 +51,25 @@ ApproximateOpt = Annotated[
     list[str] | None,
     typer.Option("--approximate", metavar="PASS", help="Allow an approximate graph pass by name, e.g. gelu (tanh GELU for NNAPI); its effect on the outputs is reported. Repeatable."),
 ]
+QuantizeOpt = Annotated[
+    str | None,
+    typer.Option("--quantize", metavar="MODE", help="Quantize the shipped model: int8 (static QDQ, needs --calibration), dynamic (int8 weights) or fp16; per target, as its execution provider takes it (a target that cannot take it ships fp32 and says why)."),
+]
+CalibrationOpt = Annotated[
+    str | None,
+    typer.Option("--calibration", metavar="FILE.npz|FOLDER|random", help="Calibration samples for --quantize: an .npz (one array per input, leading samples axis), a folder of them, or random (seeded; the result is marked untrustworthy)."),
+]
+CalibrationMethodOpt = Annotated[str, typer.Option("--calibration-method", metavar="METHOD", help="How --quantize int8 picks activation ranges: minmax (default), entropy or percentile.")]
+EvalOpt = Annotated[
+    Path | None,
+    typer.Option("--eval", metavar="FILE.npz", help="Samples for the quantization accuracy gate (default: about 20% held out from --calibration)."),
+]
+MinCosineOpt = Annotated[float, typer.Option("--min-cosine", metavar="X", help="Quantization gate: the least cosine similarity to the fp32 outputs, per output (0..1).")]
+MinTop1Opt = Annotated[float, typer.Option("--min-top1", metavar="X", help="Quantization gate: the least top-1 agreement with fp32 for classifier-shaped outputs (0..1).")]
 
 if TYPE_CHECKING:
     from mobilegen.options import ModelOptions
+    from mobilegen.quantize import QuantizeOptions
     from mobilegen.verify import VerifyOptions
 
 
@@ -92,3 +108,20 @@ def model_options(
         load=LoadOptions(trust_pickle=trust_pickle, model_class=model_class, model_kwargs=model_kwargs),
         consts=tuple(parse_const(c) for c in consts or ()),
     )
+
+
+def quantize_options(
+    mode: str | None, calibration: str | None, method: str, eval_: Path | None, min_cosine: float, min_top1: float
+) -> QuantizeOptions:  # imported lazily: keeps --help fast
+    from mobilegen.quantize.options import QuantizeOptions
+
+    options = QuantizeOptions(
+        mode=mode,  # type: ignore[arg-type]  # checked by QuantizeOptions.check
+        calibration=calibration,
+        method=method,  # type: ignore[arg-type]
+        eval=eval_,
+        min_cosine=min_cosine,
+        min_top1=min_top1,
+    )
+    options.check()  # flag errors before any heavy work
+    return options

@@ -64,7 +64,8 @@ def _human(result: Any, console: Console) -> None:
             "the golden vectors reproduce, but cannot tell a wrong model from the right one"
         )
     models = ", ".join(_text(m) for m in result.models) or "model/model.ort"
-    table = Table(title=f"golden vectors on {models} (atol {result.atol:g}, rtol {result.rtol:g})", title_justify="left")
+    own = "".join(f"; {_text(m)}: atol {a:g}, rtol {r:g} (its own golden vectors)" for m, a, r in result.model_tolerances)
+    table = Table(title=f"golden vectors on {models} (atol {result.atol:g}, rtol {result.rtol:g}{own})", title_justify="left")
     several = len(result.models) > 1
     for col in ("model",) * several + ("output", "max abs", "max rel", "result"):
         table.add_column(col)

@@ -16,11 +16,13 @@ import contextlib
 import gc
 import logging
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import onnx
 
+from mobilegen.coverage import qdq
 from mobilegen.coverage.graph import CONTROL_FLOW_OPS, GraphInfo, build_graph_info
 from mobilegen.coverage.model import CoverageReport, NodeVerdict
 from mobilegen.coverage.partition import Support, group_nodes
@@ -44,6 +46,22 @@ class Prepared:
     optimized: bool
     notes: tuple[str, ...]
     _taken: list[NodeVerdict] | None = None
+    # Function nodes the CPU session inlined (provider_view.Refolder): a target whose provider has a
+    # builder for one sees it whole (issue 18); one view per set of such ops.
+    refolder: Any = None
+    _views: dict[frozenset[str], Prepared] = field(default_factory=dict)
+
+    def for_ops(self, claimed: frozenset[str]) -> Prepared:
+        """This model as a provider with builders for ``claimed`` sees it (self when no inlined op is one)."""
+        if self.refolder is None:
+            return self
+        key = claimed & self.refolder.ops()
+        if not key:
+            return self
+        if key not in self._views:
+            model = self.refolder.view(key)
+            self._views[key] = self if model is None else Prepared(build_graph_info(_infer_shapes(model)[0]), self.optimized, self.notes)
+        return self._views[key]
 
     def taken(self, index: int) -> NodeVerdict:
         """Node ``index``'s "supported" verdict, one object shared by every target's report."""
@@ -123,11 +141,15 @@ def prepare(model: onnx.ModelProto | None, *, optimize: bool = True, source: Pat
     notes: list[str] = []
     optimized = False
     opt: onnx.ModelProto | None = None
+    refolder = None
     if optimize:
         opt, note = _optimize(model, source)
         if note:
             notes.append(note)
     if opt is not None:
+        from mobilegen.coverage.provider_view import for_providers  # the graph before partitioning (issue 18)
+
+        opt, refolder = for_providers(opt, model, source)
         model, optimized = opt, True
     elif model is None:
         if source is None:
@@ -136,7 +158,7 @@ def prepare(model: onnx.ModelProto | None, *, optimize: bool = True, source: Pat
     model, note = _infer_shapes(model)
     if note:
         notes.append(note)
-    return Prepared(build_graph_info(model), optimized, tuple(notes))
+    return Prepared(build_graph_info(model), optimized, tuple(notes), refolder=refolder)
 
 
 # --- per-node rules ------------------------------------------------------------------------------
@@ -186,14 +208,18 @@ def evaluate_nodes(provider: ExecutionProvider, table: EPTable, graph: GraphInfo
     dozen kinds of node); refused nodes are always evaluated, since their reasons quote tensor names."""
     supported: set[int] = set()
     out: list[list[Reason]] = []
+    units = qdq.table_units(table, graph)
+    in_unit = units.by_node if units is not None else {}
     for i, key in enumerate(graph.node_keys()):
-        if key in supported:
+        if key in supported or i in in_unit:  # a unit's members get its verdict below
             out.append([])
             continue
         reasons = evaluate_node(provider, table, graph, i, target)
         if not reasons:
             supported.add(key)
         out.append(reasons)
+    if units is not None:
+        qdq.evaluate_units(table, graph, units, target, out)
     return out
 
 
@@ -237,6 +263,9 @@ def _partition(
     """Group the nodes as ORT's GetCapability does, with the provider's hooks on top."""
     support = Support(graph, list(rule_ok), [list(r) for r in rule_reasons])
     provider.refine(support, target)
+    units = qdq.table_units(rules_for(target), graph)
+    if units is not None:
+        qdq.follow_targets(units, support.taken, support.reasons)
     group_outputs: set[str] = set()
     taken = support.taken
     if type(provider).refuse_in_group is ExecutionProvider.refuse_in_group:  # no hook: no bookkeeping
@@ -262,13 +291,19 @@ def _partition(
 
     def on_closed(group: list[int]) -> bool:
         group_outputs.clear()
+        if units is not None:  # a group of unit targets: the hooks see every node of its units
+            group = qdq.expand(units, group)
         refusal = provider.drop_group(support, group)
         if refusal is not None:
             dropped.append((group, refusal))
             return False
         return True
 
-    groups = group_nodes(graph, is_supported, on_closed)
+    if units is None:
+        groups = group_nodes(graph, is_supported, on_closed)
+    else:
+        edges = qdq.unit_edges(graph, units)
+        groups = [qdq.expand(units, g) for g in group_nodes(graph, is_supported, on_closed, edges)]
     in_group = [False] * len(graph.nodes)
     for g in groups:
         for i in g:
@@ -367,9 +402,12 @@ def _suggestions(
 
 
 def _report(prepared: Prepared, target: EPTarget) -> CoverageReport:
-    graph = prepared.graph
+    from mobilegen.coverage.provider_view import claimed_by
+
     provider = target.provider
     table = rules_for(target)
+    prepared = prepared.for_ops(claimed_by(table))
+    graph = prepared.graph
     rule_reasons = evaluate_nodes(provider, table, graph, target)
     outcome = _partition(graph, provider, target, [not r for r in rule_reasons], rule_reasons)
     total = len(graph.nodes)
@@ -395,6 +433,7 @@ def _report(prepared: Prepared, target: EPTarget) -> CoverageReport:
         nodes=nodes,
         suggestions=tuple(_suggestions(graph, provider, target, rule_reasons, outcome)),
         settings=settings,
+        estimate=provider.estimate,
     )
 
 

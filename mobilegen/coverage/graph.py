@@ -64,6 +64,9 @@ class GraphInfo:
     _init_protos: dict[str, onnx.TensorProto] = field(default_factory=dict, repr=False)
     _const_cache: dict[str, np.ndarray | None] = field(default_factory=dict, repr=False)
     _keys: list[int] | None = field(default=None, repr=False)
+    # The QDQ node units (mobilegen.coverage.qdq.units_of), found once: None = not looked for yet,
+    # False = the graph has none.
+    qdq_units: Any = field(default=None, repr=False)
     _edges: tuple[list[int], list[list[int]]] | None = field(default=None, repr=False)
 
     def info(self, name: str) -> TensorInfo | None:

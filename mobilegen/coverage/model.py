@@ -44,6 +44,7 @@ class CoverageReport:
     nodes: tuple[NodeVerdict, ...]  # every node, topological order
     suggestions: tuple[str, ...] = ()  # what would change the verdict
     settings: dict[str, object] = field(default_factory=dict)  # android_api, require_static_shapes...
+    estimate: str = ""  # non-empty: every verdict is an estimate, and this says what only the device decides
 
     @property
     def label(self) -> str:
@@ -68,6 +69,15 @@ class CoverageReport:
         return sorted(((k, c, tuple(r)) for k, (c, r) in by_op.items()), key=lambda x: (-x[1], x[0]))
 
     def to_dict(self) -> dict[str, object]:
+        out = self._to_dict()
+        if self.estimate:  # QNN: the report and each of its verdicts say they are estimates
+            out["estimate"] = True
+            out["estimate_note"] = self.estimate
+            for node in out["nodes"]:  # type: ignore[attr-defined]
+                node["estimate"] = True
+        return out
+
+    def _to_dict(self) -> dict[str, object]:
         return {
             "ep": self.ep,
             "format": self.format,

@@ -24,9 +24,11 @@ def group_nodes(
     graph: GraphInfo,
     is_supported: SupportFn,
     on_group_closed: GroupFn | None = None,
+    edges: tuple[list[int], list[list[int]]] | None = None,
 ) -> list[list[int]]:
-    """Groups of node indices that one EP partition each would hold, in the order ORT forms them."""
-    indeg0, consumers = graph.edges()
+    """Groups of node indices that one EP partition each would hold, in the order ORT forms them.
+    ``edges``: in-degrees and consumers to walk instead of the graph's (QDQ node units walk as one node)."""
+    indeg0, consumers = edges or graph.edges()
     indeg = list(indeg0)
     ready: deque[int] = deque(i for i in range(len(graph.nodes)) if indeg[i] == 0)
     deferred: deque[int] = deque()

@@ -60,6 +60,7 @@ class NodeContext:
     graph: GraphInfo
     target: EPTarget
     spec: OpSpec  # the node's op in the table being evaluated
+    unit: Any = None  # the QDQ node unit (mobilegen.coverage.qdq.Unit) ``node`` is the view of, if any
 
     # --- attributes -------------------------------------------------------------------------------
     def attr(self, name: str, default: Any = None) -> Any:
@@ -226,6 +227,9 @@ class EPTable:
     # Further versions of op rules (same id as one in ``rules``, another release range) and rules that
     # exist only in some releases; :meth:`for_version` picks the one that holds.
     versioned: tuple[Rule, ...] = ()
+    # How the EP takes QDQ node units and QLinear ops (mobilegen.coverage.qdq.QdqTable); None: it checks
+    # every node on its own (CoreML).
+    qdq: Any = None
 
     def spec(self, domain: str, op_type: str) -> OpSpec | None:
         return self.ops.get(("" if domain == "ai.onnx" else domain, op_type))

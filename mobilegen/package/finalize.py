@@ -34,6 +34,7 @@ from mobilegen.errors import InternalError, PackageError
 from mobilegen.package.manifest import (
     ABS_PATH,
     FileEntry,
+    GoldenInfo,
     Manifest,
     ModelInfo,
     OrtInfo,
@@ -43,6 +44,7 @@ from mobilegen.package.manifest import (
 from mobilegen.package.readme import render_readme
 from mobilegen.package.tree import scan_files
 from mobilegen.package.zip_writer import source_date_epoch
+from mobilegen.quantize.stage import tolerances_of
 from mobilegen.report import (
     coverage_json,
     fix_fields,
@@ -76,7 +78,7 @@ def finalize_package(root: Path, result: BuildResult) -> Manifest:
     root = Path(root)
     if not root.is_dir():
         raise InternalError(f"package folder {root} does not exist", hint="this is a bug in mobilegen's pipeline")
-    required = (*model_files(result), GOLDEN_NPZ, GOLDEN_MGV, GOLDEN_TOLERANCES)
+    required = (*model_files(result), GOLDEN_NPZ, GOLDEN_MGV, GOLDEN_TOLERANCES, *(f for m in result.shipped for f in (m.golden_npz, m.golden_mgv)))
     missing = [rel for rel in required if not (root / rel).is_file()]
     missing += [f"{t}/" for t in result.targets if not (root / t).is_dir()]
     if missing:
@@ -146,6 +148,8 @@ def _model_info(result: BuildResult, model: ShippedModel) -> ModelInfo:
         ),
         required_operators=model.ops_config_file,
         fixes=tuple(f.to_dict() for f in model.fixes),
+        golden=GoldenInfo(model.golden_npz, model.golden_mgv, *tolerances_of(model, result.verification.atol, result.verification.rtol)),
+        quantization=None if model.quantization is None else jsonable(model.quantization.to_dict()),
     )
 
 

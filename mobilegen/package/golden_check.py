@@ -122,6 +122,8 @@ def rerun_golden(
     *,
     ort_name: str = MODEL_ORT,
     unverified: tuple[str, ...] = (),
+    npz_name: str = GOLDEN_NPZ,
+    mgv_name: str = GOLDEN_MGV,
 ) -> list[GoldenCheck]:
     """The golden vectors re-run on ``ort_path``; an output in ``unverified`` (the manifest's, accepted with
     --allow-degenerate) is checked as any other, and its row says it is unverified."""
@@ -133,10 +135,10 @@ def rerun_golden(
     try:
         case = read_golden_npz(npz_path)
     except Unreadable as err:
-        problems.append(f"{GOLDEN_NPZ}: {err}")
+        problems.append(f"{npz_name}: {err}")
         return []
     if not case.outputs:
-        problems.append(f"{GOLDEN_NPZ}: holds no expected outputs (keys 'output:<name>')")
+        problems.append(f"{npz_name}: holds no expected outputs (keys 'output:<name>')")
         return []
 
     if mgv_path is not None:
@@ -144,11 +146,11 @@ def rerun_golden(
             dev = decode_mgv(read_regular(mgv_path, MAX_IN_MEMORY))
             diff = _case_differences(case, dev, np)
             if diff:
-                problems.append(f"{GOLDEN_MGV}: disagrees with {GOLDEN_NPZ} ({show(diff)})")
+                problems.append(f"{mgv_name}: disagrees with {npz_name} ({show(diff)})")
         except Unreadable as err:
-            problems.append(f"{GOLDEN_MGV}: {err}")
+            problems.append(f"{mgv_name}: {err}")
         except Exception as err:  # noqa: BLE001 — any decode failure (struct, dtype, reshape) is a finding
-            problems.append(f"{GOLDEN_MGV}: cannot be decoded ({type(err).__name__}: {show(str(err))})")
+            problems.append(f"{mgv_name}: cannot be decoded ({type(err).__name__}: {show(str(err))})")
 
     try:
         import onnxruntime as ort
@@ -160,7 +162,7 @@ def rerun_golden(
         wanted = [o.name for o in sess.get_outputs()]
         missing_in = [i.name for i in sess.get_inputs() if i.name not in feeds]
         if missing_in:
-            problems.append(f"{GOLDEN_NPZ}: has no input for model input(s) {show(', '.join(missing_in))}")
+            problems.append(f"{npz_name}: has no input for model input(s) {show(', '.join(missing_in))}")
             return []
         results = sess.run(None, feeds)
         version = ort.__version__

@@ -3,7 +3,9 @@
 Version 2 replaced version 1's ``ort`` (one model for every target) with ``models``: one entry per model
 the package ships (one for every target, or one per target when their graphs differ), each with its
 targets, the runtime channels that load it, its files and the graph passes applied to it; coverage
-entries gained ``before`` and ``fixes``. ``verify`` reads both versions.
+entries gained ``before`` and ``fixes``. Version 3 added ``options.quantize`` and, per model, ``golden``
+(its golden vectors and their tolerances: a quantized model reproduces its own outputs) and
+``quantization``. ``verify`` reads all three versions.
 
 The writer builds a :class:`Manifest` and writes :meth:`Manifest.text`: canonical JSON (2-space indent,
 ASCII, keys in a fixed order, trailing newline) carrying ``manifest_sha256``, the sha256 of its own
@@ -29,8 +31,8 @@ from typing import Any, TypeGuard
 
 from mobilegen.artifacts import MANIFEST, MODEL_ONNX, MODEL_OPS_CONFIG, MODEL_ORT
 
-MANIFEST_SCHEMA_VERSION = 2
-READABLE_SCHEMA_VERSIONS = (1, 2)  # verify reads packages of mobilegen releases before per-target models
+MANIFEST_SCHEMA_VERSION = 3
+READABLE_SCHEMA_VERSIONS = (1, 2, 3)  # verify reads packages of mobilegen releases before per-target models and quantization
 MANIFEST_KIND = "mobilegen-package"
 SELF_HASH_KEY = "manifest_sha256"
 
@@ -160,9 +162,11 @@ class ModelInfo:
     ort: OrtInfo
     required_operators: str
     fixes: tuple[JsonObject, ...] = ()
+    golden: GoldenInfo | None = None  # version 3: the golden vectors it reproduces (None: golden/, the manifest's tolerances)
+    quantization: JsonObject | None = None  # version 3: what --quantize did to it (None without --quantize)
 
     def to_json(self) -> JsonObject:
-        return {
+        out: JsonObject = {
             "targets": list(self.targets),
             "channels": list(self.channels),
             "onnx": self.onnx,
@@ -170,6 +174,10 @@ class ModelInfo:
             "required_operators": self.required_operators,
             "fixes": list(self.fixes),
         }
+        if self.golden is not None:
+            out["golden"] = self.golden.to_json()
+        out["quantization"] = self.quantization
+        return out
 
     @classmethod
     def from_json(cls, value: object) -> ModelInfo | None:
@@ -183,7 +191,39 @@ class ModelInfo:
         if not ort.file or path_problem(ort.file):
             return None
         fixes = value.get("fixes", [])
-        return cls(tuple(targets), tuple(channels), onnx, ort, config, tuple(f for f in fixes if isinstance(f, dict)) if isinstance(fixes, list) else ())
+        golden = GoldenInfo.from_json(value["golden"]) if "golden" in value else None
+        if "golden" in value and golden is None:
+            return None
+        quantization = value.get("quantization")
+        return cls(
+            tuple(targets), tuple(channels), onnx, ort, config, tuple(f for f in fixes if isinstance(f, dict)) if isinstance(fixes, list) else (),
+            golden, quantization if isinstance(quantization, dict) else None,
+        )
+
+
+@dataclass(frozen=True)
+class GoldenInfo:
+    """A model's golden vectors (version 3): its ``.npz`` and ``.mgv`` and the tolerances they are re-run
+    with. A quantized model has its own (its outputs, not the fp32 reference's), checked with a wider
+    ``atol`` (another CPU's integer kernels round differently)."""
+
+    npz: str
+    mgv: str
+    atol: float
+    rtol: float
+
+    def to_json(self) -> JsonObject:
+        return {"npz": self.npz, "mgv": self.mgv, "atol": _number(self.atol), "rtol": _number(self.rtol)}
+
+    @classmethod
+    def from_json(cls, value: object) -> GoldenInfo | None:
+        if not isinstance(value, dict):
+            return None
+        npz, mgv = value.get("npz"), value.get("mgv")
+        tol = Tolerances.from_json(value)
+        if not isinstance(npz, str) or not isinstance(mgv, str) or tol is None or path_problem(npz) or path_problem(mgv):
+            return None
+        return cls(npz, mgv, tol.atol, tol.rtol)
 
 
 def _strings(value: object) -> TypeGuard[list[str]]:

@@ -33,6 +33,7 @@ from mobilegen.package.manifest import MANIFEST_SCHEMA_VERSION
 from mobilegen.render import templates_root
 from mobilegen.report import tool_versions, warning_texts
 from mobilegen.report.facts import fixes_text
+from mobilegen.report.quantization import readme_lines as quantization_lines
 
 if TYPE_CHECKING:
     import jinja2
@@ -100,6 +101,7 @@ class ReadmeContext:
     paths: dict[str, str]  # the package layout (mobilegen.artifacts), so names live in one place
     models: tuple[ModelLine, ...] = ()  # one per target when their graphs differ; empty: one model (paths)
     ort_list: str = f"`{MODEL_ORT}`"  # Markdown: the .ort file(s) verify runs, in code spans (fixed names)
+    quantization: tuple[str, ...] = ()  # --quantize: one line per shipped model (mobilegen.report.quantization)
 
 
 def readme_context(result: BuildResult, root: Path) -> ReadmeContext:
@@ -165,6 +167,7 @@ def readme_context(result: BuildResult, root: Path) -> ReadmeContext:
         },
         models=models,
         ort_list=" and ".join(f"`{m.ort_file}`" for m in result.shipped),
+        quantization=tuple(quantization_lines(result.shipped)),
     )
 
 

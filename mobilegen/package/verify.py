@@ -59,6 +59,8 @@ class PackageVerification:
     problems: tuple[str, ...] = field(default_factory=tuple)
     models: tuple[str, ...] = ()  # the packaged .ort files the golden vectors ran on
     unverified: tuple[str, ...] = ()  # outputs the build accepted unverified (--allow-degenerate), per the manifest
+    # (model, atol, rtol) of models whose golden vectors have tolerances of their own (quantized: schema 3)
+    model_tolerances: tuple[tuple[str, float, float], ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -75,6 +77,7 @@ class PackageVerification:
             "tolerances": jsonable({"atol": self.atol, "rtol": self.rtol}),
             "models": list(self.models),
             "unverified": list(self.unverified),
+            "model_tolerances": [jsonable({"model": m, "atol": a, "rtol": r}) for m, a, r in self.model_tolerances],
             "golden": [g.to_dict() for g in self.golden],
             "runtimes": [r.to_dict() for r in self.runtimes],
             "problems": list(self.problems),
@@ -198,17 +201,23 @@ def _verify_source(source: Source, shown: str) -> PackageVerification:
     # of its targets can load it.
     golden: list[GoldenCheck] = []
     runtimes: list[RuntimeCheck] = []
-    npz_path = source.local(GOLDEN_NPZ)
     tol = manifest.tolerances
-    for index, model in enumerate(manifest.models):
+    checked_mgv: set[str] = set()
+    for model in manifest.models:
         name = model.ort.file
         ort_path = source.local(name)
+        # version 3: each model names its golden vectors and their tolerances (a quantized model has its own)
+        npz_name, mgv_name = (model.golden.npz, model.golden.mgv) if model.golden is not None else (GOLDEN_NPZ, GOLDEN_MGV)
+        npz_path = source.local(npz_name)
         if tol is not None:
+            atol, rtol = (model.golden.atol, model.golden.rtol) if model.golden is not None else (tol.atol, tol.rtol)
             if ort_path is None or npz_path is None:
-                problems.append(f"golden vectors not re-run: {show(name)} or {GOLDEN_NPZ} is missing")
+                problems.append(f"golden vectors not re-run: {show(name)} or {show(npz_name)} is missing")
             else:
-                mgv = source.local(GOLDEN_MGV) if index == 0 else None  # the golden files are checked once
-                golden += rerun_golden(ort_path, npz_path, mgv, tol.atol, tol.rtol, problems, ort_name=show(name), unverified=manifest.unverified)
+                mgv = source.local(mgv_name) if mgv_name not in checked_mgv else None  # each golden file is checked once
+                checked_mgv.add(mgv_name)
+                golden += rerun_golden(ort_path, npz_path, mgv, atol, rtol, problems, ort_name=show(name), unverified=manifest.unverified,
+                                       npz_name=show(npz_name), mgv_name=show(mgv_name))
         unknown = [c for c in model.channels if c not in manifest.mobile_runtimes]
         if unknown:
             problems.append(f"{MANIFEST}: {show(name)} names runtime channel(s) {show(', '.join(unknown))} not in versions.mobile_runtimes")
@@ -229,6 +238,9 @@ def _verify_source(source: Source, shown: str) -> PackageVerification:
         atol=tol.atol,
         rtol=tol.rtol,
         unverified=tuple(o for o in manifest.unverified if any(g.output == o for g in golden)),  # only what the golden vectors hold
+        model_tolerances=tuple(
+            (m.ort.file, m.golden.atol, m.golden.rtol) for m in manifest.models if m.golden is not None and (m.golden.atol, m.golden.rtol) != (tol.atol, tol.rtol)
+        ),
     )
 
 

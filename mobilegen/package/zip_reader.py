@@ -14,7 +14,7 @@ import zlib
 from pathlib import Path
 from typing import IO
 
-from mobilegen.artifacts import GOLDEN_MGV, GOLDEN_NPZ, MANIFEST, MODEL_ORTS
+from mobilegen.artifacts import GOLDEN_MGV, GOLDEN_NPZ, GOLDEN_PER_TARGET, MANIFEST, MODEL_ORTS
 from mobilegen.errors import PackageVerifyError, UsageError
 from mobilegen.package.manifest import MAX_MANIFEST_BYTES, path_problem
 from mobilegen.package.tree import Entry, Unreadable, hash_stream, show_repr
@@ -24,7 +24,7 @@ MAX_RATIO = 100  # unpacked : packed bytes of one entry above RATIO_FLOOR (model
 RATIO_FLOOR = 1 << 20
 # The files the golden re-run reads: the only entries ever unpacked to disk.
 # The files verify unpacks from a zip: fixed, safe names (a model per built-in target included).
-GOLDEN_FILES = frozenset({*MODEL_ORTS, GOLDEN_NPZ, GOLDEN_MGV})
+GOLDEN_FILES = frozenset({*MODEL_ORTS, GOLDEN_NPZ, GOLDEN_MGV, *GOLDEN_PER_TARGET})
 # bzip2 and lzma decompress a whole read at once, however much it expands: a package uses neither.
 ZIP_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}
 _ZIP_ENCRYPTED = 0x1

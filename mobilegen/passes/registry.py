@@ -49,6 +49,7 @@ BUILTIN: dict[str, str] = {
     "rank6": "mobilegen.passes.rank6:PASS",
     "int64-indices": "mobilegen.passes.int64_indices:PASS",
     "sum-add": "mobilegen.passes.sum_add:PASS",
+    "flatten-reshape": "mobilegen.passes.flatten_reshape:PASS",
     "reduce": "mobilegen.passes.reduce:PASS",
     "pad": "mobilegen.passes.pad:PASS",
     "avgpool-pad": "mobilegen.passes.avgpool_pad:PASS",

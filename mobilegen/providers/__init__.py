@@ -63,6 +63,7 @@ BUILTIN: dict[str, str] = {
     "nnapi": "mobilegen.providers.nnapi:PROVIDER",
     "coreml": "mobilegen.providers.coreml:PROVIDER",
     "xnnpack": "mobilegen.providers.xnnpack:PROVIDER",
+    "qnn": "mobilegen.providers.qnn:PROVIDER",
 }
 ENTRY_POINT_GROUP = "mobilegen.providers"
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
@@ -93,7 +94,7 @@ def unregister(name: str) -> None:
 
 
 def names() -> tuple[str, ...]:
-    """Every provider name: the built-ins (nnapi, coreml, xnnpack), then the registered ones in
+    """Every provider name: the built-ins (nnapi, coreml, xnnpack, qnn), then the registered ones in
     registration order, then entry-point plug-ins. Imports no provider module."""
     out = list(BUILTIN)
     for name in [*_registered, *_plugin_refs()]:

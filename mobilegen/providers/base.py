@@ -145,6 +145,9 @@ class ExecutionProvider:
     # The graph passes that help this provider (names in ``mobilegen.passes.registry``): the fix stage runs
     # them on the models of the targets using it, and keeps each only if the coverage improves.
     fixes: tuple[str, ...] = ()
+    # Non-empty: the provider's verdicts are estimates, and this sentence says what only the device decides
+    # (QNN: the QNN SDK's backendValidateOpConfig). The CLI, the JSON and the report label them so.
+    estimate: str = ""
 
     def __post_init__(self) -> None:
         if self.setting(ORT_VERSION.name) is None:

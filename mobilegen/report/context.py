@@ -26,6 +26,9 @@ from mobilegen.report.facts import (
     unverified_text,
 )
 from mobilegen.report.picture import PartitionPicture, partition_picture
+from mobilegen.report.quantization import QuantSection
+from mobilegen.report.quantization import sections as quant_sections
+from mobilegen.report.quantization import summary_fact as quant_summary
 from mobilegen.warnings import Notice
 
 if TYPE_CHECKING:
@@ -138,6 +141,7 @@ class ReportContext:
     sizes: tuple[SizeRow, ...]
     warnings: tuple[Notice, ...]
     coverage: tuple[CoverageSection, ...]
+    quantization: tuple[QuantSection, ...] = ()  # --quantize: one section per shipped model
 
 
 def build_context(result: BuildResult, sizes: Mapping[str, int], versions: Mapping[str, Any]) -> ReportContext:
@@ -166,6 +170,7 @@ def build_context(result: BuildResult, sizes: Mapping[str, int], versions: Mappi
         sizes=_sizes(sizes, sized_files(result)),
         warnings=tuple(result.warnings),
         coverage=tuple(coverage_section(i, c, fixes_text(result, c)) for i, c in enumerate(result.coverage)),
+        quantization=quant_sections(result.shipped),
     )
 
 
@@ -211,7 +216,17 @@ def _summary(result: BuildResult) -> tuple[Fact, ...]:
             f"highest ai.onnx opset needed {ort.max_opset}",
         ),
         *_models(result),
+        *((Fact("Quantization", q),) if (q := quant_summary(result.shipped)) else ()),
+        *_task(result),
     )
+
+
+def _task(result: BuildResult) -> tuple[Fact, ...]:
+    """``--task``: the pre/post-processing around the model (mobilegen.tasks)."""
+    from mobilegen.tasks.spec import describe
+
+    rec = result.options.get("task")
+    return (Fact("Task", describe(rec)),) if isinstance(rec, dict) else ()
 
 
 def _models(result: BuildResult) -> tuple[Fact, ...]:

@@ -40,6 +40,9 @@ def default_sizes(result: BuildResult) -> dict[str, int]:
         paths[m.ops_config_file] = None if m.ort is None else m.ort.config_path
     paths[GOLDEN_NPZ] = result.verification.golden_npz
     paths[GOLDEN_MGV] = result.verification.golden_mgv
+    root = result.verification.golden_npz.parent.parent if result.verification.golden_npz is not None else None
+    for rel in own_golden_files(result):  # a quantized model's own golden vectors (golden/<target>/)
+        paths[rel] = None if root is None else root / rel
     return {rel: p.stat().st_size for rel, p in paths.items() if p is not None and p.is_file()}
 
 
@@ -106,7 +109,12 @@ def model_files(result: BuildResult) -> tuple[str, ...]:
 
 def sized_files(result: BuildResult) -> tuple[str, ...]:
     """The files whose sizes the report lists, in order: every model's, then the golden vectors'."""
-    return (*model_files(result), *GOLDEN_FILES)
+    return (*model_files(result), *GOLDEN_FILES, *own_golden_files(result))
+
+
+def own_golden_files(result: BuildResult) -> tuple[str, ...]:
+    """The golden files of models that have their own, beside the shared ``golden/`` (quantized models)."""
+    return tuple(dict.fromkeys(f for m in result.shipped if m.golden_npz != GOLDEN_NPZ for f in (m.golden_npz, m.golden_mgv)))
 
 
 def jsonable(value: Any) -> Any:
@@ -189,7 +197,8 @@ def settings_text(settings: Mapping[str, object]) -> str:
 
 
 def coverage_headline(c: CoverageReport) -> str:
-    return (
+    text = (
         f"{c.percent:.1f}% of nodes supported ({c.supported_nodes}/{c.total_nodes}), "
         f"{len(c.partitions)} {plural(len(c.partitions), 'partition')}, verdict: {c.verdict}"
     )
+    return f"{text} (estimate). {c.estimate}" if c.estimate else text

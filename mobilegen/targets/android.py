@@ -1,4 +1,5 @@
-"""The Android target: a Gradle project on onnxruntime-android (Maven), NNAPI and XNNPACK with CPU fallback."""
+"""The Android target: a Gradle project on onnxruntime-android (Maven; onnxruntime-android-qnn with --qnn),
+QNN, NNAPI and XNNPACK with CPU fallback."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mobilegen import android as impl
+from mobilegen import android_qnn
 from mobilegen.android import AndroidOptions
 from mobilegen.artifacts import ANDROID_DIR, JSONValue
 from mobilegen.targets.base import BuildContext, Target
@@ -39,6 +41,10 @@ class AndroidTarget(Target[AndroidOptions]):
 
         out = []
         version = self.runtime(opts).version  # the rules of the runtime the project pins
+        # The wrapper's order: QNN (HTP) → NNAPI → XNNPACK → CPU. The first name is what the quantize
+        # stage's recipe_for keys on ("qnn": the QNN QDQ recipe).
+        if opts.qnn:
+            out.append(EPTarget("qnn", qnn_htp_arch=android_qnn.htp_arch(opts), ort_version=version))
         if opts.nnapi:
             out.append(EPTarget("nnapi", android_api=opts.android_api, ort_version=version))
         if opts.xnnpack:
@@ -61,6 +67,7 @@ class AndroidTarget(Target[AndroidOptions]):
         }
         if opts.android_api:
             rec["android_api"] = opts.android_api
+        rec.update(android_qnn.options_record(opts))
         return rec
 
 

@@ -37,10 +37,13 @@ class IosTarget(Target[IosOptions]):
     def providers(self, opts: IosOptions, ctx: BuildContext) -> list[EPTarget]:
         from mobilegen.coverage.target import EPTarget
 
-        if not opts.coreml:
-            return []
         version = self.runtime(opts).version  # the rules of the runtime the project pins
-        return [EPTarget("coreml", coreml_format=opts.coreml_format, require_static_shapes=ctx.static, ort_version=version)]
+        out = []
+        if opts.coreml:
+            out.append(EPTarget("coreml", coreml_format=opts.coreml_format, require_static_shapes=ctx.static, ort_version=version))
+        if opts.xnnpack:  # after CoreML, as the generated Swift appends them
+            out.append(EPTarget("xnnpack", ort_version=version))
+        return out
 
     def render(self, spec: ProjectSpec, opts: IosOptions, dest: Path) -> None:
         impl.render_ios(spec, opts, dest)
@@ -49,7 +52,7 @@ class IosTarget(Target[IosOptions]):
         return impl.accelerated_tolerances(spec, opts)
 
     def options_record(self, opts: IosOptions) -> Mapping[str, JSONValue]:
-        return {"coreml": opts.coreml, "coreml_format": opts.coreml_format, "compute_units": opts.compute_units, "name": opts.class_name}
+        return {"coreml": opts.coreml, "coreml_format": opts.coreml_format, "compute_units": opts.compute_units, "xnnpack": opts.xnnpack, "name": opts.class_name}
 
 
 TARGET = IosTarget()

@@ -167,7 +167,7 @@ def test_android_and_ios_ship_their_own_models(package: tuple[Path, dict[str, ob
 def test_report_and_manifest_say_what_each_model_got(package: tuple[Path, dict[str, object]]) -> None:
     out, _doc = package
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["schema_version"] == 2 and "ort" not in manifest
+    assert manifest["schema_version"] == 3 and "ort" not in manifest
     assert [(m["targets"], m["channels"], m["ort"]["file"], m["fixes"]) for m in manifest["models"]] == [
         (["android"], ["maven"], "model/android/model.ort", [{"pass": "test-sum2-add", "nodes": 1}]),
         (["ios"], ["swiftpm"], "model/ios/model.ort", []),

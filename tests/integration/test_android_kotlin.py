@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -75,6 +76,11 @@ def _compile(kotlinc: Path, shim_classes: Path, sources: list[Path], out_jar: Pa
     )
 
 
+def _bench_sources(tree: Path) -> list[Path]:
+    """The benchmark's measuring core (androidTest, package <package>.bench): ORT and the JDK only."""
+    return sorted(tree.glob("*/src/androidTest/kotlin/**/bench/*.kt"))
+
+
 def _core_sources(tree: Path) -> list[Path]:
     """The ORT-only core and the pure-Kotlin helpers of a rendered project (no Android, no tests)."""
     main = [p for p in tree.glob("*/src/main/kotlin/**/*.kt") if p.relative_to(tree).parts[0] != "app"]
@@ -115,6 +121,11 @@ def fixed_trees(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     for name, (spec, opts) in make_specs(root / "inputs").items():
         out[name] = root / name
         render_android(spec, opts, out[name])
+    # --qnn (onnxruntime-android-qnn): its core compiles with the others, its Gradle scripts parse.
+    spec, opts = make_specs(root / "qnn_inputs")["android_cnn"]
+    out["android_qnn"] = root / "android_qnn"
+    qnn = AndroidOptions(qnn=True, qnn_htp_arch=75, nnapi=True, xnnpack=True, package="com.example.qnn")
+    render_android(replace(spec, ort_version=""), qnn, out["android_qnn"])
     return out
 
 
@@ -148,13 +159,32 @@ fun main(args: Array<String>) {
 """
 
 
+BENCH_HARNESS = """
+package mgbench
+
+import java.io.File
+
+// The placement the benchmark core reads from an ORT profiling file, and the warm stats of the numbers given,
+// as the core's own JSON.
+fun main(args: Array<String>) {
+    val out = com.example.tiny_cnn.bench.Json.Obj()
+    out["placement"] = com.example.tiny_cnn.bench.Placement.fromProfile(File(args[0]).readText())
+    out["warm"] = com.example.tiny_cnn.bench.ModelBenchmark.warmStats(args.drop(1).map { it.toDouble() }.toDoubleArray())
+    out["text"] = "quote \\" backslash \\\\ ünï 😀"
+    println(out)
+}
+"""
+
+
 @pytest.fixture(scope="session")
 def fixed_jar(fixed_trees: dict[str, Path], shim_classes: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     kotlinc = _kotlinc()
     work = tmp_path_factory.mktemp("kotlin_fixed")
     harness = work / "Harness.kt"
     harness.write_text(HARNESS, encoding="utf-8")
-    sources = [s for tree in fixed_trees.values() for s in _core_sources(tree)] + [harness]
+    bench_harness = work / "BenchHarness.kt"
+    bench_harness.write_text(BENCH_HARNESS, encoding="utf-8")
+    sources = [s for tree in fixed_trees.values() for s in (*_core_sources(tree), *_bench_sources(tree))] + [harness, bench_harness]
     jar = work / "fixed.jar"
     _compile(kotlinc, shim_classes, sources, jar)
     return jar
@@ -415,3 +445,28 @@ def test_hostile_names_parse_compile_and_inject_nothing(
     rendered.append(dest)
     sources = [s for tree in rendered for s in _core_sources(tree)]
     _compile(kotlinc, shim_classes, sources, root / "hostile.jar")
+
+
+def test_benchmark_core_reads_profiles_like_python(fixed_jar: Path, shim_classes: Path, tmp_path: Path) -> None:
+    """The device benchmark's Kotlin profile reader gives the placement mobilegen.bench.profile gives, on
+    a file desktop onnxruntime recorded (and on the same file with XNNPACK and NNAPI placements spliced
+    in); its JSON writer escapes text so Python reads it back."""
+    import json
+
+    from bench_helpers import record_profile, with_providers
+
+    from mobilegen.bench.profile import read_profile
+
+    recorded = record_profile(tmp_path, ["CPUExecutionProvider"])
+    mixed = with_providers(
+        recorded, tmp_path / "mixed.json", {"conv0": "XnnpackExecutionProvider", "relu0": "XnnpackExecutionProvider", "add0": "NnapiExecutionProvider"}
+    )
+    kotlinc = _kotlinc()
+    classpath = os.pathsep.join([str(fixed_jar), str(shim_classes), str(_stdlib(kotlinc))])  # the shim: only loaded, never run
+    for profile in (recorded, mixed):
+        proc = _run(["java", "-cp", classpath, "mgbench.BenchHarnessKt", str(profile), "3", "1", "2", "5", "4"], "the Kotlin benchmark core")
+        doc = json.loads(proc.stdout)
+        assert doc["placement"] == read_profile(profile).to_json()
+        assert doc["warm"] == {"n": 5, "min": 1.0, "p50": 3.0, "p90": 5.0, "mean": 3.0}
+        assert doc["text"] == 'quote " backslash \\ ünï 😀'
+    assert json.loads(_run(["java", "-cp", classpath, "mgbench.BenchHarnessKt", str(mixed), "1"], "core").stdout)["placement"]["partitions"] == 2

@@ -24,6 +24,7 @@ from mobilegen.coverage.rules import (
     rules_by_id,
 )
 from mobilegen.providers.coreml import DISPLAY_NAME
+from mobilegen.providers.coreml.shape_ops import resize, slice_rule, split_pre13_refused
 
 EP = DISPLAY_NAME
 B = "onnxruntime/core/providers/coreml/builders/"
@@ -71,6 +72,12 @@ def _convtranspose(ctx: NodeContext) -> list[str]:
         out.append("ConvTranspose output_shape is not supported by CoreML")
     if any(p != 0 for p in tuple(ctx.attr("output_padding", ()))):
         out.append("ConvTranspose output_padding must be 0 on CoreML")
+    pads = list(ctx.attr("pads", ()))
+    if ctx.attr("auto_pad", "NOTSET") == "NOTSET" and len(set(pads)) > 1:
+        out.append(f"ConvTranspose pads {pads}: CoreML needs all pads equal (asymmetric pads give inconsistent results)")
+    k, w = ctx.attr("kernel_shape"), ctx.shape(1)
+    if k is not None and w is not None and list(k) != list(w[2:]):
+        out.append(f"ConvTranspose kernel_shape {list(k)} does not match the weight {fmt_shape(w)}")
     return out
 
 
@@ -90,6 +97,8 @@ def _prelu(ctx: NodeContext) -> list[str]:
     r = ctx.rank(0)
     if r is not None and r not in (3, 4):
         out.append(f"PRelu input has rank {r}: CoreML takes 3-D or 4-D")
+    elif r is not None and ctx.static_dim(0, r - 3) is None:
+        out.append(f"PRelu input {fmt_shape(ctx.shape(0))}: CoreML needs the channel dim (third from last) known")
     if not ctx.is_const(1):
         out.append(f"slope '{ctx.input_name(1)}' is not a constant initializer")
     else:
@@ -101,7 +110,17 @@ def _prelu(ctx: NodeContext) -> list[str]:
 
 
 def _clip(ctx: NodeContext) -> list[str]:
-    return const_reasons(ctx, ((1, "min"), (2, "max")), EP) if ctx.since >= 11 else []
+    if ctx.since >= 11:
+        out = const_reasons(ctx, ((1, "min"), (2, "max")), EP)
+        if out:
+            return out
+        lo = float(ctx.const(1).reshape(-1)[0]) if ctx.has_input(1) else None  # type: ignore[union-attr]
+        hi = float(ctx.const(2).reshape(-1)[0]) if ctx.has_input(2) else None  # type: ignore[union-attr]
+    else:
+        lo, hi = ctx.attr("min"), ctx.attr("max")
+    if lo is not None and hi is not None and float(lo) == float(hi):
+        return [f"Clip min == max ({float(lo):g}): not supported by CoreML"]
+    return []
 
 
 def _binary_dtype(ctx: NodeContext) -> str | None:
@@ -120,8 +139,8 @@ def _max_binary(ctx: NodeContext) -> str | None:
 def _matmul(ctx: NodeContext) -> list[str]:
     ra, rb = ctx.rank(0), ctx.rank(1)
     if is_mlp(ctx):
-        if ra == 1 and rb is not None and rb > 1:
-            return ["MatMul of a 1-D A with an N-D B is not supported by CoreML MLProgram"]
+        if (ra == 1 and rb is not None and rb > 1) or (rb == 1 and ra is not None and ra > 1):
+            return ["MatMul with one 1-D input and one N-D input is not supported by CoreML MLProgram (coremltools#2263)"]
         return []
     out = []
     if ra is not None and ra != 2 or rb is not None and rb != 2:
@@ -177,33 +196,6 @@ def _concat(ctx: NodeContext) -> list[str]:
                 axis += r
             if r != 4 or axis != r - 3:
                 out.append(f"Concat rank {r} axis {axis}: NeuralNetwork concatenates only 4-D on the channel axis")
-    return out
-
-
-def _split(ctx: NodeContext) -> list[str]:
-    out = []
-    n = sum(1 for o in ctx.node.outputs if o)
-    if n < 2:
-        out.append("Split into fewer than 2 outputs is not supported by CoreML")
-    if ctx.has_input(1):
-        if not ctx.is_const(1):
-            out.append(f"split input '{ctx.input_name(1)}' is not a constant initializer")
-        else:
-            splits = const_ints(ctx, 1) or []
-            if 0 in splits:
-                out.append("Split with a zero-sized part is not supported by CoreML")
-    else:
-        s, axis = ctx.shape(0), int(ctx.attr("axis", 0))
-        if s is not None and -len(s) <= axis < len(s) and not isinstance(s[axis], int):
-            out.append(f"Split axis dim '{s[axis]}' is not static: CoreML needs it to compute the parts")
-    return out
-
-
-def _slice(ctx: NodeContext) -> list[str]:
-    out = []
-    if ctx.shape(0) is not None and not ctx.is_static(0):
-        out.append(f"Slice data {fmt_shape(ctx.shape(0))} is not static: CoreML Slice needs a static shape")
-    out.extend(const_reasons(ctx, ((1, "starts"), (2, "ends"), (3, "axes"), (4, "steps")), EP))
     return out
 
 
@@ -277,46 +269,6 @@ def _pool_attrs(ctx: NodeContext) -> list[str]:
         out.append("MaxPool Indices output is not supported by CoreML")
     if not is_mlp(ctx) and int(ctx.attr("ceil_mode", 0)) != 0:
         out.append("ceil_mode=1 is not supported by CoreML NeuralNetwork")
-    return out
-
-
-def _resize(ctx: NodeContext) -> list[str]:
-    out = []
-    r = ctx.rank(0)
-    if r is not None:
-        if is_mlp(ctx) and not 3 <= r <= 5:
-            out.append(f"Resize input rank {r}: CoreML MLProgram takes 3..5")
-        if not is_mlp(ctx) and r != 4:
-            out.append(f"Resize input rank {r}: CoreML NeuralNetwork takes 4-D")
-    mode = ctx.attr("mode", "nearest")
-    coord = ctx.attr("coordinate_transformation_mode", "half_pixel")
-    if mode not in ("linear", "nearest"):
-        out.append(f"Resize mode '{mode}': CoreML takes linear or nearest")
-    if int(ctx.attr("antialias", 0)) != 0:
-        out.append("Resize antialias is not supported by CoreML")
-    if int(ctx.attr("exclude_outside", 0)) != 0:
-        out.append("Resize exclude_outside=1 is not supported by CoreML")
-    if ctx.attr("keep_aspect_ratio_policy", "stretch") != "stretch":
-        out.append("Resize keep_aspect_ratio_policy other than stretch is not supported by CoreML")
-    if mode == "nearest" and (coord != "asymmetric" or ctx.attr("nearest_mode", "round_prefer_floor") != "floor"):
-        out.append("Resize nearest: CoreML takes only asymmetric coordinates with nearest_mode=floor")
-    if mode == "linear" and not is_mlp(ctx) and coord != "asymmetric":
-        out.append(f"Resize linear with '{coord}': CoreML NeuralNetwork takes only asymmetric")
-    use_sizes = ctx.has_input(3)
-    i = 3 if use_sizes else 2
-    if ctx.since >= 11 and not ctx.is_const(i):
-        out.append(f"Resize {'sizes' if use_sizes else 'scales'} input is not a constant initializer")
-    elif ctx.since >= 11:
-        v = ctx.const(i)
-        src = ctx.shape(0)
-        if v is not None and src is not None and len(v) == len(src) and len(src) >= 2:
-            vals = [float(x) for x in np.asarray(v).reshape(-1)]
-            lead = vals[:-2]
-            if use_sizes:
-                if any(not isinstance(d, int) or float(d) != x for d, x in zip(src[:-2], lead, strict=False)):
-                    out.append("Resize changes dims other than the last two: CoreML resizes only H and W")
-            elif any(x != 1.0 for x in lead):
-                out.append("Resize scales dims other than the last two: CoreML resizes only H and W")
     return out
 
 
@@ -430,9 +382,11 @@ OP_RULES = rules_by_id(
     Rule("coreml.gemm", "Gemm constant B and C, transA=0, alpha=beta=1", IMPL + "gemm_op_builder.cc", _gemm),
     Rule("coreml.reshape", "Reshape constant non-empty shape, static input", IMPL + "reshape_op_builder.cc", _reshape),
     Rule("coreml.concat", "Concat >= 2 inputs; NN 4-D on channels", IMPL + "concat_op_builder.cc", _concat),
-    Rule("coreml.split", "Split constant splits, >= 2 parts", IMPL + "split_op_builder.cc", _split),
-    Rule("coreml.slice", "Slice static data, constant starts/ends/axes/steps", IMPL + "slice_op_builder.cc", _slice),
-    Rule("coreml.gather", "Gather non-scalar indices, output rank <= 5", IMPL + "gather_op_builder.cc", _gather),
+    Rule("coreml.split", "Split-13+: constant splits, >= 2 parts", IMPL + "split_op_builder.cc", split_pre13_refused,
+         until_ort="1.27.0", ort_source="pre-13 Split from PR #28270 (see releases.SPLIT_SOURCE)"),
+    Rule("coreml.slice", "Slice static data, constant starts/ends/axes/steps", IMPL + "slice_op_builder.cc", slice_rule),
+    Rule("coreml.gather", "Gather non-scalar indices, output rank <= 5", IMPL + "gather_op_builder.cc", _gather,
+         until_ort="1.27.0", ort_source="scalar indices taken from PR #28278 (see releases.GATHER_SOURCE)"),
     Rule("coreml.shape", "Shape: NN no start/end", IMPL + "shape_op_builder.cc", _shape),
     Rule("coreml.softmax", "Softmax opset < 13 needs static shape", IMPL + "softmax_op_builder.cc", _softmax),
     Rule("coreml.norm", "Layer/Group/InstanceNorm constant scale/bias, 1 output", IMPL + "normalization_op_builder.cc", _norm),
@@ -440,8 +394,9 @@ OP_RULES = rules_by_id(
     Rule("coreml.argmax", "ArgMax select_last_index=0", IMPL + "argmax_op_builder.cc", _argmax),
     Rule("coreml.pool.rank4", "pooling input 4-D", IMPL + "pool_op_builder.cc", _pool_rank4),
     Rule("coreml.pool.attrs", "2-D pooling, no storage_order/dilations/indices; NN no ceil_mode", IMPL + "pool_op_builder.cc", _pool_attrs),
-    Rule("coreml.resize", "Resize linear/nearest, constant scales/sizes, H/W only", IMPL + "resize_op_builder.cc", _resize),
-    Rule("coreml.pad", "Pad constant mode, constant pads on the last two dims", IMPL + "pad_op_builder.cc", _pad),
+    Rule("coreml.resize", "Resize linear/nearest, constant scales/sizes, H/W only", IMPL + "resize_op_builder.cc", resize),
+    Rule("coreml.pad", "Pad constant mode, constant pads on the last two dims", IMPL + "pad_op_builder.cc", _pad,
+         until_ort="1.27.0", ort_source="ML Program Pad from PR #28073 (see releases.PAD_MLP_SOURCE)"),
     Rule("coreml.axes_const", "axes input constant", IMPL + "squeeze_op_builder.cc", _axes_const),
     Rule("coreml.unsqueeze.rank", "Unsqueeze output rank <= 5", IMPL + "squeeze_op_builder.cc", _unsqueeze_rank),
     Rule("coreml.cast", "Cast: MLP int32/int64/float/fp16; NN only after ArgMax", IMPL + "cast_op_builder.cc", _cast),

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from mobilegen.coverage.common import (
     input0_dtype_reason,
-    opset_reason,
     symbolic_dim_reasons,
     unknown_shape_reasons,
 )
@@ -24,6 +23,7 @@ from mobilegen.coverage.rules import (
     fmt_shape,
     ops_by_key,
 )
+from mobilegen.providers.coreml.releases import ADDED, OPSET_RULES, PAD_MLPROGRAM, REL_1_24_COMMIT, VERSIONED
 from mobilegen.providers.coreml.rules import (
     BASE,
     EP,
@@ -36,17 +36,14 @@ from mobilegen.providers.coreml.rules import (
     is_mlp,
 )
 
-MAX_OPSET = 24  # BaseOpBuilder::GetMaxSupportedOpSet in the source checked (see docs/coverage.md)
+SOURCE_COMMIT = REL_1_24_COMMIT  # the builders re-read for issue 18 (later changes: releases.py, by PR)
+MAX_OPSET = 25  # BaseOpBuilder::GetMaxSupportedOpSet from 1.24.0 (releases.OPSET_RULES: 24 before)
 MLP = ("mlprogram",)
 NN = ("neuralnetwork",)
 BOTH = ("mlprogram", "neuralnetwork")
 
 
 # --- general rules ----------------------------------------------------------------------------------
-
-
-def _opset(ctx: NodeContext) -> str | None:
-    return opset_reason(ctx, MAX_OPSET, EP)
 
 
 def _static(ctx: NodeContext) -> list[str]:
@@ -77,17 +74,18 @@ def _rank(ctx: NodeContext) -> list[str]:
 
 
 def _input0_dtype(ctx: NodeContext) -> str | None:
-    # Where the op names no types of its own, MLProgram takes float16 as well.
-    return input0_dtype_reason(ctx, f"CoreML {coreml_format(ctx)}", (F32, F16) if is_mlp(ctx) else (F32,))
+    # Where the op names no types of its own, MLProgram takes float16 and int64 as well
+    # (BaseOpBuilder::IsInputDtypeSupport since #24462, 2025-04-30, ORT 1.23).
+    return input0_dtype_reason(ctx, f"CoreML {coreml_format(ctx)}", (F32, F16, I64) if is_mlp(ctx) else (F32,))
 
 
 GENERAL = (
-    Rule("coreml.opset", "node since_version within the builder's range", BASE, _opset),
+    *OPSET_RULES,
     Rule("coreml.shapes_known", "every input has a shape", HELPER, lambda c: unknown_shape_reasons(c, EP)),
     Rule("coreml.static_shapes", "no symbolic dims when static shapes are required", HELPER, _static, DYNAMIC),
     Rule("coreml.zero_dims", "no zero-sized dims (Resize roi excepted)", HELPER, _zero_dims),
     Rule("coreml.rank", "every input rank <= 5", HELPER, _rank),
-    Rule("coreml.input0_dtype", "input 0 float32 (MLProgram also float16) unless the op says otherwise", BASE, _input0_dtype),
+    Rule("coreml.input0_dtype", "input 0 float32 (MLProgram also float16/int64) unless the op says otherwise", BASE, _input0_dtype),
 )
 
 
@@ -96,7 +94,9 @@ ANY = (F32, F16, I32, I64, BOOL)
 
 def _op(op: str, src: str, formats: tuple[str, ...] = BOTH, since: int = 1, rules: tuple[str, ...] = (),
         dtypes: tuple[int, ...] | None = None, since_max: int | None = None) -> OpSpec:
-    return OpSpec(op, IMPL + src, since, since_max, None, dtypes, rules, "", formats)
+    since_ort, ort_source = ADDED.get(op, ("", ""))
+    return OpSpec(op, IMPL + src, since, since_max, None, dtypes, rules, "", formats,
+                  since_ort=since_ort, ort_source=ort_source)
 
 
 _ACT = "activation_op_builder.cc"
@@ -116,7 +116,7 @@ OPS = ops_by_key(
     _op("PRelu", _ACT, since=7, rules=("coreml.prelu",)),
     _op("Elu", _ACT, MLP, since=6),
     _op("Softplus", _ACT, MLP),
-    _op("HardSigmoid", _ACT, MLP, since=6),
+    _op("HardSigmoid", _ACT, since=6),  # both formats (#28182)
     _op("Gelu", _ACT, MLP, since=20),
     _op("Clip", "clip_op_builder.cc", since=6, rules=("coreml.clip",)),
     _op("Erf", _UN, MLP),
@@ -139,7 +139,7 @@ OPS = ops_by_key(
     _op("Flatten", "flatten_op_builder.cc", NN),
     _op("Transpose", "transpose_op_builder.cc"),
     _op("Concat", "concat_op_builder.cc", rules=("coreml.concat",)),
-    _op("Split", "split_op_builder.cc", since=13, rules=("coreml.split",)),
+    _op("Split", "split_op_builder.cc", rules=("coreml.split",)),  # opset < 13 from 1.27 (#28270)
     _op("Slice", "slice_op_builder.cc", since=10, rules=("coreml.slice",), dtypes=(F32, F16, I64)),
     _op("Gather", "gather_op_builder.cc", rules=("coreml.gather",), dtypes=(F32, F16, I64)),
     _op("GatherND", "gather_nd_op_builder.cc", MLP, rules=("coreml.gathernd",), dtypes=(F32, F16, I32, I64)),
@@ -159,7 +159,7 @@ OPS = ops_by_key(
     _op("AveragePool", _POOL, rules=("coreml.pool.rank4", "coreml.pool.attrs")),
     _op("MaxPool", _POOL, rules=("coreml.pool.rank4", "coreml.pool.attrs")),
     _op("Resize", "resize_op_builder.cc", since=11, rules=("coreml.resize",)),
-    _op("Pad", "pad_op_builder.cc", NN, since=11, rules=("coreml.pad",)),
+    _op("Pad", "pad_op_builder.cc", since=11, rules=("coreml.pad", "coreml.pad.mlprogram")),
     _op("Squeeze", "squeeze_op_builder.cc", rules=("coreml.axes_const",), dtypes=(F32, F16, I32, I64)),
     _op("Unsqueeze", "squeeze_op_builder.cc", MLP, rules=("coreml.axes_const", "coreml.unsqueeze.rank"), dtypes=(F32, F16, I32, I64)),
     _op("Cast", "cast_op_builder.cc", rules=("coreml.cast",), dtypes=ANY),
@@ -178,9 +178,10 @@ UNMODELLED = ("GridSample", "QuickGelu", "FusedConv", "Expand", "Equal", "Not", 
 TABLE = EPTable(
     ep="coreml",
     ops=OPS,
-    rules=OP_RULES,
+    rules={**OP_RULES, PAD_MLPROGRAM.id: PAD_MLPROGRAM},
     general=GENERAL,
     default_since_max=MAX_OPSET,
+    versioned=VERSIONED,
     default_input0_dtypes=(F32,),
     unmodelled=UNMODELLED,
     domain_blind=("com.microsoft",),  # contrib ops the builders look up by op type only

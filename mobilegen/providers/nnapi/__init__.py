@@ -85,7 +85,7 @@ SETTINGS = (
 class Nnapi(ExecutionProvider):
     def rule_table(self) -> EPTable:
         # Imported here: the table imports onnx and numpy, needed only when a model is analysed.
-        from mobilegen.providers.nnapi.table import TABLE
+        from mobilegen.providers.nnapi.qdq import TABLE  # the float table plus its QDQ node-unit rules
 
         return TABLE
 

@@ -2,7 +2,8 @@
 onnxruntime/core/providers/nnapi/nnapi_builtin/builders/impl/ (see docs/coverage.md).
 
 Android API levels stand for NNAPI feature levels: FL1 = API 27, FL2 = 28, FL3 = 29, FL4 = 30, FL5 = 31.
-QDQ node units are not modelled: every node is checked on its own (Q/DQ nodes by their own builders).
+QDQ node units and QLinear* ops are judged as a whole by :mod:`~mobilegen.providers.nnapi.qdq`; Q/DQ
+nodes outside a unit by their own builders (rules below).
 """
 
 from __future__ import annotations
@@ -212,13 +213,15 @@ def _reshape_zero(ctx: NodeContext) -> str | None:
 
 
 def _softmax(ctx: NodeContext) -> str | Reason | None:
+    # Below opset 13 the builder coerces to 2-D itself and checks nothing more; from 13 its axis default
+    # is 1 (helper.Get("axis", 1)), not ONNX's -1.
     r = ctx.rank(0)
-    if r is None:
+    if r is None or ctx.since < 13:
         return None
     if r > 4:
         return f"Softmax input has rank {r}: NNAPI takes rank <= 4"
     if target_api(ctx) < 29:
-        axis = int(ctx.attr("axis", -1 if ctx.since >= 13 else 1))
+        axis = int(ctx.attr("axis", 1))
         if axis < 0:
             axis += r
         if r not in (2, 4) or axis != r - 1:
@@ -271,21 +274,48 @@ def _resize(ctx: NodeContext) -> list[str | Reason]:
     elif mode == "nearest":
         if coord != "asymmetric" or ctx.attr("nearest_mode", "round_prefer_floor") != "floor":
             out.append("Resize nearest: NNAPI takes only asymmetric coordinates with nearest_mode=floor")
-    scales_i = 2 if ctx.since >= 11 else 1
-    sizes_i = 3
-    use_sizes = ctx.has_input(sizes_i)
-    i = sizes_i if use_sizes else scales_i
-    if not ctx.is_const(i):
-        out.append(f"Resize {'sizes' if use_sizes else 'scales'} input is not a constant initializer")
-    else:
-        v = ctx.const(i)
-        src = ctx.shape(0)
-        if v is not None and src is not None and len(v) == 4:
-            lead = [float(x) for x in np.asarray(v).reshape(-1)[:2]]
-            want = [float(d) for d in src[:2] if isinstance(d, int)] if use_sizes else [1.0, 1.0]
-            if len(want) == 2 and lead != want:
-                out.append("Resize scales batch/channel dims: NNAPI resizes only H and W")
+    out.extend(_resize_params(ctx))
     return out
+
+
+def _resize_params(ctx: NodeContext) -> list[str | Reason]:
+    """Scales (preferred when present) or sizes: constant, N/C kept; a downscale needs H and W known and
+    divisible by 1/scale; NCHW needs API 29."""
+    scales_i = 2 if ctx.since >= 11 else 1
+    use_scales = ctx.has_input(scales_i)
+    i = scales_i if use_scales else 3
+    if not ctx.has_input(i) or not ctx.is_const(i):
+        return [f"Resize {'scales' if use_scales else 'sizes'} input is not a constant initializer"]
+    v, src = ctx.const(i), ctx.shape(0)
+    if v is None or src is None or len(src) != 4 or v.size != 4:
+        return []
+    vals = [float(x) for x in np.asarray(v).reshape(-1)]
+    out: list[str | Reason] = []
+    if use_scales:
+        nchw = vals[1] == 1.0
+        n, c, h, w = (vals[0], vals[1], vals[2], vals[3]) if nchw else (vals[0], vals[3], vals[1], vals[2])
+        if n != 1.0 or c != 1.0:
+            out.append("Resize scales batch/channel dims: NNAPI resizes only H and W")
+        elif h < 1.0 or w < 1.0:
+            hi, wi = (src[2], src[3]) if nchw else (src[1], src[2])
+            if not (_divides(hi, h) and _divides(wi, w)):
+                out.append(f"Resize downscale {h:g}x{w:g} of {fmt_shape(src)}: NNAPI needs H and W known and divisible by 1/scale")
+    else:
+        nchw = isinstance(src[1], int) and vals[1] == src[1]
+        c = 1 if nchw else 3
+        if vals[0] != src[0] or vals[c] != src[c]:
+            out.append("Resize sizes change batch/channel dims: NNAPI resizes only H and W")
+    if nchw and target_api(ctx) < 29:
+        out.append(needs_api(f"NCHW Resize needs Android API 29, target is {target_api(ctx)}", 29))
+    return out
+
+
+def _divides(n: object, scale: float) -> bool:
+    # utils::ReciprocalIsAFactorOfN
+    if not isinstance(n, int) or scale <= 0:
+        return False
+    r = round(1.0 / scale)
+    return r > 0 and abs(r * scale - 1.0) < 1e-6 and n % r == 0
 
 
 def _pad(ctx: NodeContext) -> list[str]:
@@ -322,6 +352,9 @@ def _slice(ctx: NodeContext) -> list[str]:
     s = ctx.shape(0)
     if s is not None and 0 in s:
         out.append(f"Slice input {fmt_shape(s)} has a zero-sized dim")
+    if ctx.since >= 10 and ctx.has_input(4) and not ctx.has_input(3):
+        # the builder checks input 3 ('axes') for a constant whenever there are more than 3 inputs
+        out.append("Slice with steps but no axes: NNAPI needs a constant axes input")
     return out
 
 

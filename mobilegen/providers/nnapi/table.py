@@ -26,7 +26,15 @@ from mobilegen.coverage.rules import (
 from mobilegen.providers.nnapi import MIN_API
 from mobilegen.providers.nnapi.rules import BASE, EP, EP_SRC, FACTORY, HELPER, IMPL, OP_RULES, target_api
 
-MAX_OPSET = 28  # BaseOpBuilder::GetMaxSupportedOpSet (impl/base_op_builder.h)
+# BaseOpBuilder::GetMaxSupportedOpSet (impl/base_op_builder.h): 24 -> 25 in commit de398c412 (#26579,
+# 2026-01-12, main 1.24-dev; read in the ORT history mirror at d626b568e, 2026-03-07). Main later took 26
+# (ONNX 1.21, #27601) and 27 (ONNX 1.22, #28754); 28 is PR #32359, still open in September 2026. None of
+# those is dated to a release here, so newer releases keep the proven 25 (nodes above it are refused).
+MAX_OPSET = 25
+# The source the issue-18 re-read used: the 1.24 branch point (Softmax, Slice, Resize builders; unchanged
+# to the mirror's head d626b568e, 2026-03-07). Older rules came from commit 5d24c9547 (../research/ort_mobile.md).
+SOURCE_COMMIT = "46e8d454aa27a0356d4f060b66991c63fd06a070"
+OPSET_SOURCE = "commit de398c412 'Integration with ONNX==1.20.1' (#26579): cap 24 -> 25; later caps undated"
 
 
 # --- general rules ----------------------------------------------------------------------------------
@@ -41,8 +49,12 @@ def _api(ctx: NodeContext) -> Reason | None:
     return None
 
 
-def _opset(ctx: NodeContext) -> str | None:
-    return opset_reason(ctx, MAX_OPSET, EP)
+def _opset_rule(hi: int, since: str, until: str) -> Rule:
+    def check(ctx: NodeContext) -> str | None:
+        return opset_reason(ctx, hi, EP)
+
+    return Rule("nnapi.opset", f"node since_version within the builder's range (cap {hi})", IMPL + "base_op_builder.h",
+                check, since_ort=since, until_ort=until, ort_source=OPSET_SOURCE)
 
 
 def _input0_dtype(ctx: NodeContext) -> str | None:
@@ -60,7 +72,8 @@ GENERAL = (
         DYNAMIC,
     ),
     Rule("nnapi.input0_dtype", "input 0 has a supported element type (default float32)", BASE, _input0_dtype),
-    Rule("nnapi.opset", "node since_version within the builder's range", BASE, _opset),
+    _opset_rule(24, "", "1.24.0"),
+    _opset_rule(MAX_OPSET, "1.24.0", ""),
 )
 
 
@@ -129,7 +142,8 @@ OPS = ops_by_key(
     _op("DequantizeLinear", "dequantizelinear_op_builder.cc", 10, 27, dtypes=(U8,), rules=("nnapi.qdq.params",)),
 )
 
-# Registered in op_builder_factory.cc but not modelled here (quantized QLinear* ops need QDQ node units).
+# Registered in op_builder_factory.cc; modelled as node units in mobilegen.providers.nnapi.qdq (which
+# drops them from this list for the table the provider uses).
 UNMODELLED = ("QLinearConv", "QLinearMatMul", "QLinearAdd", "QLinearMul", "QLinearSigmoid", "QLinearAveragePool")
 
 TABLE = EPTable(

@@ -40,7 +40,7 @@ SETTINGS = (
 class Xnnpack(ExecutionProvider):
     def rule_table(self) -> EPTable:
         # Imported here: the table imports onnx and numpy, needed only when a model is analysed.
-        from mobilegen.providers.xnnpack.table import TABLE
+        from mobilegen.providers.xnnpack.qdq import TABLE  # the float table plus its QDQ node-unit rules
 
         return TABLE
 

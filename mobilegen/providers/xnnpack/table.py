@@ -17,10 +17,22 @@ from mobilegen.coverage.rules import (
     ops_by_key,
     rules_by_id,
 )
-from mobilegen.providers.xnnpack import CHECKER, DISPLAY_NAME, FUSABLE_PRODUCERS, X
+from mobilegen.providers.xnnpack import CHECKER, DISPLAY_NAME, X
+from mobilegen.providers.xnnpack.rules import (
+    FUSION,
+    FUSION_FIXED,
+    GEMM_C,
+    GEMM_C_FIXED,
+    SOURCE_COMMIT,
+    avgpool,
+    conv,
+    matmul,
+    resize,
+)
 
 EP = DISPLAY_NAME
 EP_SRC = X + "xnnpack_execution_provider.cc"
+SOURCE = SOURCE_COMMIT  # the ORT commit the kernels' checks were read at (rules.SOURCE_COMMIT)
 
 
 def _opset(ctx: NodeContext) -> str | None:
@@ -40,21 +52,6 @@ GENERAL = (
     Rule("xnnpack.opset", "a kernel is registered for the node's since_version", CHECKER, _opset),
     Rule("xnnpack.input0_dtype", "input 0 element type has a kernel", CHECKER, _input0_dtype),
 )
-
-
-def _conv(ctx: NodeContext) -> list[str]:
-    out = []
-    s = ctx.shape(0)
-    if s is None or len(s) != 4:
-        return [f"Conv input {fmt_shape(s)}: XNNPACK takes only 2-D convolution (4-D input)"]
-    if not all(isinstance(d, int) for d in s[1:]):
-        out.append(f"Conv input {fmt_shape(s)}: XNNPACK needs C, H and W known")
-    if not ctx.is_const(1) or ctx.rank(1) != 4:
-        out.append(f"weight '{ctx.input_name(1)}' must be a constant 4-D initializer for XNNPACK")
-    out.extend(const_reasons(ctx, ((2, "bias"),), EP))
-    if ctx.attr("pads") is None and ctx.attr("auto_pad", "NOTSET") == "SAME_LOWER":
-        out.append("Conv auto_pad SAME_LOWER is not supported by XNNPACK")
-    return out
 
 
 def _maxpool(ctx: NodeContext) -> list[str]:
@@ -106,35 +103,18 @@ def _gemm(ctx: NodeContext) -> list[str]:
     return out
 
 
-def _matmul(ctx: NodeContext) -> list[str]:
-    out = []
-    for i in (0, 1):
-        s = ctx.shape(i)
-        if s is None or len(s) > 2 or 0 in s:
-            out.append(f"MatMul input '{ctx.input_name(i)}' {fmt_shape(s)}: XNNPACK takes known rank <= 2, no zero dims")
-    if not ctx.is_const(1):
-        out.append(f"B input '{ctx.input_name(1)}' is not a constant initializer")
-    return out
-
-
-def _fusion(ctx: NodeContext) -> list[str]:
-    prod = ctx.graph.producer.get(ctx.input_name(0))
-    if prod is None or ctx.graph.nodes[prod].op_type not in FUSABLE_PRODUCERS:
-        return [f"{ctx.node.op_type} is taken by XNNPACK only fused into a preceding Conv/MaxPool/AveragePool"]
-    if ctx.node.op_type == "Clip":
-        for i in (1, 2):
-            if ctx.has_input(i) and not ctx.is_const(i):
-                return [f"Clip bound '{ctx.input_name(i)}' is not constant: cannot fuse into XNNPACK"]
-    return []
-
-
 OP_RULES = rules_by_id(
-    Rule("xnnpack.conv", "Conv 2-D, C/H/W known, constant 4-D weight and bias", X + "nn/conv_base.cc", _conv),
+    Rule("xnnpack.conv", "Conv/ConvTranspose opset 11+, 1-D or 2-D, C/H/W known, constant weight and bias",
+         X + "nn/conv_base.cc", conv),
     Rule("xnnpack.maxpool", "MaxPool 2-D, C/H/W known, no ceil_mode/indices, not 1x1", X + "nn/max_pool.cc", _maxpool),
+    Rule("xnnpack.avgpool", "AveragePool 2-D, C/H/W known, not 1x1, no ceil_mode/count_include_pad/dilations",
+         X + "nn/average_pool.cc", avgpool),
+    Rule("xnnpack.resize", "Resize linear, 4-D, constant scales/sizes, exact downscale", X + "tensor/resize.cc", resize),
     Rule("xnnpack.softmax", "Softmax on the last axis with known dims", X + "math/softmax.cc", _softmax),
     Rule("xnnpack.gemm", "Gemm alpha=beta=1, constant B and C, rank <= 2", X + "math/gemm.cc", _gemm),
-    Rule("xnnpack.matmul", "MatMul rank <= 2, constant B", X + "math/matmul.cc", _matmul),
-    Rule("xnnpack.fusion", "Clip/Relu fused into a preceding Conv/MaxPool/AveragePool", CHECKER, _fusion),
+    Rule("xnnpack.matmul", "MatMul A rank >= 1, constant B of rank <= 2", X + "math/matmul.cc", matmul),
+    FUSION,
+    GEMM_C,
 )
 
 
@@ -144,15 +124,18 @@ def _op(op: str, src: str, since: int, dtypes: tuple[int, ...], rules: tuple[str
 
 OPS = ops_by_key(
     _op("Conv", "nn/conv.cc", 1, (F32, U8, I8), ("xnnpack.conv",)),
+    _op("ConvTranspose", "nn/conv_transpose.cc", 1, (F32, U8, I8), ("xnnpack.conv",)),
     _op("MaxPool", "nn/max_pool.cc", 8, (F32, U8, I8), ("xnnpack.maxpool",)),
+    _op("AveragePool", "nn/average_pool.cc", 7, (F32, F16, U8), ("xnnpack.avgpool",)),
+    _op("Resize", "tensor/resize.cc", 10, (F32, U8, I8), ("xnnpack.resize",)),
     _op("Softmax", "math/softmax.cc", 1, (F32, U8), ("xnnpack.softmax",)),
-    _op("Gemm", "math/gemm.cc", 7, (F32, F16), ("xnnpack.gemm",)),
+    _op("Gemm", "math/gemm.cc", 7, (F32, F16), ("xnnpack.gemm", "xnnpack.gemm.c")),
     _op("MatMul", "math/matmul.cc", 1, (F32,), ("xnnpack.matmul",)),
     _op("Clip", "detail/node_support_checker.cc", 1, (F32, U8, I8), ("xnnpack.fusion",)),
     _op("Relu", "detail/node_support_checker.cc", 1, (F32, U8, I8), ("xnnpack.fusion",)),
 )
 
-UNMODELLED = ("AveragePool", "ConvTranspose", "Resize", "QLinearConv", "QLinearAveragePool", "QLinearSoftmax")
+UNMODELLED = ("QLinearConv", "QLinearAveragePool", "QLinearSoftmax")
 
 TABLE = EPTable(
     ep="xnnpack",
@@ -163,4 +146,5 @@ TABLE = EPTable(
     default_input0_dtypes=(F32,),
     unmodelled=UNMODELLED,
     extra={"ep_source": EP_SRC},
+    versioned=(GEMM_C_FIXED, FUSION_FIXED),
 )

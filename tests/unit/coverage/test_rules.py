@@ -22,6 +22,8 @@ NN27: dict[str, Any] = {"ep": "nnapi", "android_api": 27}
 ML: dict[str, Any] = {"ep": "coreml", "coreml_format": "mlprogram"}
 NW: dict[str, Any] = {"ep": "coreml", "coreml_format": "neuralnetwork"}
 XP: dict[str, Any] = {"ep": "xnnpack"}
+ML27: dict[str, Any] = {**ML, "ort_version": "1.27.0"}  # builders added in 1.27/1.28 (coreml/releases.py)
+ML28: dict[str, Any] = {**ML, "ort_version": "1.28.0"}
 W = K(np.ones((4, 3, 3, 3)))
 W1 = K(np.ones((4, 3, 3)))
 
@@ -175,10 +177,11 @@ CASES: dict[str, tuple[Case, Case]] = {
     "coreml.cast": ((NW, argmax_then_cast), (NW, m("Cast", [X4], {"to": I32}))),
     "coreml.depthtospace": ((NW, m("DepthToSpace", [T((1, 4, 2, 2))], {"blocksize": 2})), (NW, m("DepthToSpace", [T((1, 4, 2, 2))], {"blocksize": 2, "mode": "CRD"}))),
     "coreml.lrn": ((NW, m("LRN", [X4], {"size": 3})), (NW, m("LRN", [T((1, 3))], {"size": 3}))),
-    "coreml.where": ((ML, m("Where", [T((2,), BOOL), T((2,)), T((2,))])), (ML, m("Where", [T((2,), BOOL), T((2,), I32), T((2,), I32)]))),
-    "coreml.and": ((ML, m("And", [T((2,), BOOL), T((2,), BOOL)])), (ML, m("And", [T((2,), BOOL), T((2,), U8)]))),
-    "coreml.gathernd": ((ML, m("GatherND", [T((2, 3)), T((2, 1), I64)])), (ML, m("GatherND", [T((2, 3)), T((2, 1), I64)], {"batch_dims": 1}))),
-    "coreml.tile": ((ML, m("Tile", [X4, K([1, 1, 1, 1], np.int64)])), (ML, m("Tile", [T((1, 1, 1, 1, 1, 2)), K([1] * 6, np.int64)]))),
+    "coreml.where": ((ML28, m("Where", [T((2,), BOOL), T((2,)), T((2,))])), (ML28, m("Where", [T((2,), BOOL), T((2,), I32), T((2,), I32)]))),
+    "coreml.and": ((ML28, m("And", [T((2,), BOOL), T((2,), BOOL)])), (ML28, m("And", [T((2,), BOOL), T((2,), U8)]))),
+    "coreml.gathernd": ((ML28, m("GatherND", [T((2, 3)), T((2, 1), I64)])), (ML28, m("GatherND", [T((2, 3)), T((2, 1), I64)], {"batch_dims": 1}))),
+    "coreml.tile": ((ML27, m("Tile", [X4, K([1, 1, 1, 1], np.int64)])), (ML27, m("Tile", [T((1, 1, 1, 1, 1, 2)), K([1] * 6, np.int64)]))),
+    "coreml.pad.mlprogram": ((NW, m("Pad", [X4, K([0, 0, 1, 1, 0, 0, 1, 1], np.int64)])), (ML, m("Pad", [X4, K([0, 0, 1, 1, 0, 0, 1, 1], np.int64)]))),
     # ---- XNNPACK
     "xnnpack.opset": ((XP, m("MaxPool", [X4], {"kernel_shape": [2, 2]})), (XP, m("MaxPool", [X4], {"kernel_shape": [2, 2]}, opset=7))),
     "xnnpack.input0_dtype": ((XP, m("MatMul", [T((2, 4)), K(np.ones((4, 5)))])), (XP, m("MatMul", [T((2, 4), I32), K(np.ones((4, 5)), np.int32)]))),
@@ -186,12 +189,19 @@ CASES: dict[str, tuple[Case, Case]] = {
     "xnnpack.maxpool": ((XP, m("MaxPool", [X4], {"kernel_shape": [2, 2]})), (XP, m("MaxPool", [X4], {"kernel_shape": [1, 1]}))),
     "xnnpack.softmax": ((XP, m("Softmax", [T((2, 5))])), (XP, m("Softmax", [T((2, 5))], {"axis": 0}))),
     "xnnpack.gemm": ((XP, m("Gemm", [T((2, 4)), K(np.ones((4, 5)))])), (XP, m("Gemm", [T((2, 4)), T((4, 5))]))),
-    "xnnpack.matmul": ((XP, m("MatMul", [T((2, 4)), K(np.ones((4, 5)))])), (XP, m("MatMul", [T((2, 2, 4)), K(np.ones((4, 5)))]))),
+    "xnnpack.matmul": ((XP, m("MatMul", [T((2, 2, 4)), K(np.ones((4, 5)))])), (XP, m("MatMul", [T((2, 4)), K(np.ones((2, 4, 5)))]))),
+    "xnnpack.avgpool": ((XP, m("AveragePool", [X4], {"kernel_shape": [2, 2]})), (XP, m("AveragePool", [X4], {"kernel_shape": [2, 2], "count_include_pad": 1}))),
+    "xnnpack.resize": (
+        (XP, m("Resize", [X4, None, K([1, 1, 0.5, 0.5])], {"mode": "linear"})),
+        (XP, m("Resize", [X4, None, K([1, 1, 0.75, 0.75])], {"mode": "linear"})),
+    ),
     "xnnpack.fusion": ((XP, conv_then("Relu")), (XP, m("Relu", [X4]))),
+    "xnnpack.gemm.c": ((XP, m("Gemm", [T((2, 4)), K(np.ones((4, 5))), K(np.ones(5))])), (XP, m("Gemm", [T((2, 4)), K(np.ones((4, 5)))]))),
 }
 
 
-BUILTIN_TABLES = [providers.get(name).rule_table() for name in providers.BUILTIN]
+# QNN's rule and builder cases are in test_qnn_rules.py.
+BUILTIN_TABLES = [providers.get(name).rule_table() for name in providers.BUILTIN if name != "qnn"]
 
 
 def _all_rule_ids() -> list[str]:

@@ -114,7 +114,8 @@ def test_the_guard_after_softmax_goes_and_the_numbers_stay() -> None:
 def test_the_verdict_flips_for_nnapi_and_coreml() -> None:
     before = attention()
     after, _ = rewritten(PASS, before)
-    assert {"IsNaN", "Where"} <= refused_ops(nnapi(before)) and refused_ops(coreml(before)) == {"IsNaN"}
+    # iOS pins ORT 1.24.2, whose CoreML has no Where builder yet (PR #28597): both guard ops are refused
+    assert {"IsNaN", "Where"} <= refused_ops(nnapi(before)) and refused_ops(coreml(before)) == {"IsNaN", "Where"}
     assert len(nnapi(before).partitions) == len(coreml(before).partitions) == 2
     assert all_taken(nnapi(after)), refused_ops(nnapi(after))
     assert all_taken(coreml(after)), refused_ops(coreml(after))

@@ -1,12 +1,11 @@
-@rem Gradle wrapper launcher written by mobilegen (no binary is shipped with this project).
-@rem Get gradle\wrapper\gradle-wrapper.jar once: open the project in Android Studio, or run
-@rem "gradle wrapper" in this folder (see README.md).
+@rem Gradle wrapper launcher written by mobilegen: Gradle's binary gradle-wrapper.jar is not shipped.
+@rem Create gradle\wrapper\gradle-wrapper.jar once with a local Gradle; README.md names the exact command.
 @if "%DEBUG%"=="" @echo off
 setlocal
 set APP_HOME=%~dp0
 set WRAPPER_JAR=%APP_HOME%gradle\wrapper\gradle-wrapper.jar
 if not exist "%WRAPPER_JAR%" (
-  echo error: %WRAPPER_JAR% is missing. Open the project in Android Studio or run "gradle wrapper". 1>&2
+  echo error: %WRAPPER_JAR% is missing; create it once with the "gradle wrapper --gradle-version ... --distribution-type bin ..." command in README.md. 1>&2
   exit /b 1
 )
 if defined JAVA_HOME (set JAVACMD=%JAVA_HOME%\bin\java.exe) else (set JAVACMD=java.exe)

@@ -22,12 +22,23 @@ let package = Package(
                 .product(name: "onnxruntime", package: "onnxruntime-swift-package-manager"),
             ],
             // .copy keeps the model's bytes untouched; the code finds it through Bundle.module.
-            resources: [.copy("Resources/TextModel.ort")]
+            resources: [
+                .copy("Resources/TextModel.ort"),
+            ]
         ),
         .testTarget(
             name: "TextModelTests",
-            dependencies: ["TextModel"],
-            resources: [.copy("Resources/golden.mgv")]
+            // ONNX Runtime too: the benchmark test builds its own sessions.
+            dependencies: [
+                "TextModel",
+                .product(name: "onnxruntime", package: "onnxruntime-swift-package-manager"),
+            ],
+            resources: [
+                .copy("Resources/golden.mgv"),
+            ]
         ),
-    ]
+    ],
+    // The highest mode the compiler supports wins: Swift 6 language mode (complete concurrency checking)
+    // with Swift 6 toolchains, Swift 5 mode with 5.9 / 5.10. (`swiftLanguageModes` needs tools 6.0.)
+    swiftLanguageVersions: [.version("6"), .v5]
 )

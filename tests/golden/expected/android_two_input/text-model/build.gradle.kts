@@ -1,13 +1,13 @@
 import org.jetbrains.kotlin.gradle.dsl.JvmTarget
 
+// Kotlin is built into AGP 9 (no org.jetbrains.kotlin.android plugin).
 plugins {
     alias(libs.plugins.android.library)
-    alias(libs.plugins.kotlin.android)
 }
 
 android {
     namespace = "com.example.textmodel"
-    compileSdk = 36
+    compileSdk = 37
 
     defaultConfig {
         minSdk = 24
@@ -28,11 +28,11 @@ android {
     }
 
     testOptions {
-        targetSdk = 36
+        targetSdk = 37
     }
 
     lint {
-        targetSdk = 36
+        targetSdk = 37
     }
 }
 
@@ -44,6 +44,8 @@ kotlin {
 
 dependencies {
     implementation(libs.onnxruntime.android)
+    // suspend variants of the wrapper (newInstance / run / classify on Dispatchers.Default)
+    implementation(libs.kotlinx.coroutines.android)
 
     testImplementation(libs.junit)
 

@@ -14,11 +14,20 @@ public class OrtEnvironment implements AutoCloseable {
     throw new UnsupportedOperationException("shim");
   }
 
+  // OrtEnvironment.java: "Must be a direct byte buffer" (heap buffers throw OrtException).
+  public OrtSession createSession(java.nio.ByteBuffer modelBuffer, OrtSession.SessionOptions options) throws OrtException {
+    throw new UnsupportedOperationException("shim");
+  }
+
   public OrtSession createSession(byte[] modelArray, OrtSession.SessionOptions options) throws OrtException {
     throw new UnsupportedOperationException("shim");
   }
 
   public OrtSession createSession(byte[] modelArray) throws OrtException {
+    throw new UnsupportedOperationException("shim");
+  }
+
+  public String getVersion() {
     throw new UnsupportedOperationException("shim");
   }
 

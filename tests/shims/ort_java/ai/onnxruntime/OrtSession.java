@@ -23,6 +23,14 @@ public class OrtSession implements AutoCloseable {
     throw new UnsupportedOperationException("shim");
   }
 
+  public long getProfilingStartTimeInNs() throws OrtException {
+    throw new UnsupportedOperationException("shim");
+  }
+
+  public String endProfiling() throws OrtException {
+    throw new UnsupportedOperationException("shim");
+  }
+
   @Override
   public void close() throws OrtException {
     throw new UnsupportedOperationException("shim");
@@ -40,6 +48,11 @@ public class OrtSession implements AutoCloseable {
     public void addNnapi() throws OrtException {}
     public void addNnapi(EnumSet<NNAPIFlags> flags) throws OrtException {}
     public void addXnnpack(Map<String, String> providerOptions) throws OrtException {}
+    // java/src/main/java/ai/onnxruntime/OrtSession.java (d626b568e): extracts the QNN library, then
+    // addExecutionProvider("QNN", providerOptions).
+    public void addQnn(Map<String, String> providerOptions) throws OrtException {}
+    public void enableProfiling(String filePath) throws OrtException {}
+    public void disableProfiling() throws OrtException {}
   }
 
   public static class Result implements AutoCloseable, Iterable<Map.Entry<String, OnnxValue>> {

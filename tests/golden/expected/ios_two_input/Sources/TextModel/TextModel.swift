@@ -76,6 +76,7 @@ public final class TextModel: @unchecked Sendable {
     /// Execution providers a session can use, in priority order.
     public enum ExecutionProvider: String, Sendable, CaseIterable {
         case coreML = "CoreML"
+        case xnnpack = "XNNPACK"
         case cpu = "CPU"
     }
 
@@ -105,6 +106,10 @@ public final class TextModel: @unchecked Sendable {
         public var coreMLCacheDirectory: URL?
         /// Intra-op threads of the CPU provider; nil = ONNX Runtime's default.
         public var intraOpThreads: Int?
+        /// Append the XNNPACK execution provider (after CoreML, before the CPU fallback).
+        public var useXnnpack: Bool
+        /// XNNPACK thread-pool size; 0 = the active cores, at most 4.
+        public var xnnpackThreads: Int
 
         public init(
             useCoreML: Bool = false,
@@ -112,7 +117,9 @@ public final class TextModel: @unchecked Sendable {
             modelFormat: ModelFormat = .neuralNetwork,
             requireStaticInputShapes: Bool = true,
             coreMLCacheDirectory: URL? = nil,
-            intraOpThreads: Int? = nil
+            intraOpThreads: Int? = nil,
+            useXnnpack: Bool = false,
+            xnnpackThreads: Int = 0
         ) {
             self.useCoreML = useCoreML
             self.computeUnits = computeUnits
@@ -120,10 +127,12 @@ public final class TextModel: @unchecked Sendable {
             self.requireStaticInputShapes = requireStaticInputShapes
             self.coreMLCacheDirectory = coreMLCacheDirectory
             self.intraOpThreads = intraOpThreads
+            self.useXnnpack = useXnnpack
+            self.xnnpackThreads = max(xnnpackThreads, 0)
         }
 
         /// CPU execution provider only.
-        public static var cpuOnly: Configuration { Configuration(useCoreML: false) }
+        public static var cpuOnly: Configuration { Configuration(useCoreML: false, useXnnpack: false) }
     }
 
     /// Name of the model this wrapper was generated for.
@@ -158,11 +167,28 @@ public final class TextModel: @unchecked Sendable {
     public let activeExecutionProviders: [ExecutionProvider]
     /// Why CoreML is not among `activeExecutionProviders` although it was requested; nil otherwise.
     public let coreMLUnavailableReason: String?
+    /// Why XNNPACK is not among `activeExecutionProviders` although it was requested; nil otherwise.
+    public let xnnpackUnavailableReason: String?
     private let session: ORTSession
 
-    /// One ORT environment per process, created on first use.
-    private static let environment: Result<ORTEnv, Error> = Result {
-        try ORTEnv(loggingLevel: ORTLoggingLevel.warning)
+    /// One ORT environment per process, created on first use (Swift runs a static's initializer once,
+    /// thread-safely).
+    private static let environment = SharedEnvironment()
+
+    /// Holds the process-wide `ORTEnv`, so that the static above is `Sendable` (Swift 6 language mode
+    /// refuses a global of a non-Sendable type such as `Result<ORTEnv, Error>`).
+    ///
+    /// `@unchecked` because Swift cannot check an Objective-C class: `ORTEnv`'s header
+    /// (`objectivec/include/ort_env.h`) declares nothing but its initializer, so once created it has no
+    /// state a caller can change; it is only read, as the `env:` argument of `ORTSession(env:…)`. The header
+    /// documents no thread-safety guarantee of its own: sharing it rests on ONNX Runtime's model of one
+    /// environment per process shared by all sessions.
+    private final class SharedEnvironment: @unchecked Sendable {
+        let result: Result<ORTEnv, Error>
+
+        init() {
+            result = Result { try ORTEnv(loggingLevel: ORTLoggingLevel.warning) }
+        }
     }
 
     /// Blocking work (session creation, runs) of the async API happens here, off the cooperative pool.
@@ -176,11 +202,13 @@ public final class TextModel: @unchecked Sendable {
         }
         let env: ORTEnv
         do {
-            env = try Self.environment.get()
+            env = try Self.environment.result.get()
         } catch {
             throw TextModelError.runtime(error.localizedDescription)
         }
         var reason: String? = nil
+        var xnnpackReason: String? = nil
+        var xnnpackAdded = false
         var created: ORTSession? = nil
         if configuration.useCoreML {
             if ORTIsCoreMLExecutionProviderAvailable() {
@@ -193,6 +221,7 @@ public final class TextModel: @unchecked Sendable {
                         try options.appendCoreMLExecutionProvider(
                             withOptionsV2: Self.coreMLOptions(configuration, cache: false))
                     }
+                    xnnpackAdded = Self.appendXnnpack(to: options, configuration, reason: &xnnpackReason)
                     created = try ORTSession(env: env, modelPath: url.path, sessionOptions: options)
                 } catch {
                     // CPU is always the fallback: a CoreML failure never stops the model from loading.
@@ -204,18 +233,20 @@ public final class TextModel: @unchecked Sendable {
         }
         if let session = created {
             self.session = session
-            self.activeExecutionProviders = [.coreML, .cpu]
+            self.activeExecutionProviders = [.coreML] + (xnnpackAdded ? [.xnnpack] : []) + [.cpu]
         } else {
             do {
                 let options = try Self.sessionOptions(configuration)
+                xnnpackAdded = Self.appendXnnpack(to: options, configuration, reason: &xnnpackReason)
                 self.session = try ORTSession(env: env, modelPath: url.path, sessionOptions: options)
             } catch {
                 throw TextModelError.runtime(error.localizedDescription)
             }
-            self.activeExecutionProviders = [.cpu]
+            self.activeExecutionProviders = (xnnpackAdded ? [.xnnpack] : []) + [.cpu]
         }
         self.configuration = configuration
         self.coreMLUnavailableReason = reason
+        self.xnnpackUnavailableReason = xnnpackReason
     }
 
     /// Creates the model off the caller's thread (CoreML compilation can take a while).
@@ -296,6 +327,28 @@ public final class TextModel: @unchecked Sendable {
             try options.setIntraOpNumThreads(Int32(threads))
         }
         return options
+    }
+
+    /// Appends XNNPACK when the configuration asks for it, the way ONNX Runtime recommends
+    /// (xnnpack_execution_provider.cc): XNNPACK owns the thread pool, ORT's intra-op pool has one thread
+    /// and does not spin. False when not asked for, or when this build refuses it (`reason` says why):
+    /// the CPU provider then runs those nodes.
+    private static func appendXnnpack(
+        to options: ORTSessionOptions, _ configuration: Configuration, reason: inout String?
+    ) -> Bool {
+        guard configuration.useXnnpack else { return false }
+        let xnnpack = ORTXnnpackExecutionProviderOptions()
+        let cores = max(ProcessInfo.processInfo.activeProcessorCount, 1)
+        xnnpack.intra_op_num_threads = Int32(configuration.xnnpackThreads > 0 ? configuration.xnnpackThreads : min(cores, 4))
+        do {
+            try options.appendXnnpackExecutionProvider(with: xnnpack)
+            try options.addConfigEntry(withKey: "session.intra_op.allow_spinning", value: "0")
+            try options.setIntraOpNumThreads(1)
+            return true
+        } catch {
+            reason = error.localizedDescription
+            return false
+        }
     }
 
     /// CoreML provider options (keys and values as ONNX Runtime's coreml_options.cc parses them).

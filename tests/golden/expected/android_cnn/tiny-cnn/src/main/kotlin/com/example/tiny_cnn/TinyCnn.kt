@@ -10,6 +10,7 @@ import ai.onnxruntime.OrtException
 import ai.onnxruntime.OrtProvider
 import ai.onnxruntime.OrtSession
 import ai.onnxruntime.providers.NNAPIFlags
+import java.io.File
 import java.nio.ByteBuffer
 import java.nio.DoubleBuffer
 import java.nio.FloatBuffer
@@ -18,6 +19,7 @@ import java.nio.LongBuffer
 import java.nio.ShortBuffer
 import java.util.EnumSet
 import java.util.concurrent.locks.ReentrantReadWriteLock
+import java.util.zip.CRC32
 import kotlin.concurrent.read
 import kotlin.concurrent.write
 
@@ -27,7 +29,7 @@ class TinyCnnException(message: String, cause: Throwable? = null) : Exception(me
 /**
  * Typed wrapper around the model's ONNX Runtime session.
  *
- * Create it with `create(modelBytes, options)` (or `newInstance(context)` on Android), call [run]
+ * Create it with `create(model, options)` (or `newInstance(context)` on Android), call [run]
  * off the main thread, and [close] it when done. [run] is thread-safe: ORT sessions are stateless.
  */
 class TinyCnn private constructor(
@@ -48,6 +50,18 @@ class TinyCnn private constructor(
         val useNnapi: Boolean = true,
         val nnapiFlags: Set<NnapiFlag> = setOf(NnapiFlag.CPU_DISABLED),
         val useXnnpack: Boolean = false,
+        /** Qualcomm QNN first (Snapdragon Hexagon NPU); only a QNN build of ORT (onnxruntime-android-qnn) has it. */
+        val useQnn: Boolean = false,
+        /** QNN backend_type: "htp" (the NPU), "gpu" or "cpu". */
+        val qnnBackend: String = "htp",
+        /** QNN enable_htp_fp16_precision: float models run in fp16 on the HTP (Hexagon v73+). */
+        val qnnFp16: Boolean = true,
+        /** QNN htp_performance_mode, one of ModelSupport.QNN_PERFORMANCE_MODES. */
+        val qnnPerformanceMode: String = "default",
+        /** Directory where QNN's compiled graph is cached (ep.context_file_path); null: compile at every launch. */
+        val qnnContextCacheDir: String? = null,
+        /** session.disable_cpu_ep_fallback: session creation fails unless the accelerators take every node. */
+        val disableCpuFallback: Boolean = false,
         /** XNNPACK thread-pool size; 0 picks min(cores, 4). */
         val xnnpackThreads: Int = 0,
         /** ORT intra-op threads when XNNPACK is not added; 0 keeps ORT's default. */
@@ -60,6 +74,8 @@ class TinyCnn private constructor(
                 "NNAPI flags CPU_DISABLED and CPU_ONLY exclude each other"
             }
             require(xnnpackThreads >= 0 && intraOpThreads >= 0) { "thread counts must be >= 0" }
+            require(qnnBackend in ModelSupport.QNN_BACKENDS) { "unknown QNN backend '$qnnBackend'" }
+            require(qnnPerformanceMode in ModelSupport.QNN_PERFORMANCE_MODES) { "unknown QNN performance mode '$qnnPerformanceMode'" }
         }
 
         companion object {
@@ -168,11 +184,7 @@ class TinyCnn private constructor(
         @JvmField
         val OUTPUT_NAMES: List<String> = listOf(LOGITS_NAME)
 
-        /**
-         * Loads the model from its bytes (.ort or .onnx). [nnapiOsSupport] says whether the OS has
-         * NNAPI (API >= 27); the Android layer passes it. [log] receives one line naming the
-         * execution providers really added.
-         */
+        /** [create] from the model's bytes, copied once into a direct buffer. */
         @JvmStatic
         @JvmOverloads
         @Throws(TinyCnnException::class)
@@ -182,6 +194,27 @@ class TinyCnn private constructor(
             nnapiOsSupport: Boolean = false,
             log: (String) -> Unit = {},
         ): TinyCnn {
+            val model = ByteBuffer.allocateDirect(modelBytes.size).put(modelBytes)
+            model.flip()
+            return create(model, options, nnapiOsSupport, log)
+        }
+
+        /**
+         * Loads the model (.ort or .onnx) from [model], a direct buffer such as a memory-mapped file
+         * (ORT's `createSession(ByteBuffer)` refuses heap buffers); nothing is copied into a Java array.
+         * [nnapiOsSupport] says whether the OS has NNAPI (API >= 27); the Android layer passes it.
+         * [log] receives one line naming the execution providers really added.
+         */
+        @JvmStatic
+        @JvmOverloads
+        @Throws(TinyCnnException::class)
+        fun create(
+            model: ByteBuffer,
+            options: Options = Options(),
+            nnapiOsSupport: Boolean = false,
+            log: (String) -> Unit = {},
+        ): TinyCnn {
+            require(model.isDirect) { "the model buffer must be direct (ByteBuffer.allocateDirect or a mapped file)" }
             val env = OrtEnvironment.getEnvironment()
             val available = OrtEnvironment.getAvailableProviders()
             val plan = ModelSupport.planProviders(
@@ -191,6 +224,8 @@ class TinyCnn private constructor(
                 nnapiOsSupport = nnapiOsSupport,
                 nnapiInBuild = OrtProvider.NNAPI in available,
                 xnnpackInBuild = OrtProvider.XNNPACK in available,
+                useQnn = options.useQnn,
+                qnnInBuild = OrtProvider.QNN in available,
             )
             val sessionOptions = OrtSession.SessionOptions()
             val active = ArrayList<String>()
@@ -198,6 +233,12 @@ class TinyCnn private constructor(
             try {
                 for (provider in plan.toAdd) {
                     when (provider) {
+                        ExecutionProvider.QNN -> try {
+                            sessionOptions.addQnn(qnnProviderOptions(options))
+                            active.add("QNN(${options.qnnBackend})")
+                        } catch (e: OrtException) {
+                            skipped.add("QNN (${e.message})")
+                        }
                         ExecutionProvider.NNAPI -> try {
                             sessionOptions.addNnapi(nnapiFlags(options.nnapiFlags))
                             active.add(if (options.nnapiFlags.isEmpty()) "NNAPI" else "NNAPI${options.nnapiFlags.sorted()}")
@@ -225,8 +266,12 @@ class TinyCnn private constructor(
                 if ("XNNPACK" !in active && options.intraOpThreads > 0) {
                     sessionOptions.setIntraOpNumThreads(options.intraOpThreads)
                 }
+                if (options.disableCpuFallback) {
+                    sessionOptions.addConfigEntry("session.disable_cpu_ep_fallback", "1")
+                }
+                val cache = if (active.any { it.startsWith("QNN") }) qnnContextFile(options, model) else null
                 active.add("CPU")
-                val session = env.createSession(modelBytes, sessionOptions)
+                val session = openSession(env, model, sessionOptions, cache, log)
                 val notAdded = if (skipped.isEmpty()) "" else "; not added: " + skipped.joinToString()
                 log("$TAG: execution providers added: " + active.joinToString() + notAdded)
                 return TinyCnn(session, sessionOptions, active.toList())
@@ -234,6 +279,47 @@ class TinyCnn private constructor(
                 sessionOptions.close()
                 throw TinyCnnException("could not create the ONNX Runtime session: ${e.message}", e)
             }
+        }
+
+        /** QNN provider options (keys of onnxruntime/core/providers/qnn/qnn_execution_provider.cc). */
+        private fun qnnProviderOptions(options: Options): Map<String, String> = mapOf(
+            "backend_type" to options.qnnBackend,
+            "enable_htp_fp16_precision" to if (options.qnnFp16) "1" else "0",
+            "htp_performance_mode" to options.qnnPerformanceMode,
+        )
+
+        /** The QNN context cache for this model and runtime: a new model or ORT/QNN version compiles again. */
+        private fun qnnContextFile(options: Options, model: ByteBuffer): File? {
+            val dir = options.qnnContextCacheDir ?: return null
+            val crc = CRC32()
+            crc.update(model.duplicate())
+            return File(dir, "qnn-tiny_cnn-1.24.2-" + java.lang.Long.toHexString(crc.value) + ".onnx")
+        }
+
+        /**
+         * The session: from QNN's cached context model when there is one, else from [model], asking ORT
+         * to write the compiled NPU graph to [cache] (ep.context_enable) for the next launch.
+         */
+        private fun openSession(
+            env: OrtEnvironment,
+            model: ByteBuffer,
+            sessionOptions: OrtSession.SessionOptions,
+            cache: File?,
+            log: (String) -> Unit,
+        ): OrtSession {
+            if (cache == null) return env.createSession(model, sessionOptions)
+            if (cache.isFile) {
+                try {
+                    return env.createSession(cache.path, sessionOptions)
+                } catch (e: OrtException) {
+                    log("$TAG: the QNN context cache ${cache.name} did not load (${e.message}); compiling again")
+                    cache.parentFile?.listFiles()?.filter { it.name.startsWith(cache.nameWithoutExtension) }?.forEach { it.delete() }
+                }
+            }
+            cache.parentFile?.mkdirs()
+            sessionOptions.addConfigEntry("ep.context_enable", "1")
+            sessionOptions.addConfigEntry("ep.context_file_path", cache.path)
+            return env.createSession(model, sessionOptions)
         }
 
         private fun nnapiFlags(flags: Set<NnapiFlag>): EnumSet<NNAPIFlags> {

@@ -2,7 +2,7 @@
 package com.example.textmodel
 
 /** Execution providers the wrapper can add to a session, in priority order. */
-enum class ExecutionProvider { NNAPI, XNNPACK, CPU }
+enum class ExecutionProvider { QNN, NNAPI, XNNPACK, CPU }
 
 /**
  * Which execution providers to add, and why the others were left out. [toAdd] never contains
@@ -14,6 +14,25 @@ class ProviderPlan(val toAdd: List<ExecutionProvider>, val skipped: List<String>
 object ModelSupport {
     /** NNAPI exists from Android 8.1 (API 27); below it ONNX Runtime would silently run on CPU. */
     const val NNAPI_MIN_SDK: Int = 27
+
+    /** QNN backend_type values (onnxruntime/core/providers/qnn/qnn_execution_provider.cc). */
+    @JvmField
+    val QNN_BACKENDS: List<String> = listOf("htp", "gpu", "cpu")
+
+    /** QNN htp_performance_mode values (ParseHtpPerformanceMode in the same file). */
+    @JvmField
+    val QNN_PERFORMANCE_MODES: List<String> = listOf(
+        "burst",
+        "balanced",
+        "default",
+        "high_performance",
+        "high_power_saver",
+        "low_balanced",
+        "low_power_saver",
+        "power_saver",
+        "extreme_power_saver",
+        "sustained_high_performance",
+    )
 
     /** Number of elements of [shape]; throws on negative (unresolved) dims or overflow. */
     @JvmStatic
@@ -56,13 +75,19 @@ object ModelSupport {
         nnapiOsSupport: Boolean,
         nnapiInBuild: Boolean,
         xnnpackInBuild: Boolean,
+        useQnn: Boolean = false,
+        qnnInBuild: Boolean = false,
     ): ProviderPlan {
         val add = ArrayList<ExecutionProvider>()
         val skipped = ArrayList<String>()
         if (forceCpu) {
+            if (useQnn) skipped.add("QNN (CPU forced)")
             if (useNnapi) skipped.add("NNAPI (CPU forced)")
             if (useXnnpack) skipped.add("XNNPACK (CPU forced)")
             return ProviderPlan(add, skipped)
+        }
+        if (useQnn) {
+            if (qnnInBuild) add.add(ExecutionProvider.QNN) else skipped.add("QNN (not in this ONNX Runtime build: it needs onnxruntime-android-qnn)")
         }
         if (useNnapi) {
             when {

@@ -49,6 +49,16 @@ class ModelSupportTest {
     }
 
     @Test
+    fun qnnComesFirstAndOnlyFromAQnnBuild() {
+        val all = ModelSupport.planProviders(true, true, false, nnapiOsSupport = true, nnapiInBuild = true, xnnpackInBuild = true, useQnn = true, qnnInBuild = true)
+        assertEquals(listOf(ExecutionProvider.QNN, ExecutionProvider.NNAPI, ExecutionProvider.XNNPACK), all.toAdd)
+        val plain = ModelSupport.planProviders(false, false, false, nnapiOsSupport = true, nnapiInBuild = true, xnnpackInBuild = true, useQnn = true, qnnInBuild = false)
+        assertTrue(plain.toAdd.isEmpty())
+        assertTrue(plain.skipped.single().startsWith("QNN"))
+        assertTrue("htp" in ModelSupport.QNN_BACKENDS && "burst" in ModelSupport.QNN_PERFORMANCE_MODES)
+    }
+
+    @Test
     fun toleranceFollowsNumpyAllclose() {
         val expected = doubleArrayOf(1.0, 100.0, 0.0)
         assertTrue(ModelSupport.mismatches(expected, doubleArrayOf(1.05, 100.5, 0.01), atol = 0.1, rtol = 0.01).isEmpty())

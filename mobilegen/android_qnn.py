@@ -1,0 +1,97 @@
+"""``--qnn`` on Android: Qualcomm's Hexagon NPU through ONNX Runtime's QNN execution provider.
+
+The distribution is Microsoft's ``com.microsoft.onnxruntime:onnxruntime-android-qnn`` AAR (QNN built in,
+Java ``SessionOptions.addQnn(Map)``), which *replaces* ``onnxruntime-android`` (both AARs carry the same
+``ai.onnxruntime`` classes and ``libonnxruntime.so``: java/build-android.gradle builds them from one
+project and only the artifactId differs, so Gradle would report duplicate classes). Its POM depends on
+``com.qualcomm.qti:qnn-runtime`` (the QNN SDK's ``libQnnHtp*.so``), and ORT's own Android test app shows
+what an app needs around it (java/src/test/android: ``useLegacyPackaging = true`` so the .so files land
+in ``nativeLibraryDir``, ``ADSP_LIBRARY_PATH`` set to that directory, and
+``<uses-native-library android:name="libcdsprpc.so" android:required="false"/>``).
+
+Provider options and session config keys, copied from onnxruntime/core/providers/qnn/
+qnn_execution_provider.cc and include/onnxruntime/core/session/onnxruntime_session_options_config_keys.h.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from mobilegen.runtimes import QNN_CHANNEL
+
+if TYPE_CHECKING:
+    from mobilegen.android import AndroidOptions
+
+QNN_ARTIFACT = "com.microsoft.onnxruntime:onnxruntime-android-qnn"
+ORT_ARTIFACT = "com.microsoft.onnxruntime:onnxruntime-android"
+QNN_ABI = "arm64-v8a"  # default_qnn_aar_build_settings.json: the QNN AAR is built for arm64-v8a only
+
+# qnn_execution_provider.cc ParseBackendTypeName ("backend_type"; "backend_path" is the alternative,
+# and giving both is an error) and ParseHtpPerformanceMode ("htp_performance_mode").
+QNN_BACKENDS = ("htp", "gpu", "cpu")
+QNN_PERFORMANCE_MODES = (
+    "burst",
+    "balanced",
+    "default",
+    "high_performance",
+    "high_power_saver",
+    "low_balanced",
+    "low_power_saver",
+    "power_saver",
+    "extreme_power_saver",
+    "sustained_high_performance",
+)
+
+
+def channel(opts: AndroidOptions) -> str:
+    """The Maven channel the project pins its runtime from."""
+    from mobilegen.android import CHANNEL
+
+    return QNN_CHANNEL if opts.qnn else CHANNEL
+
+
+def problems(opts: AndroidOptions) -> list[str]:
+    """What is wrong with the QNN options (the Android validation lists them with the others)."""
+    details = []
+    if opts.qnn_htp_arch is not None and not opts.qnn:
+        details.append("--qnn-htp-arch given without --qnn (it sets the Hexagon generation of the QNN estimate)")
+    if opts.qnn_htp_arch is not None:
+        from mobilegen.providers.qnn import HTP_ARCHS
+
+        if str(opts.qnn_htp_arch) not in HTP_ARCHS:
+            details.append(f"--qnn-htp-arch {opts.qnn_htp_arch} is not a Hexagon generation QNN knows (known: {', '.join(HTP_ARCHS)})")
+    return details
+
+
+def hint(details: list[str]) -> str | None:
+    if any(d.startswith("--qnn-htp-arch") for d in details):
+        from mobilegen.providers.qnn import HTP_ARCHS
+
+        return "add --qnn, with --qnn-htp-arch one of " + ", ".join(HTP_ARCHS)
+    return None
+
+
+def htp_arch(opts: AndroidOptions) -> str:
+    """The Hexagon generation the estimate (and the quantization recipe) assume."""
+    from mobilegen.providers.qnn import DEFAULT_HTP_ARCH
+
+    return str(opts.qnn_htp_arch) if opts.qnn_htp_arch is not None else DEFAULT_HTP_ARCH
+
+
+def context(opts: AndroidOptions) -> dict[str, Any]:
+    """The QNN part of the Android render context."""
+    return {
+        "qnn": opts.qnn,
+        "qnn_htp_arch": htp_arch(opts) if opts.qnn else "",
+        "qnn_abi": QNN_ABI,
+        "ort_artifact": QNN_ARTIFACT if opts.qnn else ORT_ARTIFACT,
+        "qnn_performance_modes": list(QNN_PERFORMANCE_MODES),
+        "qnn_backends": list(QNN_BACKENDS),
+    }
+
+
+def options_record(opts: AndroidOptions) -> dict[str, Any]:
+    """What the manifest records about QNN (nothing without --qnn)."""
+    if not opts.qnn:
+        return {}
+    return {"qnn": True, "qnn_htp_arch": int(htp_arch(opts)), "runtime_artifact": QNN_ARTIFACT}

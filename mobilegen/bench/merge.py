@@ -1,0 +1,186 @@
+"""``mobilegen report PACKAGE --results FILE.json ...``: merge benchmark results into a package folder.
+
+1. The package is verified first (:func:`~mobilegen.package.verify_package`): re-hashing a package that no
+   longer matches its manifest would bless whatever changed it.
+2. Every result must have measured one of the package's ``.ort`` files (its ``model_sha256`` equals that
+   file's sha256 in the manifest); any other is refused (exit 2, one line) and nothing is written.
+3. The results are kept in the package as ``report/results/<device>-<hash>.json`` (the same result merged
+   twice is one file); every result there (earlier merges too) feeds the "Measured on devices" section
+   of ``report/report.md`` and ``report/report.html``, compared with ``report/coverage.json``.
+4. ``manifest.json`` gets the new file list and its self-hash, so ``mobilegen verify`` passes.
+
+Every new file is written under a temporary name first; they replace the old ones only when all are
+written, ``manifest.json`` last, each by an atomic rename.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from mobilegen.artifacts import MANIFEST, REPORT_DIR
+from mobilegen.bench import compare
+from mobilegen.bench.schema import BenchResult, read_result, result_from_json
+from mobilegen.errors import PackageError, UsageError
+
+RESULTS_DIR = f"{REPORT_DIR}/results"
+REPORT_MD = f"{REPORT_DIR}/report.md"
+REPORT_HTML = f"{REPORT_DIR}/report.html"
+REPORT_COVERAGE = f"{REPORT_DIR}/coverage.json"
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    package: str
+    added: tuple[str, ...]  # package paths of result files new in this merge
+    results: tuple[str, ...]  # every result file the report now shows
+    comparisons: tuple[compare.Comparison, ...]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "package": self.package,
+            "added": list(self.added),
+            "results": list(self.results),
+            "placement": [
+                {
+                    "device": c.device,
+                    "configuration": c.config,
+                    "prediction": c.prediction,
+                    "compared": c.available,
+                    "note": c.note,
+                    "agrees": c.agrees,
+                    "partitions_predicted": c.predicted_partitions,
+                    "partitions_observed": c.observed_partitions,
+                    "predicted_on_provider_ran_on_cpu": list(c.predicted_on_ep_ran_cpu),
+                    "predicted_on_cpu_ran_on_provider": list(c.predicted_cpu_ran_on_ep),
+                    "predicted_on_cpu_not_seen": list(c.predicted_cpu_not_seen),
+                    "nodes_made_by_ort": c.ort_made,
+                }
+                for c in self.comparisons
+            ],
+        }
+
+
+def merge_results(package: Path, result_files: Sequence[Path]) -> MergeResult:
+    package = Path(package)
+    if not result_files:
+        raise UsageError("no --results given", hint="pass one or more result files: --results FILE.json")
+    if not package.exists():
+        raise UsageError(f"{package}: no such file or folder", hint="pass the package folder mobilegen package / android / ios wrote")
+    if package.is_file():
+        raise UsageError(
+            f"{package}: results merge into a package folder, not a zip",
+            hint="unzip it, merge into the folder, then zip the folder again (mobilegen verify checks either)",
+        )
+    if not (package / MANIFEST).is_file():
+        raise UsageError(f"{package}: no {MANIFEST}: not a mobilegen package folder", hint="pass the folder mobilegen package / android / ios wrote")
+    results = [(Path(f), read_result(Path(f))) for f in result_files]  # exit 2 for anything unreadable
+    from mobilegen.package import verify_package
+
+    verified = verify_package(package)  # exit 9 when the package itself does not match its manifest
+    models = _model_hashes(package, verified.models)
+    for path, r in results:
+        if r.model_sha256 not in models:
+            shown = ", ".join(f"{rel} {sha[:12]}…" for sha, rel in sorted(models.items(), key=lambda kv: kv[1]))
+            raise UsageError(
+                f"{path}: measured a model with sha256 {r.model_sha256[:12]}…, not this package's ({shown})",
+                hint="merge results only into the package whose model they measured",
+            )
+    existing = _existing_results(package)
+    new_files: dict[str, str] = {}
+    for _path, r in results:
+        text = r.text()
+        rel = f"{RESULTS_DIR}/{_file_name(r, text)}"
+        if rel not in existing:
+            new_files[rel] = text
+    everything = {**existing, **{rel: result_from_json(json.loads(t)) for rel, t in new_files.items()}}
+    ordered = [everything[rel] for rel in sorted(everything)]
+    preds = compare.predictions(_read_json(package / REPORT_COVERAGE))
+    comparisons = tuple(c for r in ordered for c in compare.compare(r, preds))
+    writes = dict(new_files)
+    writes[REPORT_MD] = compare.splice(_read_text(package / REPORT_MD), compare.measured_markdown(ordered, comparisons), compare.MD_BEGIN, compare.MD_END)
+    writes[REPORT_HTML] = compare.splice(
+        _read_text(package / REPORT_HTML), compare.measured_html(ordered, comparisons), compare.HTML_BEGIN, compare.HTML_END, before="</body>"
+    )
+    _commit(package, writes)
+    return MergeResult(str(package), tuple(sorted(new_files)), tuple(sorted(everything)), comparisons)
+
+
+def _model_hashes(root: Path, models: Sequence[str]) -> dict[str, str]:
+    """sha256 -> package path of every packaged .ort (from the manifest, which verify just checked)."""
+    doc = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
+    entries = {f["path"]: f["sha256"] for f in doc.get("files", []) if isinstance(f, dict)}
+    return {entries[rel]: rel for rel in models if rel in entries}
+
+
+def _existing_results(root: Path) -> dict[str, BenchResult]:
+    folder = root / RESULTS_DIR
+    if not folder.is_dir():
+        return {}
+    return {f"{RESULTS_DIR}/{p.name}": read_result(p) for p in sorted(folder.glob("*.json"))}
+
+
+_SLUG = re.compile(r"[^a-z0-9]+")
+
+
+def _file_name(r: BenchResult, text: str) -> str:
+    slug = _SLUG.sub("-", f"{r.device.kind}-{r.device.model}".lower()).strip("-")[:60] or "result"
+    return f"{slug}-{hashlib.sha256(text.encode('utf-8')).hexdigest()[:12]}.json"
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise PackageError(f"cannot read {path}: {err}") from err
+
+
+def _read_json(path: Path) -> dict[str, object]:
+    try:
+        doc = json.loads(_read_text(path))
+    except ValueError:
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _commit(root: Path, writes: dict[str, str]) -> None:
+    """Write every file under a temporary name, then rename each into place; the manifest last."""
+    from mobilegen.package.manifest import SELF_HASH_KEY, FileEntry, canonical_json, self_hash
+    from mobilegen.package.tree import file_entries
+
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for rel, text in writes.items():
+            dest = root / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            tmp = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")
+            tmp.write_bytes(text.encode("utf-8"))
+            staged.append((tmp, dest))
+        # The manifest's file list as it will be once the renames are done (temporaries excluded).
+        temps = tuple(str(t.relative_to(root).as_posix()) for t, _ in staged)
+        entries = list(file_entries(root, exclude=(MANIFEST, *temps)))
+        for tmp, dest in staged:
+            rel = dest.relative_to(root).as_posix()
+            data = tmp.read_bytes()
+            entries = [e for e in entries if e.path != rel]
+            entries.append(FileEntry(rel, len(data), hashlib.sha256(data).hexdigest(), False))
+        doc = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
+        doc.pop(SELF_HASH_KEY, None)
+        doc["files"] = [e.to_json() for e in sorted(entries, key=lambda e: e.path)]
+        doc[SELF_HASH_KEY] = self_hash(doc)
+        manifest_tmp = root / f".{MANIFEST}.tmp-{os.getpid()}"
+        manifest_tmp.write_bytes(canonical_json(doc).encode("ascii"))
+        staged.append((manifest_tmp, root / MANIFEST))
+        for tmp, dest in staged:
+            os.replace(tmp, dest)
+    except OSError as err:
+        raise PackageError(f"cannot update the package {root}: {err}") from err
+    finally:
+        for tmp, _dest in staged:
+            tmp.unlink(missing_ok=True)
+

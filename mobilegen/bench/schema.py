@@ -1,0 +1,347 @@
+"""The benchmark result (schema version 1): typed dataclasses, their JSON, and a reader for files from
+elsewhere (a phone, another host).
+
+The JSON Schema document ``bench-result.schema.json`` next to this module is the published contract
+(README "Benchmarks"); the dataclasses write exactly that shape and :func:`parse_result` reads it back,
+refusing anything else with one line (exit 2). tests/unit/test_bench_schema.py validates both against the
+schema with ``jsonschema``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from mobilegen.errors import UsageError
+
+SCHEMA_VERSION = 1
+KIND = "mobilegen-bench"
+SCHEMA_FILE = "bench-result.schema.json"
+MAX_RESULT_BYTES = 64 << 20
+
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+STATUSES = ("ok", "skipped", "failed")
+
+
+def schema_document() -> dict[str, Any]:
+    """The JSON Schema of a result (shipped as package data)."""
+    text = resources.files("mobilegen.bench").joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
+    doc: dict[str, Any] = json.loads(text)
+    return doc
+
+
+@dataclass(frozen=True)
+class Device:
+    kind: str  # "host" / "device"
+    model: str
+    soc: str | None
+    os: str
+    api_level: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "model": self.model, "soc": self.soc, "os": self.os, "api_level": self.api_level}
+
+    @property
+    def label(self) -> str:
+        parts = [self.model] + ([self.soc] if self.soc else []) + [self.os]
+        return " · ".join(parts) + (" (host)" if self.kind == "host" else "")
+
+
+@dataclass(frozen=True)
+class WarmStats:
+    n: int
+    min: float
+    p50: float
+    p90: float
+    mean: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"n": self.n, "min": self.min, "p50": self.p50, "p90": self.p90, "mean": self.mean}
+
+    @classmethod
+    def of(cls, times_ms: list[float]) -> WarmStats:
+        """Nearest-rank percentiles (the p-th percentile is a measured value, never interpolated)."""
+        if not times_ms:
+            raise ValueError("no warm runs")
+        s = sorted(times_ms)
+        return cls(len(s), _r(s[0]), _r(_rank(s, 50)), _r(_rank(s, 90)), _r(sum(s) / len(s)))
+
+
+def _rank(sorted_ms: list[float], p: int) -> float:
+    k = max(1, math.ceil(p / 100 * len(sorted_ms)))
+    return sorted_ms[k - 1]
+
+
+def _r(ms: float) -> float:
+    return round(ms, 4)
+
+
+@dataclass(frozen=True)
+class PlacedNode:
+    node: str
+    op: str
+    provider: str  # ORT's name: CPUExecutionProvider, XnnpackExecutionProvider, ...
+
+    def to_json(self) -> dict[str, Any]:
+        return {"node": self.node, "op": self.op, "provider": self.provider}
+
+
+@dataclass(frozen=True)
+class Placement:
+    available: bool
+    reason: str | None
+    nodes: tuple[PlacedNode, ...] = ()
+    partitions: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "available": self.available,
+            "reason": self.reason,
+            "nodes": [n.to_json() for n in self.nodes],
+            "partitions": self.partitions,
+        }
+
+    @classmethod
+    def unavailable(cls, reason: str) -> Placement:
+        return cls(False, reason)
+
+
+@dataclass(frozen=True)
+class Configuration:
+    name: str
+    ep: str  # provider registry name, or "cpu"
+    format: str | None
+    providers: tuple[str, ...]
+    options: dict[str, str] = field(default_factory=dict)
+    status: str = "ok"
+    reason: str | None = None
+    session_create_ms: float | None = None
+    first_run_ms: float | None = None
+    warm: WarmStats | None = None
+    placement: Placement = field(default_factory=lambda: Placement.unavailable("not measured"))
+
+    @property
+    def accelerated(self) -> bool:
+        return self.ep != "cpu"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "ep": self.ep,
+            "format": self.format,
+            "providers": list(self.providers),
+            "options": dict(self.options),
+            "status": self.status,
+            "reason": self.reason,
+            "session_create_ms": None if self.session_create_ms is None else _r(self.session_create_ms),
+            "first_run_ms": None if self.first_run_ms is None else _r(self.first_run_ms),
+            "warm": None if self.warm is None else self.warm.to_json(),
+            "placement": self.placement.to_json(),
+        }
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    model_sha256: str
+    model_file: str
+    mobilegen_version: str
+    ort_version: str
+    device: Device
+    runs: int
+    warmup: int
+    configurations: tuple[Configuration, ...]
+    schema_version: int = SCHEMA_VERSION
+    kind: str = KIND
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "schema_version": self.schema_version,
+            "model_sha256": self.model_sha256,
+            "model_file": self.model_file,
+            "mobilegen_version": self.mobilegen_version,
+            "ort_version": self.ort_version,
+            "device": self.device.to_json(),
+            "runs": self.runs,
+            "warmup": self.warmup,
+            "configurations": [c.to_json() for c in self.configurations],
+        }
+
+    def text(self) -> str:
+        return json.dumps(self.to_json(), indent=2, ensure_ascii=True, allow_nan=False) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Reading a result from elsewhere
+
+
+class _Bad(ValueError):
+    pass
+
+
+def _get(obj: object, key: str, where: str) -> Any:
+    if not isinstance(obj, dict):
+        raise _Bad(f"{where} is not an object")
+    if key not in obj:
+        raise _Bad(f"{where} has no '{key}'")
+    return obj[key]
+
+
+def _str(obj: object, key: str, where: str, *, null: bool = False, limit: int = 4096) -> Any:
+    v = _get(obj, key, where)
+    if (v is None and null) or (isinstance(v, str) and len(v) <= limit):
+        return v
+    raise _Bad(f"{where}.{key} is not a string" + (" or null" if null else ""))
+
+
+def _int(obj: object, key: str, where: str, *, null: bool = False, low: int = 0) -> Any:
+    v = _get(obj, key, where)
+    if v is None and null:
+        return None
+    if isinstance(v, int) and not isinstance(v, bool) and low <= v <= 10**9:
+        return v
+    raise _Bad(f"{where}.{key} is not an integer >= {low}")
+
+
+def _ms(obj: object, key: str, where: str, *, null: bool = True) -> Any:
+    v = _get(obj, key, where)
+    if v is None and null:
+        return None
+    if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v >= 0:
+        return float(v)
+    raise _Bad(f"{where}.{key} is not a number of milliseconds >= 0")
+
+
+_TOP_FIELDS = ("kind", "schema_version", "model_sha256", "model_file", "mobilegen_version", "ort_version", "device", "runs", "warmup", "configurations")
+_CONFIG_FIELDS = ("name", "ep", "format", "providers", "options", "status", "reason", "session_create_ms", "first_run_ms", "warm", "placement")
+
+
+def _keys(obj: dict[str, Any], allowed: tuple[str, ...], where: str) -> None:
+    extra = sorted(set(obj) - set(allowed))
+    if extra:
+        raise _Bad(f"{where} has unknown field '{extra[0]}'")
+
+
+def _device(v: object) -> Device:
+    w = "device"
+    kind = _str(v, "kind", w)
+    if kind not in ("host", "device"):
+        raise _Bad("device.kind is neither 'host' nor 'device'")
+    _keys(v, ("kind", "model", "soc", "os", "api_level"), w)  # type: ignore[arg-type]  # _str checked it is a dict
+    return Device(kind, _str(v, "model", w), _str(v, "soc", w, null=True), _str(v, "os", w), _int(v, "api_level", w, null=True))
+
+
+def _warm(v: object, where: str) -> WarmStats | None:
+    if v is None:
+        return None
+    _keys(v if isinstance(v, dict) else {}, ("n", "min", "p50", "p90", "mean"), where)
+    return WarmStats(_int(v, "n", where, low=1), *(_ms(v, k, where, null=False) for k in ("min", "p50", "p90", "mean")))
+
+
+def _placement(v: object, where: str) -> Placement:
+    available = _get(v, "available", where)
+    _keys(v, ("available", "reason", "nodes", "partitions"), where)  # type: ignore[arg-type]  # _get checked it is a dict
+    if not isinstance(available, bool):
+        raise _Bad(f"{where}.available is not true/false")
+    nodes_v = _get(v, "nodes", where)
+    if not isinstance(nodes_v, list):
+        raise _Bad(f"{where}.nodes is not a list")
+    nodes = tuple(
+        PlacedNode(_str(n, "node", f"{where}.nodes[{i}]"), _str(n, "op", f"{where}.nodes[{i}]"), _str(n, "provider", f"{where}.nodes[{i}]"))
+        for i, n in enumerate(nodes_v)
+    )
+    return Placement(available, _str(v, "reason", where, null=True), nodes, _int(v, "partitions", where, null=True))
+
+
+def _configuration(v: object, i: int) -> Configuration:
+    w = f"configurations[{i}]"
+    name, ep = _str(v, "name", w), _str(v, "ep", w)
+    for key, value in (("name", name), ("ep", ep)):
+        if not _NAME.match(value):
+            raise _Bad(f"{w}.{key} {value[:40]!r} is not a lower-case name")
+    _keys(v, _CONFIG_FIELDS, w)  # type: ignore[arg-type]  # _str checked it is a dict
+    status = _str(v, "status", w)
+    if status not in STATUSES:
+        raise _Bad(f"{w}.status is not one of {', '.join(STATUSES)}")
+    providers = _get(v, "providers", w)
+    options = _get(v, "options", w)
+    if not isinstance(providers, list) or not all(isinstance(p, str) for p in providers):
+        raise _Bad(f"{w}.providers is not a list of strings")
+    if not isinstance(options, dict) or not all(isinstance(x, str) for x in options.values()):
+        raise _Bad(f"{w}.options is not an object of strings")
+    return Configuration(
+        name=name,
+        ep=ep,
+        format=_str(v, "format", w, null=True),
+        providers=tuple(providers),
+        options=dict(options),
+        status=status,
+        reason=_str(v, "reason", w, null=True),
+        session_create_ms=_ms(v, "session_create_ms", w),
+        first_run_ms=_ms(v, "first_run_ms", w),
+        warm=_warm(_get(v, "warm", w), f"{w}.warm"),
+        placement=_placement(_get(v, "placement", w), f"{w}.placement"),
+    )
+
+
+def result_from_json(doc: object) -> BenchResult:
+    """The result; ValueError naming the first field that is missing or malformed."""
+    if not isinstance(doc, dict) or doc.get("kind") != KIND:
+        raise _Bad(f"it is not a mobilegen benchmark result (no \"kind\": \"{KIND}\")")
+    version = doc.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise _Bad(f"its schema_version {json.dumps(version)[:20]} is not {SCHEMA_VERSION}, the version this mobilegen reads")
+    _keys(doc, _TOP_FIELDS, "the result")
+    sha = _str(doc, "model_sha256", "result")
+    if not _SHA256.match(sha):
+        raise _Bad("model_sha256 is not 64 lower-case hex digits")
+    configs = _get(doc, "configurations", "result")
+    if not isinstance(configs, list):
+        raise _Bad("configurations is not a list")
+    names = [_str(c, "name", f"configurations[{i}]") for i, c in enumerate(configs)]
+    if len(set(names)) != len(names):
+        raise _Bad("two configurations have the same name")
+    return BenchResult(
+        model_sha256=sha,
+        model_file=_str(doc, "model_file", "result", limit=255),
+        mobilegen_version=_str(doc, "mobilegen_version", "result", limit=64),
+        ort_version=_str(doc, "ort_version", "result", limit=64),
+        device=_device(_get(doc, "device", "result")),
+        runs=_int(doc, "runs", "result", low=1),
+        warmup=_int(doc, "warmup", "result"),
+        configurations=tuple(_configuration(c, i) for i, c in enumerate(configs)),
+    )
+
+
+def _no_constant(text: str) -> Any:
+    raise _Bad(f"{text} is not a JSON number")
+
+
+def read_result(path: Path) -> BenchResult:
+    """Read a result file; UsageError (exit 2, one line) when it cannot be read or is not a result."""
+    shown = str(path)
+    try:
+        with Path(path).open("rb") as f:
+            raw = f.read(MAX_RESULT_BYTES + 1)
+    except FileNotFoundError:
+        raise UsageError(f"{shown}: no such file", hint="pass the JSON file mobilegen bench or the device benchmark wrote") from None
+    except OSError as err:
+        raise UsageError(f"{shown}: cannot be read ({err.strerror or err})") from err
+    if len(raw) > MAX_RESULT_BYTES:
+        raise UsageError(f"{shown}: larger than {MAX_RESULT_BYTES >> 20} MiB, not a benchmark result")
+    try:
+        doc = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+        return result_from_json(doc)
+    except RecursionError:
+        raise UsageError(f"{shown}: not a benchmark result (nested too deeply)") from None
+    except ValueError as err:  # UnicodeDecodeError, JSONDecodeError, _Bad
+        raise UsageError(
+            f"{shown}: not a mobilegen benchmark result: {str(err)[:300]}",
+            hint=f"results follow the schema {SCHEMA_FILE} (README: Benchmarks)",
+        ) from err

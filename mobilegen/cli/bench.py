@@ -1,0 +1,117 @@
+"""``mobilegen bench``: time a model on this host in the benchmark-result schema; ``mobilegen report``:
+merge benchmark results (host or device) into a package's report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from mobilegen.cli import app, run_command
+from mobilegen.cli.options import DebugOpt, ForceOpt, JsonOpt, unique
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from mobilegen.bench import BenchResult, MergeResult
+
+
+def _human_bench(result: BenchResult, console: Console) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(
+        title=f"{escape(result.model_file)} on {escape(result.device.label)}, onnxruntime {escape(result.ort_version)} "
+        f"({result.runs} runs after {result.warmup} warm-up)",
+        title_justify="left",
+    )
+    for col in ("configuration", "session create", "first run", "p50", "p90", "min", "mean", "nodes off the CPU", "partitions"):
+        table.add_column(col)
+    for c in result.configurations:
+        if c.status != "ok":
+            table.add_row(escape(c.name), f"[yellow]{c.status}[/yellow]: {escape(c.reason or '')}", *[""] * 7)
+            continue
+        w = c.warm
+        p = c.placement
+        off = str(sum(1 for n in p.nodes if n.provider != "CPUExecutionProvider")) if p.available else "–"
+        cells = [c.session_create_ms, c.first_run_ms, *(() if w is None else (w.p50, w.p90, w.min, w.mean))]
+        table.add_row(escape(c.name), *(f"{x:.3f} ms" for x in cells if x is not None), off, str(p.partitions) if p.available else "–")
+    console.print(table)
+
+
+def _human_merge(result: MergeResult, console: Console) -> None:
+    from rich.markup import escape
+
+    added = f"{len(result.added)} new" if result.added else "no new results (already merged)"
+    console.print(
+        f"[bold green]merged[/bold green] into {escape(result.package)}: {added}, {len(result.results)} "
+        "in report/report.md and report/report.html; manifest.json updated"
+    )
+    for c in result.comparisons:
+        if not c.available:
+            console.print(f"  {escape(c.device)} · {escape(c.config)}: not compared ({escape(c.note)})")
+            continue
+        verdict = "[green]as predicted[/green]" if c.agrees else "[yellow]differs[/yellow]"
+        console.print(
+            f"  {escape(c.device)} · {escape(c.config)} vs {escape(c.prediction or '')}: {verdict}; partitions "
+            f"{c.predicted_partitions} predicted, {c.observed_partitions} observed; "
+            f"{len(c.predicted_on_ep_ran_cpu)} predicted on the provider ran on the CPU, "
+            f"{len(c.predicted_cpu_ran_on_ep)} predicted on the CPU ran on the provider"
+        )
+
+
+@app.command("bench")
+def bench(
+    model: Annotated[Path, typer.Argument(metavar="MODEL.ort|PACKAGE", help="A .ort file or a package folder (its model and golden inputs).", show_default=False)],
+    ep: Annotated[
+        list[str] | None,
+        typer.Option("--ep", metavar="EP", callback=unique, help="Configuration to run: cpu (default) or xnnpack. Repeatable."),
+    ] = None,
+    runs: Annotated[int, typer.Option("--runs", metavar="N", help="Timed warm runs per configuration.")] = 50,
+    warmup: Annotated[int, typer.Option("--warmup", metavar="N", help="Untimed runs after the first one.")] = 5,
+    output: Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE.json", help="Also write the result to FILE.json (for mobilegen report --results).")] = None,
+    force: ForceOpt = False,
+    json_out: JsonOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Time MODEL on this host with onnxruntime and the session options the Android app ships: session
+    creation, first run, warm runs (min, p50, p90, mean), and where each node ran (ORT profiling)."""
+
+    def action() -> BenchResult:
+        from mobilegen.bench import run_host_bench
+        from mobilegen.errors import UsageError
+
+        if output is not None and output.suffix != ".json":
+            raise UsageError(f"-o {output}: must name a .json file", hint="e.g. -o result.json")
+        if output is not None and output.exists() and not force:
+            raise UsageError(f"{output} already exists", hint="pick another -o or pass --force")
+        result = run_host_bench(model, tuple(ep or ("cpu",)), runs=runs, warmup=warmup)
+        if output is not None:
+            from mobilegen.outputs import write_bytes_atomic
+
+            write_bytes_atomic(output, result.text().encode("utf-8"))
+        return result
+
+    run_command(action, json_out=json_out, debug=debug, human=_human_bench, to_json=lambda r: r.to_json())
+
+
+@app.command("report")
+def report(
+    package: Annotated[Path, typer.Argument(metavar="PACKAGE", help="A package folder.", show_default=False)],
+    results: Annotated[
+        list[Path],
+        typer.Option("--results", metavar="FILE.json", help="A benchmark result (mobilegen bench -o, or the device benchmark's JSON). Repeatable."),
+    ],
+    json_out: JsonOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Merge benchmark results into PACKAGE's report: latency per device and configuration, and each
+    accelerated configuration's observed placement against the static prediction; manifest updated."""
+
+    def action() -> Any:
+        from mobilegen.bench import merge_results
+
+        return merge_results(package, results)
+
+    run_command(action, json_out=json_out, debug=debug, human=_human_merge, to_json=lambda r: r.to_dict())

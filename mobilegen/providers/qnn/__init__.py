@@ -1,0 +1,184 @@
+"""QNN (Android, Qualcomm Hexagon NPU "HTP"): an *estimate* of what ORT's QNN execution provider takes.
+
+The per-node rules (:mod:`~mobilegen.providers.qnn.table`) are what ORT's QNN op builders check before
+they ask the QNN SDK; the grouping (:mod:`~mobilegen.providers.qnn.units`) follows how
+``QNNExecutionProvider::GetCapability`` (onnxruntime/core/providers/qnn/qnn_execution_provider.cc) takes
+whole QDQ node units and fusions and drops a partition of one lone Q/DQ node. The final word on every
+node is the QNN SDK's ``backendValidateOpConfig`` on the phone, so every verdict is labelled an estimate
+(:data:`ESTIMATE`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from mobilegen.providers.base import GROUP, OTHER, ExecutionProvider, Reason, Setting, SettingValue
+
+if TYPE_CHECKING:
+    from mobilegen.coverage.partition import Support
+    from mobilegen.coverage.rules import EPTable
+    from mobilegen.coverage.target import EPTarget
+    from mobilegen.providers.qnn.units import Unit
+
+DISPLAY_NAME = "QNN"
+QB = "onnxruntime/core/providers/qnn/builder/"
+EP_SOURCE = "onnxruntime/core/providers/qnn/qnn_execution_provider.cc"
+
+# Hexagon (HTP) generations the QNN EP's ``htp_arch`` option names (ParseHtpArchitecture in
+# qnn_execution_provider.cc: 68/69/73/75/81 at d626b568e, 79 added later). SoCs (QNN SoC table as
+# printed by Qualcomm's tools): v69 Snapdragon 8 Gen 1 (SM8450), v73 8 Gen 2 (SM8550), v75 8 Gen 3
+# (SM8650), v79 8 Elite (SM8750), v81 SM8850.
+HTP_ARCHS = ("68", "69", "73", "75", "79", "81")
+# The default estimate: the oldest generation that computes float models in fp16 on the HTP.
+DEFAULT_HTP_ARCH = "73"
+# fp16 compute on the HTP needs v73+ (maintainer in microsoft/onnxruntime#21848; not in ORT's sources:
+# the QNN SDK refuses float ops on older HTPs at backendValidateOpConfig), so v68/v69 take QDQ models only.
+FP16_MIN_ARCH = 73
+
+ESTIMATE = (
+    "QNN coverage is an estimate: mobilegen checks what ORT's QNN op builders check, but the QNN SDK on the "
+    "phone (backendValidateOpConfig) decides each node, and that depends on the SDK version, the SoC and its "
+    "HTP generation; run the device benchmark with CPU fallback disabled to see what the NPU really takes"
+)
+
+# The graph passes that help QNN: fixed dims (its builders take no dynamic shape), folding, and the
+# rewrites of ops it has no builder for; the fix stage keeps each only when the estimate improves.
+FIXES = ("fixed-dims", "fold-constants", "nan-guard", "sum-add", "reduce", "pad", "layernorm", "gelu", "gelu-tanh")
+
+SETTINGS = (
+    Setting(
+        "qnn_htp_arch",
+        DEFAULT_HTP_ARCH,
+        "Hexagon (HTP) generation the QNN estimate assumes (v73+ computes float models in fp16; older ones need QDQ)",
+        label="QNN HTP architecture",
+        flag="--qnn-htp-arch",
+        choices=HTP_ARCHS,
+    ),
+)
+
+
+def _float(support: Support, index: int) -> bool:
+    from mobilegen.coverage.rules import F16, F32
+
+    graph = support.graph
+    node = graph.nodes[index]
+    for t in (*node.inputs, *node.outputs):
+        info = graph.info(t) if t else None
+        if info is not None and info.elem_type in (F32, F16):
+            return True
+    return False
+
+
+def _per_channel(support: Support, index: int) -> bool:
+    graph = support.graph
+    node = graph.nodes[index]
+    scale = node.inputs[1] if len(node.inputs) > 1 else ""
+    info = graph.info(scale) if scale else None
+    if info is None or info.shape is None:
+        return False
+    n = 1
+    for d in info.shape:
+        n *= d if isinstance(d, int) else 2
+    return n > 1
+
+
+class Qnn(ExecutionProvider):
+    def rule_table(self) -> EPTable:
+        # Imported here: the table imports onnx and numpy, needed only when a model is analysed.
+        from mobilegen.providers.qnn.table import TABLE
+
+        return TABLE
+
+    def resolve(self, given: Mapping[str, object]) -> tuple[tuple[str, SettingValue], ...]:
+        # Without --ort-version the rules are those of the QNN AAR mobilegen pins, not onnxruntime-android's.
+        if given.get("ort_version") in (None, ""):
+            from mobilegen.runtimes import QNN_CHANNEL, default_release
+
+            given = {**given, "ort_version": default_release(QNN_CHANNEL).version}
+        return super().resolve(given)
+
+    def refine(self, support: Support, target: EPTarget) -> None:
+        from mobilegen.providers.qnn.units import gelu_group, is_qdq, qdq_units
+
+        graph = support.graph
+        units = qdq_units(graph)
+        arch = int(target.str_value("qnn_htp_arch"))
+        for node in graph.nodes:
+            i = node.index
+            if not support.taken[i]:
+                continue
+            if node.op_type == "Erf" and gelu_group(graph, i) is None:
+                text = "Erf has no QNN builder: QNN takes it only inside a decomposed Gelu (x/√2 → Erf → +1 → ×x → ×0.5)"
+                support.refuse(i, Reason(text, OTHER, "qnn.fusion"))
+            elif is_qdq(graph, i) and i not in units:
+                self._standalone_qdq(support, i)
+            elif arch < FP16_MIN_ARCH and i not in units and not is_qdq(graph, i) and _float(support, i):
+                text = (
+                    f"float {node.op_type} outside a QDQ unit: HTP v{arch} has no fp16 compute (v{FP16_MIN_ARCH}+), so "
+                    "only quantized (QDQ) nodes run on it; quantize the model (--quantize int8) or target v73+"
+                )
+                support.refuse(i, Reason(text, OTHER, "qnn.htp_precision"))
+        self._whole_groups(support, units)
+
+    @staticmethod
+    def _standalone_qdq(support: Support, i: int) -> None:
+        """simple_op_builder.cc ExplicitOpCheck: a Q/DQ outside a node unit must be per-tensor, and with
+        offload_graph_io_quantization (default on) a Q of a graph input / DQ to a graph output stays on CPU."""
+        graph = support.graph
+        node = graph.nodes[i]
+        reasons = []
+        if _per_channel(support, i):
+            reasons.append(f"a standalone {node.op_type} with per-channel scales is not taken by QNN")
+        if node.op_type == "QuantizeLinear" and node.inputs and node.inputs[0] in graph.graph_inputs:
+            reasons.append("QuantizeLinear of a graph input is left to the CPU (QNN offload_graph_io_quantization)")
+        if node.op_type == "DequantizeLinear" and any(o in graph.graph_outputs for o in node.outputs):
+            reasons.append("DequantizeLinear to a graph output is left to the CPU (QNN offload_graph_io_quantization)")
+        for text in reasons:
+            support.refuse(i, Reason(text, OTHER, "qnn.qdq"))
+
+    @staticmethod
+    def _whole_groups(support: Support, units: Mapping[int, Unit]) -> None:
+        """A QDQ unit or a fused Gelu is taken or refused as a whole (GetSupportedNodes)."""
+        from mobilegen.providers.qnn.units import gelu_group as gelu
+
+        graph = support.graph
+        seen: set[int] = set()
+        groups: list[tuple[str, tuple[int, ...]]] = []
+        for unit in units.values():
+            if unit.target not in seen:
+                seen.add(unit.target)
+                groups.append((f"QDQ unit of {graph.nodes[unit.target].op_type} '{graph.nodes[unit.target].name}'", unit.members))
+        for node in graph.nodes:
+            if node.op_type == "Erf" and (g := gelu(graph, node.index)) is not None:
+                groups.append((f"fused Gelu around Erf '{node.name}'", g))
+        for what, members in groups:
+            refused = [m for m in members if not support.taken[m]]
+            if not refused:
+                continue
+            first = graph.nodes[refused[0]]
+            text = f"part of the {what}, which QNN refuses as a whole ({first.op_type} '{first.name}' is refused)"
+            for m in members:
+                if support.taken[m]:
+                    support.refuse(m, Reason(text, GROUP, "qnn.group"))
+
+    def drop_group(self, support: Support, group: Sequence[int]) -> Reason | None:
+        from mobilegen.providers.qnn.units import is_qdq
+
+        if len(group) == 1 and is_qdq(support.graph, group[0]):
+            op = support.graph.nodes[group[0]].op_type
+            return Reason(f"a partition of a lone {op} is dropped by QNN", GROUP, "qnn.group")
+        return None
+
+    def report_settings(self, values: Mapping[str, SettingValue]) -> dict[str, object]:
+        return {**super().report_settings(values), "require_static_shapes": True, "estimate": True}
+
+
+PROVIDER = Qnn(
+    name="qnn",
+    display_name=DISPLAY_NAME,
+    platform="android",
+    settings=SETTINGS,
+    fixes=FIXES,
+    estimate=ESTIMATE,
+)

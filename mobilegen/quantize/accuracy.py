@@ -1,0 +1,281 @@
+"""The accuracy gate: the quantized model against the fp32 one on held-out samples (onnxruntime CPU).
+
+Per output: cosine similarity (over every sample's values together), the largest absolute difference,
+and top-1 agreement for classifier-shaped outputs (``[N, C]``, C > 1). For QDQ models the tensors with
+the lowest signal-to-quantization-noise ratio come from ``onnxruntime.quantization.qdq_loss_debug``
+(activations of both models matched by name, and dequantized weights against the float ones).
+
+The quantized model runs with onnxruntime's graph optimizations off: DequantizeLinear → float op →
+QuantizeLinear, the QDQ model's own semantics, which the phones' integer kernels (exact int32 sums)
+reproduce. With optimizations on, an x86 host without VNNI fuses the units into u8s8/s8s8 kernels whose
+16-bit intermediate sums saturate on full-range int8 weights: the trained CNN fixture with per-channel s8
+weights measured cosine 0.934 fused against 0.9994 unfused — the host's error, not the model's.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mobilegen.artifacts import JSONValue
+from mobilegen.errors import VerificationError
+from mobilegen.outputs import temp_dir
+from mobilegen.quantize.calibration import Calibration
+from mobilegen.quantize.options import QuantizeOptions
+
+if TYPE_CHECKING:
+    import numpy as np
+    import onnx
+
+WORST_LAYERS = 5
+NOISE_SAMPLES = 8  # activations compared on at most this many samples (each run saves every tensor)
+
+
+@dataclass(frozen=True)
+class OutputAccuracy:
+    name: str
+    cosine: float
+    max_abs: float
+    top1: float | None  # agreement of the argmax, only for classifier-shaped outputs
+
+
+@dataclass(frozen=True)
+class LayerNoise:
+    tensor: str  # an activation, or a weight (initializer) name
+    sqnr_db: float
+
+
+@dataclass(frozen=True)
+class AccuracyReport:
+    outputs: tuple[OutputAccuracy, ...]
+    worst_layers: tuple[LayerNoise, ...]
+    samples: int
+    min_cosine: float
+    min_top1: float
+    passed: bool
+    failures: tuple[str, ...]  # "logits: cosine 0.912 < 0.99"
+    calibration: str = ""  # the calibration source, when known
+    trustworthy: bool = True  # False when the calibration data was random
+
+    def record(self) -> dict[str, JSONValue]:
+        return {
+            "samples": self.samples,
+            "min_cosine": self.min_cosine,
+            "min_top1": self.min_top1,
+            "passed": self.passed,
+            "failures": list(self.failures),
+            "outputs": [
+                {"name": o.name, "cosine": _num(o.cosine), "max_abs": _num(o.max_abs), "top1": o.top1} for o in self.outputs
+            ],
+            "worst_layers": [{"tensor": w.tensor, "sqnr_db": _num(w.sqnr_db)} for w in self.worst_layers],
+            "calibration": self.calibration,
+            "trustworthy": self.trustworthy,
+        }
+
+    def table(self) -> str:
+        """Plain text: one row per output, then the noisiest tensors."""
+        rows = [("output", "cosine", "max abs", "top-1", "")]
+        for o in self.outputs:
+            ok = o.cosine >= self.min_cosine and (o.top1 is None or o.top1 >= self.min_top1)
+            rows.append((o.name, f"{o.cosine:.4f}", f"{o.max_abs:.4g}", "-" if o.top1 is None else f"{o.top1:.3f}", "ok" if ok else "FAIL"))
+        widths = [max(len(r[i]) for r in rows) for i in range(5)]
+        lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+        lines.append(f"({self.samples} sample{'' if self.samples == 1 else 's'}; gate: cosine >= {self.min_cosine}, top-1 >= {self.min_top1})")
+        if self.worst_layers:
+            lines.append("lowest signal-to-quantization-noise:")
+            width = max(len(w.tensor) for w in self.worst_layers)
+            lines += [f"  {w.tensor.ljust(width)}  {w.sqnr_db:6.1f} dB" for w in self.worst_layers]
+        if not self.trustworthy:
+            lines.append(f"calibration: {self.calibration}: untrustworthy (random data)")
+        return "\n".join(lines)
+
+
+def _num(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def gate(report: AccuracyReport) -> None:
+    """Raise the numeric-mismatch error (exit 5) with the table when the report failed."""
+    if report.passed:
+        return
+    raise VerificationError(
+        f"the quantized model lost too much accuracy: {'; '.join(report.failures)}",
+        hint="calibrate on more representative data (--calibration), try --calibration-method entropy or "
+        "percentile, another --quantize mode, or lower --min-cosine/--min-top1 knowingly",
+        details=report.table().splitlines(),
+    )
+
+
+def accuracy(
+    fp32: Path,
+    quantized: Path,
+    data: Mapping[str, np.ndarray],
+    opts: QuantizeOptions,
+    *,
+    calib: Calibration | None = None,
+) -> AccuracyReport:
+    """Run both models on every sample of ``data`` (``[N, *input shape]``, or ``[N, *shape[1:]]`` for a
+    batch dim of one) and compare their outputs. ``quantized`` may be an ``.ort`` file (then
+    ``worst_layers`` is (): the per-tensor noise needs the ``.onnx``)."""
+    import numpy as np
+
+    ref_sess, q_sess = _session(fp32), _session(quantized, reference=True)
+    feeds = _feeds(ref_sess, data)
+    names = [o.name for o in ref_sess.get_outputs()]
+    ref = [ref_sess.run(names, f) for f in feeds]
+    got = [q_sess.run(names, f) for f in feeds]
+    outputs = []
+    for k, name in enumerate(names):
+        a = [np.asarray(r[k], dtype=np.float64) for r in ref]
+        b = [np.asarray(g[k], dtype=np.float64) for g in got]
+        outputs.append(_compare(name, a, b))
+    failures = []
+    for o in outputs:
+        if not o.cosine >= opts.min_cosine:
+            failures.append(f"{o.name}: cosine {o.cosine:.4f} < {opts.min_cosine}")
+        if o.top1 is not None and not o.top1 >= opts.min_top1:
+            failures.append(f"{o.name}: top-1 agreement {o.top1:.3f} < {opts.min_top1}")
+    return AccuracyReport(
+        outputs=tuple(outputs),
+        worst_layers=_worst_layers(fp32, quantized, feeds[:NOISE_SAMPLES]),
+        samples=len(feeds),
+        min_cosine=opts.min_cosine,
+        min_top1=opts.min_top1,
+        passed=not failures,
+        failures=tuple(failures),
+        calibration=calib.source if calib is not None else "",
+        trustworthy=calib.trustworthy if calib is not None else True,
+    )
+
+
+def _session_options(*, reference: bool) -> Any:
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 3
+    if reference:  # no QDQ fusion into the host's integer kernels (see the module docstring)
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return opts
+
+
+def _session(path: Path, *, reference: bool = False) -> Any:
+    import onnxruntime as ort
+
+    return ort.InferenceSession(str(path), _session_options(reference=reference), providers=["CPUExecutionProvider"])
+
+
+def _feeds(sess: Any, data: Mapping[str, np.ndarray]) -> list[dict[str, np.ndarray]]:
+    """One feed per sample; an array with the input's rank (not rank + 1) has its samples axis in place of
+    a batch dim of one."""
+    ranks = {i.name: len(i.shape) for i in sess.get_inputs()}
+    if not data:
+        return []
+    n = int(next(iter(data.values())).shape[0])
+    feeds: list[dict[str, np.ndarray]] = [{} for _ in range(n)]
+    for name, arr in data.items():
+        for i in range(n):
+            feeds[i][name] = arr[i] if arr.ndim == ranks.get(name, arr.ndim - 1) + 1 else arr[i : i + 1]
+    return feeds
+
+
+def _compare(name: str, ref: list[np.ndarray], got: list[np.ndarray]) -> OutputAccuracy:
+    import numpy as np
+
+    a = np.concatenate([r.ravel() for r in ref]) if ref else np.zeros(0)
+    b = np.concatenate([g.ravel() for g in got]) if got else np.zeros(0)
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        same = bool(np.array_equal(a, b, equal_nan=True))
+        return OutputAccuracy(name, 1.0 if same else 0.0, 0.0 if same else math.inf, _top1(ref, got))
+    na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
+    if na == 0.0 and nb == 0.0:
+        cosine = 1.0
+    elif na == 0.0 or nb == 0.0:
+        cosine = 0.0
+    else:
+        cosine = float(np.dot(a, b) / (na * nb))
+    max_abs = float(np.max(np.abs(a - b))) if a.size else 0.0
+    return OutputAccuracy(name, min(1.0, cosine), max_abs, _top1(ref, got))
+
+
+def _top1(ref: list[np.ndarray], got: list[np.ndarray]) -> float | None:
+    """Argmax agreement over the rows of ``[N, C]`` outputs (C > 1); None for other shapes."""
+    import numpy as np
+
+    if not ref or any(r.ndim != 2 or r.shape[1] < 2 for r in ref):
+        return None
+    hits = [np.argmax(r, axis=1) == np.argmax(g, axis=1) for r, g in zip(ref, got, strict=True)]
+    return float(np.mean(np.concatenate(hits)))
+
+
+def _worst_layers(fp32: Path, quantized: Path, feeds: list[dict[str, np.ndarray]]) -> tuple[LayerNoise, ...]:
+    """The tensors with the lowest SQNR (float vs QDQ activations, float vs dequantized weights); () for
+    models without QuantizeLinear/DequantizeLinear (fp16, dynamic) or without samples."""
+    import onnx
+
+    if quantized.suffix.lower() == ".ort":  # an ORT-format file is no ONNX protobuf: the .onnx twin has the layers
+        return ()
+    model = onnx.load_model(str(quantized), load_external_data=False)
+    if not feeds or not any(n.op_type == "DequantizeLinear" for n in model.graph.node):
+        return ()
+    from onnxruntime.quantization import qdq_loss_debug as dbg
+
+    from mobilegen.export import quiet
+    from mobilegen.quantize.engine import _ort_logs_quiet, _reader
+
+    noise: dict[str, float] = {}
+    with temp_dir("qdq-debug") as work, quiet(), _ort_logs_quiet():
+        aug_f, aug_q = work / "float.onnx", work / "qdq.onnx"
+        dbg.modify_model_output_intermediate_tensors(str(fp32), str(aug_f))
+        dbg.modify_model_output_intermediate_tensors(str(quantized), str(aug_q))
+        stacked = {k: _stack([f[k] for f in feeds]) for k in feeds[0]}
+        cpu = ["CPUExecutionProvider"]
+        float_acts = dbg.collect_activations(str(aug_f), _reader(stacked), execution_providers=cpu)
+        qdq_acts = dbg.collect_activations(str(aug_q), _reader(stacked), _session_options(reference=True), execution_providers=cpu)
+        matched = dbg.create_activation_matching(qdq_acts, float_acts)
+        both = {k: v for k, v in matched.items() if "float" in v and v.get("pre_qdq") is not None}
+        for tensor, errs in dbg.compute_activation_error(both).items():
+            if "xmodel_err" in errs:
+                noise[tensor] = float(errs["xmodel_err"])
+    noise.update(_weight_noise(fp32, model))
+    worst = sorted(noise.items(), key=lambda kv: (kv[1] if not math.isnan(kv[1]) else -math.inf, kv[0]))
+    return tuple(LayerNoise(t, v) for t, v in worst[:WORST_LAYERS])
+
+
+def _weight_noise(fp32: Path, qdq: onnx.ModelProto) -> dict[str, float]:
+    """SQNR of each dequantized weight against the float one of the same name. (qdq_loss_debug's
+    create_weight_matching subtracts a uint8 zero point in uint8 and wraps around: done here in float.)"""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+    from onnxruntime.quantization.qdq_loss_debug import compute_signal_to_quantization_noice_ratio as sqnr
+
+    floats = {t.name: t for t in onnx.load_model(str(fp32), load_external_data=True).graph.initializer}
+    inits = {t.name: t for t in qdq.graph.initializer}
+    out: dict[str, float] = {}
+    for node in qdq.graph.node:
+        if node.op_type != "DequantizeLinear" or node.input[0] not in inits:
+            continue
+        name = node.input[0].removesuffix("_quantized")
+        if name not in floats or node.input[1] not in inits:
+            continue
+        q = numpy_helper.to_array(inits[node.input[0]]).astype(np.float64)
+        scale = numpy_helper.to_array(inits[node.input[1]]).astype(np.float64)
+        zp = numpy_helper.to_array(inits[node.input[2]]).astype(np.float64) if len(node.input) > 2 and node.input[2] in inits else np.zeros_like(scale)
+        axis = next((a.i for a in node.attribute if a.name == "axis"), 1)
+        if scale.size > 1:
+            shape = [1] * q.ndim
+            shape[axis] = scale.size
+            scale, zp = scale.reshape(shape), zp.reshape(shape)
+        ref = numpy_helper.to_array(floats[name]).astype(np.float64)
+        if ref.shape == q.shape:
+            out[name] = float(sqnr([ref], [(q - zp) * scale]))
+    return out
+
+
+def _stack(arrays: list[np.ndarray]) -> np.ndarray:
+    import numpy as np
+
+    return np.stack(arrays)

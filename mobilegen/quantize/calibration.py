@@ -1,0 +1,174 @@
+"""Calibration and accuracy samples: ``--calibration FILE.npz``, a folder of them, or ``random``.
+
+An .npz holds one array per model input with a leading samples axis. Two layouts are accepted:
+``[N, *input_shape]`` (a samples axis in front of the whole input) and, for an input whose first dim is 1
+or dynamic, ``[N, *input_shape[1:]]`` (the samples axis stands in for the batch dim of one). Either way a
+:class:`Calibration` holds ``[N, *input_shape]`` arrays: ``array[i]`` is one feed.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mobilegen.errors import UsageError, first_line
+from mobilegen.quantize.options import RANDOM, QuantizeOptions
+from mobilegen.spec import IOSpec, TensorSpec
+
+if TYPE_CHECKING:
+    import numpy as np
+
+RANDOM_SAMPLES = 20
+HELD_OUT_FRACTION = 0.2
+_HINT = "save one array per model input with numpy.savez(path, **{input_name: array}); leading axis = samples"
+
+
+@dataclass(frozen=True)
+class Calibration:
+    samples: Mapping[str, np.ndarray]  # input name -> [N, *input shape]
+    held_out: Mapping[str, np.ndarray]  # accuracy samples (from --eval, or split off the calibration set)
+    source: str  # "calib.npz", "folder calib/ (12 files)", "random (seed 0)"
+    count: int  # calibration samples (after the held-out split)
+    trustworthy: bool  # False for random data
+
+    @property
+    def held_out_count(self) -> int:
+        return _count(self.held_out)
+
+
+def load_calibration(opts: QuantizeOptions, io: IOSpec) -> Calibration:
+    """Read, check and split the calibration (and ``--eval``) samples for a model with inputs ``io``."""
+    import numpy as np
+
+    if opts.calibration is None:
+        raise UsageError("no calibration data was given", hint="give --calibration FILE.npz, a folder of them, or random")
+    rng = np.random.default_rng(opts.seed)
+    if opts.calibration == RANDOM:
+        data, source, trustworthy = _random(io, rng), f"random (seed {opts.seed})", False
+    else:
+        data, source = _read_source(Path(opts.calibration), io)
+        trustworthy = True
+    total = _count(data)
+    if opts.eval is not None:
+        held = _read_npz(Path(opts.eval), io, flag="--eval")
+        if total < 1:
+            raise UsageError(f"{source} holds no samples", hint="give at least one calibration sample")
+        return Calibration(data, held, source, total, trustworthy)
+    if total < 2:
+        raise UsageError(
+            f"{source} holds {total} sample{'' if total == 1 else 's'}: too few to calibrate and to check accuracy",
+            hint="give at least 2 samples (about 20% are held out for the accuracy check), or --eval FILE.npz",
+        )
+    n_held = max(1, min(total - 1, round(total * HELD_OUT_FRACTION)))
+    order = rng.permutation(total)
+    held_idx, cal_idx = np.sort(order[:n_held]), np.sort(order[n_held:])
+    cal = {k: v[cal_idx] for k, v in data.items()}
+    held = {k: v[held_idx] for k, v in data.items()}
+    return Calibration(cal, held, source, total - n_held, trustworthy)
+
+
+def _count(data: Mapping[str, np.ndarray]) -> int:
+    return int(next(iter(data.values())).shape[0]) if data else 0
+
+
+def _read_source(where: Path, io: IOSpec) -> tuple[dict[str, np.ndarray], str]:
+    import numpy as np
+
+    if where.is_dir():
+        files = sorted(where.glob("*.npz"))
+        if not files:
+            raise UsageError(f"--calibration {where}/ holds no .npz files", hint=_HINT)
+        parts = [_read_npz(f, io, flag="--calibration") for f in files]
+        merged: dict[str, np.ndarray] = {}
+        for spec in io.inputs:
+            first = parts[0][spec.name].shape[1:]
+            for f, p in zip(files, parts, strict=True):
+                if p[spec.name].shape[1:] != first:
+                    raise UsageError(
+                        f"--calibration {f}: input '{spec.name}' has shape {_shape(p[spec.name].shape[1:])} per sample, "
+                        f"but {_shape(first)} in {files[0].name}",
+                        hint="samples of one input must share a shape across the folder's files",
+                    )
+            merged[spec.name] = np.concatenate([p[spec.name] for p in parts], axis=0)
+        return merged, f"folder {where.name}/ ({len(files)} file{'' if len(files) == 1 else 's'})"
+    if not where.is_file():
+        raise UsageError(f"--calibration {where}: no such file or folder", hint=_HINT)
+    return _read_npz(where, io, flag="--calibration"), where.name
+
+
+def _shape(shape: tuple[int, ...]) -> str:
+    return "x".join(str(d) for d in shape) if shape else "scalar"
+
+
+def _read_npz(path: Path, io: IOSpec, *, flag: str) -> dict[str, np.ndarray]:
+    import numpy as np
+
+    if not path.is_file():
+        raise UsageError(f"{flag} {path}: no such file", hint=_HINT)
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            arrays = {k: np.asarray(npz[k]) for k in npz.files}
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as err:
+        raise UsageError(f"{flag} {path} is not a readable .npz file: {first_line(err)}", hint=_HINT) from err
+    names = [t.name for t in io.inputs]
+    extra = [k for k in arrays if k not in names]
+    if extra:
+        raise UsageError(
+            f"{flag} {path}: array '{extra[0]}' is not a model input (inputs: {', '.join(names)})",
+            hint="name each array after the model input it feeds",
+        )
+    missing = [n for n in names if n not in arrays]
+    if missing:
+        raise UsageError(f"{flag} {path}: no array for input '{missing[0]}'", hint=_HINT)
+    out = {spec.name: _checked(arrays[spec.name], spec, path, flag) for spec in io.inputs}
+    counts = {v.shape[0] for v in out.values()}
+    if len(counts) > 1:
+        raise UsageError(
+            f"{flag} {path}: the arrays hold different numbers of samples ({', '.join(f'{k}: {v.shape[0]}' for k, v in out.items())})",
+            hint="every input needs one entry per sample",
+        )
+    return out
+
+
+def _checked(arr: np.ndarray, spec: TensorSpec, path: Path, flag: str) -> np.ndarray:
+    if str(arr.dtype) != spec.dtype:
+        raise UsageError(
+            f"{flag} {path}: input '{spec.name}' is {arr.dtype}, the model takes {spec.dtype}",
+            hint=f"save it with array.astype('{spec.dtype}')",
+        )
+    rank = len(spec.shape)
+    if arr.ndim == rank + 1 and _fits(arr.shape[1:], spec):
+        return arr
+    if arr.ndim == rank and rank > 0 and (spec.shape[0] == 1 or isinstance(spec.shape[0], str)) and _fits(arr.shape[1:], spec, skip=1):
+        return arr.reshape((arr.shape[0], 1) + arr.shape[1:])
+    want = spec.shape_str()
+    raise UsageError(
+        f"{flag} {path}: input '{spec.name}' has shape {_shape(arr.shape)}, the model takes {want} "
+        "(plus a leading samples axis)",
+        hint=f"give [samples, {', '.join(str(d) for d in spec.shape)}]" + (" (dynamic dims take any size)" if spec.dynamic_dims else ""),
+    )
+
+
+def _fits(shape: tuple[int, ...], spec: TensorSpec, skip: int = 0) -> bool:
+    want = spec.shape[skip:]
+    return len(shape) == len(want) and all(isinstance(w, str) or w <= 0 or w == s for s, w in zip(shape, want, strict=True))
+
+
+def _random(io: IOSpec, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Seeded samples in [0, 1) for float inputs, 0/1 for integer and bool inputs; dynamic dims of 1."""
+
+    out: dict[str, np.ndarray] = {}
+    for spec in io.inputs:
+        shape = (RANDOM_SAMPLES,) + tuple(d if isinstance(d, int) and d > 0 else 1 for d in spec.shape)
+        if spec.dtype.startswith("float"):
+            out[spec.name] = rng.random(shape).astype(spec.dtype)
+        elif spec.dtype == "bool":
+            out[spec.name] = rng.integers(0, 2, shape).astype(bool)
+        elif spec.dtype == "string":
+            raise UsageError(f"input '{spec.name}' is a string tensor: random data cannot calibrate it", hint=_HINT)
+        else:
+            out[spec.name] = rng.integers(0, 2, shape).astype(spec.dtype)
+    return out

@@ -1,0 +1,346 @@
+"""Quantize one ONNX model with a :class:`~mobilegen.quantize.recipes.Recipe` (``onnxruntime.quantization``).
+
+- int8: ``quant_pre_process`` (shape inference and a basic-level optimization; ORT's docs optimize here,
+  not after quantizing), then static QDQ (``quantize_static``; ``get_qnn_qdq_config`` + ``quantize`` for
+  QNN, after ``qnn_preprocess_model``), calibrated on the :class:`Calibration`'s samples;
+- dynamic: ``quant_pre_process``, then ``quantize_dynamic`` (int8 weights, activations at run time);
+- fp16: ``onnxruntime.transformers.float16.convert_float_to_float16`` with the model IO kept float32.
+
+The result is written through a temp file and a rename, and must load in onnxruntime (CPU) with the
+source's input and output names and dtypes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mobilegen.errors import ConversionError, InternalError, first_line
+from mobilegen.outputs import temp_dir
+from mobilegen.quantize.calibration import Calibration
+from mobilegen.quantize.options import CalibrationMethod
+from mobilegen.quantize.recipes import Recipe
+
+if TYPE_CHECKING:
+    import numpy as np
+    import onnx
+
+QDQ_OPS = ("QuantizeLinear", "DequantizeLinear")
+DYNAMIC_OPS = ("MatMulInteger", "ConvInteger", "DynamicQuantizeMatMul", "DynamicQuantizeLSTM", "QAttention")
+
+
+@dataclass(frozen=True)
+class QuantizedModel:
+    path: Path
+    recipe: Recipe
+    size_before: int  # bytes of the fp32 .onnx
+    size_after: int  # bytes of the quantized .onnx
+    quantized_nodes: int  # ops inside QDQ units (int8), integer ops (dynamic), ops computing in fp16 (fp16)
+
+
+def quantize(src: Path, recipe: Recipe, calib: Calibration, dest: Path, *, method: CalibrationMethod = "minmax") -> QuantizedModel:
+    """Write ``dest``: ``src`` quantized as ``recipe`` says."""
+    import onnx
+
+    from mobilegen.export import quiet  # imports numpy: not at package import
+
+    with temp_dir("quantize") as work:
+        out = work / "quantized.onnx"
+        try:
+            with quiet(), _ort_logs_quiet():
+                if recipe.mode == "fp16":
+                    _fp16(src, out)
+                else:
+                    pre = _preprocess(src, work, recipe)
+                    if recipe.mode == "int8":
+                        _static(pre, out, recipe, calib, method)
+                    else:
+                        _dynamic(pre, out, recipe)
+        except (MemoryError, KeyboardInterrupt):
+            raise
+        except OSError:
+            raise  # storage errors: temp_dir names TMPDIR
+        except Exception as err:  # noqa: BLE001 — onnxruntime.quantization raises plain exceptions
+            raise ConversionError(
+                f"onnxruntime could not quantize the model ({recipe.mode}, {recipe.provider}): {first_line(err)}",
+                hint="try another --quantize mode, or ship fp32 (drop --quantize); rerun with --debug for the trace",
+            ) from err
+        model = onnx.load_model(str(out), load_external_data=True)
+        _check_loads(src, out)
+        count = _count(model, recipe)
+        tmp = dest.with_name(dest.name + ".tmp")
+        shutil.copyfile(out, tmp)
+        os.replace(tmp, dest)
+    return QuantizedModel(dest, recipe, src.stat().st_size, dest.stat().st_size, count)
+
+
+
+@contextlib.contextmanager
+def _ort_logs_quiet() -> Iterator[None]:
+    """onnxruntime.quantization logs progress and warnings through the root logger."""
+    root = logging.getLogger()
+    old = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        root.setLevel(old)
+
+
+class _Reader:
+    """A ``CalibrationDataReader``: one feed per sample."""
+
+    def __init__(self, samples: Mapping[str, np.ndarray]) -> None:
+        n = int(next(iter(samples.values())).shape[0])
+        self._feeds = iter([{k: v[i] for k, v in samples.items()} for i in range(n)])
+
+    def get_next(self) -> dict[str, np.ndarray] | None:
+        return next(self._feeds, None)
+
+    def rewind(self) -> None:  # pragma: no cover - part of the reader protocol, unused by quantize_static
+        raise NotImplementedError
+
+
+def _reader(samples: Mapping[str, np.ndarray]) -> Any:
+    from onnxruntime.quantization import CalibrationDataReader
+
+    class Reader(_Reader, CalibrationDataReader):  # type: ignore[misc]  # ORT's base class is untyped
+        pass
+
+    return Reader(samples)
+
+
+def _preprocess(src: Path, work: Path, recipe: Recipe) -> Path:
+    """``quant_pre_process`` (symbolic + ONNX shape inference, basic optimization); QNN's own pass after it.
+    A model the pre-processing cannot take is quantized as it is (the quantizer infers shapes itself)."""
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    pre = work / "pre.onnx"
+    try:
+        quant_pre_process(str(src), str(pre))
+    except Exception:  # noqa: BLE001 — symbolic shape inference refuses some graphs; quantizing still works
+        logging.getLogger(__name__).debug("quant_pre_process failed", exc_info=True)
+        shutil.copyfile(src, pre)
+    if recipe.provider == "nnapi" and recipe.mode == "int8":
+        return _maxpool_out_of_units(_flatten_as_reshape(pre, work), work)
+    if recipe.provider == "qnn" and recipe.mode == "int8":
+        import onnx
+        from onnxruntime.quantization.execution_providers.qnn import qnn_preprocess_model
+
+        # qnn_preprocess_model (1.31) fails on a model with metadata_props (save_and_reload_optimize_model
+        # updates a dict from the proto's repeated field): it gets a copy without them.
+        bare = onnx.load_model(str(pre), load_external_data=True)
+        del bare.metadata_props[:]
+        onnx.save_model(bare, str(work / "pre-bare.onnx"))
+        qnn_pre = work / "pre-qnn.onnx"
+        if qnn_preprocess_model(str(work / "pre-bare.onnx"), str(qnn_pre), fuse_layernorm=True):
+            return qnn_pre
+    return pre
+
+
+# ORT's QDQ selectors group DQ -> MaxPool -> Q into a node unit only for MaxPool's opset-12 schema
+# (opsets 12..21: qdq_transformer/selectors_actions/shared/utils.cc), and NNAPI's pool builder takes no
+# quantized MaxPool unit (nnapi_builtin/builders/impl/pool_op_builder.cc: AveragePool only), so such a
+# unit splits the NNAPI partition. From opset 22 on no unit forms and NNAPI takes the DQ, the float
+# MaxPool and the Q one by one: the NNAPI model is converted to opset 22 (onnx's version converter).
+MAXPOOL_UNIT_OPSETS = range(12, 22)
+NO_MAXPOOL_UNIT_OPSET = 22
+
+
+def _flatten_as_reshape(pre: Path, work: Path) -> Path:
+    """``pre`` with every Flatten it can rewrite as a Reshape (NNAPI takes a quantized Reshape unit, not a
+    Flatten one: :mod:`mobilegen.passes.flatten_reshape`)."""
+    import onnx
+
+    from mobilegen.passes.flatten_reshape import apply
+
+    model = onnx.load_model(str(pre), load_external_data=True)
+    if not apply(model):
+        return pre
+    out = work / "pre-reshape.onnx"
+    onnx.save_model(model, str(out))
+    return out
+
+
+def _maxpool_out_of_units(pre: Path, work: Path) -> Path:
+    """``pre``, at opset 22 when it has a MaxPool in the opsets whose QDQ units NNAPI refuses; as it is
+    when it has none, or when the version converter cannot take the model."""
+    import onnx
+    from onnx import version_converter
+
+    model = onnx.load_model(str(pre), load_external_data=True)
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+    if opset not in MAXPOOL_UNIT_OPSETS or not any(n.op_type == "MaxPool" for n in model.graph.node):
+        return pre
+    try:
+        converted = version_converter.convert_version(model, NO_MAXPOOL_UNIT_OPSET)
+    except Exception:  # noqa: BLE001 — an op without an adapter: quantize as it is (the coverage says what splits)
+        logging.getLogger(__name__).debug("opset conversion failed", exc_info=True)
+        return pre
+    out = work / "pre-opset22.onnx"
+    onnx.save_model(converted, str(out))
+    return out
+
+
+def _qtype(name: str) -> Any:
+    from onnxruntime.quantization import QuantType
+
+    types = {"uint8": QuantType.QUInt8, "int8": QuantType.QInt8, "uint16": QuantType.QUInt16, "int16": QuantType.QInt16}
+    if name not in types:
+        raise InternalError(f"recipe type {name!r} is not an integer quantization type")
+    return types[name]
+
+
+def _method(method: CalibrationMethod) -> Any:
+    from onnxruntime.quantization import CalibrationMethod as OrtMethod
+
+    return {"minmax": OrtMethod.MinMax, "entropy": OrtMethod.Entropy, "percentile": OrtMethod.Percentile}[method]
+
+
+def _static(pre: Path, out: Path, recipe: Recipe, calib: Calibration, method: CalibrationMethod) -> None:
+    from onnxruntime.quantization import QuantFormat, quantize_static
+
+    if recipe.provider == "qnn":
+        from onnxruntime.quantization.execution_providers.qnn import get_qnn_qdq_config
+
+        config = get_qnn_qdq_config(
+            str(pre),
+            _reader(calib.samples),
+            calibrate_method=_method(method),
+            activation_type=_qtype(recipe.activation_type),
+            weight_type=_qtype(recipe.weight_type),
+            per_channel=recipe.per_channel,
+            op_types_to_quantize=list(recipe.op_types) or None,
+            calibration_providers=["CPUExecutionProvider"],
+        )
+        # onnxruntime.quantization.quantize(pre, out, config) spelled out: it has no calibration cache.
+        quantize_static(
+            str(pre),
+            str(out),
+            config.calibration_data_reader,
+            calibration_cache_path=_entropy_ranges(pre, recipe, calib) if method == "entropy" else None,
+            calibrate_method=config.calibrate_method,
+            quant_format=config.quant_format,
+            activation_type=config.activation_type,
+            weight_type=config.weight_type,
+            op_types_to_quantize=config.op_types_to_quantize,
+            nodes_to_quantize=config.nodes_to_quantize,
+            nodes_to_exclude=config.nodes_to_exclude,
+            per_channel=config.per_channel,
+            reduce_range=config.reduce_range,
+            use_external_data_format=config.use_external_data_format,
+            calibration_providers=config.calibration_providers,
+            extra_options=config.extra_options,
+        )
+        return
+    quantize_static(
+        str(pre),
+        str(out),
+        _reader(calib.samples),
+        calibration_cache_path=_entropy_ranges(pre, recipe, calib) if method == "entropy" else None,
+        quant_format=QuantFormat.QDQ,
+        op_types_to_quantize=list(recipe.op_types) or None,
+        per_channel=False,
+        activation_type=_qtype(recipe.activation_type),
+        weight_type=_qtype(recipe.weight_type),
+        calibrate_method=_method(method),
+        calibration_providers=["CPUExecutionProvider"],
+        extra_options={
+            # Symmetric int8 weights (zero point 0): what XNNPACK's per-channel path and NNAPI's u8s8 path take.
+            "WeightSymmetric": recipe.weight_type == "int8",
+            "ActivationSymmetric": False,
+            "TensorQuantOverrides": _conv_per_channel(pre) if recipe.per_channel else {},
+        },
+    )
+
+
+def _entropy_ranges(pre: Path, recipe: Recipe, calib: Calibration) -> Path:
+    """Entropy (KL) ranges computed with 512 histogram bins, handed to ``quantize_static`` as its
+    calibration cache: through ``quantize_static`` the entropy calibrator keeps its defaults of 128 bins and
+    128 quantized bins, whose only candidate threshold is the full range — min-max under another name
+    (measured: identical scales). ``create_calibrator`` in onnxruntime/python/tools/quantization/calibrate.py.
+    ORT's KL search is Python: 2048 bins (TensorRT's count) took 95 s on the 37-tensor transformer fixture,
+    512 bins 14 s."""
+    from onnxruntime.quantization import CalibrationMethod as OrtMethod
+    from onnxruntime.quantization.calibrate import create_calibrator, save_tensors_data
+
+    calibrator = create_calibrator(
+        pre,
+        list(recipe.op_types) or None,
+        augmented_model_path=str(pre.with_name("entropy-augmented.onnx")),
+        calibrate_method=OrtMethod.Entropy,
+        providers=["CPUExecutionProvider"],
+        extra_options={"num_bins": 512, "num_quantized_bins": 128},
+    )
+    calibrator.collect_data(_reader(calib.samples))
+    cache = pre.with_name("entropy-ranges.json")
+    save_tensors_data(calibrator.compute_data(), cache)
+    return cache
+
+
+def _conv_per_channel(pre: Path) -> dict[str, list[dict[str, Any]]]:
+    """Per-channel (output channel, axis 0) for Conv weights only. ``per_channel=True`` would also split
+    MatMul/Gemm weights on axis 1 and LayerNorm scales, which cost the trained transformer fixture accuracy
+    (cosine 0.988 against 0.997 per-tensor), and NNAPI/XNNPACK take per-channel weights on Conv only."""
+    import onnx
+
+    model = onnx.load_model(str(pre), load_external_data=False)
+    inits = {t.name for t in model.graph.initializer}
+    return {n.input[1]: [{"axis": 0}] for n in model.graph.node if n.op_type == "Conv" and len(n.input) > 1 and n.input[1] in inits}
+
+
+def _dynamic(pre: Path, out: Path, recipe: Recipe) -> None:
+    from onnxruntime.quantization import quantize_dynamic
+
+    quantize_dynamic(
+        str(pre),
+        str(out),
+        op_types_to_quantize=list(recipe.op_types) or None,
+        per_channel=recipe.per_channel,
+        weight_type=_qtype(recipe.weight_type),
+    )
+
+
+def _fp16(src: Path, out: Path) -> None:
+    import onnx
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+
+    model = onnx.load_model(str(src), load_external_data=True)
+    converted = convert_float_to_float16(model, keep_io_types=True)
+    onnx.save_model(converted, str(out))
+
+
+def _check_loads(src: Path, out: Path) -> None:
+    """The quantized model loads in onnxruntime (CPU) and keeps the source's IO names and dtypes."""
+    import onnxruntime as ort
+
+    def io(path: Path) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        return [(i.name, i.type) for i in sess.get_inputs()], [(o.name, o.type) for o in sess.get_outputs()]
+
+    try:
+        after = io(out)
+    except Exception as err:  # noqa: BLE001 — onnxruntime raises plain exceptions
+        raise ConversionError(
+            f"the quantized model does not load in onnxruntime: {first_line(err)}",
+            hint="try another --quantize mode, or ship fp32 (drop --quantize)",
+        ) from err
+    before = io(src)
+    if before != after:
+        raise InternalError(f"quantizing changed the model's inputs/outputs: {before} -> {after}", hint="this is a bug; rerun with --debug")
+
+
+def _count(model: onnx.ModelProto, recipe: Recipe) -> int:
+    nodes = list(model.graph.node)
+    if recipe.mode == "int8":
+        dq_outputs = {o for n in nodes if n.op_type == "DequantizeLinear" for o in n.output}
+        return sum(1 for n in nodes if n.op_type not in QDQ_OPS and any(i in dq_outputs for i in n.input))
+    if recipe.mode == "dynamic":
+        return sum(1 for n in nodes if n.op_type in DYNAMIC_OPS)
+    return sum(1 for n in nodes if n.op_type != "Cast")

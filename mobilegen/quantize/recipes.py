@@ -1,0 +1,188 @@
+"""Which quantization each execution provider takes, with the source of every verdict.
+
+The first provider of a target's chain decides (it is the one the app asks first; the fix stage uses the
+same rule). ORT source paths are under https://github.com/microsoft/onnxruntime; facts also in
+../shared/research/mobile_next.md §2–§3.
+
+| provider | int8 (static QDQ) | dynamic | fp16 |
+|---|---|---|---|
+| nnapi | u8 activations, u8 weights, per-tensor | refused | refused (fp32 tensors only) |
+| xnnpack, cpu | s8 activations, s8 weights, per-channel Conv weights | s8 weights | fp16 weights (casts where no fp16 kernel) |
+| qnn | ``get_qnn_qdq_config``: u8 activations, u8 weights | refused | HTP v73+ only |
+| coreml | refused (no Q/DQ builders) | refused | fp16 weights (MLProgram) |
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from mobilegen.artifacts import JSONValue
+from mobilegen.errors import UsageError
+from mobilegen.quantize.options import QuantizeMode
+
+PROVIDERS = ("nnapi", "xnnpack", "qnn", "cpu", "coreml")
+QNN_HTP_ARCHS = ("68", "69", "73", "75")
+QNN_FP16_MIN_ARCH = 73
+
+_NNAPI_HELPERS = "onnxruntime/core/providers/nnapi/nnapi_builtin/builders/op_support_helpers.cc"
+_NNAPI_FACTORY = "onnxruntime/core/providers/nnapi/nnapi_builtin/builders/op_builder_factory.cc"
+_XNN_UTILS = "onnxruntime/core/providers/xnnpack/detail/utils.cc"
+_QNN_CONFIG = "onnxruntime/python/tools/quantization/execution_providers/qnn/quant_config.py"
+_QNN_FACTORY = "onnxruntime/core/providers/qnn/builder/op_builder_factory.cc"
+_COREML_BUILDERS = "onnxruntime/core/providers/coreml/builders/op_builder_factory.cc"
+_FLOAT16 = "onnxruntime/python/tools/transformers/float16.py"
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """What one target's model gets: the types, the granularity, the ops, and why."""
+
+    mode: QuantizeMode
+    provider: str  # the provider the recipe is for
+    activation_type: str  # "uint8", "int8", "uint16", "float16"
+    weight_type: str
+    per_channel: bool  # per-channel (output channel) Conv weights; other weights per-tensor
+    op_types: tuple[str, ...]  # () = onnxruntime.quantization's default set
+    reason: str  # why, with the ORT source path
+
+    def record(self) -> dict[str, JSONValue]:
+        return {
+            "mode": self.mode,
+            "provider": self.provider,
+            "activation_type": self.activation_type,
+            "weight_type": self.weight_type,
+            "per_channel": self.per_channel,
+            "op_types": list(self.op_types),
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """The target's provider cannot take the mode: the target ships its fp32 model, and says why."""
+
+    mode: QuantizeMode
+    provider: str
+    reason: str
+
+    def record(self) -> dict[str, JSONValue]:
+        return {"mode": self.mode, "provider": self.provider, "refused": True, "reason": self.reason}
+
+
+def recipe_for(mode: QuantizeMode, providers: Sequence[str], *, qnn_htp_arch: str | None = None) -> Recipe | Refusal:
+    """The recipe for a target whose provider chain is ``providers`` (in order; () is the CPU only)."""
+    chain = [p.lower() for p in providers]
+    unknown = [p for p in chain if p not in PROVIDERS]
+    if unknown:
+        raise UsageError(f"no quantization recipe for provider {unknown[0]!r}", hint="known: " + ", ".join(PROVIDERS))
+    provider = chain[0] if chain else "cpu"
+    if mode == "int8":
+        return _int8(provider)
+    if mode == "dynamic":
+        return _dynamic(provider)
+    if mode == "fp16":
+        return _fp16(provider, qnn_htp_arch)
+    raise UsageError(f"unknown --quantize mode {mode!r}", hint="use int8, dynamic or fp16")
+
+
+def _coreml_refusal(mode: QuantizeMode) -> Refusal:
+    return Refusal(
+        mode,
+        "coreml",
+        "the CoreML execution provider has no QuantizeLinear/DequantizeLinear builders, so a "
+        f"{'QDQ' if mode == 'int8' else 'dynamically quantized'} model would split into many CoreML partitions "
+        f"with the rest on the CPU ({_COREML_BUILDERS}); it ships fp32, which MLProgram computes in fp16 on the "
+        "GPU/Neural Engine",
+    )
+
+
+def _int8(provider: str) -> Recipe | Refusal:
+    if provider == "coreml":
+        return _coreml_refusal("int8")
+    if provider == "nnapi":
+        return Recipe(
+            "int8", "nnapi", "uint8", "uint8", False, (),
+            "NNAPI's quantized node units take uint8 activations and outputs; an int8 weight only inside "
+            "Conv/MatMul/Gemm units, per-channel only for Conv on Android API 29+, and s8 activations fall "
+            f"back to the CPU ({_NNAPI_HELPERS}, IsQuantizedIOSupported): uint8 per-tensor runs on every "
+            "NNAPI device",
+        )  # fmt: skip
+    if provider == "qnn":
+        return Recipe(
+            "int8", "qnn", "uint8", "uint8", False, (),
+            "get_qnn_qdq_config's defaults (QUInt8 activations and weights, per-tensor) for the HTP, whose ops "
+            f"take uint8/uint16 QDQ ({_QNN_CONFIG}; QNN-ExecutionProvider.md)",
+        )  # fmt: skip
+    return Recipe(
+        "int8", provider, "int8", "int8", True, (),
+        "XNNPACK takes int8 QDQ with per-channel symmetric int8 weights (xnn_datatype_qcint8, zero point 0) "
+        f"and per-tensor int8/uint8 activations ({_XNN_UTILS}, GetDtypeInXnnpack); the CPU EP's QDQ "
+        "kernels take the same; per-channel keeps depthwise convolutions accurate",
+    )  # fmt: skip
+
+
+def _dynamic(provider: str) -> Recipe | Refusal:
+    if provider == "coreml":
+        return _coreml_refusal("dynamic")
+    if provider == "nnapi":
+        return Refusal(
+            "dynamic", "nnapi",
+            "NNAPI has no builder for DynamicQuantizeLinear, MatMulInteger or ConvInteger, the ops dynamic "
+            f"quantization produces ({_NNAPI_FACTORY}): they would all run on the CPU; use --quantize int8",
+        )  # fmt: skip
+    if provider == "qnn":
+        return Refusal(
+            "dynamic", "qnn",
+            "QNN has no builder for DynamicQuantizeLinear, MatMulInteger or ConvInteger "
+            f"({_QNN_FACTORY}); the HTP runs static QDQ models: use --quantize int8",
+        )  # fmt: skip
+    return Recipe(
+        "dynamic", provider, "uint8", "int8", False, ("MatMul", "Gemm", "Attention", "LSTM", "GRU"),
+        "dynamic quantization (int8 weights, activations quantized at run time) suits transformer MatMuls on "
+        "the CPU kernels (MatMulInteger, DynamicQuantizeMatMul); XNNPACK leaves them to the CPU EP",
+    )  # fmt: skip
+
+
+def _fp16(provider: str, qnn_htp_arch: str | None) -> Recipe | Refusal:
+    if provider == "nnapi":
+        return Refusal(
+            "fp16", "nnapi",
+            "the NNAPI execution provider takes float32 tensors only (its op checkers refuse float16 inputs, "
+            f"{_NNAPI_HELPERS} and impl/base_op_builder.cc); it ships fp32 (NNAPI's own USE_FP16 flag relaxes "
+            "fp32 compute to fp16)",
+        )  # fmt: skip
+    if provider == "qnn":
+        arch = _arch(qnn_htp_arch)
+        if arch is None or arch < QNN_FP16_MIN_ARCH:
+            said = f"HTP v{arch}" if arch is not None else "an unspecified HTP"
+            return Refusal(
+                "fp16", "qnn",
+                f"fp16 on the QNN HTP needs Hexagon v{QNN_FP16_MIN_ARCH}+ ({said}; maintainer in "
+                "microsoft/onnxruntime#21848): give --qnn-htp-arch 73 or 75 for such devices, or use --quantize int8",
+            )  # fmt: skip
+        return Recipe(
+            "fp16", "qnn", "float16", "float16", False, (),
+            f"HTP v{arch} computes in fp16 (v73+, microsoft/onnxruntime#21848); weights stored as float16, "
+            f"model inputs and outputs stay float32 ({_FLOAT16})",
+        )  # fmt: skip
+    if provider == "coreml":
+        return Recipe(
+            "fp16", "coreml", "float16", "float16", False, (),
+            "CoreML's MLProgram format takes float16 tensors and computes in fp16 on the GPU/Neural Engine; "
+            f"weights stored as float16, inputs and outputs stay float32 ({_FLOAT16})",
+        )  # fmt: skip
+    return Recipe(
+        "fp16", provider, "float16", "float16", False, (),
+        "weights stored as float16 (half the download); onnxruntime inserts casts around ops with no fp16 "
+        f"kernel on this provider, so those compute in fp32; inputs and outputs stay float32 ({_FLOAT16})",
+    )  # fmt: skip
+
+
+def _arch(text: str | None) -> int | None:
+    if text is None:
+        return None
+    digits = text.lower().removeprefix("v")
+    if digits not in QNN_HTP_ARCHS:
+        raise UsageError(f"unknown QNN HTP arch {text!r}", hint="use one of " + ", ".join(QNN_HTP_ARCHS))
+    return int(digits)

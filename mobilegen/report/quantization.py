@@ -1,0 +1,168 @@
+"""What the report, the CLI and the package README say about ``--quantize``: per shipped model, the recipe,
+the calibration (a random one said loudly), the sizes before and after, the accuracy gate's table and the
+worst layers by signal-to-quantization-noise ratio. Raw text; the templates escape it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from mobilegen.report.facts import human_bytes, num
+
+if TYPE_CHECKING:
+    from mobilegen.artifacts import ShippedModel
+    from mobilegen.quantize.stage import QuantizationRecord
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of a table (the templates' ``table`` macro reads ``cells``)."""
+
+    cells: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class QuantSection:
+    """One shipped model under ``--quantize``."""
+
+    title: str  # "Android model (model/model.ort)"
+    headline: str  # "int8: uint8 activations, uint8 weights, per-tensor (nnapi)" / "fp32: --quantize int8 refused ..."
+    untrustworthy: str  # "" or the loud line for random calibration
+    facts: tuple[Row, ...]  # (fact, value)
+    accuracy: tuple[Row, ...]  # artifact, output, cosine, max abs, top-1, result
+    worst_layers: tuple[Row, ...]  # tensor, SQNR dB
+
+
+def recipe_text(record: QuantizationRecord) -> str:
+    r = record.recipe
+    grain = "per-channel" if r.get("per_channel") else "per-tensor"
+    ops = r.get("op_types") or []
+    only = f", ops {', '.join(str(o) for o in ops)}" if isinstance(ops, list) and ops else ""
+    return f"{r.get('activation_type')} activations, {r.get('weight_type')} weights, {grain}{only} (for {r.get('provider')})"
+
+
+def untrustworthy_text(record: QuantizationRecord) -> str:
+    if not record.quantized or record.trustworthy:
+        return ""
+    c = record.calibration
+    return f"UNTRUSTWORTHY: calibrated on {c.get('source')} ({c.get('count')} samples), not on real data — the scales and the accuracy below say nothing about real inputs"
+
+
+def size_text(record: QuantizationRecord) -> str:
+    return (
+        f".ort {human_bytes(record.ort_size_before)} → {human_bytes(record.ort_size_after)} ({record.ratio:.2f}×); "
+        f".onnx {human_bytes(record.onnx_size_before)} → {human_bytes(record.onnx_size_after)}"
+    )
+
+
+def _who(model: ShippedModel) -> str:
+    from mobilegen import targets
+
+    return " and ".join(targets.get(t).display_name for t in model.targets)
+
+
+def summary_lines(models: Sequence[ShippedModel]) -> list[str]:
+    """One line per shipped model for the CLI."""
+    lines = []
+    for m in models:
+        r = m.quantization
+        if r is None:
+            continue
+        if not r.quantized:
+            lines.append(f"{_who(m)}: ships fp32 (--quantize {r.mode} refused by its provider; see the warning)")
+            continue
+        worst_cos = min((a.cosine for a in r.accuracy), default=1.0)
+        top1 = [a.top1 for a in r.accuracy if a.top1 is not None]
+        agree = f", top-1 ≥ {min(top1):.3f}" if top1 else ""
+        calib = r.calibration
+        lines.append(
+            f"{_who(m)}: {r.shipped} — {recipe_text(r)}; {m.ort_file}: {size_text(r)}; accuracy vs fp32 on {r.samples} samples: "
+            f"cosine ≥ {worst_cos:.4f}{agree}; calibration {calibration_text(calib)}"
+        )
+    return lines
+
+
+def sections(models: Sequence[ShippedModel]) -> tuple[QuantSection, ...]:
+    out = []
+    for m in models:
+        r = m.quantization
+        if r is None:
+            continue
+        title = f"{_who(m)} model ({m.ort_file})"
+        if not r.quantized:
+            out.append(QuantSection(title, f"fp32: --quantize {r.mode} refused — {r.reason}", "", (), (), ()))
+            continue
+        c = r.calibration
+        facts = (
+            Row(("recipe", recipe_text(r))),
+            Row(("why", r.reason)),
+            Row(("calibration", calibration_text(c) + (f", method {c.get('method')}" if c.get("count") else ""))),
+            Row(("accuracy samples", f"{r.samples} ({c.get('eval')})")),
+            Row(("size", size_text(r))),
+            Row(("quantized nodes", str(r.quantized_nodes))),
+            Row(("gate", f"cosine ≥ {r.min_cosine:g} per output, top-1 agreement ≥ {r.min_top1:g} for classifier-shaped outputs")),
+        )
+        accuracy = tuple(
+            Row((a.artifact, a.output, f"{a.cosine:.6f}", num(a.max_abs), num(a.top1), _result(a.cosine, a.top1, r)))
+            for a in r.accuracy
+        )
+        layers = tuple(Row((w.tensor, f"{w.sqnr_db:.1f}")) for w in r.worst_layers)
+        out.append(QuantSection(title, f"{r.shipped}: {recipe_text(r)}", untrustworthy_text(r), facts, accuracy, layers))
+    return tuple(out)
+
+
+def _result(cosine: float, top1: float | None, r: QuantizationRecord) -> str:
+    ok = cosine >= r.min_cosine and (top1 is None or top1 >= r.min_top1)
+    return "pass" if ok else "FAIL"
+
+
+def summary_fact(models: Sequence[ShippedModel]) -> str:
+    """The report summary's "Quantization" value; "" without ``--quantize``."""
+    parts = []
+    for m in models:
+        r = m.quantization
+        if r is None:
+            continue
+        if not r.quantized:
+            parts.append(f"{_who(m)}: fp32 (--quantize {r.mode} refused)")
+        else:
+            parts.append(f"{_who(m)}: {r.shipped}, {size_text(r)}" + ("; UNTRUSTWORTHY calibration (random)" if not r.trustworthy else ""))
+    return "; ".join(parts)
+
+
+def readme_lines(models: Sequence[ShippedModel]) -> list[str]:
+    """The package README's lines: the CLI's, with the golden vectors each model reproduces."""
+    lines = summary_lines(models)
+    quantized = [m for m in models if m.quantization is not None]
+    return [f"{line}; golden vectors {m.golden_npz}" if m.quantization is not None and m.quantization.quantized else line for line, m in zip(lines, quantized, strict=True)]
+
+
+def convert_line(record: dict[str, object]) -> str:
+    """``convert --quantize``'s one line, from the record's JSON (``ConvertResult.quantization``)."""
+    recipe = record.get("recipe") if isinstance(record.get("recipe"), dict) else {}
+    size = record.get("size") if isinstance(record.get("size"), dict) else {}
+    calib = record.get("calibration") if isinstance(record.get("calibration"), dict) else {}
+    acc = record.get("accuracy") if isinstance(record.get("accuracy"), dict) else {}
+    assert isinstance(recipe, dict) and isinstance(size, dict) and isinstance(calib, dict) and isinstance(acc, dict)
+    outputs = [o for o in acc.get("outputs", []) if isinstance(o, dict)]
+    cos = [float(o["cosine"]) for o in outputs if isinstance(o.get("cosine"), int | float)]
+    top1 = [float(o["top1"]) for o in outputs if isinstance(o.get("top1"), int | float)]
+    before, after = size.get("ort_before"), size.get("ort_after")
+    sizes = f".ort {human_bytes(before)} → {human_bytes(after)}" if isinstance(before, int) and isinstance(after, int) else ""
+    grain = "per-channel" if recipe.get("per_channel") else "per-tensor"
+    return (
+        f"{record.get('shipped')} ({recipe.get('activation_type')} activations, {recipe.get('weight_type')} weights, {grain}, for {recipe.get('provider')}); "
+        f"{sizes}; accuracy vs fp32 on {acc.get('samples')} samples: cosine ≥ {min(cos, default=1.0):.4f}"
+        + (f", top-1 ≥ {min(top1):.3f}" if top1 else "")
+        + f"; calibration {calibration_text(calib)}"
+    )
+
+
+def calibration_text(calib: Mapping[str, object]) -> str:
+    """``calib.npz (51 samples)``, ``random (seed 0) (16 samples, UNTRUSTWORTHY: not real data)``, or the
+    source alone when nothing was calibrated (``dynamic``, ``fp16``)."""
+    if not calib.get("count"):
+        return str(calib.get("source"))
+    loud = "" if calib.get("trustworthy", True) else ", UNTRUSTWORTHY: not real data"
+    return f"{calib.get('source')} ({calib.get('count')} samples{loud})"

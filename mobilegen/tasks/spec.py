@@ -1,0 +1,382 @@
+"""The task spec (``--task`` and its flags): what happens to a photo or a sound before the model, and to
+its scores after. Importable without torch, onnx or numpy (the CLI parses flags with it).
+
+Flags are parsed and checked here before any heavy work (:func:`task_from_flags`); what needs the model
+(its input shape, its class count) is checked right after the export (:func:`resolve`). Labels are read
+from a UTF-8 file, one per line, and refused when they could not survive being read back as lines on
+both platforms (control or line-break characters, NUL bytes, overlong labels): labels are data, they
+never go into generated code.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, cast
+
+from mobilegen.errors import UsageError
+
+if TYPE_CHECKING:
+    from mobilegen.artifacts import JSONValue
+    from mobilegen.spec import IOSpec, TensorSpec
+
+TaskKind = Literal["image-classification", "image", "audio"]
+TASK_KINDS: tuple[str, ...] = ("image-classification", "image", "audio")
+CHANNELS = ("rgb", "bgr")
+LAYOUTS = ("nchw", "nhwc")
+
+# The wrapped graph's IO names (mobilegen.tasks.graph).
+IMAGE_INPUT, PCM_INPUT, SCORES_OUTPUT, INDICES_OUTPUT = "image", "pcm", "scores", "indices"
+
+MAX_LABELS_BYTES = 4 << 20
+MAX_LABELS = 100_000
+MAX_LABEL_CHARS = 256
+MAX_SIDE = 8192  # --resize / --crop bound: a larger image side is not a mobile model input
+MAX_SAMPLE_RATE = 1_000_000
+MAX_TOP_K = 100_000
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """Pre- and post-processing around a model. ``x = (pixel*scale - mean)/std`` per channel."""
+
+    kind: TaskKind
+    labels: tuple[str, ...] = ()  # image-classification (from --labels FILE.txt, one per line, UTF-8)
+    resize: int | None = None  # shorter side, pixels (native, before the graph); None: max(crop)
+    crop: tuple[int, int] | None = None  # (height, width) centre crop (native); the graph's fixed image size
+    mean: tuple[float, ...] = (0.0, 0.0, 0.0)
+    std: tuple[float, ...] = (1.0, 1.0, 1.0)
+    scale: float = 1.0
+    channels: Literal["rgb", "bgr"] = "rgb"  # the channel order the model expects
+    layout: Literal["nchw", "nhwc"] = "nchw"  # the model's own input layout
+    sample_rate: int | None = None  # audio
+    softmax: bool = False
+    top_k: int | None = None
+
+    @property
+    def is_image(self) -> bool:
+        return self.kind in ("image-classification", "image")
+
+    @property
+    def input_name(self) -> str:
+        return IMAGE_INPUT if self.is_image else PCM_INPUT
+
+    def channel_values(self, values: tuple[float, ...]) -> tuple[float, float, float]:
+        """``mean``/``std`` for three channels (one value stands for all three)."""
+        return (values[0],) * 3 if len(values) == 1 else (values[0], values[1], values[2])
+
+    def record(self) -> dict[str, JSONValue]:
+        """The manifest's ``options.task`` and the report's task section (labels by count: they are a file)."""
+        rec: dict[str, JSONValue] = {"kind": self.kind}
+        if self.is_image:
+            rec |= {
+                "resize": self.resize,
+                "crop": list(self.crop) if self.crop else None,
+                "mean": list(self.mean),
+                "std": list(self.std),
+                "scale": self.scale,
+                "channels": self.channels,
+                "layout": self.layout,
+            }
+        else:
+            rec["sample_rate"] = self.sample_rate
+        if self.kind == "image-classification":
+            rec["labels"] = len(self.labels)
+        rec |= {"softmax": self.softmax, "top_k": self.top_k}
+        return rec
+
+
+@dataclass(frozen=True)
+class TaskFlags:
+    """The raw flags, as the CLI and mobilegen.toml give them."""
+
+    task: str | None = None
+    labels: Path | None = None
+    resize: int | None = None
+    crop: str | None = None
+    mean: str | None = None
+    std: str | None = None
+    scale: str | None = None
+    channels: str | None = None
+    layout: str | None = None
+    sample_rate: int | None = None
+    softmax: bool = False
+    top_k: int | None = None
+
+
+_IMAGE_FLAGS = ("resize", "crop", "mean", "std", "scale", "channels", "layout")
+
+
+def task_from_flags(f: TaskFlags) -> TaskSpec | None:
+    """The spec the flags describe (None without ``--task``); every flag error is a one-line UsageError."""
+    given = [name for name in (*_IMAGE_FLAGS, "labels", "sample_rate", "top_k") if getattr(f, name) is not None]
+    given += ["softmax"] if f.softmax else []
+    if f.task is None:
+        if given:
+            raise UsageError(f"--{given[0].replace('_', '-')} needs --task", hint="add --task image-classification, --task image or --task audio")
+        return None
+    if f.task not in TASK_KINDS:
+        raise UsageError(f"unknown --task {f.task!r}", hint="--task is one of " + ", ".join(TASK_KINDS))
+    kind = cast(TaskKind, f.task)
+    _check_flag_kinds(kind, f)
+    spec = TaskSpec(kind=kind, softmax=f.softmax, top_k=_top_k(f.top_k))
+    if kind == "audio":
+        if f.sample_rate is None:
+            raise UsageError("--task audio needs --sample-rate", hint="pass the model's sample rate in Hz, e.g. --sample-rate 16000")
+        if not 1 <= f.sample_rate <= MAX_SAMPLE_RATE:
+            raise UsageError(f"--sample-rate {f.sample_rate} is out of range", hint=f"give a rate in Hz between 1 and {MAX_SAMPLE_RATE}, e.g. 16000")
+        return replace(spec, sample_rate=f.sample_rate)
+    labels: tuple[str, ...] = ()
+    if kind == "image-classification":
+        if f.labels is None:
+            raise UsageError("--task image-classification needs --labels", hint="pass --labels FILE.txt: the class names, one per line, UTF-8")
+        labels = read_labels(f.labels)
+    crop = parse_crop(f.crop) if f.crop is not None else None
+    resize = _side("--resize", f.resize) if f.resize is not None else None
+    if resize is not None and crop is not None and resize < max(crop):
+        raise UsageError(
+            f"--resize {resize} is smaller than --crop {crop[0]}x{crop[1]}",
+            hint=f"the shorter side is scaled to --resize, then the centre {crop[0]}x{crop[1]} is cut out: give --resize ≥ {max(crop)}",
+        )
+    return replace(
+        spec,
+        labels=labels,
+        resize=resize,
+        crop=crop,
+        mean=parse_floats("--mean", f.mean) if f.mean is not None else spec.mean,
+        std=_std(f.std) if f.std is not None else spec.std,
+        scale=parse_scale(f.scale) if f.scale is not None else spec.scale,
+        channels=cast(Literal["rgb", "bgr"], _choice("--channels", f.channels, CHANNELS)) if f.channels is not None else "rgb",
+        layout=cast(Literal["nchw", "nhwc"], _choice("--layout", f.layout, LAYOUTS)) if f.layout is not None else "nchw",
+    )
+
+
+def _check_flag_kinds(kind: TaskKind, f: TaskFlags) -> None:
+    if kind == "audio":
+        wrong = [n for n in _IMAGE_FLAGS if getattr(f, n) is not None]
+        if wrong:
+            raise UsageError(f"--{wrong[0]} is for image tasks, not --task audio", hint="drop it: audio takes --sample-rate, --softmax and --top-k")
+    elif f.sample_rate is not None:
+        raise UsageError(f"--sample-rate is for --task audio, not --task {kind}", hint="drop --sample-rate")
+    if f.labels is not None and kind != "image-classification":
+        raise UsageError(f"--labels is for --task image-classification, not --task {kind}", hint="drop --labels, or use --task image-classification")
+
+
+def _choice(flag: str, value: str, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise UsageError(f"unknown {flag} {value!r}", hint=f"{flag} is one of " + ", ".join(choices))
+    return value
+
+
+def _side(flag: str, value: int) -> int:
+    if not 1 <= value <= MAX_SIDE:
+        raise UsageError(f"{flag} {value} is out of range", hint=f"give a size in pixels between 1 and {MAX_SIDE}")
+    return value
+
+
+def _top_k(value: int | None) -> int | None:
+    if value is not None and not 1 <= value <= MAX_TOP_K:
+        raise UsageError(f"--top-k {value} is out of range", hint="give a count ≥ 1 and at most the model's class count, e.g. --top-k 5")
+    return value
+
+
+def parse_crop(text: str) -> tuple[int, int]:
+    """``HxW`` (or one number for a square) → (height, width)."""
+    parts = text.strip().lower().split("x")
+    try:
+        if len(parts) not in (1, 2):
+            raise ValueError
+        dims = [int(p) for p in parts]
+    except ValueError:
+        raise UsageError(f"--crop {text!r} is not HxW", hint="give the height and width in pixels, e.g. --crop 224x224") from None
+    h, w = dims if len(dims) == 2 else (dims[0], dims[0])
+    return _side("--crop height", h), _side("--crop width", w)
+
+
+def parse_floats(flag: str, text: str) -> tuple[float, ...]:
+    """One number (every channel) or three, comma-separated; each finite."""
+    try:
+        values = tuple(float(Fraction(p.strip())) for p in text.split(","))
+    except (ValueError, ZeroDivisionError, OverflowError):
+        raise UsageError(f"{flag} {text!r} is not a list of numbers", hint=f"give one value or three, e.g. {flag} 0.485,0.456,0.406") from None
+    if len(values) not in (1, 3) or not all(math.isfinite(v) for v in values):
+        raise UsageError(f"{flag} {text!r} needs one finite value or three (one per channel)", hint=f"e.g. {flag} 0.485,0.456,0.406")
+    return values
+
+
+def _std(text: str) -> tuple[float, ...]:
+    values = parse_floats("--std", text)
+    if any(v == 0.0 for v in values):
+        raise UsageError(f"--std {text!r} has a zero", hint="the pixels are divided by --std: give non-zero values, e.g. --std 0.229,0.224,0.225")
+    return values
+
+
+def parse_scale(text: str) -> float:
+    """A number or a fraction (``1/255``), finite and non-zero."""
+    try:
+        value = float(Fraction(text.strip()))
+    except (ValueError, ZeroDivisionError, OverflowError):
+        raise UsageError(f"--scale {text!r} is not a number", hint="give a number or a fraction, e.g. --scale 1/255") from None
+    if value == 0.0 or not math.isfinite(value):
+        raise UsageError(f"--scale {text!r} must be finite and non-zero", hint="e.g. --scale 1/255")
+    return value
+
+
+# Characters a label may not hold: anything a line reader on either platform could split on or choke on
+# (Swift's `.newlines` splits on U+0085, U+2028, U+2029; Kotlin's readLine on \r and \n), control
+# characters, and unassigned/surrogate code points.
+_REFUSED_CATEGORIES = {"Cc", "Zl", "Zp", "Cs", "Cn"}
+
+
+def read_labels(path: Path) -> tuple[str, ...]:
+    """The labels of a UTF-8 text file, one per line (``\\n`` or ``\\r\\n``; a leading BOM and one final
+    newline are ignored). A label is kept byte for byte otherwise: quotes, ``$``, backslashes and any
+    printable Unicode are data."""
+    hint = "give a UTF-8 text file with one class name per line"
+    if not os.path.lexists(path):
+        raise UsageError(f"--labels {path} does not exist", hint=hint)
+    if not path.is_file():
+        raise UsageError(f"--labels {path} is not a regular file", hint=hint)
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(MAX_LABELS_BYTES + 1)
+    except OSError as err:
+        raise UsageError(f"cannot read --labels {path}: {err.strerror or err}", hint="check its permissions") from err
+    if len(data) > MAX_LABELS_BYTES:
+        raise UsageError(f"--labels {path} is over {MAX_LABELS_BYTES >> 20} MiB", hint=hint)
+    if b"\x00" in data:
+        raise UsageError(f"--labels {path} holds NUL bytes (a binary file?)", hint=hint)
+    try:
+        text = data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as err:
+        raise UsageError(f"--labels {path} is not UTF-8 text (byte {err.start})", hint="save it as UTF-8") from None
+    if not text.strip():
+        raise UsageError(f"--labels {path} is empty", hint=hint)
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    if len(lines) > MAX_LABELS:
+        raise UsageError(f"--labels {path} has {len(lines)} lines, over {MAX_LABELS}", hint=hint)
+    return tuple(_label(path, n, line.removesuffix("\r")) for n, line in enumerate(lines, 1))
+
+
+def _label(path: Path, line_no: int, label: str) -> str:
+    where = f"--labels {path} line {line_no}"
+    if not label.strip():
+        raise UsageError(f"{where} is empty", hint="give every class a name (an unused class can be named e.g. 'unused')")
+    if len(label) > MAX_LABEL_CHARS:
+        raise UsageError(f"{where} is {len(label)} characters long, over {MAX_LABEL_CHARS}", hint="shorten the class name")
+    for ch in label:
+        if unicodedata.category(ch) in _REFUSED_CATEGORIES:
+            raise UsageError(f"{where} holds the character U+{ord(ch):04X} ({unicodedata.category(ch)})", hint="labels are printable text, one per line")
+    return label
+
+
+def labels_text(labels: tuple[str, ...]) -> str:
+    """The labels file the package ships: UTF-8, ``\\n`` after every label, no BOM."""
+    return "".join(f"{label}\n" for label in labels)
+
+
+# --- against the model --------------------------------------------------------------------------------
+
+
+def resolve(spec: TaskSpec, io: IOSpec) -> TaskSpec:
+    """``spec`` checked against the exported model's IO, with the crop filled in from its input shape.
+    One-line UsageErrors name the mismatch."""
+    if len(io.inputs) != 1:
+        names = ", ".join(t.name for t in io.inputs)
+        raise UsageError(f"--task {spec.kind} needs a model with one input, this one has {len(io.inputs)} ({names})", hint="bind the others with --const, or drop --task")
+    x = io.inputs[0]
+    if x.dtype != "float32":
+        raise UsageError(f"--task {spec.kind} needs a float32 model input, {x.name!r} is {x.dtype}", hint="export the model with a float32 input, or drop --task")
+    spec = _resolve_image(spec, x) if spec.is_image else _resolve_audio(spec, x)
+    if spec.softmax or spec.top_k is not None or spec.kind == "image-classification":
+        _check_scores(spec, io)
+    return spec
+
+
+def _batch_ok(d: int | str) -> bool:
+    return d == 1 or isinstance(d, str)
+
+
+def _resolve_image(spec: TaskSpec, x: TensorSpec) -> TaskSpec:
+    shape = x.shape
+    want = "1x3xHxW" if spec.layout == "nchw" else "1xHxWx3"
+    c_axis, h_axis, w_axis = (1, 2, 3) if spec.layout == "nchw" else (3, 1, 2)
+    if len(shape) != 4 or not _batch_ok(shape[0]) or shape[c_axis] not in (3,) and not isinstance(shape[c_axis], str):
+        other = "--layout nhwc" if spec.layout == "nchw" else "--layout nchw"
+        raise UsageError(f"--task {spec.kind} with --layout {spec.layout} needs a {want} input, {x.name!r} is {x.shape_str()}", hint=f"check the layout ({other}?) and the model's --input shape")
+    h, w = shape[h_axis], shape[w_axis]
+    if isinstance(h, int) and isinstance(w, int):
+        if spec.crop is not None and spec.crop != (h, w):
+            raise UsageError(
+                f"--crop {spec.crop[0]}x{spec.crop[1]} does not match the model's input {x.name!r} ({x.shape_str()}: {h}x{w})",
+                hint=f"pass --crop {h}x{w}, or export the model for {spec.crop[0]}x{spec.crop[1]} images",
+            )
+        spec = replace(spec, crop=(h, w))
+    elif spec.crop is None:
+        raise UsageError(f"the model's input {x.name!r} ({x.shape_str()}) has no fixed image size", hint="pass --crop HxW: the image size the model runs at")
+    assert spec.crop is not None
+    if spec.resize is not None and spec.resize < max(spec.crop):
+        raise UsageError(
+            f"--resize {spec.resize} is smaller than the model's {spec.crop[0]}x{spec.crop[1]} input",
+            hint=f"give --resize ≥ {max(spec.crop)}, or leave it out (the shorter side is then scaled to {max(spec.crop)})",
+        )
+    return spec
+
+
+def _resolve_audio(spec: TaskSpec, x: TensorSpec) -> TaskSpec:
+    if len(x.shape) != 2 or not _batch_ok(x.shape[0]):
+        raise UsageError(f"--task audio needs a 1xSAMPLES input, {x.name!r} is {x.shape_str()}", hint="export the model with a [1, samples] waveform input")
+    return spec
+
+
+def _check_scores(spec: TaskSpec, io: IOSpec) -> None:
+    what = "--task image-classification" if spec.kind == "image-classification" else ("--top-k" if spec.top_k is not None else "--softmax")
+    if len(io.outputs) != 1:
+        raise UsageError(f"{what} needs a model with one output (its class scores), this one has {len(io.outputs)}", hint="return the class scores alone from forward")
+    y = io.outputs[0]
+    if len(y.shape) != 2 or not _batch_ok(y.shape[0]) or not isinstance(y.shape[1], int):
+        raise UsageError(f"{what} needs a 1xCLASSES output, {y.name!r} is {y.shape_str()}", hint="return the class scores as a [1, classes] tensor")
+    classes = y.shape[1]
+    if spec.kind == "image-classification" and len(spec.labels) != classes:
+        raise UsageError(f"--labels has {len(spec.labels)} labels but the model has {classes} classes (output {y.name!r} is {y.shape_str()})", hint="give one label per class, in class order")
+    if spec.top_k is not None and spec.top_k > classes:
+        raise UsageError(f"--top-k {spec.top_k} is more than the model's {classes} classes", hint=f"give --top-k ≤ {classes}")
+
+
+def describe(rec: Mapping[str, object]) -> str:
+    """One line for the report and the READMEs from a manifest's ``options.task`` (:meth:`TaskSpec.record`)."""
+    parts = [str(rec.get("kind"))]
+    if rec.get("kind") == "audio":
+        parts.append(f"mono 16-bit PCM at {rec.get('sample_rate')} Hz, ÷32768 in the graph")
+    else:
+        crop = rec.get("crop") or ["?", "?"]
+        size = f"{crop[0]}x{crop[1]}" if isinstance(crop, list) and len(crop) == 2 else "?"
+        scaled = f"shorter side to {rec.get('resize') or _max(crop)} px"
+        parts.append(f"native: {scaled} (bilinear, half-pixel centres, no antialias), centre crop {size}")
+        parts.append(
+            f"in the graph: uint8 RGB → {'BGR → ' if rec.get('channels') == 'bgr' else ''}×{rec.get('scale'):.6g} "
+            f"− mean {_nums(rec.get('mean'))} ÷ std {_nums(rec.get('std'))} → {str(rec.get('layout')).upper()}"
+            if isinstance(rec.get("scale"), (int, float))
+            else "in the graph: uint8 RGB → normalised"
+        )
+    if rec.get("labels"):
+        parts.append(f"{rec.get('labels')} labels ({rec.get('labels_file')})")
+    post = [p for p in ("softmax" if rec.get("softmax") else "", f"top-{rec.get('top_k')}" if rec.get("top_k") else "") if p]
+    if post:
+        parts.append("after the model: " + ", ".join(post))
+    return "; ".join(parts)
+
+
+def _max(crop: object) -> object:
+    return max(crop) if isinstance(crop, list) and crop and all(isinstance(c, int) for c in crop) else "?"
+
+
+def _nums(values: object) -> str:
+    return "(" + ", ".join(f"{v:g}" for v in values) + ")" if isinstance(values, list) else "?"

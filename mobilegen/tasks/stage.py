@@ -1,0 +1,119 @@
+"""The task's place in a build (``--task``): wrap the exported model right after the export, so the fix
+stage, the gate, the coverage analysis and the golden vectors all see the wrapped model; verify it
+against this package's reference pre/post-processing around the original model; ship the labels and
+the task golden files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mobilegen.tasks.spec import TaskSpec, labels_text, resolve
+
+if TYPE_CHECKING:
+    from mobilegen.artifacts import JSONValue, LoadedModel, OnnxModel, ShippedModel
+    from mobilegen.tasks.golden import GoldenInput
+    from mobilegen.verify import Expected, VerifyOptions
+
+LABELS_FILE = "model/labels.txt"  # package-relative; the renderers ship it as a data file
+# The seeded verification inputs of the wrapped graph span the input's whole range.
+_SEED_RANGES = {"image": "0:256", "pcm": "-32768:32768"}
+
+
+@dataclass(frozen=True)
+class TaskFiles:
+    """What a build with a task wrote: the labels (None without), and each model's task golden folder."""
+
+    labels: Path | None
+    golden: dict[str, Path]  # target name -> <golden folder>/task
+
+
+def wrap_exported(exported: OnnxModel, spec: TaskSpec) -> tuple[OnnxModel, TaskSpec]:
+    """The exported model wrapped in the task's nodes (in memory), and the spec resolved against it."""
+    from mobilegen.errors import InternalError
+    from mobilegen.load import onnx_io_spec
+    from mobilegen.tasks.graph import wrap
+
+    resolved = resolve(spec, exported.io)
+    if exported.proto is None:
+        raise InternalError("the task wrapper needs the in-memory model; the export stage did not keep it")
+    proto = wrap(exported.proto, resolved)
+    return replace(exported, proto=proto, io=onnx_io_spec(proto)), resolved
+
+
+def verify_options(opts: VerifyOptions, spec: TaskSpec) -> VerifyOptions:
+    """Seeded inputs over the wrapped input's whole range (0..255 pixels, 16-bit sample values) unless
+    ``--range`` names it or ``--sample-only`` replaces them."""
+    name = spec.input_name
+    if opts.sample_only or name in opts.value_ranges():
+        return opts
+    return replace(opts, ranges=(*opts.ranges, f"{name}={_SEED_RANGES[name]}"))
+
+
+def golden_inputs(spec: TaskSpec, wrapped: OnnxModel) -> list[GoldenInput]:
+    from mobilegen.tasks.golden import golden_inputs as make
+
+    samples = None
+    if not spec.is_image:
+        n = wrapped.io.inputs[0].shape[1]
+        samples = n if isinstance(n, int) else wrapped.example_sizes.get(n, spec.sample_rate)
+    return make(spec, samples)
+
+
+def reference(loaded: LoadedModel, exported: OnnxModel, wrapped: OnnxModel, spec: TaskSpec, opts: VerifyOptions) -> tuple[Expected, LoadedModel]:
+    """``stages.reference`` for a wrapped model: mobilegen.tasks.reference's pre-processing, the original
+    model (PyTorch, or the source ONNX model), its post-processing — on the seeded inputs and on the task
+    golden images/sounds, which the gate then verifies every artifact on too."""
+    from mobilegen.stages import reference_for
+    from mobilegen.tasks.reference import wrap_reference
+    from mobilegen.verify import Expected, reference_outputs
+
+    inner, label = reference_for(loaded, exported)
+    runner = wrap_reference(inner, exported.io.inputs[0].name, spec)
+    label = f"{label} with mobilegen.tasks' pre/post-processing"
+    expected = reference_outputs(runner, wrapped, opts, reference_label=label)
+    extra = golden_inputs(spec, wrapped)
+    cases = tuple({spec.input_name: g.graph_input} for g in extra)
+    return (
+        Expected(
+            cases=expected.cases + cases,
+            outputs=expected.outputs + tuple(runner(c) for c in cases),
+            label=expected.label,
+            origins=expected.origins + tuple(f"task golden {'image' if spec.is_image else 'sound'} {g.name}" for g in extra),
+            labels=expected.labels + tuple(f"{spec.input_name}:{g.name}" for g in extra),
+        ),
+        replace(loaded, module=None),
+    )
+
+
+def write_files(root: Path, spec: TaskSpec, wrapped: OnnxModel, models: Sequence[ShippedModel]) -> TaskFiles:
+    """``model/labels.txt`` and, per shipped model, ``<its golden folder>/task/``: the golden cases with
+    that model's own outputs (onnxruntime CPU, its ``.onnx``)."""
+    from mobilegen.tasks.golden import write_task_golden
+    from mobilegen.verify import ort_runner
+
+    labels = None
+    if spec.labels:
+        labels = root / LABELS_FILE
+        labels.parent.mkdir(parents=True, exist_ok=True)
+        labels.write_bytes(labels_text(spec.labels).encode("utf-8"))
+    inputs = golden_inputs(spec, wrapped)
+    golden: dict[str, Path] = {}
+    for m in models:
+        folder = write_task_golden(root / m.golden, spec, inputs, ort_runner(m.onnx.path), [o.name for o in m.onnx.io.outputs])
+        golden |= {t: folder for t in m.targets}
+    return TaskFiles(labels, golden)
+
+
+def record(spec: TaskSpec | None, files: TaskFiles | None, root: Path) -> dict[str, JSONValue] | None:
+    """The manifest's ``options.task``: the spec, and where its files are in the package."""
+    if spec is None:
+        return None
+    rec = spec.record()
+    if files is not None:
+        rec["labels_file"] = files.labels.relative_to(root).as_posix() if files.labels else None
+        rec["golden"] = {t: p.relative_to(root).as_posix() for t, p in sorted(files.golden.items())}
+    return rec

@@ -1,0 +1,8 @@
+package android.content;
+
+/** Shim: android.content.Context (signatures only). */
+public abstract class Context {
+  public abstract android.content.res.AssetManager getAssets();
+  public abstract android.content.pm.ApplicationInfo getApplicationInfo();
+  public abstract java.io.File getFilesDir();
+}

@@ -1,0 +1,8 @@
+package androidx.test.platform.app;
+
+/** Shim: androidx.test.platform.app.InstrumentationRegistry (signatures only). */
+public final class InstrumentationRegistry {
+  private InstrumentationRegistry() {}
+
+  public static android.app.Instrumentation getInstrumentation() { throw new UnsupportedOperationException("shim"); }
+}

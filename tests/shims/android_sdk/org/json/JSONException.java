@@ -1,0 +1,6 @@
+package org.json;
+
+/** Shim: org.json.JSONException (Android platform). */
+public class JSONException extends RuntimeException {
+  public JSONException(String message) { super(message); }
+}
