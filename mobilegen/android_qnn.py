@@ -64,11 +64,14 @@ def problems(opts: AndroidOptions) -> list[str]:
 
 
 def hint(details: list[str]) -> str | None:
-    if any(d.startswith("--qnn-htp-arch") for d in details):
-        from mobilegen.providers.qnn import HTP_ARCHS
+    from mobilegen.providers.qnn import DEFAULT_HTP_ARCH
 
-        return "add --qnn, with --qnn-htp-arch one of " + ", ".join(HTP_ARCHS)
-    return None
+    hints = []
+    if any(d.startswith("--qnn-htp-arch given without --qnn") for d in details):
+        hints.append("add --qnn, or drop --qnn-htp-arch")
+    if any(d.startswith("--qnn-htp-arch") and "is not a Hexagon generation" in d for d in details):
+        hints.append(f"give --qnn-htp-arch one of the known generations (default {DEFAULT_HTP_ARCH})")
+    return "; ".join(hints) or None
 
 
 def htp_arch(opts: AndroidOptions) -> str:

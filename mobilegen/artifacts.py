@@ -284,6 +284,7 @@ class BuildResult:
     # Every model shipped (``onnx``/``ort`` above are the first one's); empty: one model, ``onnx``/``ort``.
     models: tuple[ShippedModel, ...] = ()
     fixes: tuple[ProviderFixes, ...] = ()  # per analysed provider: coverage before the fix stage, passes kept
+    channels: dict[str, str] = field(default_factory=dict)  # target -> its key of ``runtimes`` (empty: Target.channel)
 
     @property
     def shipped(self) -> tuple[ShippedModel, ...]:

@@ -66,11 +66,24 @@ def validate(eps: tuple[str, ...], opts: CheckOptions) -> None:
     for ep in eps:
         if ep not in known:
             raise UsageError(f"unknown --ep '{ep}'", hint=f"use one of: {', '.join(known)}")
+    _refuse_unused_settings(eps, opts.settings)
     providers.validate_settings(opts.settings)
     if opts.fail_under is not None and not 0 <= opts.fail_under <= 100:
         raise UsageError(f"--fail-under {opts.fail_under:g} is outside 0..100", hint="give a percentage of supported nodes")
     if opts.max_partitions is not None and opts.max_partitions < 1:
         raise UsageError(f"--max-partitions {opts.max_partitions} must be at least 1")
+
+
+def _refuse_unused_settings(eps: tuple[str, ...], given: Mapping[str, SettingValue | None]) -> None:
+    """A setting's flag given when no chosen provider declares it would be silently ignored: refuse it."""
+    for key, value in given.items():
+        if value is None or value is False or any(providers.get(ep).setting(key) is not None for ep in eps):
+            continue  # not given (a bool flag left off), or some chosen provider takes it
+        owners = [(p.name, s) for p in providers.all_providers() if (s := p.setting(key)) is not None]
+        if owners:
+            flag = owners[0][1].flag or key
+            needs = " or ".join(f"--ep {name}" for name, _ in owners)
+            raise UsageError(f"{flag} needs {needs}", hint=f"add --ep {owners[0][0]}, or drop {flag}")
 
 
 def ep_targets(eps: tuple[str, ...], given: Mapping[str, SettingValue | None]) -> list[EPTarget]:

@@ -42,6 +42,11 @@ class Chosen:
     opts: object  # the target's own options type (Target[Opts])
     runtime: RuntimeRelease
 
+    @property
+    def channel(self) -> str:
+        """The channel ``runtime`` is published on (the manifest's ``mobile_runtimes`` key)."""
+        return self.target.runtime_channel(self.opts)
+
 
 def load_and_export(path: Path, opts: ModelOptions, out_path: Path, *, write: bool = True) -> tuple[LoadedModel, OnnxModel]:
     export_opts = opts.export_options()  # parse flags before any heavy work
@@ -126,7 +131,8 @@ def build(opts: BuildOptions) -> BuildResult:
             coverage=tuple(coverage),
             targets=tuple(c.target.name for c in chosen),
             options=stages.options_record(opts, chosen, models, tolerances) | {"task": task_stage.record(task, task_files, root)},
-            runtimes={c.target.channel: c.runtime.version for c in chosen},
+            runtimes={c.channel: c.runtime.version for c in chosen},
+            channels={c.target.name: c.channel for c in chosen},
             warnings=warnings,
             models=models,
             fixes=fix_plan.provider_fixes(coverage),

@@ -215,7 +215,7 @@ def check_runtimes(chosen: Sequence[Chosen], models: Sequence[ShippedModel]) -> 
 
     for c in chosen:
         ort = _model_of(models, c).converted()
-        check_loadable(c.runtime, max_opset=ort.max_opset, ort_format_version=ort.ort_format_version, channel=c.target.channel)
+        check_loadable(c.runtime, max_opset=ort.max_opset, ort_format_version=ort.ort_format_version, channel=c.channel)
 
 
 def analyse(models: Sequence[ShippedModel], chosen: Sequence[Chosen]) -> list[CoverageReport]:

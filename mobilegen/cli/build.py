@@ -37,6 +37,7 @@ from mobilegen.cli.options import (
     SampleOnlyOpt,
     SampleOpt,
     TrustPickleOpt,
+    htp_arch,
     model_options,
     quantize_options,
     verify_options,
@@ -73,7 +74,7 @@ NnapiOpt = Annotated[bool, typer.Option("--nnapi", help="Set up the NNAPI EP (An
 NnapiFlagsOpt = Annotated[str | None, typer.Option("--nnapi-flags", metavar="FLAGS", help="Comma list of NNAPI flags: fp16, nchw, cpu-disabled, cpu-only.")]
 XnnpackOpt = Annotated[bool, typer.Option("--xnnpack", help="Add the XNNPACK EP (before the CPU fallback); with package: on every chosen target.")]
 QnnOpt = Annotated[bool, typer.Option("--qnn", help="Set up Qualcomm's QNN EP (Snapdragon Hexagon NPU) first, on onnxruntime-android-qnn; its coverage is an estimate.")]
-QnnHtpArchOpt = Annotated[int | None, typer.Option("--qnn-htp-arch", metavar="N", help="Hexagon generation the QNN estimate and --quantize assume: 68, 69, 73, 75, 79 or 81 (default 73).")]
+QnnHtpArchOpt = Annotated[int | None, typer.Option("--qnn-htp-arch", metavar="N", parser=htp_arch, help="Hexagon generation the QNN estimate and --quantize assume: 68, 69, 73, 75, 79 or 81 (default 73).")]
 PackageOpt = Annotated[str | None, typer.Option("--package", metavar="NAME", help="Kotlin package of the generated code, e.g. com.example.vision.")]
 KeepDynamicOpt = Annotated[bool, typer.Option("--keep-dynamic", help="With --nnapi, keep dynamic dims (NNAPI then takes no node with a symbolic dim).")]
 AndroidApiOpt = Annotated[int | None, typer.Option("--android-api", metavar="LEVEL", help="Android API level the NNAPI analysis targets.")]

@@ -24,6 +24,7 @@ from mobilegen.cli.options import (
     ModelKwargsOpt,
     OpsetOpt,
     TrustPickleOpt,
+    htp_arch_text,
     model_options,
     unique,
 )
@@ -97,7 +98,7 @@ def check(
     ep: Annotated[list[str], typer.Option("--ep", metavar="EP", callback=unique, help="Execution provider (a name in the provider registry). Repeatable.")],
     coreml_format: Annotated[str | None, typer.Option("--coreml-format", metavar="FORMAT", help="CoreML model format.")] = None,
     android_api: Annotated[int | None, typer.Option("--android-api", metavar="LEVEL", help="Android API level the NNAPI rules assume.")] = None,
-    qnn_htp_arch: Annotated[str | None, typer.Option("--qnn-htp-arch", metavar="N", help="Hexagon generation the QNN estimate assumes.")] = None,
+    qnn_htp_arch: Annotated[str | None, typer.Option("--qnn-htp-arch", metavar="N", parser=htp_arch_text, help="Hexagon generation the QNN estimate assumes.")] = None,
     require_static_shapes: Annotated[
         bool, typer.Option("--require-static-shapes", help="CoreML: refuse nodes with symbolic dims (RequireStaticInputShapes).")
     ] = False,

@@ -134,7 +134,7 @@ def build_manifest(result: BuildResult, files: tuple[FileEntry, ...], *, epoch: 
 
 def _model_info(result: BuildResult, model: ShippedModel) -> ModelInfo:
     ort = model.converted()
-    channels = sorted(result.runtimes) if len(result.shipped) == 1 else [c for t in model.targets if (c := _channel(t)) in result.runtimes]
+    channels = sorted(result.runtimes) if len(result.shipped) == 1 else [c for t in model.targets if (c := result.channels.get(t) or _channel(t)) in result.runtimes]
     return ModelInfo(
         targets=tuple(jsonable(list(model.targets))),
         channels=tuple(channels),

@@ -34,6 +34,7 @@ from mobilegen.render import templates_root
 from mobilegen.report import tool_versions, warning_texts
 from mobilegen.report.facts import fixes_text
 from mobilegen.report.quantization import readme_lines as quantization_lines
+from mobilegen.runtimes import QNN_CHANNEL
 
 if TYPE_CHECKING:
     import jinja2
@@ -102,6 +103,7 @@ class ReadmeContext:
     models: tuple[ModelLine, ...] = ()  # one per target when their graphs differ; empty: one model (paths)
     ort_list: str = f"`{MODEL_ORT}`"  # Markdown: the .ort file(s) verify runs, in code spans (fixed names)
     quantization: tuple[str, ...] = ()  # --quantize: one line per shipped model (mobilegen.report.quantization)
+    android_artifact: str = "onnxruntime-android"  # the Maven artifact the Android project pins (-qnn with --qnn)
 
 
 def readme_context(result: BuildResult, root: Path) -> ReadmeContext:
@@ -109,6 +111,7 @@ def readme_context(result: BuildResult, root: Path) -> ReadmeContext:
     runtimes = versions["mobile_runtimes"]
     ver = result.verification
     channel = "swiftpm" if "swiftpm" in runtimes else next(iter(runtimes), "?")
+    android_channel = result.channels.get("android", "maven")  # --qnn: maven-qnn
     tensors = tuple(
         TensorRow(role, t.name, f"{t.dtype}", "[" + ", ".join(str(d) for d in t.shape) + "]" if t.shape else "scalar")
         for role, group in (("input", result.onnx.io.inputs), ("output", result.onnx.io.outputs))
@@ -138,7 +141,8 @@ def readme_context(result: BuildResult, root: Path) -> ReadmeContext:
         source_sha256=result.loaded.sha256,
         android=ANDROID_DIR in result.targets,
         android_readme=(root / ANDROID_DIR / "README.md").is_file(),
-        maven_version=f"{runtimes.get('maven', '?')}",
+        maven_version=f"{runtimes.get(android_channel, '?')}",
+        android_artifact="onnxruntime-android-qnn" if android_channel == QNN_CHANNEL else "onnxruntime-android",
         ios=IOS_DIR in result.targets,
         ios_readme=(root / IOS_DIR / "README.md").is_file(),
         ios_channel=channel,

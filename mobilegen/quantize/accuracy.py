@@ -1,7 +1,9 @@
 """The accuracy gate: the quantized model against the fp32 one on held-out samples (onnxruntime CPU).
 
 Per output: cosine similarity (over every sample's values together), the largest absolute difference,
-and top-1 agreement for classifier-shaped outputs (``[N, C]``, C > 1). For QDQ models the tensors with
+and top-1 agreement for classifier-shaped outputs (``[N, C]``, C > 1). Integer and bool outputs (class ids,
+``--top-k``'s ``indices``) are compared by exact agreement: the fraction of equal elements, gated by
+``--min-top1``; their cosine and max abs (differences of ids) are neither gated nor shown. For QDQ models the tensors with
 the lowest signal-to-quantization-noise ratio come from ``onnxruntime.quantization.qdq_loss_debug``
 (activations of both models matched by name, and dequantized weights against the float ones).
 
@@ -15,7 +17,7 @@ weights measured cosine 0.934 fused against 0.9994 unfused — the host's error,
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,7 +41,8 @@ class OutputAccuracy:
     name: str
     cosine: float
     max_abs: float
-    top1: float | None  # agreement of the argmax, only for classifier-shaped outputs
+    top1: float | None  # agreement of the argmax for classifier-shaped outputs; of every element when exact
+    exact: bool = False  # an integer/bool output: compared by exact agreement, cosine and max_abs not gated
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,12 @@ class AccuracyReport:
     calibration: str = ""  # the calibration source, when known
     trustworthy: bool = True  # False when the calibration data was random
 
+    @property
+    def float_error(self) -> float:
+        """The largest finite error on float outputs: what the golden vectors' atol widens to. Integer
+        outputs (``--top-k``'s indices) are ids: their differences are no tolerance for the scores."""
+        return max((o.max_abs for o in self.outputs if not o.exact and math.isfinite(o.max_abs)), default=0.0)
+
     def record(self) -> dict[str, JSONValue]:
         return {
             "samples": self.samples,
@@ -67,9 +76,7 @@ class AccuracyReport:
             "min_top1": self.min_top1,
             "passed": self.passed,
             "failures": list(self.failures),
-            "outputs": [
-                {"name": o.name, "cosine": _num(o.cosine), "max_abs": _num(o.max_abs), "top1": o.top1} for o in self.outputs
-            ],
+            "outputs": [_output_record(o) for o in self.outputs],
             "worst_layers": [{"tensor": w.tensor, "sqnr_db": _num(w.sqnr_db)} for w in self.worst_layers],
             "calibration": self.calibration,
             "trustworthy": self.trustworthy,
@@ -79,8 +86,10 @@ class AccuracyReport:
         """Plain text: one row per output, then the noisiest tensors."""
         rows = [("output", "cosine", "max abs", "top-1", "")]
         for o in self.outputs:
-            ok = o.cosine >= self.min_cosine and (o.top1 is None or o.top1 >= self.min_top1)
-            rows.append((o.name, f"{o.cosine:.4f}", f"{o.max_abs:.4g}", "-" if o.top1 is None else f"{o.top1:.3f}", "ok" if ok else "FAIL"))
+            ok = (o.exact or o.cosine >= self.min_cosine) and (o.top1 is None or o.top1 >= self.min_top1)
+            cos, err = ("-", "-") if o.exact else (cosine_text(o.cosine, self.min_cosine), f"{o.max_abs:.4g}")
+            top1 = "-" if o.top1 is None else f"{o.top1:.3f}" + (" equal" if o.exact else "")
+            rows.append((o.name, cos, err, top1, "ok" if ok else "FAIL"))
         widths = [max(len(r[i]) for r in rows) for i in range(5)]
         lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
         lines.append(f"({self.samples} sample{'' if self.samples == 1 else 's'}; gate: cosine >= {self.min_cosine}, top-1 >= {self.min_top1})")
@@ -93,8 +102,23 @@ class AccuracyReport:
         return "\n".join(lines)
 
 
+def _output_record(o: OutputAccuracy) -> dict[str, JSONValue]:
+    out: dict[str, JSONValue] = {"name": o.name, "cosine": _num(o.cosine), "max_abs": _num(o.max_abs), "top1": o.top1}
+    return out | {"exact": True} if o.exact else out
+
+
 def _num(x: float) -> float | None:
     return x if math.isfinite(x) else None
+
+
+def cosine_text(cosine: float, threshold: float) -> str:
+    """The cosine with 4 decimals, or with as many more as it takes to tell it from ``threshold`` (a
+    cosine of 0.99999 against --min-cosine 0.999999 is no "1.0000 < 0.999999")."""
+    for digits in range(4, 17):
+        text = f"{cosine:.{digits}f}"
+        if (float(text) >= threshold) == (cosine >= threshold) and float(text) != threshold:
+            return text
+    return repr(cosine)
 
 
 def gate(report: AccuracyReport) -> None:
@@ -129,15 +153,19 @@ def accuracy(
     got = [q_sess.run(names, f) for f in feeds]
     outputs = []
     for k, name in enumerate(names):
+        if ref and not np.issubdtype(np.asarray(ref[0][k]).dtype, np.inexact):
+            outputs.append(_agreement(name, [np.asarray(r[k]) for r in ref], [np.asarray(g[k]) for g in got]))
+            continue
         a = [np.asarray(r[k], dtype=np.float64) for r in ref]
         b = [np.asarray(g[k], dtype=np.float64) for g in got]
         outputs.append(_compare(name, a, b))
     failures = []
     for o in outputs:
-        if not o.cosine >= opts.min_cosine:
-            failures.append(f"{o.name}: cosine {o.cosine:.4f} < {opts.min_cosine}")
+        if not o.exact and not o.cosine >= opts.min_cosine:
+            failures.append(f"{o.name}: cosine {cosine_text(o.cosine, opts.min_cosine)} < {opts.min_cosine}")
         if o.top1 is not None and not o.top1 >= opts.min_top1:
-            failures.append(f"{o.name}: top-1 agreement {o.top1:.3f} < {opts.min_top1}")
+            what = "values equal to fp32's" if o.exact else "top-1 agreement"
+            failures.append(f"{o.name}: {what} {o.top1:.3f} < {opts.min_top1}")
     return AccuracyReport(
         outputs=tuple(outputs),
         worst_layers=_worst_layers(fp32, quantized, feeds[:NOISE_SAMPLES]),
@@ -200,6 +228,20 @@ def _compare(name: str, ref: list[np.ndarray], got: list[np.ndarray]) -> OutputA
     return OutputAccuracy(name, min(1.0, cosine), max_abs, _top1(ref, got))
 
 
+def _agreement(name: str, ref: list[np.ndarray], got: list[np.ndarray]) -> OutputAccuracy:
+    """An integer/bool output: the fraction of its elements (over every sample) equal to fp32's."""
+    import numpy as np
+
+    a = np.concatenate([r.ravel() for r in ref]) if ref else np.zeros(0)
+    b = np.concatenate([g.ravel() for g in got]) if got else np.zeros(0)
+    if a.shape != b.shape:
+        return OutputAccuracy(name, 0.0, math.inf, 0.0, exact=True)
+    equal = float(np.mean(a == b)) if a.size else 1.0
+    with np.errstate(all="ignore"):
+        diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
+    return OutputAccuracy(name, 1.0 if equal == 1.0 else 0.0, float(diff.max()) if diff.size else 0.0, equal, exact=True)
+
+
 def _top1(ref: list[np.ndarray], got: list[np.ndarray]) -> float | None:
     """Argmax agreement over the rows of ``[N, C]`` outputs (C > 1); None for other shapes."""
     import numpy as np
@@ -236,7 +278,7 @@ def _worst_layers(fp32: Path, quantized: Path, feeds: list[dict[str, np.ndarray]
         qdq_acts = dbg.collect_activations(str(aug_q), _reader(stacked), _session_options(reference=True), execution_providers=cpu)
         matched = dbg.create_activation_matching(qdq_acts, float_acts)
         both = {k: v for k, v in matched.items() if "float" in v and v.get("pre_qdq") is not None}
-        for tensor, errs in dbg.compute_activation_error(both).items():
+        for tensor, errs in dbg.compute_activation_error(both, _sqnr).items():
             if "xmodel_err" in errs:
                 noise[tensor] = float(errs["xmodel_err"])
     noise.update(_weight_noise(fp32, model))
@@ -250,7 +292,6 @@ def _weight_noise(fp32: Path, qdq: onnx.ModelProto) -> dict[str, float]:
     import numpy as np
     import onnx
     from onnx import numpy_helper
-    from onnxruntime.quantization.qdq_loss_debug import compute_signal_to_quantization_noice_ratio as sqnr
 
     floats = {t.name: t for t in onnx.load_model(str(fp32), load_external_data=True).graph.initializer}
     inits = {t.name: t for t in qdq.graph.initializer}
@@ -271,8 +312,16 @@ def _weight_noise(fp32: Path, qdq: onnx.ModelProto) -> dict[str, float]:
             scale, zp = scale.reshape(shape), zp.reshape(shape)
         ref = numpy_helper.to_array(floats[name]).astype(np.float64)
         if ref.shape == q.shape:
-            out[name] = float(sqnr([ref], [(q - zp) * scale]))
+            out[name] = _sqnr([ref], [(q - zp) * scale])
     return out
+
+
+def _sqnr(ref: Sequence[np.ndarray], got: Sequence[np.ndarray]) -> float:
+    """onnxruntime's SQNR (dB) on flattened tensors: it concatenates them, which 0-d arrays (a scalar
+    weight such as ``x * 0.5``'s, or a scalar activation) cannot be."""
+    from onnxruntime.quantization.qdq_loss_debug import compute_signal_to_quantization_noice_ratio as sqnr
+
+    return float(sqnr([r.reshape(-1) for r in ref], [g.reshape(-1) for g in got]))
 
 
 def _stack(arrays: list[np.ndarray]) -> np.ndarray:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 RANDOM_SAMPLES = 20
 HELD_OUT_FRACTION = 0.2
+MIN_HELD_OUT = 2  # the gate's least samples split off a calibration set: one sample says nothing about a model
 _HINT = "save one array per model input with numpy.savez(path, **{input_name: array}); leading axis = samples"
 
 
@@ -57,17 +58,30 @@ def load_calibration(opts: QuantizeOptions, io: IOSpec) -> Calibration:
         if total < 1:
             raise UsageError(f"{source} holds no samples", hint="give at least one calibration sample")
         return Calibration(data, held, source, total, trustworthy)
-    if total < 2:
+    needed = min_samples()
+    if total < needed:
+        n_held = _held_out(total)
         raise UsageError(
-            f"{source} holds {total} sample{'' if total == 1 else 's'}: too few to calibrate and to check accuracy",
-            hint="give at least 2 samples (about 20% are held out for the accuracy check), or --eval FILE.npz",
+            f"{source} holds {total} sample{'' if total == 1 else 's'}: too few to calibrate and to check accuracy "
+            f"(the {round(HELD_OUT_FRACTION * 100)}% held out for the accuracy gate would be {n_held} sample{'' if n_held == 1 else 's'})",
+            hint=f"give at least {needed} samples (the gate needs {MIN_HELD_OUT} held out), or the gate's samples with --eval FILE.npz",
         )
-    n_held = max(1, min(total - 1, round(total * HELD_OUT_FRACTION)))
+    n_held = _held_out(total)
     order = rng.permutation(total)
     held_idx, cal_idx = np.sort(order[:n_held]), np.sort(order[n_held:])
     cal = {k: v[cal_idx] for k, v in data.items()}
     held = {k: v[held_idx] for k, v in data.items()}
     return Calibration(cal, held, source, total - n_held, trustworthy)
+
+
+def _held_out(total: int) -> int:
+    """How many of ``total`` samples the accuracy gate gets (at least one stays for calibration)."""
+    return max(0, min(total - 1, max(1, round(total * HELD_OUT_FRACTION))))
+
+
+def min_samples() -> int:
+    """The fewest samples whose split leaves ``MIN_HELD_OUT`` for the gate (8 for 20% and 2)."""
+    return next(n for n in range(MIN_HELD_OUT + 1, 10_000) if _held_out(n) >= MIN_HELD_OUT)
 
 
 def _count(data: Mapping[str, np.ndarray]) -> int:
@@ -134,10 +148,18 @@ def _read_npz(path: Path, io: IOSpec, *, flag: str) -> dict[str, np.ndarray]:
 
 
 def _checked(arr: np.ndarray, spec: TensorSpec, path: Path, flag: str) -> np.ndarray:
+    import numpy as np
+
     if str(arr.dtype) != spec.dtype:
         raise UsageError(
             f"{flag} {path}: input '{spec.name}' is {arr.dtype}, the model takes {spec.dtype}",
             hint=f"save it with array.astype('{spec.dtype}')",
+        )
+    if arr.dtype.kind in "fc" and not bool(np.all(np.isfinite(arr))):
+        bad = int(arr.size - np.count_nonzero(np.isfinite(arr)))
+        raise UsageError(
+            f"{flag} {path}: input '{spec.name}' holds {bad} NaN/Inf value{'' if bad == 1 else 's'}",
+            hint="calibration and accuracy samples must be finite: fix or drop those samples",
         )
     rank = len(spec.shape)
     if arr.ndim == rank + 1 and _fits(arr.shape[1:], spec):

@@ -4,7 +4,9 @@
   not after quantizing), then static QDQ (``quantize_static``; ``get_qnn_qdq_config`` + ``quantize`` for
   QNN, after ``qnn_preprocess_model``), calibrated on the :class:`Calibration`'s samples;
 - dynamic: ``quant_pre_process``, then ``quantize_dynamic`` (int8 weights, activations at run time);
-- fp16: ``onnxruntime.transformers.float16.convert_float_to_float16`` with the model IO kept float32.
+- fp16: ``onnxruntime.transformers.float16.convert_float_to_float16`` with the model IO kept float32, then
+  sorted topologically (the converter appends the IO casts at the end of the node list; onnx.checker, and
+  tools that read the shipped ``model.onnx``, refuse an unsorted graph).
 
 The result is written through a temp file and a rename, and must load in onnxruntime (CPU) with the
 source's input and output names and dtypes.
@@ -313,7 +315,52 @@ def _fp16(src: Path, out: Path) -> None:
 
     model = onnx.load_model(str(src), load_external_data=True)
     converted = convert_float_to_float16(model, keep_io_types=True)
+    sort_graph(converted.graph)
     onnx.save_model(converted, str(out))
+
+
+def sort_graph(graph: onnx.GraphProto) -> None:
+    """Order ``graph``'s nodes (and its subgraphs') so each comes after the producers of its inputs, keeping
+    the original order wherever it already holds (a depth-first walk, iterative: graphs are deep). The values
+    a node's subgraphs read from this graph count as its inputs."""
+    nodes = list(graph.node)
+    producer = {o: i for i, n in enumerate(nodes) for o in n.output if o}
+    for n in nodes:
+        for a in n.attribute:
+            for sub in (*([a.g] if a.HasField("g") else []), *a.graphs):
+                sort_graph(sub)
+    deps = [sorted({producer[x] for x in (*n.input, *_free_names(n)) if x in producer}) for n in nodes]
+    order: list[int] = []
+    state = [0] * len(nodes)  # 0 new, 1 on the stack, 2 placed
+    for start in range(len(nodes)):
+        stack = [start]
+        while stack:
+            i = stack[-1]
+            if state[i] == 2:
+                stack.pop()
+                continue
+            state[i] = 1
+            todo = [d for d in deps[i] if state[d] == 0]
+            if todo:
+                stack.append(todo[0])
+                continue
+            state[i] = 2
+            order.append(i)
+            stack.pop()
+    if order != list(range(len(nodes))):
+        del graph.node[:]
+        graph.node.extend(nodes[i] for i in order)
+
+
+def _free_names(node: onnx.NodeProto) -> set[str]:
+    """Names a node's subgraphs read without producing them: values of the enclosing graph."""
+    names: set[str] = set()
+    for a in node.attribute:
+        for sub in (*([a.g] if a.HasField("g") else []), *a.graphs):
+            local = {t.name for t in (*sub.input, *sub.initializer)} | {o for n in sub.node for o in n.output}
+            names |= {x for n in sub.node for x in (*n.input, *_free_names(n)) if x and x not in local}
+            names |= {o.name for o in sub.output if o.name not in local}
+    return names
 
 
 def _check_loads(src: Path, out: Path) -> None:

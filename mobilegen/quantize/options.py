@@ -15,6 +15,7 @@ CalibrationMethod = Literal["minmax", "entropy", "percentile"]
 MODES: tuple[str, ...] = get_args(QuantizeMode)
 METHODS: tuple[str, ...] = get_args(CalibrationMethod)
 RANDOM = "random"
+MIN_COSINE, MIN_TOP1 = 0.99, 0.98  # the gate's defaults (the CLI's option defaults too)
 
 
 @dataclass(frozen=True)
@@ -23,8 +24,8 @@ class QuantizeOptions:
     calibration: str | None = None  # a .npz file, a folder of .npz files, or "random"
     method: CalibrationMethod = "minmax"
     eval: Path | None = None  # accuracy samples (else held out from the calibration set)
-    min_cosine: float = 0.99
-    min_top1: float = 0.98
+    min_cosine: float = MIN_COSINE
+    min_top1: float = MIN_TOP1
     seed: int = 0
 
     def check(self) -> None:
@@ -40,6 +41,8 @@ class QuantizeOptions:
                     ("--calibration", self.calibration is not None),
                     ("--calibration-method", self.method != "minmax"),
                     ("--eval", self.eval is not None),
+                    ("--min-cosine", self.min_cosine != MIN_COSINE),  # a default given explicitly goes unnoticed
+                    ("--min-top1", self.min_top1 != MIN_TOP1),
                 )
                 if on
             ]

@@ -43,6 +43,7 @@ from mobilegen.errors import InternalError, VerificationError
 from mobilegen.warnings import Notice
 
 if TYPE_CHECKING:
+    from mobilegen.coverage.target import EPTarget
     from mobilegen.options import BuildOptions
     from mobilegen.pipeline import Chosen
     from mobilegen.quantize import QuantizeMode, QuantizeOptions
@@ -63,10 +64,12 @@ class AccuracyRow:
     output: str
     cosine: float
     max_abs: float
-    top1: float | None
+    top1: float | None  # top-1 agreement; for an exact row, the fraction of elements equal to fp32's
+    exact: bool = False  # an integer/bool output (class ids): cosine and max_abs are not gated nor widen atol
 
     def to_dict(self) -> dict[str, JSONValue]:
-        return {"artifact": self.artifact, "output": self.output, "cosine": _num(self.cosine), "max_abs": _num(self.max_abs), "top1": _num(self.top1)}
+        out: dict[str, JSONValue] = {"artifact": self.artifact, "output": self.output, "cosine": _num(self.cosine), "max_abs": _num(self.max_abs), "top1": _num(self.top1)}
+        return out | {"exact": True} if self.exact else out
 
 
 @dataclass(frozen=True)
@@ -238,12 +241,11 @@ def samples_for(q: QuantizeOptions, io: Any) -> Any:
     return replace(calib, held_out=samples, source=f"none (--quantize {q.mode} calibrates nothing; the gate ran on {held})", count=0, trustworthy=True)
 
 
-def provider_names(c: Chosen, io: Any) -> tuple[str, ...]:
-    """A target's provider chain, in order (empty: the CPU alone)."""
+def provider_chain(c: Chosen, io: Any) -> tuple[EPTarget, ...]:
+    """A target's provider chain with its settings, in order (empty: the CPU alone)."""
     from mobilegen.targets import BuildContext
 
-    ctx = BuildContext(io=io, static=io.is_static, targets=(c.target.name,))
-    return tuple(ep.ep for ep in c.target.providers(c.opts, ctx))
+    return tuple(c.target.providers(c.opts, BuildContext(io=io, static=io.is_static, targets=(c.target.name,))))
 
 
 def _plan(models: Sequence[ShippedModel], chosen: Sequence[Chosen], mode: QuantizeMode) -> tuple[list[_Group], list[Notice]]:
@@ -255,7 +257,9 @@ def _plan(models: Sequence[ShippedModel], chosen: Sequence[Chosen], mode: Quanti
         m = next((m for m in models if c.target.name in m.targets), None)
         if m is None:
             raise InternalError(f"no model for the {c.target.name} target")
-        decision = recipe_for(mode, provider_names(c, m.onnx.io))
+        chain = provider_chain(c, m.onnx.io)
+        arch = next((ep.str_value("qnn_htp_arch") for ep in chain if ep.ep == "qnn"), None)  # the chain's own setting
+        decision = recipe_for(mode, [ep.ep for ep in chain], qnn_htp_arch=arch)
         if isinstance(decision, Refusal):
             key = (m.folder, "fp32")
             notices.append(refused_notice(mode, c.target.display_name, decision.reason, c.target.name))
@@ -339,7 +343,7 @@ def _quantize_group(g: _Group, q: QuantizeOptions, calib: Any, work: Path, style
         samples=int(getattr(reports["ort"], "samples", 0) or 0),
         min_cosine=float(q.min_cosine),
         min_top1=float(q.min_top1),
-        golden_atol=max((r.max_abs for kind, rep in reports.items() for r in _accuracy_rows(kind, rep) if math.isfinite(r.max_abs)), default=0.0),
+        golden_atol=max(report.float_error for report in reports.values()),  # class ids widen no tolerance
     )
     return _Built(work, replace(model, path=work / MODEL_ONNX_NAME), ort, record)
 
@@ -374,7 +378,8 @@ def _accuracy_rows(kind: str, report: Any) -> tuple[AccuracyRow, ...]:
     rows = []
     for row in report.outputs:
         top1 = _field(row, "top1", 3)
-        rows.append(AccuracyRow(kind, str(_field(row, "name", 0)), float(_field(row, "cosine", 1)), float(_field(row, "max_abs", 2)), None if top1 is None else float(top1)))
+        exact = bool(getattr(row, "exact", False))
+        rows.append(AccuracyRow(kind, str(_field(row, "name", 0)), float(_field(row, "cosine", 1)), float(_field(row, "max_abs", 2)), None if top1 is None else float(top1), exact))
     return tuple(rows)
 
 

@@ -72,7 +72,7 @@ def summary_lines(models: Sequence[ShippedModel]) -> list[str]:
         if not r.quantized:
             lines.append(f"{_who(m)}: ships fp32 (--quantize {r.mode} refused by its provider; see the warning)")
             continue
-        worst_cos = min((a.cosine for a in r.accuracy), default=1.0)
+        worst_cos = min((a.cosine for a in r.accuracy if not a.exact), default=1.0)  # exact: integer outputs
         top1 = [a.top1 for a in r.accuracy if a.top1 is not None]
         agree = f", top-1 ≥ {min(top1):.3f}" if top1 else ""
         calib = r.calibration
@@ -101,10 +101,11 @@ def sections(models: Sequence[ShippedModel]) -> tuple[QuantSection, ...]:
             Row(("accuracy samples", f"{r.samples} ({c.get('eval')})")),
             Row(("size", size_text(r))),
             Row(("quantized nodes", str(r.quantized_nodes))),
-            Row(("gate", f"cosine ≥ {r.min_cosine:g} per output, top-1 agreement ≥ {r.min_top1:g} for classifier-shaped outputs")),
+            Row(("gate", f"cosine ≥ {r.min_cosine:g} per output, top-1 agreement ≥ {r.min_top1:g} for classifier-shaped outputs, and exact agreement for integer ones")),
         )
         accuracy = tuple(
-            Row((a.artifact, a.output, f"{a.cosine:.6f}", num(a.max_abs), num(a.top1), _result(a.cosine, a.top1, r)))
+            Row((a.artifact, a.output, num(None) if a.exact else f"{a.cosine:.6f}", num(None) if a.exact else num(a.max_abs),
+                 num(a.top1) + (" equal" if a.exact else ""), _result(1.0 if a.exact else a.cosine, a.top1, r)))
             for a in r.accuracy
         )
         layers = tuple(Row((w.tensor, f"{w.sqnr_db:.1f}")) for w in r.worst_layers)
@@ -146,7 +147,7 @@ def convert_line(record: dict[str, object]) -> str:
     acc = record.get("accuracy") if isinstance(record.get("accuracy"), dict) else {}
     assert isinstance(recipe, dict) and isinstance(size, dict) and isinstance(calib, dict) and isinstance(acc, dict)
     outputs = [o for o in acc.get("outputs", []) if isinstance(o, dict)]
-    cos = [float(o["cosine"]) for o in outputs if isinstance(o.get("cosine"), int | float)]
+    cos = [float(o["cosine"]) for o in outputs if isinstance(o.get("cosine"), int | float) and not o.get("exact")]
     top1 = [float(o["top1"]) for o in outputs if isinstance(o.get("top1"), int | float)]
     before, after = size.get("ort_before"), size.get("ort_after")
     sizes = f".ort {human_bytes(before)} → {human_bytes(after)}" if isinstance(before, int) and isinstance(after, int) else ""

@@ -33,6 +33,9 @@ class AndroidTarget(Target[AndroidOptions]):
     def runtime(self, opts: AndroidOptions) -> RuntimeRelease:
         return impl.android_runtime(opts)
 
+    def runtime_channel(self, opts: AndroidOptions) -> str:
+        return android_qnn.channel(opts)
+
     def check_io(self, io: IOSpec) -> None:
         impl.check_android_io(io)
 

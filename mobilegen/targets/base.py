@@ -52,6 +52,11 @@ class Target(ABC, Generic[Opts]):
     def runtime(self, opts: Opts) -> RuntimeRelease:
         """The onnxruntime release the project pins."""
 
+    def runtime_channel(self, opts: Opts) -> str:
+        """The channel ``runtime(opts)`` is published on: ``channel`` unless options change the artifact
+        (Android's ``--qnn`` pins onnxruntime-android-qnn). The manifest's ``mobile_runtimes`` key."""
+        return self.channel
+
     @abstractmethod
     def check_io(self, io: IOSpec) -> None:
         """Refuse model inputs/outputs the platform's runtime API cannot carry (UsageError)."""

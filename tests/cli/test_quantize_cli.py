@@ -47,6 +47,8 @@ def test_int8_without_calibration_is_refused(model: Path, command: tuple[str, ..
     [
         (("--quantize", "int4"), "unknown --quantize mode 'int4'"),
         (("--calibration", "random"), "--calibration has no effect without --quantize"),
+        (("--min-cosine", "0.5"), "--min-cosine has no effect without --quantize"),
+        (("--min-top1", "0.5"), "--min-top1 has no effect without --quantize"),
         (("--quantize", "int8", "--calibration", "random", "--calibration-method", "kl"), "unknown --calibration-method 'kl'"),
         (("--quantize", "fp16", "--min-cosine", "1.5"), "--min-cosine must be between 0 and 1"),
         (("--quantize", "int8", "--calibration", "nowhere.npz"), "--calibration nowhere.npz: no such file or folder"),
@@ -108,3 +110,47 @@ def test_manifest_model_entries_round_trip_their_golden_files() -> None:
     assert parsed is not None and parsed.golden is None and parsed.quantization is None
     # a malformed golden entry (escaping the package) makes the entry malformed, not a path verify opens
     assert ModelInfo.from_json({**info.to_json(), "golden": {"npz": "../x.npz", "mgv": "g.mgv", "atol": 1, "rtol": 1}}) is None
+
+
+def _samples(path: Path, n: int, bad: float | None = None) -> Path:
+    import numpy as np
+
+    x = np.random.default_rng(0).random((n, 1, 4), dtype=np.float32)
+    if bad is not None:
+        x[1, 0, 2] = bad
+    np.savez(path, x=x)
+    return path
+
+
+@pytest.mark.parametrize("command", [("convert",), ("android",)], ids=lambda c: c[0])
+def test_nan_calibration_is_a_usage_error_naming_file_and_input(model: Path, command: tuple[str, ...]) -> None:
+    calib = _samples(model.parent / "calib.npz", 10, bad=float("nan"))
+    result, out = _run(model, command, "--quantize", "int8", "--calibration", calib)
+    assert_fails(result, 2, f"--calibration {calib}: input 'x' holds 1 NaN/Inf value")  # type: ignore[arg-type]
+    assert "scale issue" not in result.stderr  # type: ignore[attr-defined]
+    assert not out.exists() and sorted(p.name for p in model.parent.iterdir()) == ["calib.npz", "m.onnx"]
+
+
+def test_a_calibration_set_too_small_for_the_gate_is_refused_with_the_count_needed(model: Path) -> None:
+    calib = _samples(model.parent / "calib.npz", 5)
+    result, out = _run(model, ("android",), "--quantize", "int8", "--calibration", calib)
+    line = assert_fails(result, 2, "calib.npz holds 5 samples", "would be 1 sample")  # type: ignore[arg-type]
+    assert "give at least 8 samples" in result.stderr and "--eval" in result.stderr  # type: ignore[attr-defined]
+    assert line.count("\n") == 0 and not out.exists()
+
+
+def test_int8_build_of_a_graph_with_a_scalar_constant(tmp_path: Path) -> None:
+    import numpy as np
+    from onnx import numpy_helper
+
+    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((4, 4)).astype(np.float32), "w")
+    half = numpy_helper.from_array(np.array(0.5, np.float32), "half")  # x * 0.5: a 0-d weight
+    nodes = [helper.make_node("Mul", ["x", "half"], ["h"]), helper.make_node("MatMul", ["h", "w"], ["y"])]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    path = tmp_path / "scaled.onnx"
+    onnx.save(helper.make_model(helper.make_graph(nodes, "g", [x], [y], [w, half]), opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    result = invoke("convert", path, "-o", tmp_path / "out.ort", "--quantize", "int8", "--calibration", "random", "--json")
+    assert result.exit_code == 0, (result.stdout, result.stderr)
+    layers = {w["tensor"] for w in json.loads(result.stdout)["quantization"]["accuracy"]["worst_layers"]}
+    assert "half" in layers, layers  # the scalar weight has its SQNR too (5 tensors: all shown)

@@ -41,12 +41,16 @@ def files_of(folder: Path) -> dict[str, bytes]:
 
 def test_layout(package) -> None:
     out, data = package
-    for rel in ["manifest.json", "README.md", "model/model.onnx", "model/model.ort", "model/required_operators.config",
+    # one model per target: the flatten-reshape pass helps CoreML (no Flatten builder), not NNAPI
+    models = [f"model/{t}/{f}" for t in ("android", "ios") for f in ("model.onnx", "model.ort", "required_operators.config")]
+    for rel in ["manifest.json", "README.md", *models,
                 "golden/golden.npz", "golden/golden.mgv", "golden/tolerances.json", "report/coverage.json",
                 "report/report.md", "report/report.html", "android/settings.gradle.kts", "ios/Package.swift"]:
         assert (out / rel).is_file(), rel
     assert Path(data["zip"]).is_file()
     assert {c["ep"] for c in data["coverage"]} == {"nnapi", "coreml"}
+    coreml = next(c for c in data["coverage"] if c["ep"] == "coreml")
+    assert (coreml["supported_nodes"], len(coreml["partitions"])) == (coreml["total_nodes"], 1)
 
 
 def test_verify_accepts_folder_and_zip(package) -> None:
@@ -127,6 +131,6 @@ def test_coreml_cache_key_in_shipped_model(package) -> None:
     import onnxruntime as ort
 
     out, _ = package
-    meta = ort.InferenceSession(str(out / "model" / "model.ort"), providers=["CPUExecutionProvider"]).get_modelmeta()
+    meta = ort.InferenceSession(str(out / "model" / "ios" / "model.ort"), providers=["CPUExecutionProvider"]).get_modelmeta()
     key = meta.custom_metadata_map.get("COREML_CACHE_KEY", "")
     assert re.fullmatch(r"[0-9a-f]{32}", key), meta.custom_metadata_map

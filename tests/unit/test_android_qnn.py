@@ -4,9 +4,12 @@ Gradle files, and the estimate label of `mobilegen check --ep qnn`."""
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import onnx
 import pytest
@@ -38,16 +41,42 @@ def test_qnn_pins_the_qnn_aar_and_other_builds_do_not() -> None:
 
 
 @pytest.mark.parametrize(
-    ("opts", "needle"),
+    ("opts", "needle", "hint"),
     [
-        (AndroidOptions(qnn_htp_arch=73), "--qnn-htp-arch given without --qnn"),
-        (AndroidOptions(qnn=True, qnn_htp_arch=70), "--qnn-htp-arch 70 is not a Hexagon generation"),
+        (AndroidOptions(qnn_htp_arch=73), "--qnn-htp-arch given without --qnn", "add --qnn, or drop --qnn-htp-arch"),
+        (AndroidOptions(qnn=True, qnn_htp_arch=70), "--qnn-htp-arch 70 is not a Hexagon generation QNN knows (known: 68, 69, 73, 75, 79, 81)", "give --qnn-htp-arch one of the known generations (default 73)"),
     ],
 )
-def test_bad_qnn_options(opts: AndroidOptions, needle: str) -> None:
-    with pytest.raises(UsageError, match=needle) as err:
+def test_bad_qnn_options(opts: AndroidOptions, needle: str, hint: str) -> None:
+    with pytest.raises(UsageError, match=re.escape(needle)) as err:
         validate_android_options(opts)
-    assert "--qnn-htp-arch one of 68, 69, 73, 75, 79, 81" in (err.value.hint or "")
+    assert err.value.hint == hint  # --qnn given: no "add --qnn"
+
+
+def test_the_manifest_channel_is_the_one_the_pin_comes_from() -> None:
+    from mobilegen.pipeline import Chosen
+    from mobilegen.targets.ios import TARGET as IOS
+
+    def chosen(target: Any, opts: Any) -> Chosen:
+        return Chosen(target, opts, target.runtime(opts))
+
+    assert chosen(TARGET, AndroidOptions(qnn=True)).channel == QNN_CHANNEL  # 1.29.0 is on onnxruntime-android-qnn only
+    assert chosen(TARGET, AndroidOptions()).channel == "maven"
+    assert IOS.runtime_channel(None) == "swiftpm"  # the default hook: Target.channel
+
+
+@pytest.mark.parametrize(("arch", "shipped"), [(75, "float16"), (None, "float16"), (69, None)])
+def test_fp16_recipe_takes_the_android_htp_arch(arch: int | None, shipped: str | None) -> None:
+    from mobilegen.pipeline import Chosen
+    from mobilegen.quantize.stage import _plan
+
+    opts = AndroidOptions(qnn=True, qnn_htp_arch=arch)
+    model = SimpleNamespace(targets=("android",), folder="model", onnx=SimpleNamespace(io=SimpleNamespace(is_static=True)))
+    groups, notices = _plan([model], [Chosen(TARGET, opts, TARGET.runtime(opts))], "fp16")  # type: ignore[list-item]
+    assert [g.recipe.weight_type if g.recipe else None for g in groups] == [shipped]
+    # v69 (below v73) is refused with its generation named, never as "an unspecified HTP"
+    assert [n.text for n in notices if "unspecified" in n.text] == []
+    assert bool(notices) == (shipped is None) and all("HTP v69" in n.text for n in notices)
 
 
 def _render(tmp_path: Path, opts: AndroidOptions) -> Path:
@@ -113,6 +142,51 @@ def test_check_labels_every_qnn_verdict_an_estimate(model: Path) -> None:
 
 def test_check_refuses_an_unknown_htp_arch(model: Path) -> None:
     assert_fails(invoke("check", model, "--ep", "qnn", "--qnn-htp-arch", "70"), 2, "unknown --qnn-htp-arch '70'")
+
+
+def test_check_refuses_htp_arch_without_the_qnn_provider(model: Path) -> None:
+    line = assert_fails(invoke("check", model, "--ep", "nnapi", "--qnn-htp-arch", "69"), 2, "--qnn-htp-arch needs --ep qnn")
+    assert "add --ep qnn, or drop --qnn-htp-arch" in line
+    assert_fails(invoke("check", model, "--ep", "coreml", "--android-api", "29"), 2, "--android-api needs --ep nnapi")
+
+
+def test_htp_arch_takes_a_leading_v(model: Path) -> None:
+    r = invoke("check", model, "--ep", "qnn", "--qnn-htp-arch", "v75", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["reports"][0]["settings"]["qnn_htp_arch"] == "75"
+
+
+@pytest.mark.parametrize("arch", ["vx", "v", "seventy-five"])
+def test_a_malformed_htp_arch_names_the_valid_ones(model: Path, tmp_path: Path, arch: str) -> None:
+    out = tmp_path / "proj"
+    line = assert_fails(invoke("android", model, "-o", out, "--qnn", "--qnn-htp-arch", arch), 2, f"'{arch}' is not a Hexagon generation", "68, 69, 73, 75, 79, 81")
+    assert "Input should be" not in line
+    assert not out.exists()
+
+
+def test_an_unknown_htp_arch_with_qnn_does_not_say_add_qnn(model: Path, tmp_path: Path) -> None:
+    out = tmp_path / "proj"
+    line = assert_fails(invoke("android", model, "-o", out, "--qnn", "--qnn-htp-arch", "70"), 2, "--qnn-htp-arch 70 is not a Hexagon generation", "68, 69, 73, 75, 79, 81")
+    assert "add --qnn" not in line
+    assert not out.exists()
+
+
+@pytest.mark.slow
+def test_a_qnn_fp16_package_verifies(model: Path, tmp_path: Path) -> None:
+    """The manifest keys the QNN pin by maven-qnn (1.29.0 is not on onnxruntime-android), and fp16 takes the
+    --qnn-htp-arch given (v75 computes fp16) instead of refusing "an unspecified HTP"."""
+    out = tmp_path / "pkg"
+    r = invoke("android", model, "-o", out, "--qnn", "--qnn-htp-arch", "v75", "--quantize", "fp16")
+    assert r.exit_code == 0, r.stderr
+    assert "unspecified" not in r.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["versions"]["mobile_runtimes"] == {QNN_CHANNEL: default_release(QNN_CHANNEL).version}
+    assert manifest["models"][0]["channels"] == [QNN_CHANNEL]
+    assert manifest["models"][0]["quantization"]["shipped"] == "fp16"
+    assert "onnxruntime-android-qnn 1.29.0" in (out / "README.md").read_text()
+    v = invoke("verify", out)
+    assert v.exit_code == 0, v.stderr
+    assert "runtime maven-qnn onnxruntime 1.29.0: loadable" in v.stdout + v.stderr
 
 
 def test_android_refuses_htp_arch_without_qnn(model: Path, tmp_path: Path) -> None:

@@ -120,8 +120,34 @@ def test_not_an_npz(tmp_path: Path) -> None:
 def test_too_few_samples(tmp_path: Path) -> None:
     path = _save(tmp_path / "calib.npz", n=1)
     err = _error(_opts(path))
-    assert err.message == "calib.npz holds 1 sample: too few to calibrate and to check accuracy"
+    assert err.message == "calib.npz holds 1 sample: too few to calibrate and to check accuracy (the 20% held out for the accuracy gate would be 0 samples)"
     assert "--eval" in (err.hint or "")
+
+
+@pytest.mark.parametrize("n", [2, 5, 7])
+def test_a_split_that_leaves_the_gate_one_sample_is_refused(tmp_path: Path, n: int) -> None:
+    path = _save(tmp_path / "calib.npz", n=n)
+    err = _error(_opts(path))
+    assert err.message == f"calib.npz holds {n} samples: too few to calibrate and to check accuracy (the 20% held out for the accuracy gate would be 1 sample)"
+    assert err.hint == "give at least 8 samples (the gate needs 2 held out), or the gate's samples with --eval FILE.npz"
+    c = load_calibration(_opts(_save(tmp_path / "eight.npz", n=8)), IO)
+    assert (c.count, c.held_out_count) == (6, 2)
+    # with --eval the gate has its own samples: a small calibration set is taken whole
+    c = load_calibration(_opts(path, eval=_save(tmp_path / "eval.npz", n=3)), IO)
+    assert (c.count, c.held_out_count) == (n, 3)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("flag", ["--calibration", "--eval"])
+def test_nan_or_inf_samples_are_refused_naming_the_file_and_input(tmp_path: Path, bad: float, flag: str) -> None:
+    x = np.random.default_rng(2).random((10, 3, 8, 8), dtype=np.float32)
+    x[4, 1, 2, 3] = x[7, 0, 0, 0] = bad
+    bad_file = _save(tmp_path / "bad.npz", x=x)
+    good = _save(tmp_path / "good.npz")
+    opts = _opts(bad_file) if flag == "--calibration" else _opts(good, eval=bad_file)
+    err = _error(opts)
+    assert err.message == f"{flag} {bad_file}: input 'x' holds 2 NaN/Inf values"
+    assert "finite" in (err.hint or "")
 
 
 def test_different_sample_counts(tmp_path: Path) -> None:
