@@ -183,12 +183,15 @@ class _Transaction:
     def __init__(self, targets: Sequence[Target]) -> None:
         self.targets = list(targets)
         self.containers: dict[Path, Path] = {}
+        self.made: list[Path] = []  # the -o parents this run created: removed again unless it committed
+        self.committed = False
         for t in self.targets:
             parent = t.path.parent
             if parent in self.containers:
                 continue
             sweep_stale(parent)
             try:
+                self.made += _missing_parents(parent)
                 parent.mkdir(parents=True, exist_ok=True)
                 c = Path(tempfile.mkdtemp(prefix=f".{t.path.name[:100]}.tmp-{os.getpid()}-", dir=parent))
                 self.containers[parent] = c
@@ -211,6 +214,10 @@ class _Transaction:
     def discard(self) -> None:
         for c in self.containers.values():
             shutil.rmtree(c, ignore_errors=True)
+        if not self.committed:
+            for d in sorted(set(self.made), key=lambda d: len(d.parts), reverse=True):
+                with contextlib.suppress(OSError):  # rmdir: never a folder something else wrote into meanwhile
+                    d.rmdir()
 
     def commit(self) -> None:
         undo: list[tuple[Path, Path]] = []  # (from, to) renames that put things back
@@ -237,6 +244,7 @@ class _Transaction:
             except BaseException:
                 _undo(undo)
                 raise
+            self.committed = True
 
     def _move_aside(self, t: Target, undo: list[tuple[Path, Path]]) -> None:
         if t.before is None:
@@ -258,6 +266,16 @@ class _Transaction:
                 f"{t.path} already exists and changed during the run (another program or mobilegen run wrote it); nothing was replaced",
                 hint="check what is there, then run again",
             )
+
+
+def _missing_parents(folder: Path) -> list[Path]:
+    """``folder`` and its ancestors that do not exist yet, deepest first (what ``mkdir(parents=True)`` makes)."""
+    missing: list[Path] = []
+    for d in (folder, *folder.parents):
+        if os.path.lexists(d):
+            break
+        missing.append(d)
+    return missing
 
 
 def _undo(undo: list[tuple[Path, Path]]) -> None:

@@ -94,6 +94,7 @@ def build(opts: BuildOptions) -> BuildResult:
         if task is not None:  # --task: the pre/post-processing nodes are part of the model from here on
             onnx_model, task = task_stage.wrap_exported(onnx_model, task)
             opts = replace(opts, task=task, verify=task_stage.verify_options(opts.verify, task))
+            notices += task_stage.notices(task)
         for c in chosen:
             c.target.check_io(onnx_model.io)
         onnx_model, prepare_notices = stages.prepare(onnx_model, chosen, keep_dynamic=opts.keep_dynamic)

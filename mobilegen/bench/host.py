@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     import numpy as np
 
 HOST_EPS = ("cpu", "xnnpack")
+DEVICE_EPS = ("nnapi", "coreml", "qnn")  # the device benchmark's configurations (README: Benchmarks)
+TARGETS = ("android", "ios")
 MAX_RUNS = 100_000
 
 
@@ -74,32 +76,50 @@ def host_config(ep: str) -> HostConfig:
             {"session.intra_op.allow_spinning": "0"},
             1,
         )
-    raise UsageError(
-        f"--ep {ep}: the host benchmark runs {', '.join(HOST_EPS)}",
-        hint="NNAPI and CoreML run on the device: use the benchmark in the generated project (README: Benchmarks)",
-    )
+    if ep.startswith(DEVICE_EPS):
+        raise UsageError(
+            f"--ep {ep}: runs on the device, not here; mobilegen bench takes {_host_eps_here()}",
+            hint="use the benchmark in the generated project for the device's providers (README: Benchmarks)",
+        )
+    raise UsageError(f"--ep {ep}: not a configuration mobilegen bench runs; on this host it takes {_host_eps_here()}")
+
+
+def _host_eps_here() -> str:
+    """The --ep values bench takes, and whether this host's onnxruntime can really run xnnpack."""
+    import onnxruntime as ort
+
+    if "XnnpackExecutionProvider" in ort.get_available_providers():
+        return "--ep cpu or --ep xnnpack"
+    return f"--ep cpu or --ep xnnpack (xnnpack is recorded as skipped: onnxruntime {ort.__version__} here lacks it)"
 
 
 @dataclass(frozen=True)
 class Target:
     ort: Path
+    name: str  # the .ort's path inside the package, or a bare .ort's file name
     inputs: dict[str, np.ndarray] | None  # None: made from the model's input metadata
 
 
-def resolve_target(path: Path) -> Target:
-    """The .ort and its golden inputs: a package folder (its manifest's model for android, else its first)
-    or a bare .ort file."""
+def resolve_target(path: Path, target: str | None = None) -> Target:
+    """The .ort and its golden inputs: a package folder (its model for ``target``; refused when the package
+    has one model per target and ``target`` is None) or a bare .ort file."""
     path = Path(path)
+    if target is not None and target not in TARGETS:
+        raise UsageError(f"--target {target}: must be {' or '.join(TARGETS)}")
     if path.is_dir():
-        return _package_target(path)
+        return _package_target(path, target)
     if not path.is_file():
         raise UsageError(f"{path}: no such file or folder", hint="pass a .ort file or a package folder")
+    if path.suffix.lower() == ".zip":
+        raise UsageError(f"{path}: a zipped package: unzip it first and pass the folder", hint=f"e.g. unzip {path} -d DIR, then mobilegen bench DIR")
     if path.suffix != ".ort":
         raise UsageError(f"{path}: not a .ort file or a package folder", hint="pass the package folder or its model/…/model.ort")
-    return Target(path, None)
+    if target is not None:
+        raise UsageError(f"--target {target}: chooses the model of a package folder; {path} is a .ort file", hint="drop --target, or pass the package folder")
+    return Target(path, path.name, None)
 
 
-def _package_target(root: Path) -> Target:
+def _package_target(root: Path, target: str | None) -> Target:
     from mobilegen.golden import decode_mgv
     from mobilegen.package.manifest import ManifestError, load_json
 
@@ -113,7 +133,7 @@ def _package_target(root: Path) -> Target:
     models = [m for m in (doc.get("models") if isinstance(doc, dict) else None) or [] if isinstance(m, dict)]
     from mobilegen.package.manifest import path_problem
 
-    ort, golden = _package_model(models)
+    ort, golden = _package_model(root, models, target)
     for rel in (ort, golden):
         if problem := path_problem(rel):
             raise UsageError(f"{root}: its manifest names the model file {rel!r}: {problem}", hint="run mobilegen verify on it")
@@ -124,21 +144,32 @@ def _package_target(root: Path) -> Target:
         case = decode_mgv(mgv.read_bytes())
     except (ValueError, OSError) as err:
         raise UsageError(f"{mgv}: cannot be read ({err})", hint="run mobilegen verify on it") from err
-    return Target(root / ort, dict(case.inputs))
+    return Target(root / ort, ort, dict(case.inputs))
 
 
-def _package_model(models: list[dict[str, Any]]) -> tuple[str, str]:
-    """(the .ort, its golden vectors): android's model first (XNNPACK is an Android provider), else the
-    first; golden vectors of the model's own when the manifest names them, else the package's."""
+def _package_model(root: Path, models: list[dict[str, Any]], target: str | None) -> tuple[str, str]:
+    """(the .ort, its golden vectors) for ``target``: golden vectors of the model's own when the manifest
+    names them, else the package's. With one model per target and no ``target``, refused: timing one
+    target's model silently would pass for the other's."""
     from mobilegen.artifacts import MODEL_ORT
 
-    ranked = sorted(models, key=lambda m: "android" not in (m.get("targets") or []))
-    for m in ranked:
-        ort, golden = m.get("ort"), m.get("golden")
+    found: dict[str, tuple[str, list[str]]] = {}  # .ort -> (golden vectors, targets shipping it)
+    for m in models:
+        ort, golden, targets = m.get("ort"), m.get("golden"), m.get("targets")
         if isinstance(ort, dict) and isinstance(ort.get("file"), str):
             mgv = golden.get("mgv") if isinstance(golden, dict) else None
-            return str(ort["file"]), mgv if isinstance(mgv, str) else GOLDEN_MGV
-    return MODEL_ORT, GOLDEN_MGV  # manifest schema 1: one model at model/model.ort
+            shipped = [t for t in targets if isinstance(t, str)] if isinstance(targets, list) else []
+            found.setdefault(str(ort["file"]), (mgv if isinstance(mgv, str) else GOLDEN_MGV, []))[1].extend(shipped)
+    if not found:
+        return MODEL_ORT, GOLDEN_MGV  # manifest schema 1: one model at model/model.ort
+    chosen = {ort: v for ort, v in found.items() if target is None or target in v[1]}
+    choices = ", ".join(f"{ort} (--target {' / '.join(v[1]) or '?'})" for ort, v in found.items())
+    if not chosen:
+        raise UsageError(f"{root}: no model for --target {target}; its models: {choices}")
+    if len(chosen) > 1:
+        raise UsageError(f"{root}: has one model per target, say which to time: {choices}", hint=f"pass --target {' or --target '.join(TARGETS)}")
+    ((ort, (golden, _targets)),) = chosen.items()
+    return ort, golden
 
 
 def host_device() -> Device:
@@ -172,19 +203,20 @@ def run_host_bench(
     runs: int = 50,
     warmup: int = 5,
     clock: Callable[[], float] = time.perf_counter,
+    target: str | None = None,
 ) -> BenchResult:
     """Benchmark the model on this host, one configuration per ``eps`` entry, in the result schema."""
     if not 1 <= runs <= MAX_RUNS or not 0 <= warmup <= MAX_RUNS:
         raise UsageError(f"--runs must be 1..{MAX_RUNS} and --warmup 0..{MAX_RUNS} (got {runs} and {warmup})")
     configs = [host_config(ep) for ep in dict.fromkeys(eps or ("cpu",))]
-    target = resolve_target(target_path)
+    model = resolve_target(target_path, target)
     import onnxruntime as ort
 
-    feeds = target.inputs if target.inputs is not None else _made_inputs(ort, target.ort)
-    results = tuple(_measure(ort, target.ort, c, feeds, runs, warmup, clock) for c in configs)
+    feeds = model.inputs if model.inputs is not None else _made_inputs(ort, model.ort)
+    results = tuple(_measure(ort, model.ort, c, feeds, runs, warmup, clock) for c in configs)
     return BenchResult(
-        model_sha256=sha256_file(target.ort),
-        model_file=target.ort.name,
+        model_sha256=sha256_file(model.ort),
+        model_file=model.name,
         mobilegen_version=__version__,
         ort_version=ort.__version__,
         device=host_device(),

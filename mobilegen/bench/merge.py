@@ -7,7 +7,8 @@
 3. The results are kept in the package as ``report/results/<device>-<hash>.json`` (the same result merged
    twice is one file); every result there (earlier merges too) feeds the "Measured on devices" section
    of ``report/report.md`` and ``report/report.html``, compared with ``report/coverage.json``.
-4. ``manifest.json`` gets the new file list and its self-hash, so ``mobilegen verify`` passes.
+4. ``manifest.json`` gets the new file list and its self-hash, so ``mobilegen verify`` passes. When every
+   result was merged already, nothing is written.
 
 Every new file is written under a temporary name first; they replace the old ones only when all are
 written, ``manifest.json`` last, each by an atomic rename.
@@ -40,10 +41,12 @@ class MergeResult:
     added: tuple[str, ...]  # package paths of result files new in this merge
     results: tuple[str, ...]  # every result file the report now shows
     comparisons: tuple[compare.Comparison, ...]
+    changed: bool = True  # False: every result was merged already, nothing was written
 
     def to_dict(self) -> dict[str, object]:
         return {
             "package": self.package,
+            "changed": self.changed,
             "added": list(self.added),
             "results": list(self.results),
             "placement": [
@@ -72,6 +75,11 @@ def merge_results(package: Path, result_files: Sequence[Path]) -> MergeResult:
         raise UsageError("no --results given", hint="pass one or more result files: --results FILE.json")
     if not package.exists():
         raise UsageError(f"{package}: no such file or folder", hint="pass the package folder mobilegen package / android / ios wrote")
+    if package.is_file() and package.suffix.lower() != ".zip":
+        raise UsageError(
+            f"{package}: not a package folder; results merge into the folder mobilegen package / android / ios wrote",
+            hint="pass the folder holding manifest.json",
+        )
     if package.is_file():
         raise UsageError(
             f"{package}: results merge into a package folder, not a zip",
@@ -107,8 +115,10 @@ def merge_results(package: Path, result_files: Sequence[Path]) -> MergeResult:
     writes[REPORT_HTML] = compare.splice(
         _read_text(package / REPORT_HTML), compare.measured_html(ordered, comparisons), compare.HTML_BEGIN, compare.HTML_END, before="</body>"
     )
-    _commit(package, writes)
-    return MergeResult(str(package), tuple(sorted(new_files)), tuple(sorted(everything)), comparisons)
+    changed = {rel: text for rel, text in writes.items() if _read_text_or_none(package / rel) != text}
+    if changed:
+        _commit(package, changed)
+    return MergeResult(str(package), tuple(sorted(new_files)), tuple(sorted(everything)), comparisons, bool(changed))
 
 
 def _model_hashes(root: Path, models: Sequence[str]) -> dict[str, str]:
@@ -138,6 +148,13 @@ def _read_text(path: Path) -> str:
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise PackageError(f"cannot read {path}: {err}") from err
+
+
+def _read_text_or_none(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _read_json(path: Path) -> dict[str, object]:

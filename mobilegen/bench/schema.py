@@ -21,6 +21,7 @@ from mobilegen.errors import UsageError
 
 SCHEMA_VERSION = 1
 KIND = "mobilegen-bench"
+NOT_A_RESULT = "not a mobilegen benchmark result"
 SCHEMA_FILE = "bench-result.schema.json"
 MAX_RESULT_BYTES = 64 << 20
 
@@ -293,7 +294,7 @@ def _configuration(v: object, i: int) -> Configuration:
 def result_from_json(doc: object) -> BenchResult:
     """The result; ValueError naming the first field that is missing or malformed."""
     if not isinstance(doc, dict) or doc.get("kind") != KIND:
-        raise _Bad(f"it is not a mobilegen benchmark result (no \"kind\": \"{KIND}\")")
+        raise _Bad(f"{NOT_A_RESULT} (no \"kind\": \"{KIND}\")")
     version = doc.get("schema_version")
     if version != SCHEMA_VERSION:
         raise _Bad(f"its schema_version {json.dumps(version)[:20]} is not {SCHEMA_VERSION}, the version this mobilegen reads")
@@ -341,7 +342,8 @@ def read_result(path: Path) -> BenchResult:
     except RecursionError:
         raise UsageError(f"{shown}: not a benchmark result (nested too deeply)") from None
     except ValueError as err:  # UnicodeDecodeError, JSONDecodeError, _Bad
+        why = str(err)[:300]
         raise UsageError(
-            f"{shown}: not a mobilegen benchmark result: {str(err)[:300]}",
+            f"{shown}: {why}" if why.startswith(NOT_A_RESULT) else f"{shown}: {NOT_A_RESULT}: {why}",
             hint=f"results follow the schema {SCHEMA_FILE} (README: Benchmarks)",
         ) from err

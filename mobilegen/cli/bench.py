@@ -43,11 +43,17 @@ def _human_bench(result: BenchResult, console: Console) -> None:
 def _human_merge(result: MergeResult, console: Console) -> None:
     from rich.markup import escape
 
-    added = f"{len(result.added)} new" if result.added else "no new results (already merged)"
-    console.print(
-        f"[bold green]merged[/bold green] into {escape(result.package)}: {added}, {len(result.results)} "
-        "in report/report.md and report/report.html; manifest.json updated"
-    )
+    if not result.changed:
+        console.print(
+            f"[bold green]already merged[/bold green] into {escape(result.package)}: every result given is there "
+            f"({len(result.results)} in report/report.md and report/report.html); nothing changed"
+        )
+    else:
+        added = f"{len(result.added)} new" if result.added else "no new results (already merged)"
+        console.print(
+            f"[bold green]merged[/bold green] into {escape(result.package)}: {added}, {len(result.results)} "
+            "in report/report.md and report/report.html; manifest.json updated"
+        )
     for c in result.comparisons:
         if not c.available:
             console.print(f"  {escape(c.device)} · {escape(c.config)}: not compared ({escape(c.note)})")
@@ -68,6 +74,15 @@ def bench(
         list[str] | None,
         typer.Option("--ep", metavar="EP", callback=unique, help="Configuration to run: cpu (default) or xnnpack. Repeatable."),
     ] = None,
+    target: Annotated[
+        str | None,
+        typer.Option(
+            "--target",
+            metavar="android|ios",
+            help="Which model of a package with one model per target to time (model/android/… or model/ios/…).",
+            show_default=False,
+        ),
+    ] = None,
     runs: Annotated[int, typer.Option("--runs", metavar="N", help="Timed warm runs per configuration.")] = 50,
     warmup: Annotated[int, typer.Option("--warmup", metavar="N", help="Untimed runs after the first one.")] = 5,
     output: Annotated[Path | None, typer.Option("--output", "-o", metavar="FILE.json", help="Also write the result to FILE.json (for mobilegen report --results).")] = None,
@@ -86,14 +101,42 @@ def bench(
             raise UsageError(f"-o {output}: must name a .json file", hint="e.g. -o result.json")
         if output is not None and output.exists() and not force:
             raise UsageError(f"{output} already exists", hint="pick another -o or pass --force")
-        result = run_host_bench(model, tuple(ep or ("cpu",)), runs=runs, warmup=warmup)
+        if output is not None and (package := _package_holding(model, output)) is not None:
+            raise UsageError(
+                f"-o {output}: inside the package folder {package}, whose manifest.json lists every file (verify would fail)",
+                hint=f"write it outside the package, then: mobilegen report {package} --results FILE.json",
+            )
+        result = run_host_bench(model, tuple(ep or ("cpu",)), runs=runs, warmup=warmup, target=target)
         if output is not None:
-            from mobilegen.outputs import write_bytes_atomic
-
-            write_bytes_atomic(output, result.text().encode("utf-8"))
+            _write_result(output, result.text().encode("utf-8"), force=force)
         return result
 
     run_command(action, json_out=json_out, debug=debug, human=_human_bench, to_json=lambda r: r.to_json())
+
+
+def _package_holding(model: Path, output: Path) -> Path | None:
+    """The package folder (MODEL itself, or the one holding MODEL.ort) that ``output`` would land in."""
+    from mobilegen.artifacts import MANIFEST
+
+    start = model.resolve()
+    for folder in (start, *start.parents[:3]):  # a package's .ort is at most model/<target>/ deep
+        if (folder / MANIFEST).is_file():
+            if not output.resolve().is_relative_to(folder):
+                return None
+            return model if folder == start else folder
+    return None
+
+
+def _write_result(output: Path, data: bytes, *, force: bool) -> None:
+    """Write ``output`` the way every -o is written (``mobilegen.outputs``): atomically, its missing parent
+    folders created, and none of them left behind by a failed write."""
+    from mobilegen.outputs import staged_files, write_error
+
+    with staged_files([output], force=force) as (staged,):
+        try:
+            staged.path.write_bytes(data)
+        except OSError as err:
+            raise write_error(output, err) from err
 
 
 @app.command("report")

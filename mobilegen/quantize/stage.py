@@ -227,18 +227,19 @@ def quantize_build(
 
 def samples_for(q: QuantizeOptions, io: Any) -> Any:
     """The calibration (``--calibration``) and the gate's samples. ``dynamic`` and ``fp16`` calibrate
-    nothing: without ``--calibration`` their gate runs on ``--eval``, else on seeded random inputs (which
-    measure the numeric change, not the quality of scales: no untrustworthy notice, the record says so)."""
+    nothing: their gate runs on ``--eval``, else on every ``--calibration`` sample (seeded random inputs without
+    it: no scales, no untrustworthy notice); ``count`` 0 and a ``source`` naming what the gate ran on say so."""
     from mobilegen.quantize import load_calibration
 
-    if q.mode == "int8" or q.calibration is not None:
+    if q.mode == "int8":
         return load_calibration(q, io)
     import numpy as np
 
-    calib = load_calibration(replace(q, calibration="random"), io)
-    held = "--eval samples" if q.eval is not None else f"{calib.source} inputs"
+    calib = load_calibration(q if q.calibration is not None else replace(q, calibration="random"), io)
+    held = f"the samples of {calib.source}" if q.calibration not in (None, "random") else f"{calib.source} inputs"
+    held = f"--eval {Path(str(q.eval)).name}" if q.eval is not None else held
     samples = calib.held_out if q.eval is not None else {k: np.concatenate([calib.samples[k], v]) for k, v in calib.held_out.items()}
-    return replace(calib, held_out=samples, source=f"none (--quantize {q.mode} calibrates nothing; the gate ran on {held})", count=0, trustworthy=True)
+    return replace(calib, held_out=samples, source=held, count=0, trustworthy=True)
 
 
 def provider_chain(c: Chosen, io: Any) -> tuple[EPTarget, ...]:
@@ -366,7 +367,7 @@ def _calibration_record(calib: Any, q: QuantizeOptions) -> dict[str, JSONValue]:
         "count": int(calib.count),
         "trustworthy": bool(calib.trustworthy),
         "method": q.method,
-        "eval": "--eval " + Path(q.eval).name if q.eval is not None else "held out from calibration",
+        "eval": "--eval " + Path(q.eval).name if q.eval is not None else "held out from calibration" if calib.count else str(calib.source),
     }
 
 

@@ -78,7 +78,7 @@ def summary_lines(models: Sequence[ShippedModel]) -> list[str]:
         calib = r.calibration
         lines.append(
             f"{_who(m)}: {r.shipped} — {recipe_text(r)}; {m.ort_file}: {size_text(r)}; accuracy vs fp32 on {r.samples} samples: "
-            f"cosine ≥ {worst_cos:.4f}{agree}; calibration {calibration_text(calib)}"
+            f"cosine ≥ {worst_cos:.4f}{agree}; {' '.join(calibration_fact(calib, r.mode))}"
         )
     return lines
 
@@ -97,7 +97,7 @@ def sections(models: Sequence[ShippedModel]) -> tuple[QuantSection, ...]:
         facts = (
             Row(("recipe", recipe_text(r))),
             Row(("why", r.reason)),
-            Row(("calibration", calibration_text(c) + (f", method {c.get('method')}" if c.get("count") else ""))),
+            Row(calibration_fact(c, r.mode, method=True)),
             Row(("accuracy samples", f"{r.samples} ({c.get('eval')})")),
             Row(("size", size_text(r))),
             Row(("quantized nodes", str(r.quantized_nodes))),
@@ -156,14 +156,16 @@ def convert_line(record: dict[str, object]) -> str:
         f"{record.get('shipped')} ({recipe.get('activation_type')} activations, {recipe.get('weight_type')} weights, {grain}, for {recipe.get('provider')}); "
         f"{sizes}; accuracy vs fp32 on {acc.get('samples')} samples: cosine ≥ {min(cos, default=1.0):.4f}"
         + (f", top-1 ≥ {min(top1):.3f}" if top1 else "")
-        + f"; calibration {calibration_text(calib)}"
+        + f"; {' '.join(calibration_fact(calib, str(record.get('mode'))))}"
     )
 
 
-def calibration_text(calib: Mapping[str, object]) -> str:
-    """``calib.npz (51 samples)``, ``random (seed 0) (16 samples, UNTRUSTWORTHY: not real data)``, or the
-    source alone when nothing was calibrated (``dynamic``, ``fp16``)."""
+def calibration_fact(calib: Mapping[str, object], mode: str, *, method: bool = False) -> tuple[str, str]:
+    """(``calibration``, ``calib.npz (51 samples)`` / ``random (seed 0) (16 samples, UNTRUSTWORTHY: not real
+    data)``); when nothing was calibrated (``dynamic``, ``fp16``: count 0) what the accuracy gate ran on:
+    (``accuracy measured on``, ``random (seed 0) inputs (--quantize fp16 calibrates nothing)``)."""
     if not calib.get("count"):
-        return str(calib.get("source"))
+        return "accuracy measured on", f"{calib.get('source')} (--quantize {mode} calibrates nothing)"
     loud = "" if calib.get("trustworthy", True) else ", UNTRUSTWORTHY: not real data"
-    return f"{calib.get('source')} ({calib.get('count')} samples{loud})"
+    how = f", method {calib.get('method')}" if method else ""
+    return "calibration", f"{calib.get('source')} ({calib.get('count')} samples{loud}){how}"

@@ -118,7 +118,7 @@ def task_from_flags(f: TaskFlags) -> TaskSpec | None:
     given += ["softmax"] if f.softmax else []
     if f.task is None:
         if given:
-            raise UsageError(f"--{given[0].replace('_', '-')} needs --task", hint="add --task image-classification, --task image or --task audio")
+            raise UsageError(f"--{given[0].replace('_', '-')} needs --task", hint=_needs_task_hint(given[0]))
         return None
     if f.task not in TASK_KINDS:
         raise UsageError(f"unknown --task {f.task!r}", hint="--task is one of " + ", ".join(TASK_KINDS))
@@ -154,6 +154,17 @@ def task_from_flags(f: TaskFlags) -> TaskSpec | None:
         channels=cast(Literal["rgb", "bgr"], _choice("--channels", f.channels, CHANNELS)) if f.channels is not None else "rgb",
         layout=cast(Literal["nchw", "nhwc"], _choice("--layout", f.layout, LAYOUTS)) if f.layout is not None else "nchw",
     )
+
+
+def _needs_task_hint(flag: str) -> str:
+    """The tasks that take ``flag`` (only image-classification takes --labels; audio no image flag)."""
+    if flag == "labels":
+        return "add --task image-classification"
+    if flag in _IMAGE_FLAGS:
+        return "add --task image-classification or --task image"
+    if flag == "sample_rate":
+        return "add --task audio"
+    return "add --task image-classification, --task image or --task audio"
 
 
 def _check_flag_kinds(kind: TaskKind, f: TaskFlags) -> None:
@@ -234,9 +245,10 @@ _REFUSED_CATEGORIES = {"Cc", "Zl", "Zp", "Cs", "Cn"}
 
 
 def read_labels(path: Path) -> tuple[str, ...]:
-    """The labels of a UTF-8 text file, one per line (``\\n`` or ``\\r\\n``; a leading BOM and one final
-    newline are ignored). A label is kept byte for byte otherwise: quotes, ``$``, backslashes and any
-    printable Unicode are data."""
+    """The labels of a UTF-8 text file, one per line (``\\n`` or ``\\r\\n``; a leading BOM and blank lines at
+    the end are ignored; a blank line before the last label is an error). A label is kept byte for byte
+    otherwise: quotes, ``$``, backslashes and any printable Unicode are data. Duplicates are accepted
+    (ImageNet names two classes "crane"): :func:`duplicate_labels` finds them for a build warning."""
     hint = "give a UTF-8 text file with one class name per line"
     if not os.path.lexists(path):
         raise UsageError(f"--labels {path} does not exist", hint=hint)
@@ -258,7 +270,7 @@ def read_labels(path: Path) -> tuple[str, ...]:
     if not text.strip():
         raise UsageError(f"--labels {path} is empty", hint=hint)
     lines = text.split("\n")
-    if lines[-1] == "":
+    while not lines[-1].strip(" \t\r"):  # the final newline, and blank lines after the last label
         lines.pop()
     if len(lines) > MAX_LABELS:
         raise UsageError(f"--labels {path} has {len(lines)} lines, over {MAX_LABELS}", hint=hint)
@@ -275,6 +287,14 @@ def _label(path: Path, line_no: int, label: str) -> str:
         if unicodedata.category(ch) in _REFUSED_CATEGORIES:
             raise UsageError(f"{where} holds the character U+{ord(ch):04X} ({unicodedata.category(ch)})", hint="labels are printable text, one per line")
     return label
+
+
+def duplicate_labels(labels: tuple[str, ...]) -> dict[str, list[int]]:
+    """Each label given more than once, with its line numbers (from 1), in file order."""
+    lines: dict[str, list[int]] = {}
+    for n, label in enumerate(labels, 1):
+        lines.setdefault(label, []).append(n)
+    return {label: ns for label, ns in lines.items() if len(ns) > 1}
 
 
 def labels_text(labels: tuple[str, ...]) -> str:

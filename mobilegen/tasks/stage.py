@@ -11,12 +11,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mobilegen.tasks.spec import TaskSpec, labels_text, resolve
+from mobilegen.tasks.spec import TaskSpec, duplicate_labels, labels_text, resolve
 
 if TYPE_CHECKING:
     from mobilegen.artifacts import JSONValue, LoadedModel, OnnxModel, ShippedModel
     from mobilegen.tasks.golden import GoldenInput
     from mobilegen.verify import Expected, VerifyOptions
+    from mobilegen.warnings import Notice
 
 LABELS_FILE = "model/labels.txt"  # package-relative; the renderers ship it as a data file
 # The seeded verification inputs of the wrapped graph span the input's whole range.
@@ -42,6 +43,23 @@ def wrap_exported(exported: OnnxModel, spec: TaskSpec) -> tuple[OnnxModel, TaskS
         raise InternalError("the task wrapper needs the in-memory model; the export stage did not keep it")
     proto = wrap(exported.proto, resolved)
     return replace(exported, proto=proto, io=onnx_io_spec(proto)), resolved
+
+
+def notices(spec: TaskSpec) -> list[Notice]:
+    """A warning when labels repeat: accepted (a dataset may name two classes alike, as ImageNet's two
+    "crane"s), but ``classify`` then returns the same name for different classes."""
+    from mobilegen.warnings import Notice
+
+    dups = duplicate_labels(spec.labels)
+    if not dups:
+        return []
+    shown = "; ".join(f"{label!r} on lines {', '.join(map(str, lines))}" for label, lines in list(dups.items())[:3])
+    more = f" and {len(dups) - 3} more" if len(dups) > 3 else ""
+    text = (
+        f"--labels names {len(dups)} label{'s' if len(dups) != 1 else ''} more than once ({shown}{more}): "
+        "classify returns the same name for those classes (their indices differ); rename them if they are different classes"
+    )
+    return [Notice("duplicate-labels", "warning", text)]
 
 
 def verify_options(opts: VerifyOptions, spec: TaskSpec) -> VerifyOptions:

@@ -289,3 +289,99 @@ def test_bench_refuses_a_manifest_pointing_outside_the_package(package: Path, tm
     out = tmp_path / "r.json"
     assert_fails(invoke("bench", pkg, "-o", out), 2, "'../outside.ort'", "escapes the folder")
     assert not out.exists()
+
+
+# --- QA: per-target models, -o, zips, --ep, messages ------------------------------------------------
+
+
+def per_target_package(package: Path, tmp_path: Path) -> Path:
+    """The package with one model per target (model/android/model.ort, model/ios/model.ort), as a build
+    whose fix stage changed one target's graph lays it out."""
+    pkg = fresh_package(package, tmp_path)
+    doc = json.loads((pkg / "manifest.json").read_text())
+    (m,) = doc["models"]
+    doc["models"] = []
+    for t in ("android", "ios"):
+        (pkg / "model" / t).mkdir()
+        (pkg / "model" / t / "model.ort").write_bytes((pkg / "model/model.ort").read_bytes())
+        doc["models"].append({**m, "targets": [t], "ort": {**m["ort"], "file": f"model/{t}/model.ort"}})
+    (pkg / "manifest.json").write_text(json.dumps(doc), encoding="utf-8")
+    return pkg
+
+
+def test_bench_names_the_model_it_timed_and_asks_which_target(package: Path, tmp_path: Path) -> None:
+    pkg = per_target_package(package, tmp_path)
+    out = tmp_path / "r.json"
+    line = assert_fails(invoke("bench", pkg, "-o", out), 2, "one model per target", "model/android/model.ort", "model/ios/model.ort")
+    assert "--target android" in line and "--target ios" in line
+    assert not out.exists()
+    r = invoke("bench", pkg, "--target", "ios", "--runs", "1", "--warmup", "0", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["model_file"] == "model/ios/model.ort"
+    r = invoke("bench", pkg, "--target", "android", "--runs", "1", "--warmup", "0")
+    assert r.exit_code == 0 and "model/android/model.ort on " in r.stdout + r.stderr, r.stderr
+    assert_fails(invoke("bench", pkg, "--target", "windows"), 2, "--target windows", "android or ios")
+    assert_fails(invoke("bench", pkg / "model/ios/model.ort", "--target", "ios"), 2, "--target ios", "a .ort file")
+    single = run_host_bench(package, ("cpu",), runs=1, warmup=0)
+    assert single.model_file == "model/model.ort"  # its path inside the package, not just "model.ort"
+
+
+def test_bench_refuses_an_output_inside_the_package(package: Path, tmp_path: Path) -> None:
+    pkg = fresh_package(package, tmp_path)
+    before = tree(pkg)
+    assert_fails(invoke("bench", pkg, "-o", pkg / "r.json"), 2, "inside the package folder", "r.json")
+    assert_fails(invoke("bench", pkg / "model/model.ort", "-o", pkg / "report/r.json"), 2, "inside the package folder")
+    assert tree(pkg) == before
+    assert invoke("verify", pkg).exit_code == 0
+
+
+def test_bench_creates_the_output_folders(package: Path, tmp_path: Path) -> None:
+    out = tmp_path / "new" / "deeper" / "b.json"
+    r = invoke("bench", package, "--runs", "1", "--warmup", "0", "-o", out)
+    assert r.exit_code == 0, r.stderr
+    validator().validate(json.loads(out.read_text()))
+    assert sorted(p.name for p in out.parent.iterdir()) == ["b.json"]  # no temporaries left
+    blocker = tmp_path / "afile"
+    blocker.write_text("x", encoding="utf-8")
+    assert_fails(invoke("bench", package, "--runs", "1", "--warmup", "0", "-o", blocker / "sub" / "b.json"), 2, "cannot write")
+    assert blocker.read_text() == "x" and sorted(p.name for p in tmp_path.iterdir()) == ["afile", "new"]
+
+
+def test_zips_and_files_get_a_hint_about_folders(package: Path, tmp_path: Path) -> None:
+    zipped = tmp_path / "pkg.zip"
+    zipped.write_bytes(b"PK\x05\x06" + b"\0" * 18)
+    assert_fails(invoke("bench", zipped), 2, "pkg.zip", "unzip it first")
+    ort_file = tmp_path / "cnn.ort"
+    ort_file.write_bytes((package / "model/model.ort").read_bytes())
+    result = tmp_path / "r.json"
+    result.write_text(device_result(model_sha(package)).text(), encoding="utf-8")
+    line = assert_fails(invoke("report", ort_file, "--results", result), 2, "cnn.ort", "not a package folder")
+    assert "not a zip" not in line
+    assert_fails(invoke("report", zipped, "--results", result), 2, "not a zip")
+
+
+def test_bench_ep_names_what_this_host_takes(package: Path) -> None:
+    r = invoke("bench", package, "--ep", "gpu")
+    line = assert_fails(r, 2, "--ep gpu", "--ep cpu or --ep xnnpack")
+    assert "NNAPI" not in r.stderr and "CoreML" not in r.stderr, r.stderr
+    assert "xnnpack is recorded as skipped" in line or XNNPACK in ort.get_available_providers()
+    assert_fails(invoke("bench", package, "--ep", "coreml"), 2, "--ep coreml", "runs on the device", "--ep cpu")
+
+
+def test_not_a_result_is_said_once_and_a_repeated_merge_says_already_merged(package: Path, tmp_path: Path) -> None:
+    pkg = fresh_package(package, tmp_path)
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"kind": "other"}', encoding="utf-8")
+    line = assert_fails(invoke("report", pkg, "--results", bad), 2, "bad.json")
+    assert line.count("not a mobilegen benchmark result") == 1 and "it is not" not in line, line
+    good = tmp_path / "good.json"
+    good.write_text(device_result(model_sha(pkg)).text(), encoding="utf-8")
+    r = invoke("report", pkg, "--results", good)
+    assert r.exit_code == 0 and "manifest.json updated" in r.stdout + r.stderr, r.stderr
+    before = tree(pkg)
+    r = invoke("report", pkg, "--results", good)
+    said = r.stdout + r.stderr
+    assert r.exit_code == 0 and "already merged" in said and "nothing changed" in said and "updated" not in said, said
+    assert tree(pkg) == before
+    r = invoke("report", pkg, "--results", good, "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["changed"] is False and json.loads(r.stdout)["added"] == []
