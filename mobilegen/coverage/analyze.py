@@ -187,7 +187,7 @@ def evaluate_node(
         if node.op_type in table.unmodelled:
             text = f"{name} has a {node.op_type} builder, but mobilegen does not model its limits yet (counted as refused)"
         else:
-            text = f"op {node.qualified} has no {name} builder"
+            text = f"op {node.qualified} has no {name} builder" + _later_builder(provider, target, node.domain, node.op_type)
         return [Reason(text, OP, f"{ep}.registered")]
     variant = target.variant
     if variant is not None and spec.formats is not None and variant not in spec.formats:
@@ -221,6 +221,15 @@ def evaluate_nodes(provider: ExecutionProvider, table: EPTable, graph: GraphInfo
     if units is not None:
         qdq.evaluate_units(table, graph, units, target, out)
     return out
+
+
+def _later_builder(provider: ExecutionProvider, target: EPTarget, domain: str, op_type: str) -> str:
+    """`` in ONNX Runtime 1.24.2 (releases from 1.27.0 have one)`` when a later release has the builder the
+    analysed one lacks; "" otherwise."""
+    spec = provider.rule_table().lookup(domain, op_type)
+    if spec is None or not spec.since_ort:
+        return ""
+    return f" in ONNX Runtime {target.str_value('ort_version')} (releases from {spec.since_ort} have one)"
 
 
 def rules_for(target: EPTarget) -> EPTable:

@@ -58,3 +58,22 @@ def test_every_provider_records_the_release_whose_rules_applied() -> None:
 def test_an_unknown_release_is_refused() -> None:
     with pytest.raises(UsageError, match="--ort-version 9.9.9 is not an ONNX Runtime release"):
         EPTarget("nnapi", ort_version="9.9.9")
+
+
+def test_a_missing_builder_says_which_release_has_it() -> None:
+    import onnx
+    from onnx import TensorProto, helper
+
+    from mobilegen.coverage import analyze
+
+    graph = helper.make_graph(
+        [helper.make_node("HardSigmoid", ["x"], ["y"])],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+    )
+    model: onnx.ModelProto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    old = analyze(model, EPTarget("coreml", coreml_format="mlprogram", ort_version="1.24.2"), optimize=False)
+    assert old.nodes[0].reasons == ("op HardSigmoid has no CoreML builder in ONNX Runtime 1.24.2 (releases from 1.27.0 have one)",)
+    new = analyze(model, EPTarget("coreml", coreml_format="mlprogram", ort_version="1.27.0"), optimize=False)
+    assert new.nodes[0].supported
