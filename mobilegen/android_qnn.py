@@ -43,6 +43,26 @@ QNN_PERFORMANCE_MODES = (
 )
 
 
+# Execution providers each pinned AAR is built with (besides the CPU provider), from ORT's packaging
+# settings: tools/ci_build/github/android/default_full_aar_build_settings.json (--use_nnapi --use_xnnpack)
+# and default_qnn_aar_build_settings.json (--use_qnn only: the QNN AAR has neither NNAPI nor XNNPACK).
+ORT_AAR_PROVIDERS = ("nnapi", "xnnpack")
+QNN_AAR_PROVIDERS = ("qnn",)
+# The benchmark's configurations per provider (bench/ModelBenchmark.kt's BenchConfigs.ALL), cpu first.
+_BENCH_CONFIGS = {"xnnpack": ("xnnpack",), "nnapi": ("nnapi", "nnapi-fp16", "nnapi-no-cpu"), "qnn": ("qnn", "qnn-no-cpu")}
+
+
+def aar_providers(opts: AndroidOptions) -> tuple[str, ...]:
+    """The execution providers the AAR the project pins really has."""
+    return QNN_AAR_PROVIDERS if opts.qnn else ORT_AAR_PROVIDERS
+
+
+def bench_configs(opts: AndroidOptions) -> list[str]:
+    """The benchmark configurations the package's runtime can run, in BenchConfigs.ALL's order."""
+    order = [ep for ep in ("xnnpack", "nnapi", "qnn") if ep in aar_providers(opts)]
+    return ["cpu"] + [name for ep in order for name in _BENCH_CONFIGS[ep]]
+
+
 def channel(opts: AndroidOptions) -> str:
     """The Maven channel the project pins its runtime from."""
     from mobilegen.android import CHANNEL
@@ -90,6 +110,8 @@ def context(opts: AndroidOptions) -> dict[str, Any]:
         "ort_artifact": QNN_ARTIFACT if opts.qnn else ORT_ARTIFACT,
         "qnn_performance_modes": list(QNN_PERFORMANCE_MODES),
         "qnn_backends": list(QNN_BACKENDS),
+        "aar_providers": list(aar_providers(opts)),
+        "bench_configs": bench_configs(opts),
     }
 
 

@@ -168,6 +168,7 @@ class ProjectSpec:
     task: TaskSpec | None = None  # --task (mobilegen.tasks.spec): the task-level wrapper API; None: flat arrays only
     labels_file: Path | None = None  # --task image-classification: the labels (UTF-8, one per line) to ship as data
     task_golden: Path | None = None  # --task: the task golden folder (cases.json, NAME.rgba|.pcm, NAME.mgv; mobilegen.tasks.golden)
+    quantization: str = ""  # the shipped model's --quantize mode ("int8", "dynamic", "fp16"); "" for a float32 model
 
 
 @dataclass(frozen=True)
@@ -299,9 +300,10 @@ class BuildResult:
     def model_of(self, target: str) -> ShippedModel:
         return next((m for m in self.shipped if target in m.targets), self.shipped[0])
 
-    def fixes_of(self, label: str) -> ProviderFixes | None:
-        """The fix stage's record of the provider whose coverage report is labelled ``label``."""
-        return next((f for f in self.fixes if f.label == label), None)
+    def fixes_of(self, label: str, target: str = "") -> ProviderFixes | None:
+        """The fix stage's record of the provider whose coverage report is labelled ``label`` (for
+        ``target``'s model, when given: a provider two targets chose has a record per target)."""
+        return next((f for f in self.fixes if f.label == label and (not target or f.target == target)), None)
 
 
 # Fixed layout of the output folder (relative to its root). Only the pipeline creates these paths;

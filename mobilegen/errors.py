@@ -48,12 +48,14 @@ class MobilegenError(Exception):
     exit_code = 2
     kind = "error"
 
-    def __init__(self, message: str, *, hint: str | None = None, details: list[str] | None = None) -> None:
+    def __init__(self, message: str, *, hint: str | None = None, details: list[str] | None = None, data: dict[str, object] | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
         # Extra lines (every failing output, every refused node...) shown below the one-line summary.
         self.details = list(details or [])
+        # The same facts as JSON for --json (e.g. the accuracy gate's table: {"accuracy": {...}}).
+        self.data = dict(data or {})
 
     def one_line(self) -> str:
         return f"{self.message} — {self.hint}" if self.hint else self.message
@@ -65,6 +67,7 @@ class MobilegenError(Exception):
             "hint": self.hint,
             "details": self.details,
             "exit_code": self.exit_code,
+            **self.data,
         }
 
 

@@ -181,6 +181,10 @@ def _tolerance_reason(spec: ProjectSpec, opts: IosOptions) -> str:
             f"compute units {COMPUTE_UNITS[opts.compute_units][0]} let CoreML run on {where}, which computes in "
             f"float16 (about 3 significant decimal digits), so atol and rtol are at least {FP16_TOLERANCE!r}"
         )
+    if spec.quantization:  # a quantized model computes in integers (or float16), not in float32
+        from mobilegen.quantize.golden import tolerance_reason
+
+        return tolerance_reason(spec.quantization)
     return "compute units CPUOnly keep CoreML in float32, like the CPU provider"
 
 

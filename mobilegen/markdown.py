@@ -39,7 +39,7 @@ def coverage_rows(coverage: tuple[Any, ...]) -> list[dict[str, Any]]:
         brief = [f"{op} ×{count}" + (f" ({'; '.join(reasons[:2])})" if reasons else "") for op, count, reasons in summary[:8]]
         rows.append(
             {
-                "label": md_escape(rep.label),
+                "label": md_escape(rep.shown),
                 "supported": rep.supported_nodes,
                 "total": rep.total_nodes,
                 "nodes": f"{rep.supported_nodes}/{rep.total_nodes}",

@@ -53,7 +53,7 @@ class ModelOptions:
         if self.opset is not None and not MIN_OPSET <= self.opset <= MAX_DEFAULT_OPSET:
             raise UsageError(
                 f"--opset {self.opset} is out of range",
-                hint=f"use an opset between {MIN_OPSET} and {MAX_DEFAULT_OPSET}: the pinned mobile runtimes and the NNAPI/CoreML EPs take up to {MAX_DEFAULT_OPSET}",
+                hint=f"use an opset between {MIN_OPSET} and {MAX_DEFAULT_OPSET}, the newest mobilegen exports and verifies",
             )
         total = 0
         for s in specs:

@@ -29,6 +29,7 @@ from mobilegen.quantize import stage as quantize_stage
 from mobilegen.runtimes import RuntimeRelease
 from mobilegen.stages import reference_for
 from mobilegen.tasks import stage as task_stage
+from mobilegen.tasks.spec import check_output_names
 from mobilegen.warnings import Notice
 
 __all__ = ["BuildOptions", "ModelOptions", "build", "load_and_export", "reference_for"]
@@ -80,10 +81,13 @@ def build(opts: BuildOptions) -> BuildResult:
     opts.model_opts.export_options()  # flag errors before any heavy work
     stages.check_fix_options(opts)
     quantize_stage.check_options(opts)  # --quantize flags (calibration, thresholds) before any heavy work
+    check_output_names(opts.task, opts.model_opts.output_names)  # --output-name with --top-k: the task names the outputs
     source_date_epoch()  # a malformed SOURCE_DATE_EPOCH fails now, not after the whole build
     out = Path(os.path.abspath(opts.out))
     if opts.zip and out.suffix.lower() == ".zip":
         raise UsageError(f"-o {opts.out} names the zip, but -o is the package folder", hint=f"pass -o {out.with_suffix('').name} with --zip: it writes {out.with_suffix('').name}/ and {out.name}")
+    if not opts.zip and out.suffix.lower() == ".zip":  # it would be a folder named like a zip
+        raise UsageError(f"-o {opts.out} names the output folder, not a zip", hint=f"use -o {out.with_suffix('').name} --zip: it writes {out.with_suffix('').name}/ and {out.name}")
     zip_path = Path(str(out) + ".zip") if opts.zip else None
     with staged_output(out, force=opts.force, zip_path=zip_path, protect=(opts.model,)) as root:
         (root / "model").mkdir()
@@ -110,7 +114,7 @@ def build(opts: BuildOptions) -> BuildResult:
         models = stages.write_models(onnx_model, fix_plan, root)  # from here on the files are the models
         progress.step("converting")
         models = stages.convert(models, root, opts.style)
-        verification = stages.verify(expected, models, opts.verify, root)
+        verification = stages.verify(expected, models, opts.verify, root, quantize_stage.sorted_outputs(task))  # --top-k scores: no top-1
         models, quant_notices = quantize_stage.quantize_build(models, chosen, opts, root)  # per target; fp32 when refused
         notices += quant_notices
         task_files = task_stage.write_files(root, task, onnx_model, models) if task is not None else None

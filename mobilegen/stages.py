@@ -51,7 +51,8 @@ Runner = Callable[[dict[str, np.ndarray]], list[np.ndarray]]
 def export_notices(loaded: LoadedModel, exported: OnnxModel, opts: BuildOptions) -> list[Notice]:
     from mobilegen import warnings
 
-    return warnings.export_notices(loaded, exported, output_names_given=bool(opts.model_opts.output_names))
+    named_by_task = opts.task is not None and bool(opts.task.output_names)
+    return warnings.export_notices(loaded, exported, output_names_given=bool(opts.model_opts.output_names), task_names_outputs=named_by_task)
 
 
 def check_fix_options(opts: BuildOptions) -> None:
@@ -189,9 +190,9 @@ def artifact_label(model: ShippedModel, kind: str, models: Sequence[ShippedModel
     return kind if len(models) == 1 else f"{'+'.join(model.targets)}/{kind}"
 
 
-def verify(expected: Expected, models: Sequence[ShippedModel], opts: VerifyOptions, root: Path) -> VerificationReport:
+def verify(expected: Expected, models: Sequence[ShippedModel], opts: VerifyOptions, root: Path, sorted_outputs: Sequence[str] = ()) -> VerificationReport:
     """The gate: the reference's outputs against every model's .onnx and .ort (one table, every failure
-    listed); golden vectors and tolerances."""
+    listed); golden vectors and tolerances. ``sorted_outputs`` (``--top-k``'s scores) get no top-1 figure."""
     from mobilegen.verify import verify as run_gate
 
     paths = {}
@@ -199,7 +200,7 @@ def verify(expected: Expected, models: Sequence[ShippedModel], opts: VerifyOptio
         paths[artifact_label(m, "onnx", models)] = m.onnx.path
         paths[artifact_label(m, "ort", models)] = m.converted().path
     try:
-        report = run_gate(expected, paths, models[0].onnx, opts, root / "golden")
+        report = run_gate(expected, paths, models[0].onnx, opts, root / "golden", sorted_outputs=sorted_outputs)
     except VerificationError as err:
         if any(m.fixes for m in models):
             err.hint = (err.hint or "") + "; or pass --no-fix to ship the exported graph as it is (see the report's graph passes)"
@@ -230,8 +231,10 @@ def analyse(models: Sequence[ShippedModel], chosen: Sequence[Chosen]) -> list[Co
         eps: list[EPTarget] = [ep for _name, target_eps in eps_of for ep in target_eps]
         reports = iter(analyze_all(m.onnx.proto, eps, source=m.onnx.path) if eps else ())
         for name, target_eps in eps_of:
-            per_target[name] = [next(reports) for _ep in target_eps]
-    return [r for c in chosen for r in per_target.get(c.target.name, [])]
+            per_target[name] = [replace(next(reports), target=name) for _ep in target_eps]
+    out = [r for c in chosen for r in per_target.get(c.target.name, [])]
+    shared = {r.label for r in out if sum(o.label == r.label for o in out) > 1}
+    return [replace(r, title=f"{r.label} ({r.target})") if r.label in shared else r for r in out]
 
 
 def fix_notices(fix_plan: FixPlan, models: Sequence[ShippedModel], verification: VerificationReport) -> list[Notice]:
@@ -271,7 +274,6 @@ def render(
     task_files: TaskFiles | None = None,
 ) -> dict[str, tuple[float, float]]:
     """Render every target's project with its own model; returns what each one's accelerated device tests assert."""
-    from mobilegen import providers
     from mobilegen.quantize.stage import tolerances_of
     from mobilegen.warnings import build_notices, texts
 
@@ -286,13 +288,14 @@ def render(
             golden_mgv=root / model.golden_mgv,
             atol=atol,
             rtol=rtol,
-            coverage=tuple(r for r in coverage if providers.get(r.ep).platform == c.target.name),
+            coverage=tuple(r for r in coverage if r.target == c.target.name),
             ort_version=c.runtime.version,
             mobilegen_version=__version__,
             notes=tuple(texts(build_notices(warnings))),
             task=opts.task,  # resolved against the model by the pipeline (crop filled in)
             labels_file=task_files.labels if task_files else None,
             task_golden=task_files.golden.get(c.target.name) if task_files else None,
+            quantization=model.quantization.shipped if model.quantization is not None and model.quantization.quantized else "",
         )
         c.target.render(spec, c.opts, root / c.target.folder)
         tolerances[c.target.tolerance_key] = c.target.device_tolerances(spec, c.opts)

@@ -5,7 +5,7 @@ seeded inputs, compare every output, collect every failure, then raise once.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,7 +68,7 @@ class VerifyOptions:
 
 
 def compare(name: str, ref: np.ndarray, got: np.ndarray, atol: float, rtol: float) -> tuple[float, float, float, float | None, bool, str]:
-    """max abs error, max relative error, cosine similarity, top-1 agreement (2-D), passed, note.
+    """max abs error, max relative error, cosine similarity, top-1 agreement (2-D float outputs), passed, note.
 
     Relative error and cosine are taken at the output's own scale, so they mean the same for outputs
     around 1e-20 and around 1e+20: ``max_rel = max|got − expected| / max|expected|`` (the largest error
@@ -97,7 +97,7 @@ def _compare(ref: np.ndarray, got: np.ndarray, atol: float, rtol: float) -> tupl
     max_abs = float(diff.max())
     max_rel, cosine = relative_error(r[finite], g[finite], max_abs), cosine_similarity(r[finite], g[finite])
     top1 = None
-    if ref.ndim == 2 and ref.shape[1] > 1:
+    if ref.ndim == 2 and ref.shape[1] > 1 and np.issubdtype(ref.dtype, np.inexact):  # scores; the argmax of ids says nothing
         top1 = float(np.mean(np.argmax(ref, axis=1) == np.argmax(got, axis=1)))
     # the tolerance is for finite elements: NaN in atol + rtol·|NaN| failed a NaN matched by NaN
     passed = (not nonfinite_mismatch) and bool(np.all(diff[finite] <= atol + rtol * np.abs(r[finite])))
@@ -337,10 +337,13 @@ def verify(
     golden_dir: Path | None = None,
     *,
     reference_label: str = "PyTorch",
+    sorted_outputs: Collection[str] = (),
 ) -> VerificationReport:
     """Compare every artifact with the reference (a callable, or its outputs already computed) on every
     case; raise VerificationError listing every failure (outputs that differ, and outputs whose
-    reference is degenerate unless ``options.allow_degenerate``)."""
+    reference is degenerate unless ``options.allow_degenerate``). ``sorted_outputs``: outputs the graph
+    sorts (``--top-k``'s ``scores``): their argmax is the first column in every run, so the table shows no
+    top-1 agreement for them (it would always be 1)."""
     out_names = [o.name for o in onnx_model.io.outputs]
     runners: dict[str, Callable[[dict[str, np.ndarray]], list[np.ndarray]]] = {}
     for label, path in artifacts.items():
@@ -352,7 +355,7 @@ def verify(
         reference = reference_outputs(reference, onnx_model, options, reference_label=reference_label)
     degenerate = degenerate_outputs(reference, out_names, options.atol, options.rtol)
     accepted = {d.output: f"degenerate reference ({d.short}), accepted with --allow-degenerate" for d in degenerate if options.allow_degenerate}
-    rows = _rows(reference, runners, out_names, options, accepted)
+    rows = _rows(reference, runners, out_names, options, accepted, sorted_outputs)
     golden = [GoldenCase(dict(arrays), dict(zip(out_names, expected, strict=True))) for arrays, expected in zip(reference.cases, reference.outputs, strict=True)]
     npz = mgv = None
     if golden_dir is not None and golden:
@@ -379,6 +382,7 @@ def _rows(
     out_names: list[str],
     options: VerifyOptions,
     accepted: Mapping[str, str],
+    sorted_outputs: Collection[str] = (),
 ) -> list[VerifyRow]:
     rows: list[VerifyRow] = []
     labels = list(reference.labels) or case_labels([Case(arrays, "") for arrays in reference.cases])
@@ -395,6 +399,7 @@ def _rows(
                 continue
             for name, e, g in zip(out_names, expected, got, strict=True):
                 ma, mr, cos, top1, ok, note = compare(name, e, g, options.atol, options.rtol)
+                top1 = None if name in sorted_outputs else top1
                 note = "; ".join(n for n in (note, accepted.get(name, "")) if n)
                 rows.append(VerifyRow(label, case, name, ma, mr, cos, top1, ok, note, unverified=name in accepted))
     return rows

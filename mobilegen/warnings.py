@@ -59,13 +59,14 @@ def build_notices(notices: Iterable[Notice]) -> tuple[Notice, ...]:
 # Builders, in the order the pipeline meets them
 
 
-def export_notices(loaded: LoadedModel, onnx_model: OnnxModel, *, output_names_given: bool) -> list[Notice]:
+def export_notices(loaded: LoadedModel, onnx_model: OnnxModel, *, output_names_given: bool, task_names_outputs: bool = False) -> list[Notice]:
     """What the export said (its notes), the output-name hint, and an exporter fallback (a module that
     torch.export failed on; a TorchScript file takes the TorchScript exporter by design, which is no
-    fallback and no warning: its ``fallback_reason`` is None)."""
+    fallback and no warning: its ``fallback_reason`` is None). No output-name hint when the task's
+    post-processing names the shipped outputs (``--top-k``: scores, indices)."""
     out = [Notice("export-note", "warning", note) for note in onnx_model.notes]
     generic = all(_GENERIC_OUTPUT.fullmatch(o.name) for o in onnx_model.io.outputs)
-    if onnx_model.exporter != "passthrough" and not output_names_given and not generic:
+    if onnx_model.exporter != "passthrough" and not output_names_given and not task_names_outputs and not generic:
         names = ", ".join(o.name for o in onnx_model.io.outputs)
         out.append(
             Notice(
@@ -99,15 +100,15 @@ def coverage_notices(coverage: Sequence[CoverageReport]) -> list[Notice]:
         provider = providers.get(rep.ep)
         if provider.severe_if_none_taken and rep.supported_nodes == 0:
             text = f"{provider.display_name} takes 0 nodes of this model: everything runs on the CPU (see the coverage report)"
-            out.append(Notice(f"{rep.ep}-no-nodes", "severe", text, subject=rep.label))
+            out.append(Notice(f"{rep.ep}-no-nodes", "severe", text, subject=rep.shown))
         elif rep.supported_nodes < rep.total_nodes or len(rep.partitions) > 1:
             cpu = rep.total_nodes - rep.supported_nodes
             parts = len(rep.partitions)
             text = (
-                f"{rep.label}: {cpu} of {rep.total_nodes} nodes fall back to the CPU EP; "
+                f"{rep.shown}: {cpu} of {rep.total_nodes} nodes fall back to the CPU EP; "
                 f"{parts} partition{'s' if parts != 1 else ''} (verdict {rep.verdict})"
             )
-            out.append(Notice("cpu-fallback", "warning", text, subject=rep.label))
+            out.append(Notice("cpu-fallback", "warning", text, subject=rep.shown))
     return out
 
 
@@ -141,11 +142,11 @@ def collect(
     for c in coverage:
         placed = {name for names in c.partitions for name in names}
         cpu = c.total_nodes - sum(1 for n in c.nodes if n.name in placed)
-        if cpu and c.label not in said:
+        if cpu and c.shown not in said:
             parts = len(c.partitions)
-            text = f"{c.label}: {cpu} of {c.total_nodes} nodes fall back to the CPU EP ({parts} partition{'s' if parts != 1 else ''} on {c.ep})"
-            out.append(Notice("cpu-fallback", "warning", text, "package", subject=c.label))
-            said.add(c.label)
+            text = f"{c.shown}: {cpu} of {c.total_nodes} nodes fall back to the CPU EP ({parts} partition{'s' if parts != 1 else ''} on {c.ep})"
+            out.append(Notice("cpu-fallback", "warning", text, "package", subject=c.shown))
+            said.add(c.shown)
     return tuple(out)
 
 

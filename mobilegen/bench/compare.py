@@ -9,7 +9,7 @@ placement from ORT's profiling file. Nodes are matched by name; nodes ORT made o
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,26 +22,29 @@ MAX_LISTED = 20  # node names listed per difference; the count is always whole
 
 @dataclass(frozen=True)
 class Prediction:
-    label: str  # nnapi, coreml/mlprogram, ...
+    label: str  # nnapi, coreml/mlprogram, xnnpack (ios) when the provider was analysed for two targets
     ep: str
     format: str | None
     partitions: int
     on_provider: frozenset[str]  # node names inside a predicted partition
     nodes: tuple[str, ...]  # every node, topological order
+    target: str | None = None  # the target whose model was analysed (coverage.json's ``target``); None: any
 
 
 def predictions(coverage: Mapping[str, Any]) -> tuple[Prediction, ...]:
     """The per-provider predictions of a ``report/coverage.json`` document (malformed entries skipped)."""
+    reports = [r for r in coverage.get("reports", []) if isinstance(r, dict) and isinstance(r.get("ep"), str)] if isinstance(coverage.get("reports"), list) else []
     out = []
-    for r in coverage.get("reports", []) if isinstance(coverage.get("reports"), list) else []:
-        if not isinstance(r, dict) or not isinstance(r.get("ep"), str):
-            continue
+    for r in reports:
         parts = [p for p in r.get("partitions", []) if isinstance(p, list)]
         nodes = tuple(str(n.get("name")) for n in r.get("nodes", []) if isinstance(n, dict))
         fmt = r.get("format") if isinstance(r.get("format"), str) else None
+        target = r.get("target") if isinstance(r.get("target"), str) and r.get("target") else None
         label = f"{r['ep']}/{fmt}" if fmt else r["ep"]
+        if target and sum(1 for o in reports if o.get("ep") == r["ep"] and o.get("format") == r.get("format")) > 1:
+            label = f"{label} ({target})"  # as the report names it
         on = frozenset(str(n) for p in parts for n in p)
-        out.append(Prediction(label, r["ep"], fmt, len(parts), on, nodes))
+        out.append(Prediction(label, r["ep"], fmt, len(parts), on, nodes, target))
     return tuple(out)
 
 
@@ -71,13 +74,23 @@ def _prediction_for(config: Configuration, preds: Sequence[Prediction]) -> Predi
     return None
 
 
-def compare(result: BenchResult, preds: Sequence[Prediction]) -> tuple[Comparison, ...]:
-    """One comparison per accelerated configuration of ``result`` that ran."""
+def _of_targets(preds: Sequence[Prediction], targets: Collection[str], device_os: str) -> list[Prediction]:
+    """The predictions made on the measured model: of its ``targets`` (a package with one model per
+    target analysed each target's own), the device's platform first (its runtime release's rules);
+    every prediction when ``targets`` is empty or a report names no target (older packages)."""
+    kept = [p for p in preds if not targets or p.target is None or p.target in targets]
+    return sorted(kept, key=lambda p: not (p.target and device_os.lower().startswith(p.target.lower())))
+
+
+def compare(result: BenchResult, preds: Sequence[Prediction], targets: Collection[str] = ()) -> tuple[Comparison, ...]:
+    """One comparison per accelerated configuration of ``result`` that ran, against the predictions of
+    ``targets`` (the targets shipping the measured model; empty: any)."""
+    mine = _of_targets(preds, targets, result.device.os)
     out = []
     for c in result.configurations:
         if not c.accelerated or c.status != "ok":
             continue
-        out.append(_compare_one(result.device.label, c, _prediction_for(c, preds)))
+        out.append(_compare_one(result.device.label, c, _prediction_for(c, mine)))
     return tuple(out)
 
 
@@ -113,16 +126,19 @@ MD_END = "<!-- mobilegen:measured:end -->"
 HTML_BEGIN = MD_BEGIN
 HTML_END = MD_END
 
-LATENCY_HEAD = ("device", "configuration", "status", "session create", "first run", "warm p50", "warm p90", "warm min", "warm mean", "runs")
+LATENCY_HEAD = ("device", "configuration", "status", "session create", "first run", "warm p50", "warm p90", "warm min", "warm mean", "runs", "model", "result")
 
 
 def _ms(x: float | None) -> str:
     return "–" if x is None else f"{x:.2f} ms"
 
 
-def latency_rows(results: Sequence[BenchResult]) -> list[tuple[str, ...]]:
+def latency_rows(results: Sequence[BenchResult], files: Sequence[str] = ()) -> list[tuple[str, ...]]:
+    """One row per configuration; the last two cells tell apart two results of one device (the schema has
+    no timestamp): the model file timed and ``files[i]``, the result's file in the package ("–" without)."""
     rows: list[tuple[str, ...]] = []
-    for r in results:
+    for i, r in enumerate(results):
+        stored = files[i] if i < len(files) else "–"
         for c in r.configurations:
             w = c.warm
             status = c.status if c.status == "ok" else f"{c.status}: {c.reason or ''}".strip()
@@ -138,6 +154,8 @@ def latency_rows(results: Sequence[BenchResult]) -> list[tuple[str, ...]]:
                     _ms(w.min if w else None),
                     _ms(w.mean if w else None),
                     str(w.n) if w else "–",
+                    r.model_file,
+                    stored,
                 )
             )
     return rows
@@ -197,9 +215,10 @@ def _md_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return lines
 
 
-def measured_markdown(results: Sequence[BenchResult], comparisons: Sequence[Comparison]) -> str:
+def measured_markdown(results: Sequence[BenchResult], comparisons: Sequence[Comparison], files: Sequence[str] = ()) -> str:
+    """``files``: each result's file, as the report folder names it (``results/<device>-<hash>.json``)."""
     lines = [MD_BEGIN, "## Measured on devices", "", _INTRO, "", "### Latency", ""]
-    lines += _md_table(LATENCY_HEAD, latency_rows(results))
+    lines += _md_table(LATENCY_HEAD, latency_rows(results, files))
     lines += ["", "### Placement: predicted vs observed", ""]
     rows = placement_rows(comparisons)
     lines += _md_table(PLACEMENT_HEAD, rows) if rows else ["No accelerated configuration ran."]
@@ -213,12 +232,12 @@ def _html_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return f"<table>\n<thead><tr>{th}</tr></thead>\n<tbody>\n{body}</tbody>\n</table>\n"
 
 
-def measured_html(results: Sequence[BenchResult], comparisons: Sequence[Comparison]) -> str:
+def measured_html(results: Sequence[BenchResult], comparisons: Sequence[Comparison], files: Sequence[str] = ()) -> str:
     rows = placement_rows(comparisons)
     placement = _html_table(PLACEMENT_HEAD, rows) if rows else "<p>No accelerated configuration ran.</p>\n"
     return (
         f"{HTML_BEGIN}\n<section id=\"measured\">\n<h2>Measured on devices</h2>\n<p>{html.escape(_INTRO, quote=True)}</p>\n"
-        f"<h3>Latency</h3>\n{_html_table(LATENCY_HEAD, latency_rows(results))}"
+        f"<h3>Latency</h3>\n{_html_table(LATENCY_HEAD, latency_rows(results, files))}"
         f"<h3>Placement: predicted vs observed</h3>\n{placement}</section>\n{HTML_END}\n"
     )
 

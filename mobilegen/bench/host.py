@@ -29,7 +29,7 @@ from mobilegen import __version__
 from mobilegen.artifacts import GOLDEN_MGV, MANIFEST
 from mobilegen.bench.profile import read_profile
 from mobilegen.bench.schema import BenchResult, Configuration, Device, Placement, WarmStats
-from mobilegen.errors import UsageError
+from mobilegen.errors import LoadError, UsageError, first_line
 
 if TYPE_CHECKING:
     import numpy as np
@@ -206,8 +206,10 @@ def run_host_bench(
     target: str | None = None,
 ) -> BenchResult:
     """Benchmark the model on this host, one configuration per ``eps`` entry, in the result schema."""
-    if not 1 <= runs <= MAX_RUNS or not 0 <= warmup <= MAX_RUNS:
-        raise UsageError(f"--runs must be 1..{MAX_RUNS} and --warmup 0..{MAX_RUNS} (got {runs} and {warmup})")
+    if not 1 <= runs <= MAX_RUNS:
+        raise UsageError(f"--runs {runs} is out of range", hint=f"give the number of timed runs, 1 to {MAX_RUNS}, e.g. --runs 50")
+    if not 0 <= warmup <= MAX_RUNS:
+        raise UsageError(f"--warmup {warmup} is out of range", hint=f"give the number of untimed warm-up runs, 0 to {MAX_RUNS}, e.g. --warmup 5")
     configs = [host_config(ep) for ep in dict.fromkeys(eps or ("cpu",))]
     model = resolve_target(target_path, target)
     import onnxruntime as ort
@@ -311,7 +313,13 @@ def _made_inputs(ort: Any, model: Path) -> dict[str, Any]:
     """Deterministic inputs for a bare .ort: values in [0, 1) (integers 0), dynamic dims 1."""
     import numpy as np
 
-    session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    try:
+        session = ort.InferenceSession(str(model), providers=["CPUExecutionProvider"])
+    except Exception as err:  # noqa: BLE001 — onnxruntime's errors have no common base
+        raise LoadError(
+            f"onnxruntime cannot load {model.name}: {first_line(err)}",
+            hint="pass a .ort file that mobilegen convert, android or ios wrote, or the package folder",
+        ) from err
     rng = np.random.default_rng(0)
     feeds: dict[str, Any] = {}
     for i in session.get_inputs():

@@ -6,7 +6,8 @@
    file's sha256 in the manifest); any other is refused (exit 2, one line) and nothing is written.
 3. The results are kept in the package as ``report/results/<device>-<hash>.json`` (the same result merged
    twice is one file); every result there (earlier merges too) feeds the "Measured on devices" section
-   of ``report/report.md`` and ``report/report.html``, compared with ``report/coverage.json``.
+   of ``report/report.md`` and ``report/report.html``, compared with ``report/coverage.json``: with the
+   reports of the targets that ship the model the result measured (the manifest's ``models[]``).
 4. ``manifest.json`` gets the new file list and its self-hash, so ``mobilegen verify`` passes. When every
    result was merged already, nothing is written.
 
@@ -108,12 +109,14 @@ def merge_results(package: Path, result_files: Sequence[Path]) -> MergeResult:
             new_files[rel] = text
     everything = {**existing, **{rel: result_from_json(json.loads(t)) for rel, t in new_files.items()}}
     ordered = [everything[rel] for rel in sorted(everything)]
+    files = [Path(rel).relative_to(REPORT_DIR).as_posix() for rel in sorted(everything)]  # as report.md links them
     preds = compare.predictions(_read_json(package / REPORT_COVERAGE))
-    comparisons = tuple(c for r in ordered for c in compare.compare(r, preds))
+    targets = _model_targets(package)
+    comparisons = tuple(c for r in ordered for c in compare.compare(r, preds, targets.get(r.model_sha256, frozenset())))
     writes = dict(new_files)
-    writes[REPORT_MD] = compare.splice(_read_text(package / REPORT_MD), compare.measured_markdown(ordered, comparisons), compare.MD_BEGIN, compare.MD_END)
+    writes[REPORT_MD] = compare.splice(_read_text(package / REPORT_MD), compare.measured_markdown(ordered, comparisons, files), compare.MD_BEGIN, compare.MD_END)
     writes[REPORT_HTML] = compare.splice(
-        _read_text(package / REPORT_HTML), compare.measured_html(ordered, comparisons), compare.HTML_BEGIN, compare.HTML_END, before="</body>"
+        _read_text(package / REPORT_HTML), compare.measured_html(ordered, comparisons, files), compare.HTML_BEGIN, compare.HTML_END, before="</body>"
     )
     changed = {rel: text for rel, text in writes.items() if _read_text_or_none(package / rel) != text}
     if changed:
@@ -126,6 +129,21 @@ def _model_hashes(root: Path, models: Sequence[str]) -> dict[str, str]:
     doc = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
     entries = {f["path"]: f["sha256"] for f in doc.get("files", []) if isinstance(f, dict)}
     return {entries[rel]: rel for rel in models if rel in entries}
+
+
+def _model_targets(root: Path) -> dict[str, frozenset[str]]:
+    """sha256 -> the targets shipping that ``.ort`` (the manifest's ``models[]``): a result is compared
+    only with the coverage of the model it measured. Two targets' byte-identical models share a hash,
+    so either target's coverage applies."""
+    doc = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
+    entries = {f["path"]: f["sha256"] for f in doc.get("files", []) if isinstance(f, dict)}
+    out: dict[str, frozenset[str]] = {}
+    for m in doc.get("models", []) if isinstance(doc.get("models"), list) else []:
+        ort = m.get("ort") if isinstance(m, dict) else None
+        sha = entries.get(ort.get("file")) if isinstance(ort, dict) else None
+        if isinstance(sha, str) and isinstance(m.get("targets"), list):
+            out[sha] = out.get(sha, frozenset()) | {t for t in m["targets"] if isinstance(t, str)}
+    return out
 
 
 def _existing_results(root: Path) -> dict[str, BenchResult]:

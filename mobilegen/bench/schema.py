@@ -336,12 +336,26 @@ def read_result(path: Path) -> BenchResult:
         raise UsageError(f"{shown}: cannot be read ({err.strerror or err})") from err
     if len(raw) > MAX_RESULT_BYTES:
         raise UsageError(f"{shown}: larger than {MAX_RESULT_BYTES >> 20} MiB, not a benchmark result")
+    hint = f"results are the JSON files mobilegen bench MODEL -o FILE.json or the device benchmark writes (schema {SCHEMA_FILE}, README: Benchmarks)"
     try:
-        doc = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UsageError(f"{shown} is not a JSON file (not UTF-8 text)", hint=hint) from None
+    try:
+        doc = json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise UsageError(f"{shown}: not a benchmark result (nested too deeply)") from None
+    except json.JSONDecodeError as err:  # Python's own wording ("Unterminated string starting at…") says little
+        if text.lstrip(" \t\r\n\ufeff")[:1] not in ("{", "["):
+            raise UsageError(f"{shown} is not a JSON file", hint=hint) from None
+        raise UsageError(f"{shown} is not valid JSON (line {err.lineno})", hint=hint) from None
+    except ValueError as err:  # a NaN/Infinity constant
+        raise UsageError(f"{shown}: {NOT_A_RESULT}: {str(err)[:300]}", hint=hint) from None
+    try:
         return result_from_json(doc)
     except RecursionError:
         raise UsageError(f"{shown}: not a benchmark result (nested too deeply)") from None
-    except ValueError as err:  # UnicodeDecodeError, JSONDecodeError, _Bad
+    except ValueError as err:  # _Bad
         why = str(err)[:300]
         raise UsageError(
             f"{shown}: {why}" if why.startswith(NOT_A_RESULT) else f"{shown}: {NOT_A_RESULT}: {why}",

@@ -26,18 +26,22 @@ def _human_bench(result: BenchResult, console: Console) -> None:
         f"({result.runs} runs after {result.warmup} warm-up)",
         title_justify="left",
     )
-    for col in ("configuration", "session create", "first run", "p50", "p90", "min", "mean", "nodes off the CPU", "partitions"):
+    for col in ("configuration", "status", "session create", "first run", "p50", "p90", "min", "mean", "nodes off the CPU", "partitions"):
         table.add_column(col)
+    notes: list[str] = []  # why a configuration did not run: under the table, so the columns stay narrow
     for c in result.configurations:
         if c.status != "ok":
-            table.add_row(escape(c.name), f"[yellow]{c.status}[/yellow]: {escape(c.reason or '')}", *[""] * 7)
+            table.add_row(escape(c.name), f"[yellow]{escape(c.status)}[/yellow]", *["–"] * 8)
+            notes.append(f"{escape(c.name)} {escape(c.status)}: {escape(c.reason or 'no reason given')}")
             continue
         w = c.warm
         p = c.placement
         off = str(sum(1 for n in p.nodes if n.provider != "CPUExecutionProvider")) if p.available else "–"
-        cells = [c.session_create_ms, c.first_run_ms, *(() if w is None else (w.p50, w.p90, w.min, w.mean))]
-        table.add_row(escape(c.name), *(f"{x:.3f} ms" for x in cells if x is not None), off, str(p.partitions) if p.available else "–")
+        cells = [c.session_create_ms, c.first_run_ms, *((None,) * 4 if w is None else (w.p50, w.p90, w.min, w.mean))]
+        table.add_row(escape(c.name), "ok", *("–" if x is None else f"{x:.3f} ms" for x in cells), off, str(p.partitions) if p.available else "–")
     console.print(table)
+    for note in notes:
+        console.print(f"  {note}")
 
 
 def _human_merge(result: MergeResult, console: Console) -> None:

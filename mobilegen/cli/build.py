@@ -169,7 +169,7 @@ def _human_build(r: Any, console: Console) -> None:
             refused = ", ".join(f"{op}×{n}" for op, n, _ in rep.unsupported_summary()[:4])
             colour = {"yes": "green", "maybe": "yellow"}.get(rep.verdict, "red")
             estimate = " (estimate)" if rep.estimate else ""  # QNN: the device's QNN SDK has the last word
-            t.add_row(esc(rep.label), f"{rep.supported_nodes}/{rep.total_nodes}", str(len(rep.partitions)), f"[{colour}]{rep.verdict}[/{colour}]{estimate}", esc(refused))
+            t.add_row(esc(rep.shown), f"{rep.supported_nodes}/{rep.total_nodes}", str(len(rep.partitions)), f"[{colour}]{rep.verdict}[/{colour}]{estimate}", esc(refused))
         console.print(t)
         for rep in r.coverage:
             if rep.estimate:
@@ -196,7 +196,7 @@ def _human_fixes(r: Any, console: Console) -> None:
     for rep in r.coverage:
         text = fixes_text(r, rep)
         if text:
-            console.print(f"graph passes for {esc(rep.label)}: {esc(text)}")
+            console.print(f"graph passes for {esc(rep.shown)}: {esc(text)}")
     if r.per_target:
         console.print("models: " + ", ".join(f"{esc(m.ort_file)} ({esc(' and '.join(m.targets))})" for m in r.shipped))
 

@@ -44,10 +44,12 @@ def _human(result: CheckResult, console: Console) -> None:
     for r in result.reports:
         sizes = ", ".join(str(len(p)) for p in r.partitions) or "none"
         colour = {"yes": "green", "maybe": "yellow"}.get(r.verdict, "red")
+        release = r.settings.get("ort_version")  # the release whose rules applied (--ort-version, or the pinned one)
         console.print(
             f"[bold]{escape(r.label)}[/bold]: {r.supported_nodes}/{r.total_nodes} nodes ({r.percent:.0f}%), "
             f"{len(r.partitions)} partition(s) {escape(f'[{sizes}]')}, verdict [{colour}]{r.verdict}[/{colour}]"
             + (" (estimate)" if r.estimate else "")
+            + (f" [dim](rules of onnxruntime {escape(str(release))})[/dim]" if release else "")
         )
         if r.estimate:  # QNN: every verdict is an estimate; say what only the device decides
             console.print(f"  [dim]{escape(r.estimate)}[/dim]")

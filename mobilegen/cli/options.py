@@ -21,7 +21,7 @@ ConstOpt = Annotated[
     ),
 ]
 DynamicOpt = Annotated[list[str] | None, typer.Option("--dynamic", metavar="INPUT:AXIS[=NAME]", help="Make an axis dynamic: INPUT:AXIS[=NAME], e.g. x:0=batch. Repeatable.")]
-OpsetOpt = Annotated[int | None, typer.Option("--opset", help="ONNX opset to export (default: the exporter's, ≤ 24; NNAPI/CoreML take up to 24).")]
+OpsetOpt = Annotated[int | None, typer.Option("--opset", help="ONNX opset to export (default: the exporter's; at most 24, the newest mobilegen exports and verifies).")]
 OutputNameOpt = Annotated[list[str] | None, typer.Option("--output-name", metavar="NAME", help="Name the model outputs, in order. Repeatable.")]
 TrustPickleOpt = Annotated[bool, typer.Option("--trust-pickle", help="Load a pickled nn.Module (torch.save(model)). Unpickling runs code from the file: only for files you trust.")]
 ModelClassOpt = Annotated[str | None, typer.Option("--model-class", metavar="MODULE:CLASS", help="For a state_dict: the architecture, package.module:ClassName or path/file.py:ClassName.")]

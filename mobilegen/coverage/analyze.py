@@ -270,7 +270,7 @@ def _partition(
     rule_reasons: Sequence[Sequence[Reason]],
 ) -> _Outcome:
     """Group the nodes as ORT's GetCapability does, with the provider's hooks on top."""
-    support = Support(graph, list(rule_ok), [list(r) for r in rule_reasons])
+    support = Support(graph, list(rule_ok), [list(r) for r in rule_reasons], target.str_value("ort_version"))
     provider.refine(support, target)
     units = qdq.table_units(rules_for(target), graph)
     if units is not None:

@@ -45,10 +45,18 @@ class CoverageReport:
     suggestions: tuple[str, ...] = ()  # what would change the verdict
     settings: dict[str, object] = field(default_factory=dict)  # android_api, require_static_shapes...
     estimate: str = ""  # non-empty: every verdict is an estimate, and this says what only the device decides
+    target: str = ""  # in a build: the target whose model and runtime were analysed ("android"); else ""
+    title: str = ""  # how documents name it; set when one label is analysed for several targets
 
     @property
     def label(self) -> str:
         return f"{self.ep}/{self.format}" if self.format else self.ep
+
+    @property
+    def shown(self) -> str:
+        """The label, with the target when the same provider was analysed for more than one
+        (``xnnpack (android)``, ``xnnpack (ios)``)."""
+        return self.title or self.label
 
     @property
     def percent(self) -> float:
@@ -70,6 +78,8 @@ class CoverageReport:
 
     def to_dict(self) -> dict[str, object]:
         out = self._to_dict()
+        if self.target:
+            out["target"] = self.target
         if self.estimate:  # QNN: the report and each of its verdicts say they are estimates
             out["estimate"] = True
             out["estimate_note"] = self.estimate

@@ -115,6 +115,7 @@ class Support:
     graph: GraphInfo
     taken: list[bool]
     reasons: list[list[Reason]]
+    ort_version: str = ""  # the ONNX Runtime release analysed ("" = newest): hooks whose behaviour changed read it
 
     def refuse(self, index: int, reason: Reason) -> None:
         self.taken[index] = False

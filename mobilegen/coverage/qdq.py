@@ -9,19 +9,21 @@ DQ feeds only the target, a target output goes either to Q nodes only or to none
 EPs check a unit by its target op seen through the unit (inputs are the DQs' inputs, outputs the Qs'
 outputs); ``QLinear*`` ops are one-node units with the same view. CoreML uses no node units.
 
-Selectors not modelled (their nodes are analysed one by one): Einsum, Reciprocal, Instance/Layer/RMS/
-BatchNormalization, the comparisons, Where, Pad, TopK, CumSum, ScatterElements.
+Selectors not modelled here (their nodes are analysed one by one, unless a table adds them as
+``QdqTable.selectors``: QNN's and NNAPI's do): Einsum, Reciprocal, Instance/Layer/RMS/BatchNormalization, the
+comparisons, Where, Pad, TopK, CumSum, ScatterElements.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from mobilegen.coverage.graph import GraphInfo, NodeInfo
-from mobilegen.coverage.rules import U8, EPTable, NodeContext, Reason, Rule, dtype_name
+from mobilegen.coverage.qdq_params import clip_made_redundant, qdq_pair_supported
+from mobilegen.coverage.rules import EPTable, NodeContext, Reason, Rule, dtype_name
 from mobilegen.coverage.target import EPTarget
 from mobilegen.providers.base import OP, OTHER
 
@@ -53,7 +55,9 @@ _KINDS: dict[str, str] = {
     "Gemm": "gemm",
 }
 _ONLY_VERSIONS = {"MaxPool": (12,)}  # GetMiscOpVersionsMap
-_DOMAINS = ("", "com.microsoft", "com.microsoft.nchwc")
+# SelectorManager::GetQDQSelections (shared/utils.cc): ONNX, com.ms.internal.nhwc (after the layout
+# transformation), com.microsoft; Node::Init reads "ai.onnx" as "" (include/onnxruntime/core/graph/constants.h).
+_DOMAINS = ("", "ai.onnx", "com.microsoft", "com.ms.internal.nhwc")
 
 # QLinear ops: (domain, op) -> per-input (data, scale, zero point) positions, then the output's (scale, zp).
 QLINEAR: dict[tuple[str, str], tuple[tuple[tuple[int, int, int], ...], tuple[int, int], tuple[int, ...]]] = {
@@ -109,21 +113,28 @@ class Units:
 # --- grouping --------------------------------------------------------------------------------------
 
 
-def units_of(graph: GraphInfo) -> Units | None:
-    """The graph's node units (made once per graph); None when it has no Q/DQ/QLinear node."""
-    cached = graph.qdq_units
-    if cached is not None:
-        return cached or None
-    found = _find(graph) if any(n.op_type in _QUANT_OPS for n in graph.nodes) else None
-    graph.qdq_units = found or False
+# A selector beyond the ones above: (graph, target, redundant clip, DQs, Qs) -> whether they form a unit.
+SelectorFn = Callable[[GraphInfo, NodeInfo, NodeInfo | None, list[int], list[int]], bool]
+
+
+def units_of(graph: GraphInfo, extra: Mapping[str, SelectorFn] | None = None) -> Units | None:
+    """The graph's node units (made once per graph and set of ``extra`` selectors, op type -> check);
+    None when it has no Q/DQ/QLinear node."""
+    cache = graph.qdq_units if isinstance(graph.qdq_units, dict) else {}
+    key = tuple(sorted(extra or ()))
+    if key in cache:
+        return cache[key] or None
+    found = _find(graph, extra or {}) if any(n.op_type in _QUANT_OPS for n in graph.nodes) else None
+    cache[key] = found or False
+    graph.qdq_units = cache
     return found
 
 
-def _find(graph: GraphInfo) -> Units | None:
+def _find(graph: GraphInfo, extra: Mapping[str, SelectorFn]) -> Units | None:
     units: list[Unit] = []
     by_node: dict[int, Unit] = {}
     for node in graph.nodes:
-        unit = _select(graph, node)
+        unit = _select(graph, node, extra)
         if unit is None or any(m in by_node for m in unit.members):
             continue  # GetAllNodeUnits keeps the first unit a node joins
         units.append(unit)
@@ -151,38 +162,15 @@ def _const_scalar(graph: GraphInfo, name: str) -> float | None:
     return None if v is None or np.asarray(v).size != 1 else float(np.asarray(v).reshape(-1)[0])
 
 
-def _clip_redundant(graph: GraphInfo, clip: NodeInfo, q: NodeInfo) -> bool:
-    """IsClipMadeRedundantByQ (qdq_util.cc): the Q's range lies inside the clip's."""
-    scale = _const_scalar(graph, q.inputs[1] if len(q.inputs) > 1 else "")
-    zp_name = q.inputs[2] if len(q.inputs) > 2 else ""
-    zp = _const_scalar(graph, zp_name) if zp_name else 0.0
-    if scale is None or zp is None:
-        return False
-    dt = _elem(graph, q.outputs[0]) if zp_name == "" else _elem(graph, zp_name)
-    lo, hi = {I8: (-128, 127), U16: (0, 65535), I16: (-32768, 32767)}.get(dt or U8, (0, 255))
-    q_lo, q_hi = (lo - zp) * scale, (hi - zp) * scale
-    if clip.op_type == "Relu":
-        return q_lo >= 0.0
-    c_lo = _bound(graph, clip, 1, "min", -np.inf)
-    c_hi = _bound(graph, clip, 2, "max", np.inf)
-    return c_lo is not None and c_hi is not None and c_lo <= q_lo and c_hi >= q_hi
-
-
-def _bound(graph: GraphInfo, clip: NodeInfo, i: int, attr: str, default: float) -> float | None:
-    if len(clip.inputs) > i and clip.inputs[i]:
-        return _const_scalar(graph, clip.inputs[i])
-    value = clip.attrs.get(attr)
-    return default if value is None else float(value)
-
-
-def _select(graph: GraphInfo, node: NodeInfo) -> Unit | None:
+def _select(graph: GraphInfo, node: NodeInfo, extra: Mapping[str, SelectorFn]) -> Unit | None:
     if node.domain not in _DOMAINS:
         return None
-    layout = QLINEAR.get((node.domain, node.op_type))
+    layout = QLINEAR.get(("" if node.domain == "ai.onnx" else node.domain, node.op_type))
     if layout is not None:
         return _qlinear_unit(node, layout)
     kind = _KINDS.get(node.op_type)
-    if kind is None or node.op_type in (Q, DQ):
+    more = extra.get(node.op_type) if kind is None else None
+    if (kind is None and more is None) or node.op_type in (Q, DQ):
         return None
     versions = _ONLY_VERSIONS.get(node.op_type)
     if versions is not None and node.since_version not in versions:
@@ -196,9 +184,9 @@ def _select(graph: GraphInfo, node: NodeInfo) -> Unit | None:
             clip = nxt
     tail = clip or node
     qs = [c for c in _edges_out(graph, tail) if graph.nodes[c].op_type == Q]
-    if clip is not None and (len(qs) != 1 or not _clip_redundant(graph, clip, graph.nodes[qs[0]])):
+    if clip is not None and (len(qs) != 1 or not clip_made_redundant(graph, clip, graph.nodes[qs[0]])):
         return None
-    if not _check(graph, node, kind, clip, dqs, qs):
+    if not (more(graph, node, clip, dqs, qs) if more is not None else _check(graph, node, kind or "", clip, dqs, qs)):
         return None
     return _qdq_unit(graph, node, dqs, qs, clip)
 
@@ -245,7 +233,7 @@ def _check(graph: GraphInfo, node: NodeInfo, kind: str, clip: NodeInfo | None, d
         if not _check_qdq(graph, node, None, dqs, qs, 1) or dt_in(0) != dt_out():
             return False
         dq, q = graph.nodes[dqs[0]], graph.nodes[qs[0]]
-        return _same_params(graph, dq, q)
+        return qdq_pair_supported(graph, dq, q)
     if kind == "drop_dq":
         return len(dqs) == 1 and _can_group(graph, node, None, dqs, qs) and _params_const(graph, graph.nodes[dqs[0]])
     if kind in ("unary", "clip", "split"):
@@ -284,14 +272,7 @@ def _params_const(graph: GraphInfo, qnode: NodeInfo) -> bool:
     return _const_scalar(graph, scale) is not None and (not zp or _const_scalar(graph, zp) is not None)
 
 
-def _same_params(graph: GraphInfo, dq: NodeInfo, q: NodeInfo) -> bool:
-    """IsQOrDQScalePositiveConstantScalar and IsQDQPairSupported (qdq_util.cc): equal constant scalars."""
-    if not (_params_const(graph, dq) and _params_const(graph, q)):
-        return False
-    s_dq, s_q = _const_scalar(graph, dq.inputs[1]), _const_scalar(graph, q.inputs[1])
-    zp_dq = _const_scalar(graph, dq.inputs[2]) if len(dq.inputs) > 2 and dq.inputs[2] else 0.0
-    zp_q = _const_scalar(graph, q.inputs[2]) if len(q.inputs) > 2 and q.inputs[2] else 0.0
-    return s_q is not None and s_q > 0 and s_dq == s_q and zp_dq == zp_q
+_same_params = qdq_pair_supported  # IsQDQPairSupported; QNN's TopK selector imports it under this name
 
 
 def _qparam(node: NodeInfo, data: str, scale: int = 1, zp: int = 2) -> QParam:
@@ -353,12 +334,13 @@ class QdqTable:
     rules: dict[str, Rule]
     refuse: RefuseFn  # the text for a unit whose op the EP takes in no quantized form
     refuse_source: str
+    selectors: Mapping[str, SelectorFn] = field(default_factory=dict)  # selectors beyond the shared ones
 
 
 def table_units(table: EPTable, graph: GraphInfo) -> Units | None:
     """The node units the table's EP checks (None: it takes nodes one by one, or the graph has none)."""
     qdq: QdqTable | None = table.qdq
-    return None if qdq is None else units_of(graph)
+    return None if qdq is None else units_of(graph, qdq.selectors)
 
 
 def evaluate_unit(table: EPTable, graph: GraphInfo, unit: Unit, target: EPTarget) -> list[Reason]:

@@ -163,6 +163,7 @@ def coverage_summary(report: CoverageReport) -> dict[str, Any]:
     cpu_nodes = sum(1 for _i, _n, _o, p in placement(report) if not p)
     return {
         "label": report.label,
+        "target": report.target,
         "ep": report.ep,
         "format": report.format,
         "total_nodes": report.total_nodes,

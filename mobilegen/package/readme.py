@@ -118,7 +118,7 @@ def readme_context(result: BuildResult, root: Path) -> ReadmeContext:
         for t in group
     )
     coverage = tuple(
-        CoverageLine(c.label, f"{c.percent:.1f}", c.supported_nodes, c.total_nodes, len(c.partitions), c.verdict, fixes_text(result, c))
+        CoverageLine(c.shown, f"{c.percent:.1f}", c.supported_nodes, c.total_nodes, len(c.partitions), c.verdict, fixes_text(result, c))
         for c in result.coverage
     )
     models = tuple(

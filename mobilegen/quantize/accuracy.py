@@ -1,9 +1,12 @@
 """The accuracy gate: the quantized model against the fp32 one on held-out samples (onnxruntime CPU).
 
 Per output: cosine similarity (over every sample's values together), the largest absolute difference,
-and top-1 agreement for classifier-shaped outputs (``[N, C]``, C > 1). Integer and bool outputs (class ids,
+and top-1 agreement for classifier-shaped outputs (``[N, C]``, C > 1) — except outputs the caller names as
+already sorted (``--top-k``'s ``scores``, from the task spec): their argmax is the first column in both
+models, so a top-1 figure would always be 1.0 and say nothing. Integer and bool outputs (class ids,
 ``--top-k``'s ``indices``) are compared by exact agreement: the fraction of equal elements, gated by
-``--min-top1``; their cosine and max abs (differences of ids) are neither gated nor shown. For QDQ models the tensors with
+``--min-top1`` — for ``--top-k``'s ``indices`` the fraction of equal rank-1 classes (ranks 2..K are
+near-ties that quantization may swap: their agreement is shown, not gated); their cosine and max abs (differences of ids) are neither gated nor shown. For QDQ models the tensors with
 the lowest signal-to-quantization-noise ratio come from ``onnxruntime.quantization.qdq_loss_debug``
 (activations of both models matched by name, and dequantized weights against the float ones).
 
@@ -17,13 +20,13 @@ weights measured cosine 0.934 fused against 0.9994 unfused — the host's error,
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mobilegen.artifacts import JSONValue
-from mobilegen.errors import VerificationError
+from mobilegen.errors import InternalError, VerificationError
 from mobilegen.outputs import temp_dir
 from mobilegen.quantize.calibration import Calibration
 from mobilegen.quantize.options import QuantizeOptions
@@ -43,6 +46,7 @@ class OutputAccuracy:
     max_abs: float
     top1: float | None  # agreement of the argmax for classifier-shaped outputs; of every element when exact
     exact: bool = False  # an integer/bool output: compared by exact agreement, cosine and max_abs not gated
+    all_ranks: float | None = None  # top-k indices: agreement of every rank (shown); top1 is rank 1's (gated)
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,8 @@ class AccuracyReport:
             ok = (o.exact or o.cosine >= self.min_cosine) and (o.top1 is None or o.top1 >= self.min_top1)
             cos, err = ("-", "-") if o.exact else (cosine_text(o.cosine, self.min_cosine), f"{o.max_abs:.4g}")
             top1 = "-" if o.top1 is None else f"{o.top1:.3f}" + (" equal" if o.exact else "")
+            if o.all_ranks is not None:
+                top1 = f"{o.top1:.3f} rank 1 equal ({o.all_ranks:.3f} of all ranks)"
             rows.append((o.name, cos, err, top1, "ok" if ok else "FAIL"))
         widths = [max(len(r[i]) for r in rows) for i in range(5)]
         lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
@@ -104,6 +110,8 @@ class AccuracyReport:
 
 def _output_record(o: OutputAccuracy) -> dict[str, JSONValue]:
     out: dict[str, JSONValue] = {"name": o.name, "cosine": _num(o.cosine), "max_abs": _num(o.max_abs), "top1": o.top1}
+    if o.all_ranks is not None:
+        out["all_ranks"] = o.all_ranks
     return out | {"exact": True} if o.exact else out
 
 
@@ -130,6 +138,7 @@ def gate(report: AccuracyReport) -> None:
         hint="calibrate on more representative data (--calibration), try --calibration-method entropy or "
         "percentile, another --quantize mode, or lower --min-cosine/--min-top1 knowingly",
         details=report.table().splitlines(),
+        data={"accuracy": report.record()},
     )
 
 
@@ -140,31 +149,36 @@ def accuracy(
     opts: QuantizeOptions,
     *,
     calib: Calibration | None = None,
+    sorted_outputs: Collection[str] = (),
 ) -> AccuracyReport:
     """Run both models on every sample of ``data`` (``[N, *input shape]``, or ``[N, *shape[1:]]`` for a
     batch dim of one) and compare their outputs. ``quantized`` may be an ``.ort`` file (then
-    ``worst_layers`` is (): the per-tensor noise needs the ``.onnx``)."""
+    ``worst_layers`` is (): the per-tensor noise needs the ``.onnx``). ``sorted_outputs``: outputs whose
+    values are sorted by the graph (top-k scores): no top-1 agreement for them."""
     import numpy as np
 
     ref_sess, q_sess = _session(fp32), _session(quantized, reference=True)
     feeds = _feeds(ref_sess, data)
+    if not feeds:  # two empty outputs compare as equal: a gate on no samples would pass any model
+        raise InternalError("the accuracy gate got no samples", hint="this is a bug in mobilegen.quantize: the callers check the sample counts")
     names = [o.name for o in ref_sess.get_outputs()]
     ref = [ref_sess.run(names, f) for f in feeds]
     got = [q_sess.run(names, f) for f in feeds]
     outputs = []
     for k, name in enumerate(names):
         if ref and not np.issubdtype(np.asarray(ref[0][k]).dtype, np.inexact):
-            outputs.append(_agreement(name, [np.asarray(r[k]) for r in ref], [np.asarray(g[k]) for g in got]))
+            ranked = name in sorted_outputs  # top-k indices: the gate holds rank 1 (the top-1 class)
+            outputs.append(_agreement(name, [np.asarray(r[k]) for r in ref], [np.asarray(g[k]) for g in got], ranked=ranked))
             continue
         a = [np.asarray(r[k], dtype=np.float64) for r in ref]
         b = [np.asarray(g[k], dtype=np.float64) for g in got]
-        outputs.append(_compare(name, a, b))
+        outputs.append(_compare(name, a, b, top1=name not in sorted_outputs))
     failures = []
     for o in outputs:
         if not o.exact and not o.cosine >= opts.min_cosine:
             failures.append(f"{o.name}: cosine {cosine_text(o.cosine, opts.min_cosine)} < {opts.min_cosine}")
         if o.top1 is not None and not o.top1 >= opts.min_top1:
-            what = "values equal to fp32's" if o.exact else "top-1 agreement"
+            what = "top-1 classes equal to fp32's" if o.all_ranks is not None else "values equal to fp32's" if o.exact else "top-1 agreement"
             failures.append(f"{o.name}: {what} {o.top1:.3f} < {opts.min_top1}")
     return AccuracyReport(
         outputs=tuple(outputs),
@@ -209,14 +223,16 @@ def _feeds(sess: Any, data: Mapping[str, np.ndarray]) -> list[dict[str, np.ndarr
     return feeds
 
 
-def _compare(name: str, ref: list[np.ndarray], got: list[np.ndarray]) -> OutputAccuracy:
+def _compare(name: str, ref: list[np.ndarray], got: list[np.ndarray], *, top1: bool = True) -> OutputAccuracy:
     import numpy as np
+
+    agree = _top1(ref, got) if top1 else None
 
     a = np.concatenate([r.ravel() for r in ref]) if ref else np.zeros(0)
     b = np.concatenate([g.ravel() for g in got]) if got else np.zeros(0)
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
         same = bool(np.array_equal(a, b, equal_nan=True))
-        return OutputAccuracy(name, 1.0 if same else 0.0, 0.0 if same else math.inf, _top1(ref, got))
+        return OutputAccuracy(name, 1.0 if same else 0.0, 0.0 if same else math.inf, agree)
     na, nb = float(np.linalg.norm(a)), float(np.linalg.norm(b))
     if na == 0.0 and nb == 0.0:
         cosine = 1.0
@@ -225,11 +241,13 @@ def _compare(name: str, ref: list[np.ndarray], got: list[np.ndarray]) -> OutputA
     else:
         cosine = float(np.dot(a, b) / (na * nb))
     max_abs = float(np.max(np.abs(a - b))) if a.size else 0.0
-    return OutputAccuracy(name, min(1.0, cosine), max_abs, _top1(ref, got))
+    return OutputAccuracy(name, min(1.0, cosine), max_abs, agree)
 
 
-def _agreement(name: str, ref: list[np.ndarray], got: list[np.ndarray]) -> OutputAccuracy:
-    """An integer/bool output: the fraction of its elements (over every sample) equal to fp32's."""
+def _agreement(name: str, ref: list[np.ndarray], got: list[np.ndarray], *, ranked: bool = False) -> OutputAccuracy:
+    """An integer/bool output: the fraction of its elements (over every sample) equal to fp32's. ``ranked``
+    (top-k indices, best first along the last axis): the fraction of rows whose first element, the top-1
+    class, is equal; ``all_ranks`` keeps the agreement of every rank for the table."""
     import numpy as np
 
     a = np.concatenate([r.ravel() for r in ref]) if ref else np.zeros(0)
@@ -239,7 +257,11 @@ def _agreement(name: str, ref: list[np.ndarray], got: list[np.ndarray]) -> Outpu
     equal = float(np.mean(a == b)) if a.size else 1.0
     with np.errstate(all="ignore"):
         diff = np.abs(a.astype(np.float64) - b.astype(np.float64))
-    return OutputAccuracy(name, 1.0 if equal == 1.0 else 0.0, float(diff.max()) if diff.size else 0.0, equal, exact=True)
+    cosine, max_abs = 1.0 if equal == 1.0 else 0.0, float(diff.max()) if diff.size else 0.0
+    if not ranked or any(r.ndim == 0 for r in ref):
+        return OutputAccuracy(name, cosine, max_abs, equal, exact=True)
+    first = np.concatenate([(r[..., 0] == g[..., 0]).ravel() for r, g in zip(ref, got, strict=True)])
+    return OutputAccuracy(name, cosine, max_abs, float(np.mean(first)), exact=True, all_ranks=equal)
 
 
 def _top1(ref: list[np.ndarray], got: list[np.ndarray]) -> float | None:

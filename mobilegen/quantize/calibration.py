@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 RANDOM_SAMPLES = 20
 HELD_OUT_FRACTION = 0.2
 MIN_HELD_OUT = 2  # the gate's least samples split off a calibration set: one sample says nothing about a model
+# Integer arrays whose every value a float32 holds exactly: taken for a float input (microphone PCM is int16).
+_EXACT_IN_FLOAT = ("int8", "uint8", "int16", "uint16")
 _HINT = "save one array per model input with numpy.savez(path, **{input_name: array}); leading axis = samples"
 
 
@@ -47,14 +49,10 @@ def load_calibration(opts: QuantizeOptions, io: IOSpec) -> Calibration:
     if opts.calibration is None:
         raise UsageError("no calibration data was given", hint="give --calibration FILE.npz, a folder of them, or random")
     rng = np.random.default_rng(opts.seed)
-    if opts.calibration == RANDOM:
-        data, source, trustworthy = _random(io, rng), f"random (seed {opts.seed})", False
-    else:
-        data, source = _read_source(Path(opts.calibration), io)
-        trustworthy = True
+    data, source, trustworthy = _read_calibration(opts.calibration, io, rng, opts.seed)
     total = _count(data)
-    if opts.eval is not None:
-        held = _read_npz(Path(opts.eval), io, flag="--eval")
+    held = _read_eval(opts, io)
+    if held is not None:
         if total < 1:
             raise UsageError(f"{source} holds no samples", hint="give at least one calibration sample")
         return Calibration(data, held, source, total, trustworthy)
@@ -62,7 +60,7 @@ def load_calibration(opts: QuantizeOptions, io: IOSpec) -> Calibration:
     if total < needed:
         n_held = _held_out(total)
         raise UsageError(
-            f"{source} holds {total} sample{'' if total == 1 else 's'}: too few to calibrate and to check accuracy "
+            f"--calibration {source} holds {total} sample{'' if total == 1 else 's'}: too few to calibrate and to check accuracy "
             f"(the {round(HELD_OUT_FRACTION * 100)}% held out for the accuracy gate would be {n_held} sample{'' if n_held == 1 else 's'})",
             hint=f"give at least {needed} samples (the gate needs {MIN_HELD_OUT} held out), or the gate's samples with --eval FILE.npz",
         )
@@ -72,6 +70,46 @@ def load_calibration(opts: QuantizeOptions, io: IOSpec) -> Calibration:
     cal = {k: v[cal_idx] for k, v in data.items()}
     held = {k: v[held_idx] for k, v in data.items()}
     return Calibration(cal, held, source, total - n_held, trustworthy)
+
+
+def load_gate_samples(opts: QuantizeOptions, io: IOSpec) -> Calibration:
+    """The accuracy gate's samples for a mode that calibrates nothing (``dynamic``, ``fp16``): ``--eval``'s
+    when given, else every sample of ``--calibration`` (no split: nothing is calibrated, so no minimum for
+    one), else seeded random inputs. ``samples`` holds what ``--calibration`` gave (checked like any), and
+    ``count`` is the number of its samples."""
+    import numpy as np
+
+    data, source, trustworthy = _read_calibration(opts.calibration or RANDOM, io, np.random.default_rng(opts.seed), opts.seed)
+    held = _read_eval(opts, io)
+    if held is None:
+        if _count(data) < 1:
+            raise UsageError(f"{source} holds no samples", hint="give at least one sample for the accuracy gate, or the gate's samples with --eval FILE.npz")
+        held = data
+    return Calibration(data, held, source, _count(data), trustworthy)
+
+
+def _read_calibration(calibration: str, io: IOSpec, rng: np.random.Generator, seed: int) -> tuple[dict[str, np.ndarray], str, bool]:
+    """``--calibration``'s samples, a source label, and whether they are real data (not random; drawn
+    from ``rng``, seeded with ``seed``)."""
+    if calibration == RANDOM:
+        return _random(io, rng), f"random (seed {seed})", False
+    data, source = _read_source(Path(calibration), io)
+    return data, source, True
+
+
+def _read_eval(opts: QuantizeOptions, io: IOSpec) -> dict[str, np.ndarray] | None:
+    """``--eval``'s samples (None without it): at least ``MIN_HELD_OUT`` of them, or the gate would pass on
+    nothing (two empty outputs compare as equal)."""
+    if opts.eval is None:
+        return None
+    held = _read_npz(Path(opts.eval), io, flag="--eval")
+    n = _count(held)
+    if n < MIN_HELD_OUT:
+        raise UsageError(
+            f"--eval {Path(opts.eval).name} holds {n} sample{'' if n == 1 else 's'}: too few to check accuracy",
+            hint=f"give at least {MIN_HELD_OUT} samples in --eval (leading samples axis), or drop --eval to check accuracy on samples of --calibration",
+        )
+    return held
 
 
 def _held_out(total: int) -> int:
@@ -150,6 +188,8 @@ def _read_npz(path: Path, io: IOSpec, *, flag: str) -> dict[str, np.ndarray]:
 def _checked(arr: np.ndarray, spec: TensorSpec, path: Path, flag: str) -> np.ndarray:
     import numpy as np
 
+    if spec.dtype in ("float32", "float64") and str(arr.dtype) in _EXACT_IN_FLOAT:
+        arr = arr.astype(spec.dtype)  # e.g. int16 PCM for --task audio's float32 input: every value is exact
     if str(arr.dtype) != spec.dtype:
         raise UsageError(
             f"{flag} {path}: input '{spec.name}' is {arr.dtype}, the model takes {spec.dtype}",

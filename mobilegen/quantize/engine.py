@@ -28,10 +28,12 @@ from mobilegen.outputs import temp_dir
 from mobilegen.quantize.calibration import Calibration
 from mobilegen.quantize.options import CalibrationMethod
 from mobilegen.quantize.recipes import Recipe
+from mobilegen.quantize.units import named_nodes, refused_unit_breakers
 
 if TYPE_CHECKING:
     import numpy as np
     import onnx
+
 
 QDQ_OPS = ("QuantizeLinear", "DequantizeLinear")
 DYNAMIC_OPS = ("MatMulInteger", "ConvInteger", "DynamicQuantizeMatMul", "DynamicQuantizeLSTM", "QAttention")
@@ -61,7 +63,7 @@ def quantize(src: Path, recipe: Recipe, calib: Calibration, dest: Path, *, metho
                 else:
                     pre = _preprocess(src, work, recipe)
                     if recipe.mode == "int8":
-                        _static(pre, out, recipe, calib, method)
+                        _static_for_provider(pre, out, recipe, calib, method)
                     else:
                         _dynamic(pre, out, recipe)
         except (MemoryError, KeyboardInterrupt):
@@ -130,7 +132,9 @@ def _preprocess(src: Path, work: Path, recipe: Recipe) -> Path:
         logging.getLogger(__name__).debug("quant_pre_process failed", exc_info=True)
         shutil.copyfile(src, pre)
     if recipe.provider == "nnapi" and recipe.mode == "int8":
-        return _maxpool_out_of_units(_flatten_as_reshape(pre, work), work)
+        return named_nodes(_maxpool_out_of_units(_flatten_as_reshape(pre, work), work), work)
+    if recipe.mode == "int8" and recipe.op_types:
+        return named_nodes(pre, work)
     if recipe.provider == "qnn" and recipe.mode == "int8":
         import onnx
         from onnxruntime.quantization.execution_providers.qnn import qnn_preprocess_model
@@ -205,7 +209,32 @@ def _method(method: CalibrationMethod) -> Any:
     return {"minmax": OrtMethod.MinMax, "entropy": OrtMethod.Entropy, "percentile": OrtMethod.Percentile}[method]
 
 
-def _static(pre: Path, out: Path, recipe: Recipe, calib: Calibration, method: CalibrationMethod) -> None:
+# Rounds of ``_static_for_provider``: each breaks the refused units the previous one made (a float op between
+# two quantized ones); one more round is left to see that none remain.
+_UNIT_ROUNDS = 3
+
+
+def _static_for_provider(pre: Path, out: Path, recipe: Recipe, calib: Calibration, method: CalibrationMethod) -> None:
+    """``_static``, then again without quantizing the consumers that made a unit the provider refuses.
+
+    The recipe quantizes only ops whose units the provider takes, but a float op between a DQ and the Q its
+    consumer adds for its own input (GlobalAveragePool or ReduceMean before a quantized Gemm) still forms
+    an ORT node unit (``NodeGroup::CanCreateNodeGroup`` looks at the graph, not at what was meant), which the
+    provider refuses whole. Where the provider takes that op in float and standalone Q/DQ (NNAPI), the
+    consumer is left float: the unit goes away and the op, the DQ and the Q run on the provider."""
+    exclude: list[str] = []
+    for _ in range(_UNIT_ROUNDS):
+        _static(pre, out, recipe, calib, method, exclude)
+        more = [name for name in refused_unit_breakers(out, recipe) if name not in exclude]
+        if not more:
+            return
+        exclude += more
+    _static(pre, out, recipe, calib, method, exclude)
+
+
+def _static(
+    pre: Path, out: Path, recipe: Recipe, calib: Calibration, method: CalibrationMethod, exclude: list[str] | None = None
+) -> None:
     from onnxruntime.quantization import QuantFormat, quantize_static
 
     if recipe.provider == "qnn":
@@ -248,6 +277,7 @@ def _static(pre: Path, out: Path, recipe: Recipe, calib: Calibration, method: Ca
         calibration_cache_path=_entropy_ranges(pre, recipe, calib) if method == "entropy" else None,
         quant_format=QuantFormat.QDQ,
         op_types_to_quantize=list(recipe.op_types) or None,
+        nodes_to_exclude=list(exclude or ()) or None,
         per_channel=False,
         activation_type=_qtype(recipe.activation_type),
         weight_type=_qtype(recipe.weight_type),

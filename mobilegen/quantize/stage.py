@@ -13,7 +13,10 @@ the export), and before the coverage analysis, which then sees the models that s
    (exit 5, the table of outputs and worst layers) and nothing is written;
 4. a quantized model's golden vectors are its own outputs (onnxruntime CPU, the ``.ort``) on the golden
    inputs, in ``golden/`` (or ``golden/<target>/`` next to an fp32 model of another target), with a
-   tolerance wide enough for another CPU's integer kernels (the worst error the gate measured).
+   tolerance wide enough for another CPU's integer kernels (the worst error the gate measured), written
+   beside them as that folder's ``tolerances.json`` (:mod:`mobilegen.quantize.golden`).
+
+The records the stage fills in are in :mod:`mobilegen.quantize.records`.
 
 Everything is done in a private temp folder first; the package's model folders change only once every
 quantized model passed its gate.
@@ -22,10 +25,9 @@ quantized model passed its gate.
 from __future__ import annotations
 
 import json
-import math
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,13 +35,29 @@ from mobilegen.artifacts import (
     MODEL_ONNX_NAME,
     MODEL_OPS_CONFIG_NAME,
     MODEL_ORT_NAME,
-    JSONValue,
     OnnxModel,
     OrtModel,
     ShippedModel,
     model_folder,
 )
 from mobilegen.errors import InternalError, VerificationError
+from mobilegen.quantize.golden import (
+    GOLDEN_DIR,
+    OUTPUT_STEPS,
+    golden_folder,
+    output_step,
+    tolerances_of,
+    write_golden,
+)
+from mobilegen.quantize.records import (
+    AccuracyRow,
+    LayerNoise,
+    QuantizationRecord,
+    accuracy_rows,
+    calibration_record,
+    options_record,
+    worst_layers,
+)
 from mobilegen.warnings import Notice
 
 if TYPE_CHECKING:
@@ -47,121 +65,21 @@ if TYPE_CHECKING:
     from mobilegen.options import BuildOptions
     from mobilegen.pipeline import Chosen
     from mobilegen.quantize import QuantizeMode, QuantizeOptions
+    from mobilegen.tasks.spec import TaskSpec
 
-GOLDEN_DIR = "golden"
-GOLDEN_NPZ_NAME = "golden.npz"
-GOLDEN_MGV_NAME = "golden.mgv"
-
-
-# --- what the stage records ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class AccuracyRow:
-    """One output of the accuracy gate: the quantized model against the fp32 one."""
-
-    artifact: str  # "ort" / "onnx"
-    output: str
-    cosine: float
-    max_abs: float
-    top1: float | None  # top-1 agreement; for an exact row, the fraction of elements equal to fp32's
-    exact: bool = False  # an integer/bool output (class ids): cosine and max_abs are not gated nor widen atol
-
-    def to_dict(self) -> dict[str, JSONValue]:
-        out: dict[str, JSONValue] = {"artifact": self.artifact, "output": self.output, "cosine": _num(self.cosine), "max_abs": _num(self.max_abs), "top1": _num(self.top1)}
-        return out | {"exact": True} if self.exact else out
-
-
-@dataclass(frozen=True)
-class LayerNoise:
-    """A tensor of the quantized model and its signal-to-quantization-noise ratio (dB; lower is worse)."""
-
-    tensor: str
-    sqnr_db: float
-
-    def to_dict(self) -> dict[str, JSONValue]:
-        return {"tensor": self.tensor, "sqnr_db": _num(self.sqnr_db)}
-
-
-@dataclass(frozen=True)
-class QuantizationRecord:
-    """What ``--quantize`` did to one shipped model: its recipe, calibration and accuracy, or (``shipped``
-    "fp32") why its targets' providers refused the mode."""
-
-    mode: str  # what was asked: "int8", "dynamic", "fp16"
-    shipped: str  # what ships: the mode, or "fp32" when refused
-    reason: str = ""  # the refusal's reason, or the recipe's
-    recipe: dict[str, JSONValue] = field(default_factory=dict)
-    calibration: dict[str, JSONValue] = field(default_factory=dict)  # source, count, trustworthy, method
-    ort_size_before: int = 0
-    ort_size_after: int = 0
-    onnx_size_before: int = 0
-    onnx_size_after: int = 0
-    quantized_nodes: int = 0
-    accuracy: tuple[AccuracyRow, ...] = ()
-    worst_layers: tuple[LayerNoise, ...] = ()
-    samples: int = 0
-    min_cosine: float = 0.0
-    min_top1: float = 0.0
-    golden_atol: float = 0.0  # what the golden re-run and the device tests allow (0: the build's atol)
-
-    @property
-    def quantized(self) -> bool:
-        return self.shipped != "fp32"
-
-    @property
-    def trustworthy(self) -> bool:
-        return bool(self.calibration.get("trustworthy", True))
-
-    @property
-    def ratio(self) -> float:
-        return self.ort_size_after / self.ort_size_before if self.ort_size_before else 0.0
-
-    def to_dict(self) -> dict[str, JSONValue]:
-        out: dict[str, JSONValue] = {"mode": self.mode, "shipped": self.shipped, "reason": self.reason}
-        if not self.quantized:
-            return out
-        return out | {
-            "recipe": self.recipe,
-            "calibration": self.calibration,
-            "size": {
-                "ort_before": self.ort_size_before,
-                "ort_after": self.ort_size_after,
-                "onnx_before": self.onnx_size_before,
-                "onnx_after": self.onnx_size_after,
-                "ratio": round(self.ratio, 4),
-            },
-            "quantized_nodes": self.quantized_nodes,
-            "accuracy": {
-                "samples": self.samples,
-                "min_cosine": self.min_cosine,
-                "min_top1": self.min_top1,
-                "outputs": [r.to_dict() for r in self.accuracy],
-                "worst_layers": [w.to_dict() for w in self.worst_layers],
-            },
-        }
-
-
-def _num(x: float | None) -> JSONValue:
-    if x is None:
-        return None
-    return float(x) if math.isfinite(x) else str(x)
-
-
-def options_record(q: QuantizeOptions | None) -> dict[str, JSONValue]:
-    """The manifest's ``options.quantize`` (file names only, never paths)."""
-    if q is None or q.mode is None:
-        return {"mode": None}
-    calibration = q.calibration if q.calibration in (None, "random") else Path(str(q.calibration)).name
-    return {
-        "mode": q.mode,
-        "calibration": calibration,
-        "calibration_method": q.method,
-        "eval": None if q.eval is None else Path(q.eval).name,
-        "min_cosine": q.min_cosine,
-        "min_top1": q.min_top1,
-        "seed": q.seed,
-    }
+# the records and the golden-vector helpers live in their own modules; these names are imported from here too
+__all__ = [
+    "AccuracyRow",
+    "ConvertQuantized",
+    "LayerNoise",
+    "QuantizationRecord",
+    "check_options",
+    "golden_folder",
+    "options_record",
+    "quantize_build",
+    "quantize_convert",
+    "tolerances_of",
+]
 
 
 def check_options(opts: BuildOptions) -> None:
@@ -169,22 +87,6 @@ def check_options(opts: BuildOptions) -> None:
     q = getattr(opts, "quantize", None)
     if q is not None:
         q.check()
-
-
-def golden_folder(model: ShippedModel) -> str:
-    """Where a model's golden vectors are: ``golden`` (the reference's, or a quantized model's own when it
-    is the package's only one), or ``golden/<target>`` for a quantized model next to another target's."""
-    return getattr(model, "golden", GOLDEN_DIR) or GOLDEN_DIR
-
-
-def tolerances_of(model: ShippedModel, atol: float, rtol: float) -> tuple[float, float]:
-    """(atol, rtol) a model's golden vectors are checked with (package verify, device tests): the build's,
-    widened for a quantized model to the worst error its gate measured against fp32 (another CPU's, or a
-    phone's, integer kernels round differently from this machine's)."""
-    record: QuantizationRecord | None = getattr(model, "quantization", None)
-    if record is None or not record.quantized:
-        return atol, rtol
-    return max(atol, record.golden_atol), rtol
 
 
 # --- the stage ----------------------------------------------------------------------------------------
@@ -219,27 +121,26 @@ def quantize_build(
     if not calib.trustworthy:
         notices.append(untrustworthy_notice(calib.source, calib.count))
     with temp_dir("quantize") as tmp:
-        built = {i: _quantize_group(g, q, calib, tmp / str(i), opts.style) for i, g in enumerate(groups) if g.recipe is not None}
+        ranked = sorted_outputs(getattr(opts, "task", None))
+        built = {i: _quantize_group(g, q, calib, tmp / str(i), opts.style, ranked) for i, g in enumerate(groups) if g.recipe is not None}
         shipped = _lay_out(groups, built, root, q.mode, opts.verify.atol)
-    _write_golden(shipped, root)
+    write_golden(shipped, root, opts.verify)
     return shipped, notices
 
 
 def samples_for(q: QuantizeOptions, io: Any) -> Any:
     """The calibration (``--calibration``) and the gate's samples. ``dynamic`` and ``fp16`` calibrate
     nothing: their gate runs on ``--eval``, else on every ``--calibration`` sample (seeded random inputs without
-    it: no scales, no untrustworthy notice); ``count`` 0 and a ``source`` naming what the gate ran on say so."""
-    from mobilegen.quantize import load_calibration
+    it: no scales, no untrustworthy notice), with no calibration/held-out split and so no minimum for one
+    (a single sample is enough); ``count`` 0 and a ``source`` naming what the gate ran on say so."""
+    from mobilegen.quantize.calibration import load_calibration, load_gate_samples
 
     if q.mode == "int8":
         return load_calibration(q, io)
-    import numpy as np
-
-    calib = load_calibration(q if q.calibration is not None else replace(q, calibration="random"), io)
+    calib = load_gate_samples(q, io)
     held = f"the samples of {calib.source}" if q.calibration not in (None, "random") else f"{calib.source} inputs"
     held = f"--eval {Path(str(q.eval)).name}" if q.eval is not None else held
-    samples = calib.held_out if q.eval is not None else {k: np.concatenate([calib.samples[k], v]) for k, v in calib.held_out.items()}
-    return replace(calib, held_out=samples, source=held, count=0, trustworthy=True)
+    return replace(calib, source=held, count=0, trustworthy=True)
 
 
 def provider_chain(c: Chosen, io: Any) -> tuple[EPTarget, ...]:
@@ -301,7 +202,17 @@ class _Built:
     record: QuantizationRecord
 
 
-def _quantize_group(g: _Group, q: QuantizeOptions, calib: Any, work: Path, style: str) -> _Built:
+def sorted_outputs(task: TaskSpec | None) -> tuple[str, ...]:
+    """Outputs the task's post-processing ranks (``--top-k``'s ``scores`` and ``indices``): the gate computes
+    no top-1 agreement for the scores (their first column is the argmax in every model), and holds the
+    indices' first column (the top-1 class) to ``--min-top1``; ranks 2..K are near-ties that any
+    quantization may swap, so their agreement is shown, not gated."""
+    from mobilegen.tasks.spec import INDICES_OUTPUT, SCORES_OUTPUT
+
+    return (SCORES_OUTPUT, INDICES_OUTPUT) if task is not None and task.top_k is not None else ()
+
+
+def _quantize_group(g: _Group, q: QuantizeOptions, calib: Any, work: Path, style: str, ranked: Sequence[str] = ()) -> _Built:
     import onnx
 
     from mobilegen.convert import convert_to_ort
@@ -317,7 +228,7 @@ def _quantize_group(g: _Group, q: QuantizeOptions, calib: Any, work: Path, style
     _check_io(g.source.onnx, model)
     ort = convert_to_ort(model, work / MODEL_ORT_NAME, work / MODEL_OPS_CONFIG_NAME, style=style)
     data = calib.held_out  # --eval's samples when given, else those held out from calibration
-    reports = {kind: accuracy(src, path, data, q, calib=calib) for kind, path in (("ort", ort.path), ("onnx", model.path))}
+    reports = {kind: accuracy(src, path, data, q, calib=calib, sorted_outputs=ranked) for kind, path in (("ort", ort.path), ("onnx", model.path))}
     # the noisiest layers come from the .onnx twin (qdq_loss_debug reads ONNX); the .ort's table shows them too
     reports["ort"] = replace(reports["ort"], worst_layers=reports["onnx"].worst_layers)
     for kind, report in reports.items():
@@ -328,23 +239,26 @@ def _quantize_group(g: _Group, q: QuantizeOptions, calib: Any, work: Path, style
             err.message = err.message.replace("the quantized model", f"the quantized {where}model (.{kind}, {g.recipe.mode} for {g.recipe.provider})", 1)
             raise
     before = g.source.converted()
+    step = output_step(proto)
     record = QuantizationRecord(
         mode=str(q.mode),
         shipped=str(q.mode),
         reason=str(getattr(g.recipe, "reason", "")),
         recipe=json.loads(json.dumps(g.recipe.record(), default=str)),
-        calibration=_calibration_record(calib, q),
+        calibration=calibration_record(calib, q),
         ort_size_before=before.path.stat().st_size,
         ort_size_after=ort.path.stat().st_size,
         onnx_size_before=src.stat().st_size,
         onnx_size_after=model.path.stat().st_size,
         quantized_nodes=int(getattr(qm, "quantized_nodes", 0) or 0),
-        accuracy=tuple(row for kind, report in reports.items() for row in _accuracy_rows(kind, report)),
-        worst_layers=_worst_layers(reports["ort"]),
+        accuracy=tuple(row for kind, report in reports.items() for row in accuracy_rows(kind, report)),
+        worst_layers=worst_layers(reports["ort"]),
         samples=int(getattr(reports["ort"], "samples", 0) or 0),
         min_cosine=float(q.min_cosine),
         min_top1=float(q.min_top1),
-        golden_atol=max(report.float_error for report in reports.values()),  # class ids widen no tolerance
+        # class ids widen no tolerance; a phone's integer kernels may round an output one step off this CPU's
+        golden_atol=max(max(report.float_error for report in reports.values()), OUTPUT_STEPS * step),
+        output_step=step,
     )
     return _Built(work, replace(model, path=work / MODEL_ONNX_NAME), ort, record)
 
@@ -359,33 +273,6 @@ def _check_io(fp32: OnnxModel, quantized: OnnxModel) -> None:
         got = [(t.name, t.dtype) for t in (*io.inputs, *io.outputs)]
         if want != got:
             raise InternalError(f"quantization changed the model's inputs/outputs: {want} -> {got}", hint="this is a bug in mobilegen.quantize")
-
-
-def _calibration_record(calib: Any, q: QuantizeOptions) -> dict[str, JSONValue]:
-    return {
-        "source": str(calib.source),  # file and folder names only (mobilegen.quantize.calibration)
-        "count": int(calib.count),
-        "trustworthy": bool(calib.trustworthy),
-        "method": q.method,
-        "eval": "--eval " + Path(q.eval).name if q.eval is not None else "held out from calibration" if calib.count else str(calib.source),
-    }
-
-
-def _field(row: Any, name: str, index: int) -> Any:
-    return getattr(row, name) if hasattr(row, name) else row[index]
-
-
-def _accuracy_rows(kind: str, report: Any) -> tuple[AccuracyRow, ...]:
-    rows = []
-    for row in report.outputs:
-        top1 = _field(row, "top1", 3)
-        exact = bool(getattr(row, "exact", False))
-        rows.append(AccuracyRow(kind, str(_field(row, "name", 0)), float(_field(row, "cosine", 1)), float(_field(row, "max_abs", 2)), None if top1 is None else float(top1), exact))
-    return tuple(rows)
-
-
-def _worst_layers(report: Any) -> tuple[LayerNoise, ...]:
-    return tuple(LayerNoise(str(_field(w, "tensor", 0)), float(_field(w, "sqnr_db", 1))) for w in getattr(report, "worst_layers", ()) or ())
 
 
 def _lay_out(groups: Sequence[_Group], built: dict[int, _Built], root: Path, mode: str, atol: float) -> tuple[ShippedModel, ...]:
@@ -447,24 +334,6 @@ def _place_fp32(g: _Group, park: Path, dest: Path, folder: str, mode: str, root:
         ort=replace(ort, path=dest / MODEL_ORT_NAME, config_path=dest / MODEL_OPS_CONFIG_NAME),
         quantization=QuantizationRecord(mode, "fp32", reason),
     )
-
-
-def _write_golden(models: Sequence[ShippedModel], root: Path) -> None:
-    """Each quantized model's own outputs (onnxruntime CPU, its ``.ort``) on the golden inputs."""
-    from mobilegen.golden import GoldenCase, encode_mgv, read_npz, write_npz
-    from mobilegen.verify import ort_runner
-
-    ref = read_npz(root / GOLDEN_DIR / GOLDEN_NPZ_NAME)  # the first case's inputs and the reference's outputs
-    for m in models:
-        record = getattr(m, "quantization", None)
-        if record is None or not record.quantized:
-            continue
-        got = ort_runner(m.converted().path)(dict(ref.inputs))
-        case = GoldenCase(dict(ref.inputs), dict(zip(ref.outputs, got, strict=True)))
-        folder = root / golden_folder(m)
-        folder.mkdir(parents=True, exist_ok=True)
-        write_npz(folder / GOLDEN_NPZ_NAME, case)
-        (folder / GOLDEN_MGV_NAME).write_bytes(encode_mgv(case))
 
 
 # --- mobilegen convert --------------------------------------------------------------------------------

@@ -188,7 +188,7 @@ def coverage_section(index: int, c: CoverageReport, fixes: str = "") -> Coverage
     )
     return CoverageSection(
         index=index,
-        label=c.label,
+        label=c.shown,
         headline=coverage_headline(c),
         fixes=fixes,
         settings=settings_text(c.settings) if c.settings else "",

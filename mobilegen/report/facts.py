@@ -82,7 +82,7 @@ def fix_fields(result: BuildResult, report: CoverageReport) -> dict[str, Any]:
     """What the fix stage adds to a coverage entry: ``before`` (``supported_nodes``, ``total_nodes``,
     ``partitions`` before the graph passes; today's numbers when none was applied) and ``fixes`` (each
     pass applied to the provider's model: ``pass``, ``nodes`` rewritten)."""
-    record = result.fixes_of(report.label)
+    record = result.fixes_of(report.label, report.target)
     if record is None:
         return ProviderFixes(report.label, "", CoverageCounts.of(report)).to_dict()
     return record.to_dict()
@@ -91,7 +91,7 @@ def fix_fields(result: BuildResult, report: CoverageReport) -> dict[str, Any]:
 def fixes_text(result: BuildResult, report: CoverageReport) -> str:
     """``before: 60/88 nodes, 9 partitions; passes: layernorm (13 nodes), gelu (6 nodes)``, or "" when the
     fix stage changed nothing for this provider."""
-    record = result.fixes_of(report.label)
+    record = result.fixes_of(report.label, report.target)
     if record is None or not record.fixes:
         return ""
     before = record.before
@@ -113,8 +113,10 @@ def sized_files(result: BuildResult) -> tuple[str, ...]:
 
 
 def own_golden_files(result: BuildResult) -> tuple[str, ...]:
-    """The golden files of models that have their own, beside the shared ``golden/`` (quantized models)."""
-    return tuple(dict.fromkeys(f for m in result.shipped if m.golden_npz != GOLDEN_NPZ for f in (m.golden_npz, m.golden_mgv)))
+    """The golden files of models that have their own, beside the shared ``golden/`` (quantized models):
+    vectors and the tolerances they are checked with (mobilegen.quantize.golden)."""
+    own = (f for m in result.shipped if m.golden_npz != GOLDEN_NPZ for f in (m.golden_npz, m.golden_mgv, f"{m.golden}/tolerances.json"))
+    return tuple(dict.fromkeys(own))
 
 
 def jsonable(value: Any) -> Any:

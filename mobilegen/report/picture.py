@@ -116,7 +116,7 @@ def partition_picture(c: CoverageReport) -> PartitionPicture | None:
         cells.append(Rect(str(LABEL_WIDTH + col * cell), str(r * cell), size, size, color(part), tip))
 
     return PartitionPicture(
-        label=c.label,
+        label=c.shown,
         node_count=n,
         legend=tuple(legend),
         more_partitions=max(len(shown) - LEGEND_MAX, 0),

@@ -101,11 +101,11 @@ def sections(models: Sequence[ShippedModel]) -> tuple[QuantSection, ...]:
             Row(("accuracy samples", f"{r.samples} ({c.get('eval')})")),
             Row(("size", size_text(r))),
             Row(("quantized nodes", str(r.quantized_nodes))),
-            Row(("gate", f"cosine ≥ {r.min_cosine:g} per output, top-1 agreement ≥ {r.min_top1:g} for classifier-shaped outputs, and exact agreement for integer ones")),
+            Row(("gate", f"cosine ≥ {r.min_cosine:g} per output, top-1 agreement ≥ {r.min_top1:g} for classifier-shaped outputs, and exact agreement for integer ones (top-k indices: rank 1)")),
         )
         accuracy = tuple(
             Row((a.artifact, a.output, num(None) if a.exact else f"{a.cosine:.6f}", num(None) if a.exact else num(a.max_abs),
-                 num(a.top1) + (" equal" if a.exact else ""), _result(1.0 if a.exact else a.cosine, a.top1, r)))
+                 num(a.top1) + (f" rank 1 equal ({num(a.all_ranks)} of all ranks)" if a.all_ranks is not None else " equal" if a.exact else ""), _result(1.0 if a.exact else a.cosine, a.top1, r)))
             for a in r.accuracy
         )
         layers = tuple(Row((w.tensor, f"{w.sqnr_db:.1f}")) for w in r.worst_layers)
@@ -161,11 +161,11 @@ def convert_line(record: dict[str, object]) -> str:
 
 
 def calibration_fact(calib: Mapping[str, object], mode: str, *, method: bool = False) -> tuple[str, str]:
-    """(``calibration``, ``calib.npz (51 samples)`` / ``random (seed 0) (16 samples, UNTRUSTWORTHY: not real
-    data)``); when nothing was calibrated (``dynamic``, ``fp16``: count 0) what the accuracy gate ran on:
+    """(``calibration``, ``51 samples from calib.npz`` / ``16 samples from random (seed 0), UNTRUSTWORTHY: not
+    real data``); when nothing was calibrated (``dynamic``, ``fp16``: count 0) what the accuracy gate ran on:
     (``accuracy measured on``, ``random (seed 0) inputs (--quantize fp16 calibrates nothing)``)."""
     if not calib.get("count"):
         return "accuracy measured on", f"{calib.get('source')} (--quantize {mode} calibrates nothing)"
     loud = "" if calib.get("trustworthy", True) else ", UNTRUSTWORTHY: not real data"
     how = f", method {calib.get('method')}" if method else ""
-    return "calibration", f"{calib.get('source')} ({calib.get('count')} samples{loud}){how}"
+    return "calibration", f"{calib.get('count')} samples from {calib.get('source')}{loud}{how}"

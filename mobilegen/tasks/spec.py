@@ -66,6 +66,11 @@ class TaskSpec:
     def input_name(self) -> str:
         return IMAGE_INPUT if self.is_image else PCM_INPUT
 
+    @property
+    def output_names(self) -> tuple[str, ...]:
+        """The outputs the task names (``--top-k``: scores, indices); empty: the model's output keeps its name."""
+        return (SCORES_OUTPUT, INDICES_OUTPUT) if self.top_k is not None else ()
+
     def channel_values(self, values: tuple[float, ...]) -> tuple[float, float, float]:
         """``mean``/``std`` for three channels (one value stands for all three)."""
         return (values[0],) * 3 if len(values) == 1 else (values[0], values[1], values[2])
@@ -188,6 +193,17 @@ def _side(flag: str, value: int) -> int:
     if not 1 <= value <= MAX_SIDE:
         raise UsageError(f"{flag} {value} is out of range", hint=f"give a size in pixels between 1 and {MAX_SIDE}")
     return value
+
+
+def check_output_names(spec: TaskSpec | None, output_names: tuple[str, ...]) -> None:
+    """``--output-name`` with ``--top-k``: refused (exit 2) before any work — the task names the shipped
+    outputs, and the renamed model output would only feed its TopK node, named nowhere."""
+    if spec is not None and spec.output_names and output_names:
+        names = " and ".join(spec.output_names)
+        raise UsageError(
+            f"--output-name has no effect with --top-k: the task names its outputs {names}",
+            hint="drop --output-name (without --top-k the output keeps the model's name, which --output-name sets)",
+        )
 
 
 def _top_k(value: int | None) -> int | None:

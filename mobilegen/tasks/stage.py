@@ -91,7 +91,7 @@ def reference(loaded: LoadedModel, exported: OnnxModel, wrapped: OnnxModel, spec
 
     inner, label = reference_for(loaded, exported)
     runner = wrap_reference(inner, exported.io.inputs[0].name, spec)
-    label = f"{label} with mobilegen.tasks' pre/post-processing"
+    label = task_reference_label(label)
     expected = reference_outputs(runner, wrapped, opts, reference_label=label)
     extra = golden_inputs(spec, wrapped)
     cases = tuple({spec.input_name: g.graph_input} for g in extra)
@@ -107,9 +107,20 @@ def reference(loaded: LoadedModel, exported: OnnxModel, wrapped: OnnxModel, spec
     )
 
 
+def task_reference_label(label: str) -> str:
+    """The reference's name in the gate's messages, as a noun phrase: "the PyTorch model wrapped in
+    mobilegen.tasks' reference pre/post-processing" (a parenthesised remark of the inner label stays last)."""
+    from mobilegen.verify import reference_subject
+
+    subject, paren, remark = reference_subject(label).partition(" (")
+    return f"{subject} wrapped in mobilegen.tasks' reference pre/post-processing" + (f" ({remark}" if paren else "")
+
+
 def write_files(root: Path, spec: TaskSpec, wrapped: OnnxModel, models: Sequence[ShippedModel]) -> TaskFiles:
     """``model/labels.txt`` and, per shipped model, ``<its golden folder>/task/``: the golden cases with
-    that model's own outputs (onnxruntime CPU, its ``.onnx``)."""
+    that model's own outputs (onnxruntime CPU, its shipped ``.ort``, as its golden vectors are: a quantized
+    ``.onnx`` with every graph optimisation fuses QDQ into host integer kernels, which saturate on x86
+    without VNNI and can flip a class the ``.ort`` does not)."""
     from mobilegen.tasks.golden import write_task_golden
     from mobilegen.verify import ort_runner
 
@@ -121,7 +132,7 @@ def write_files(root: Path, spec: TaskSpec, wrapped: OnnxModel, models: Sequence
     inputs = golden_inputs(spec, wrapped)
     golden: dict[str, Path] = {}
     for m in models:
-        folder = write_task_golden(root / m.golden, spec, inputs, ort_runner(m.onnx.path), [o.name for o in m.onnx.io.outputs])
+        folder = write_task_golden(root / m.golden, spec, inputs, ort_runner(m.converted().path), [o.name for o in m.onnx.io.outputs])
         golden |= {t: folder for t in m.targets}
     return TaskFiles(labels, golden)
 

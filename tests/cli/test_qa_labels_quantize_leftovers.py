@@ -91,7 +91,7 @@ def test_calibration_fact_for_modes_that_calibrate_nothing() -> None:
         "accuracy measured on",
         "random (seed 0) inputs (--quantize fp16 calibrates nothing)",
     )
-    assert calibration_fact({"source": "calib.npz", "count": 26, "method": "minmax"}, "int8", method=True) == ("calibration", "calib.npz (26 samples), method minmax")
+    assert calibration_fact({"source": "calib.npz", "count": 26, "method": "minmax"}, "int8", method=True) == ("calibration", "26 samples from calib.npz, method minmax")
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,11 @@
   task golden images (mobilegen.tasks.golden) and on random images of many sizes, aspect ratios,
   resize and crop sizes, upscaling and downscaling;
 * the Kotlin labels reader reads the hostile labels the renderer wrote back exactly, and ``Scores.topK``
-  ranks like the reference (ties to the lower index).
+  ranks like the reference (ties to the lower index);
+* ``classify`` defaults to the graph's K and clamps a larger topK; ``ModelSupport.rankingMismatches`` (the
+  device tests' check of a TopK's ``indices``) accepts only near-tie swaps; the golden tests'
+  ``expectedAccelerators`` follows the API level and the pinned AAR (QNN AAR: no NNAPI/XNNPACK);
+  ``ModelSupport.crc32`` (the QNN context cache key) hashes like zlib without moving the buffer.
 
 All projects and the harness compile in one kotlinc run (one to three minutes on a shared 2-core machine).
 """
@@ -19,6 +23,8 @@ import json
 import os
 import subprocess
 import zipfile
+import zlib
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -35,13 +41,24 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
 ANDROID_SHIM = REPO / "tests" / "shims" / "android_sdk"
 
+# Accelerators each project asks for: cls_all adds NNAPI (gated by the API level in the golden test's
+# expectedAccelerators); cls_qnn is cls_topk on the QNN AAR, which has no NNAPI and no XNNPACK.
+_OPTIONS = {"cls_all": {"nnapi": True, "xnnpack": True}}
+QNN_OPTIONS = {"qnn": True, "nnapi": True, "xnnpack": True}
+
+
 @pytest.fixture(scope="module")
 def projects(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("android_tasks")
     out = {}
-    for name, spec in task_specs(root).items():
+    specs = task_specs(root)
+    for name, spec in specs.items():
         out[name] = root / name
-        render_android(spec, AndroidOptions(xnnpack=True, package=f"com.example.tasks.{name}"), out[name])
+        opts = _OPTIONS.get(name, {"xnnpack": True})
+        render_android(spec, AndroidOptions(**opts, package=f"com.example.tasks.{name}"), out[name])  # type: ignore[arg-type]
+    out["cls_qnn"] = root / "cls_qnn"
+    qnn = AndroidOptions(**QNN_OPTIONS, package="com.example.tasks.cls_qnn")  # type: ignore[arg-type]
+    render_android(replace(specs["cls_topk"], ort_version=""), qnn, out["cls_qnn"])
     return out
 
 
@@ -69,10 +86,55 @@ fun hex(bytes: ByteArray): String = bytes.joinToString("") { "%02x".format(it.to
 //   prepare FILE W H              -> hex of ImageInput.prepare(fromRgba(FILE)) (the project's own constants)
 //   labels FILE                   -> one line per label: hex of its UTF-8
 //   topk K v1,v2,...              -> indices of Scores.topK
+//   classify TOPK                 -> DEFAULT_TOP_K, then the indices Scores.classify gives for the graph's top 3
+//                                    (or the error); then the same on cls_all's every-class scores (no indices)
+//   rank ATOL RTOL ei es ai as    -> ModelSupport.rankingMismatches (comma-separated arrays)
+//   accel PROJECT SDK ACTIVE      -> expectedAccelerators(SDK) | missingAccelerators(expected, ACTIVE)
+//   crc FILE OFFSET               -> CRC32 of FILE's bytes from OFFSET (a direct buffer), and whether its position moved
+fun doubles(csv: String): DoubleArray = if (csv == "-") DoubleArray(0) else csv.split(",").map { it.toDouble() }.toDoubleArray()
+
+fun attempt(block: () -> String): String = try { block() } catch (e: IllegalArgumentException) { "error: ${e.message}" }
+
 fun main(args: Array<String>) {
     for (line in File(args[0]).readLines()) {
         val p = line.split(" ")
         when (p[0]) {
+            "classify" -> {
+                val k = p[1].toInt()
+                val labels = List(11) { "L$it" }
+                val graph = attempt {
+                    Scores.classify(floatArrayOf(0.5f, 0.3f, 0.2f), longArrayOf(4L, 1L, 7L), labels, k).joinToString(",") { "${it.index}:${it.label}" }
+                }
+                val all = attempt {
+                    val scores = FloatArray(11) { (it * 7 % 11).toFloat() }
+                    com.example.tasks.cls_all.Scores.classify(scores, null, labels, k).joinToString(",") { it.index.toString() }
+                }
+                println("${Scores.DEFAULT_TOP_K} ${com.example.tasks.cls_all.Scores.DEFAULT_TOP_K} $graph | $all")
+            }
+            "rank" -> {
+                val bad = com.example.tasks.cls_topk.ModelSupport.rankingMismatches(
+                    doubles(p[3]), doubles(p[4]), doubles(p[5]), doubles(p[6]), p[1].toDouble(), p[2].toDouble(),
+                )
+                println(bad.joinToString(","))
+            }
+            "accel" -> {
+                val sdk = p[2].toInt()
+                val active = p[3].split(",")
+                val expected = when (p[1]) {
+                    "cls_topk" -> com.example.tasks.cls_topk.expectedAccelerators(sdk)
+                    "cls_all" -> com.example.tasks.cls_all.expectedAccelerators(sdk)
+                    "cls_qnn" -> com.example.tasks.cls_qnn.expectedAccelerators(sdk)
+                    else -> error(p[1])
+                }
+                println(expected.joinToString(",") + " | " + com.example.tasks.cls_topk.missingAccelerators(expected, active).joinToString(","))
+            }
+            "crc" -> {
+                val bytes = File(p[1]).readBytes()
+                val buffer = java.nio.ByteBuffer.allocateDirect(bytes.size).put(bytes)
+                buffer.position(p[2].toInt())
+                val crc = com.example.tasks.cls_qnn.ModelSupport.crc32(buffer)
+                println(java.lang.Long.toHexString(crc) + " " + buffer.position())
+            }
             "crop", "prepare" -> {
                 val w = p[2].toInt()
                 val h = p[3].toInt()
@@ -109,6 +171,7 @@ def _sources(projects: dict[str, Path]) -> list[Path]:
     for tree in projects.values():
         out += sorted(p for p in tree.glob("*/src/main/kotlin/**/*.kt") if p.relative_to(tree).parts[0] != "app")
         out += sorted(tree.glob("*/src/androidTest/kotlin/**/*TaskTest.kt"))
+        out += sorted(tree.glob("*/src/androidTest/kotlin/**/*GoldenTest.kt"))
     return out
 
 
@@ -147,6 +210,9 @@ def test_every_task_file_compiles(task_jar: Path, projects: dict[str, Path]) -> 
         "com/example/tasks/cls_all/Scores.class",
         "com/example/tasks/image/RgbImage.class",
         "com/example/tasks/audio/TinyCnnTaskTest.class",
+        "com/example/tasks/cls_topk/TinyCnnGoldenTestKt.class",  # expectedAccelerators, checkAccelerated
+        "com/example/tasks/cls_topk/TinyCnnGoldenTest.class",
+        "com/example/tasks/cls_qnn/TinyCnnTaskTest.class",
     ):
         assert expected in names
     # Audio has no image helpers; an image task no labels.
@@ -205,3 +271,74 @@ def test_labels_and_ranking_agree_with_python(task_jar: Path, shim_classes: Path
     for line, s in zip(got[1:], scores, strict=True):
         _, order = top_k(np.asarray(s, dtype=np.float32)[None], 3)
         assert line == ",".join(str(int(i)) for i in order[0])
+
+
+def test_classify_defaults_to_the_graphs_k_and_clamps_a_larger_top_k(task_jar: Path, shim_classes: Path, tmp_path: Path) -> None:
+    """--top-k 3: classify() without topK gives 3 classes, a larger topK is clamped (never the old
+    "topK 5 is more than ..." error), topK < 1 is refused; without in-graph TopK the default is 5."""
+    got = _harness(task_jar, shim_classes, ["classify 1", "classify 3", "classify 5", "classify 50", "classify 0"], tmp_path)
+    assert got[0] == "3 5 4:L4 | 3"
+    assert got[1] == "3 5 4:L4,1:L1,7:L7 | 3,6,9"
+    assert got[2] == "3 5 4:L4,1:L1,7:L7 | 3,6,9,1,4"
+    assert got[3].startswith("3 5 4:L4,1:L1,7:L7 | ") and len(got[3].split(" | ")[1].split(",")) == 11
+    assert got[4] == "3 5 error: topK must be >= 1, got 0 | error: topK must be >= 1, got 0"
+
+
+# (atol, rtol, golden indices, golden scores, actual indices, actual scores) -> positions reported
+RANKING_CASES = [
+    ((0.01, 0.0, "4,1,7", "0.5,0.3,0.2", "4,1,7", "0.5,0.3,0.2"), ""),
+    # a near-tie swap of classes 1 and 7 (golden scores 0.300 / 0.295): accepted, though |1 - 7| = 6 >> atol
+    ((0.01, 0.0, "4,1,7", "0.5,0.3,0.295", "4,7,1", "0.5,0.298,0.297"), ""),
+    # the same swap without a tie (0.3 vs 0.2): both positions reported
+    ((0.01, 0.0, "4,1,7", "0.5,0.3,0.2", "4,7,1", "0.5,0.3,0.2"), "1,2"),
+    # indices 4 and 5 are within atol of each other as numbers (the old check passed them) but different
+    # classes whose scores do not tie: reported
+    ((1.0, 0.0, "4,1", "90.0,10.0", "5,1", "20.0,10.0"), "0"),
+    # a class outside the golden top k enters at the end with a tied score: accepted; a far one is not
+    ((0.01, 0.0, "4,1,7", "0.5,0.3,0.2", "4,1,9", "0.5,0.3,0.195"), ""),
+    ((0.01, 0.0, "4,1,7", "0.5,0.3,0.2", "4,1,9", "0.5,0.3,0.1"), "2"),
+    # rtol counts, relative to the golden score at the position
+    ((0.0, 0.1, "0,2", "10.0,9.5", "2,0", "10.0,9.5"), ""),
+]
+
+
+def test_ranking_mismatches_tolerate_only_near_tie_swaps(task_jar: Path, shim_classes: Path, tmp_path: Path) -> None:
+    commands = [f"rank {a} {r} {ei} {es} {ai} {as_}" for (a, r, ei, es, ai, as_), _ in RANKING_CASES]
+    got = _harness(task_jar, shim_classes, commands, tmp_path)
+    assert got == [want for _, want in RANKING_CASES]
+
+
+def test_accelerated_tests_expect_the_accelerators_the_runtime_has(task_jar: Path, shim_classes: Path, tmp_path: Path) -> None:
+    """expectedAccelerators (the golden and task tests' checkAccelerated): NNAPI from API 27 only, XNNPACK
+    always on onnxruntime-android; on the QNN AAR only QNN (it has no NNAPI/XNNPACK); a missing one is named."""
+    commands = [
+        "accel cls_topk 24 CPU",
+        "accel cls_topk 34 XNNPACK,CPU",
+        "accel cls_all 26 XNNPACK,CPU",
+        "accel cls_all 27 XNNPACK,CPU",
+        "accel cls_all 34 NNAPI[USE_FP16],XNNPACK,CPU",
+        "accel cls_qnn 34 QNN(htp),CPU",
+        "accel cls_qnn 34 CPU",
+    ]
+    got = _harness(task_jar, shim_classes, commands, tmp_path)
+    assert got == [
+        "XNNPACK | XNNPACK",
+        "XNNPACK | ",
+        "XNNPACK | ",
+        "NNAPI,XNNPACK | NNAPI",
+        "NNAPI,XNNPACK | ",
+        "QNN | ",
+        "QNN | QNN",
+    ]
+
+
+def test_qnn_context_crc_hashes_like_zlib_without_moving_the_buffer(task_jar: Path, shim_classes: Path, tmp_path: Path) -> None:
+    """ModelSupport.crc32 (the QNN context cache key; CRC32.update(ByteBuffer) is API 26, minSdk 24):
+    chunked through update(ByteArray, off, len), from the buffer's position, which it leaves alone."""
+    data = np.random.default_rng(6).integers(0, 256, 200_003, dtype=np.uint8).tobytes()  # > 3 chunks of 64 KiB
+    path = tmp_path / "model.bin"
+    path.write_bytes(data)
+    empty = tmp_path / "empty.bin"
+    empty.write_bytes(b"")
+    got = _harness(task_jar, shim_classes, [f"crc {path} 0", f"crc {path} 7", f"crc {empty} 0"], tmp_path)
+    assert got == [f"{zlib.crc32(data):x} 0", f"{zlib.crc32(data[7:]):x} 7", "0 0"]

@@ -161,6 +161,12 @@ def test_constant_calibration_fails_the_gate_with_the_table_and_leaves_nothing(c
     assert any(d.startswith("logits") and d.endswith("FAIL") for d in details)
     assert "lowest signal-to-quantization-noise:" in details and any(d.endswith(" dB") for d in details)
     assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["calib.npz", "const.npz", "eval.npz"]
+    # --json: the same table as data (QA: the details were only the text lines)
+    doc = json.loads(invoke("android", cnn["model"], "--nnapi", "--quantize", "int8", "--calibration", const, "--eval", cnn["eval"], "-o", out, "--json").stdout)
+    assert doc["exit_code"] == 5 and doc["accuracy"]["passed"] is False
+    (logits,) = [o for o in doc["accuracy"]["outputs"] if o["name"] == "logits"]
+    assert logits["cosine"] < doc["accuracy"]["min_cosine"] and doc["accuracy"]["worst_layers"]
+    assert not out.exists()
 
 
 def test_random_calibration_builds_and_says_untrustworthy(cnn: dict[str, Path], tmp_path: Path) -> None:

@@ -95,12 +95,36 @@ def test_gradle_files_pin_the_qnn_aar_instead_of_onnxruntime_android(tmp_path: P
     assert "com.microsoft.onnxruntime:onnxruntime-android" not in modules  # the two AARs cannot both be there
     app = (out / "app/build.gradle.kts").read_text()
     assert 'abiFilters += "arm64-v8a"' in app and "useLegacyPackaging = true" in app
-    assert 'android:name="libcdsprpc.so"' in (out / "app/src/main/AndroidManifest.xml").read_text()
+    # libcdsprpc.so is declared in the library's manifest, so it merges into apps and the library's test APK.
+    native = _native_libraries(out / "tiny-cnn/src/main/AndroidManifest.xml")
+    assert native == [{f"{ANDROID_NS}name": "libcdsprpc.so", f"{ANDROID_NS}required": "false"}]
+    assert "libcdsprpc" not in (out / "app/src/main/AndroidManifest.xml").read_text()  # one declaration, merged
+    readme = (out / "README.md").read_text()
+    assert "-e configs cpu,qnn,qnn-no-cpu " in readme and "nnapi" not in readme.split("## Benchmark")[1].split("##")[0]
     wrapper = next(out.rglob("TinyCnn.kt")).read_text()
     assert "val useQnn: Boolean = true" in wrapper and "sessionOptions.addQnn(" in wrapper
     assert '"ep.context_enable", "1"' in wrapper and '"ep.context_file_path"' in wrapper
     bench = next(out.rglob("ModelBenchmark.kt")).read_text()
     assert 'qnn("qnn-no-cpu", noCpu = true)' in bench
+    # The QNN AAR has no NNAPI and no XNNPACK (default_qnn_aar_build_settings.json): no such configurations.
+    assert "addNnapi" not in bench and "addXnnpack" not in bench and "NNAPIFlags" not in bench
+    # The benchmark's QNN sessions find the QNN libraries the way the wrapper's do.
+    bench_test = next(out.rglob("TinyCnnBenchmarkTest.kt")).read_text()
+    assert 'if (configs.any { it.ep == "qnn" }) setQnnLibraryPath(context)' in bench_test
+    assert "-e configs cpu,qnn,qnn-no-cpu " in bench_test
+    layer = next(out.rglob("TinyCnnAndroid.kt")).read_text()
+    assert 'internal fun setQnnLibraryPath(context: Context) {\n    Os.setenv("ADSP_LIBRARY_PATH", context.applicationInfo.nativeLibraryDir, true)' in layer
+    assert layer.count("ADSP_LIBRARY_PATH\"") == 1 and "    setQnnLibraryPath(context)\n" in layer  # qnnReady reuses it
+
+
+ANDROID_NS = "{http://schemas.android.com/apk/res/android}"
+
+
+def _native_libraries(manifest: Path) -> list[dict[str, str]]:
+    import xml.etree.ElementTree as ET
+
+    root = ET.parse(manifest).getroot()
+    return [dict(e.attrib) for e in root.iter("uses-native-library")]
 
 
 def test_without_qnn_the_project_stays_on_onnxruntime_android(tmp_path: Path) -> None:
@@ -108,8 +132,11 @@ def test_without_qnn_the_project_stays_on_onnxruntime_android(tmp_path: Path) ->
     libs = tomllib.loads((out / "gradle/libs.versions.toml").read_text())
     assert [lib["module"] for lib in libs["libraries"].values()][0] == "com.microsoft.onnxruntime:onnxruntime-android"
     assert "libcdsprpc" not in (out / "app/src/main/AndroidManifest.xml").read_text()
+    assert _native_libraries(out / "tiny-cnn/src/main/AndroidManifest.xml") == []
     assert "val useQnn: Boolean = false" in next(out.rglob("TinyCnn.kt")).read_text()
     assert "qnn-no-cpu" not in next(out.rglob("ModelBenchmark.kt")).read_text()
+    assert "setQnnLibraryPath(context)" not in next(out.rglob("TinyCnnBenchmarkTest.kt")).read_text()
+    assert "-e configs cpu,xnnpack,nnapi,nnapi-fp16,nnapi-no-cpu " in (out / "README.md").read_text()
 
 
 def test_qnn_accelerated_tolerance(tmp_path: Path) -> None:

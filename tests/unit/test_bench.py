@@ -246,7 +246,7 @@ def test_a_package_changed_after_packaging_is_not_re_hashed(package: Path, tmp_p
 @pytest.mark.parametrize(
     ("content", "needle"),
     [
-        ("{", "not a mobilegen benchmark result"),
+        ("{", "bad.json is not valid JSON (line 1)"),
         ('{"kind": "something-else"}', "no \"kind\": \"mobilegen-bench\""),
         (None, "no such file"),
     ],
@@ -269,6 +269,16 @@ def test_bench_refuses_what_the_host_cannot_run(package: Path, tmp_path: Path) -
     existing.write_text("{}", encoding="utf-8")
     assert_fails(invoke("bench", package, "-o", existing), 2, "already exists")
     assert existing.read_text() == "{}"
+
+
+@pytest.mark.parametrize("data", [b"garbage", b""])
+def test_an_unloadable_ort_is_a_load_error(tmp_path: Path, data: bytes) -> None:
+    bad = tmp_path / "bad.ort"
+    bad.write_bytes(data)
+    out = tmp_path / "r.json"
+    line = assert_fails(invoke("bench", bad, "-o", out), 3, "bad.ort", "onnxruntime cannot load")
+    assert "--debug" not in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.ort"]  # no result, no temporaries
 
 
 def test_a_skipped_configuration_says_why(package: Path) -> None:

@@ -40,7 +40,7 @@ KNOWN_METHODS = frozenset(
     map reduce allSatisfy append contains enumerated joined get resume async url urls appendingPathComponent
     createDirectory withUnsafeBytes copyBytes copyMemory now foregroundColor navigationTitle task
     withUnsafeMutableBytes removeLast draw deletingPathExtension decode
-    split trimmingCharacters filter data write hash prefix sorted rounded
+    split trimmingCharacters filter data write hash prefix sorted rounded firstIndex
     """.split()
 )
 

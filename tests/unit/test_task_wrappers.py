@@ -105,7 +105,7 @@ def test_task_files_render_only_with_a_task(rendered: dict[str, Path], tmp_path:
     assert "env.createSession(model, sessionOptions)" in wrapper and "fun create(\n            model: ByteBuffer," in wrapper
     assert "createSession(modelBytes" not in wrapper
     assert "suspend fun TinyCnn.Companion.load(" in android_layer and "withContext(dispatcher)" in android_layer
-    assert "implementation(libs.kotlinx.coroutines.android)" in next((tmp_path / "plain_android").glob("*/build.gradle.kts")).read_text()
+    assert "api(libs.kotlinx.coroutines.android)" in (tmp_path / "plain_android/tiny-cnn/build.gradle.kts").read_text()
     ispec, iopts = ios_specs(tmp_path / "i")["ios_cnn"]
     render_ios(ispec, iopts, tmp_path / "plain_ios")
     assert not any(("Task" in p or "labels" in p) for p in _files(tmp_path / "plain_ios"))
@@ -173,12 +173,40 @@ def test_swift_uses_only_pinned_ort_and_listed_coregraphics_symbols(rendered: di
         "CGColorSpace(name: CGColorSpace.sRGB)",
         "bitsPerComponent: 8",
         "CGImageAlphaInfo.noneSkipLast.rawValue",
-        "public func classify(image: CGImage, topK: Int = 5) async throws -> [Classification]",
+        "public func classify(image: CGImage, topK: Int = Scores.defaultTopK) async throws -> [Classification]",
         "public func run(image: CGImage) async throws",
         "Bundle.module.url(forResource: \"labels\", withExtension: \"txt\")",
     ):
         assert needle in task
     assert "public func run(pcm: [Int16]) async throws" in sources["ios_audio/Sources/TinyCnn/TinyCnn+Task.swift"]
+
+
+def test_classify_defaults_to_the_graphs_k_and_clamps_on_both_platforms(rendered: dict[str, Path]) -> None:
+    """--top-k 3 used to make classify(bitmap) / classify(image:) throw (default topK 5 > the 3 rows)."""
+    for name, k in (("cls_topk", 3), ("cls_all", 5)):
+        android, ios = rendered[f"android_{name}"], rendered[f"ios_{name}"]
+        support = next(android.rglob("TaskSupport.kt")).read_text()
+        assert f"const val DEFAULT_TOP_K: Int = {k}" in support
+        assert "return List(minOf(topK, indices.size))" in support and "require(topK <= indices.size)" not in support
+        swift = (ios / "Sources/TinyCnn/TinyCnn+Task.swift").read_text()
+        assert f"public static let defaultTopK = {k}" in swift
+        assert "(0..<min(topK, indices.count))" in swift and "topK <= indices.count" not in swift
+        assert "public func classify(image: RGBImage, topK: Int = Scores.defaultTopK) throws" in swift
+        kotlin = "".join(p.read_text() for p in android.rglob("*.kt"))
+        assert "fun TinyCnn.classify(bitmap: Bitmap, topK: Int = Scores.DEFAULT_TOP_K)" in kotlin
+        assert "fun TinyCnn.classify(image: RgbImage, topK: Int = Scores.DEFAULT_TOP_K)" in kotlin
+        assert "    topK: Int = Scores.DEFAULT_TOP_K,\n    dispatcher: CoroutineDispatcher" in kotlin  # classifyInBackground
+        for root in (android, ios):
+            code = "".join(p.read_text() for p in root.rglob("*") if p.suffix in (".kt", ".swift", ".md"))
+            assert "topK: Int = 5" not in code and "topK = 5" not in code and "topK: 5" not in code
+        readme = (android / "README.md").read_text()
+        assert "model.classify(bitmap)" in readme and f"`Scores.DEFAULT_TOP_K` ({k}" in readme
+        assert "A larger `topK` is clamped, never an error" in readme
+        ios_readme = (ios / "README.md").read_text()
+        assert "model.classify(image: cgImage)`" in ios_readme and f"`TinyCnn.Scores.defaultTopK` ({k}" in ios_readme
+        assert "is clamped, never an error" in ios_readme
+    assert "the 3 classes the graph ranks" in (rendered["android_cls_topk"] / "README.md").read_text()
+    assert "every class (11)" in (rendered["android_cls_all"] / "README.md").read_text()
 
 
 def test_the_scans_catch_an_unknown_symbol(rendered: dict[str, Path]) -> None:

@@ -2,16 +2,19 @@
 
 The per-node rules are in :mod:`~mobilegen.providers.coreml.table` and
 :mod:`~mobilegen.providers.coreml.rules`, read from onnxruntime/core/providers/coreml/builders/.
-CoreML forms partitions the generic way: no partition hook.
+CoreML forms partitions the generic way; from ONNX Runtime 1.27.0 it drops a partition made only of
+trivial ops (:func:`~mobilegen.providers.coreml.releases.trivial_partition`, the ``drop_group`` hook).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from mobilegen.providers.base import ExecutionProvider, Setting
+from mobilegen.providers.base import ExecutionProvider, Reason, Setting
 
 if TYPE_CHECKING:
+    from mobilegen.coverage.partition import Support
     from mobilegen.coverage.rules import EPTable
 
 DISPLAY_NAME = "CoreML"
@@ -48,6 +51,12 @@ class CoreML(ExecutionProvider):
         from mobilegen.providers.coreml.table import TABLE
 
         return TABLE
+
+    def drop_group(self, support: Support, group: Sequence[int]) -> Reason | None:
+        """GetCapability's on_group_closed (#28293): a partition of trivial ops only is left to the CPU."""
+        from mobilegen.providers.coreml.releases import trivial_partition
+
+        return trivial_partition([support.graph.nodes[i].op_type for i in group], support.ort_version)
 
 
 PROVIDER = CoreML(name="coreml", display_name=DISPLAY_NAME, platform="ios", settings=SETTINGS, fixes=FIXES)

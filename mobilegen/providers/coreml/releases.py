@@ -9,9 +9,12 @@ not read here: such a change is given the first release that surely has it, and 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from mobilegen.coverage.common import opset_reason
-from mobilegen.coverage.rules import NodeContext, Rule, const_ints
-from mobilegen.providers.coreml.rules import BASE, EP, IMPL, MAX_RANK, is_mlp
+from mobilegen.coverage.rules import NodeContext, Rule, const_ints, in_ort_range
+from mobilegen.providers.base import GROUP, Reason
+from mobilegen.providers.coreml.rules import BASE, EP, EP_SRC, IMPL, MAX_RANK, is_mlp
 from mobilegen.providers.coreml.shape_ops import split_with_attribute
 
 # The ORT history read (microsoft/onnxruntime main, 2026-03-07, VERSION_NUMBER 1.25.0): the op builder
@@ -139,5 +142,54 @@ SPLIT = Rule(
     IMPL + "split_op_builder.cc", split_with_attribute, since_ort="1.27.0", ort_source=SPLIT_SOURCE,
 )
 
+# --- PR #28289: com.microsoft:FusedConv (ConvActivationFusion's output, in pre-optimized models) ---------
+FUSEDCONV_SOURCE = (
+    "PR #28289 '[CoreML EP] Add FusedConv support', merged 2026-05-09 (squash commit aa92574bf) while main was "
+    "1.27-dev: 1.27.0. Activations from the 1.31.1 wheel's coreml_supported_mlprogram_ops.md"
+)
+# The activations the builder decomposes FusedConv into (conv + one of these), per the shipped op table.
+FUSEDCONV_ACTIVATIONS = ("Relu", "Sigmoid", "Tanh", "LeakyRelu", "Clip", "HardSigmoid")
+
+
+def _fusedconv(ctx: NodeContext) -> list[str]:
+    out = []
+    act = ctx.attr("activation", "")
+    if act not in FUSEDCONV_ACTIVATIONS:
+        out.append(f"FusedConv activation '{act}': CoreML decomposes only {', '.join(FUSEDCONV_ACTIVATIONS)}")
+    if ctx.has_input(3):
+        # Not described by the PR or the op table (conv + activation only): not modelled, so refused.
+        out.append(f"FusedConv sum input Z '{ctx.input_name(3)}': not modelled for CoreML (counted as refused)")
+    return out
+
+
+FUSEDCONV = Rule(
+    "coreml.fusedconv", "FusedConv: activation Relu/Sigmoid/Tanh/LeakyRelu/Clip/HardSigmoid, no Z input",
+    IMPL + "conv_op_builder.cc", _fusedconv, since_ort="1.27.0", ort_source=FUSEDCONV_SOURCE,
+)
+
+# --- PR #28293: GetCapability drops a partition made only of trivial ops -------------------------------
+TRIVIAL_SOURCE = (
+    "PR #28293 '[CoreML EP] Add Identity, Ceil, Tile builders + drop trivial-only partitions' (2026-04-30), "
+    f"{EP_SRC} GetCapability, via CreateSupportedPartitions' on_group_closed: the op set is the "
+    "PR's commit message; IsTrivial() -> true read in ORT main's identity/tile/transpose builders (2090ec9b3, "
+    "1650d6fa1); same PR as the Identity/Ceil/Tile builders, so the same release: " + _APRIL
+)
+TRIVIAL_SINCE = "1.27.0"
+# A partition is kept iff at least one of its nodes is outside this set.
+TRIVIAL_OPS = frozenset({"Identity", "Cast", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Transpose", "Tile", "Ceil"})
+
+
+def trivial_partition(op_types: Sequence[str], version: str) -> Reason | None:
+    """Why CoreML drops a partition of these ops in ONNX Runtime ``version`` (its nodes stay on the CPU), or None."""
+    if not op_types or not in_ort_range(version, TRIVIAL_SINCE, "") or not TRIVIAL_OPS.issuperset(op_types):
+        return None
+    ops = ", ".join(sorted(set(op_types)))
+    text = (
+        f"partition made only of trivial ops ({ops}) is dropped by CoreML from ONNX Runtime {TRIVIAL_SINCE} on: "
+        "not worth the round trip (#28293)"
+    )
+    return Reason(text, GROUP, "coreml.trivial_partition")
+
+
 VERSIONED = (GATHER_SCALAR, PAD, SPLIT)
-__all__ = ["ADDED", "BASE", "OPSET_RULES", "PAD_MLPROGRAM", "VERSIONED"]
+__all__ = ["ADDED", "BASE", "FUSEDCONV", "OPSET_RULES", "PAD_MLPROGRAM", "VERSIONED", "trivial_partition"]

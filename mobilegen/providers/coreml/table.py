@@ -23,7 +23,14 @@ from mobilegen.coverage.rules import (
     fmt_shape,
     ops_by_key,
 )
-from mobilegen.providers.coreml.releases import ADDED, OPSET_RULES, PAD_MLPROGRAM, REL_1_24_COMMIT, VERSIONED
+from mobilegen.providers.coreml.releases import (
+    ADDED,
+    FUSEDCONV,
+    OPSET_RULES,
+    PAD_MLPROGRAM,
+    REL_1_24_COMMIT,
+    VERSIONED,
+)
 from mobilegen.providers.coreml.rules import (
     BASE,
     EP,
@@ -169,16 +176,20 @@ OPS = ops_by_key(
     _op("And", "logical_op_builder.cc", MLP, rules=("coreml.and",), dtypes=(BOOL,)),
     _op("Tile", "tile_op_builder.cc", MLP, rules=("coreml.tile",), dtypes=(F32, F16, I32, I64, BOOL)),
     _op("Identity", "identity_op_builder.cc", MLP, dtypes=ANY),
+    # com.microsoft:FusedConv through the Conv builder, ML Program (the format its shipped op table lists;
+    # #28289 says NeuralNetwork too, not modelled: refused there). Conv's limits plus the activation's.
+    OpSpec("FusedConv", IMPL + "conv_op_builder.cc", rules=("coreml.conv", FUSEDCONV.id), domain="com.microsoft",
+           formats=MLP, since_ort=FUSEDCONV.since_ort, ort_source=FUSEDCONV.ort_source),
 )
 
 # Builders that exist in ORT but whose limits mobilegen does not model yet: reported as unsupported,
 # with that reason (pessimistic, never optimistic).
-UNMODELLED = ("GridSample", "QuickGelu", "FusedConv", "Expand", "Equal", "Not", "Mod", "Neg", "Range")
+UNMODELLED = ("GridSample", "QuickGelu", "Expand", "Equal", "Not", "Mod", "Neg", "Range")
 
 TABLE = EPTable(
     ep="coreml",
     ops=OPS,
-    rules={**OP_RULES, PAD_MLPROGRAM.id: PAD_MLPROGRAM},
+    rules={**OP_RULES, PAD_MLPROGRAM.id: PAD_MLPROGRAM, FUSEDCONV.id: FUSEDCONV},
     general=GENERAL,
     default_since_max=MAX_OPSET,
     versioned=VERSIONED,

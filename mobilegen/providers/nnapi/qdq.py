@@ -7,7 +7,12 @@ builders that override it take one: Conv, Gemm/MatMul, Add/Mul, AveragePool (not
 pools), Reshape, Transpose, Softmax, Concat, Resize. Their quantized IO must be uint8 — except the weight
 (input 1) of Conv/Gemm/MatMul, which may be int8 ("u8s8") — per-tensor, with constant parameters
 (op_builder_helpers.cc ``IsQuantizedIOSupported``; helper.cc ``HasValidBinaryOpQuantizedInputTypes``).
-So an int8 (s8s8) model is refused: NNAPI takes int8 only as a Conv/Gemm/MatMul weight.
+So an int8 (s8s8) model is refused: NNAPI takes int8 only as a Conv/Gemm/MatMul weight. Below API 29 a
+quantized Concat needs every input and its output on input 0's scale and zero point (concat_op_builder.cc).
+
+Units of the selectors :mod:`mobilegen.coverage.qdq` leaves out (Pad, the norms, Where, TopK...: ORT forms
+them for every EP) come from ``mobilegen.coverage.qdq_selectors.SELECTORS``: NNAPI's base builder refuses
+them as a whole, DQs and Qs included, where node by node it would take the DQ, a float Pad and the Q.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from mobilegen.coverage.qdq import (
     quant,
     type_text,
 )
+from mobilegen.coverage.qdq_selectors import SELECTORS  # ORT's selectors beyond the shared ones
 from mobilegen.coverage.rules import API, U8, EPTable, NodeContext, Reason, Rule, needs_api, rules_by_id
 from mobilegen.providers.nnapi.rules import IMPL, B, target_api
 from mobilegen.providers.nnapi.table import TABLE as FLOAT_TABLE
@@ -168,6 +174,46 @@ def _same_in_out(ctx: NodeContext) -> str | None:
     return "quantized AveragePool input and output scale/zero point differ: NNAPI needs them equal"
 
 
+def _concat_params(ctx: NodeContext) -> Reason | None:
+    """Below FL3 (API 29) every input and the output must have input 0's scale and zero point."""
+    if target_api(ctx) >= 29:
+        return None
+    first = _scale_zp(ctx, quant(ctx, 0))
+    if first is None:
+        return None
+    others = [(f"input {i}", quant(ctx, i)) for i in range(1, len(ctx.unit.inputs))] + [("output", quant(ctx, 0, True))]
+    for where, qp in others:
+        got = _scale_zp(ctx, qp)
+        if got is not None and got != first:
+            return needs_api(f"{where} '{qp.tensor if qp else ''}' has scale/zero point {got[0]:g}/{got[1]}, input 0 has "
+                             f"{first[0]:g}/{first[1]}: below Android API 29 NNAPI's quantized Concat needs them equal "
+                             f"(target is {target_api(ctx)})", 29)
+    return None
+
+
+def _scale_zp(ctx: NodeContext, qp: QParam | None) -> tuple[float, int] | None:
+    """GetQuantizationScaleAndZeroPoint: the first scale and zero point (zero point 0 when absent)."""
+    if qp is None:
+        return None
+    scale = param_values(ctx, qp.scale)
+    zp = param_values(ctx, qp.zero_point) if qp.zero_point else np.zeros(1)
+    return None if scale is None or zp is None else (float(scale[0]), int(zp[0]))
+
+
+def _output_quantized(ctx: NodeContext) -> str | None:
+    """Reached (and fatal) only once the input shapes and types pass: else ORT refuses the unit before."""
+    a, b = quant(ctx, 0), quant(ctx, 1)
+    if quant(ctx, 0, output=True) is not None or a is None or b is None:
+        return None
+    if qtype(ctx, a) != U8 or qtype(ctx, b) not in (U8, I8) or not all(
+        ctx.is_static(i) for i in range(len(ctx.node.inputs)) if ctx.has_input(i)
+    ):
+        return None
+    return (f"the output '{ctx.node.outputs[0]}' has no QuantizeLinear (ORT forms such a Gemm unit): NNAPI's "
+            "IsQuantizedIOSupported hits ORT_ENFORCE 'has no quant_param', so GetCapability throws and the session "
+            "fails to load")
+
+
 RULES = rules_by_id(
     Rule("nnapi.qdq.types", "quantized IO uint8; a Conv/Gemm/MatMul weight may be int8 (u8s8)", HELPERS, _types),
     Rule("nnapi.qdq.scales", "scales/zero points constant, per-tensor; per-channel only for an int8 Conv/Gemm weight",
@@ -177,6 +223,10 @@ RULES = rules_by_id(
     Rule("nnapi.qdq.bias", "a quantized Conv/Gemm bias is a constant initializer", IMPL + "conv_op_builder.cc", _bias),
     Rule("nnapi.qdq.fixed_output", "quantized Softmax/Sigmoid output scale 1/256, zero point 0", IMPL + "softmax_op_builder.cc", _fixed_output),
     Rule("nnapi.qdq.pool_params", "quantized AveragePool keeps its input's scale and zero point", IMPL + "pool_op_builder.cc", _same_in_out),
+    Rule("nnapi.qdq.concat_params", "below API 29 a quantized Concat's inputs and output share input 0's scale and zero point",
+         IMPL + "concat_op_builder.cc", _concat_params, API),
+    Rule("nnapi.qdq.output_quantized", "a Gemm unit's output is quantized (else ORT_ENFORCE fails in GetCapability)",
+         HELPERS, _output_quantized),
 )
 
 _IO = ("nnapi.qdq.types", "nnapi.qdq.scales", "nnapi.qdq.per_channel_api")
@@ -189,7 +239,7 @@ def _op(op: str, src: str, rules: tuple[str, ...] = _IO) -> QdqOp:
 
 UNIT_OPS = {  # the builders overriding IsNodeUnitTypeSupported
     "Conv": _op("Conv", "conv_op_builder.cc", _W),
-    "Gemm": _op("Gemm", "gemm_op_builder.cc", _W),
+    "Gemm": _op("Gemm", "gemm_op_builder.cc", (*_W, "nnapi.qdq.output_quantized")),
     "MatMul": _op("MatMul", "gemm_op_builder.cc", _W),
     "Add": _op("Add", "binary_op_builder.cc"),
     "Mul": _op("Mul", "binary_op_builder.cc"),
@@ -197,7 +247,7 @@ UNIT_OPS = {  # the builders overriding IsNodeUnitTypeSupported
     "Reshape": _op("Reshape", "reshape_op_builder.cc"),
     "Transpose": _op("Transpose", "transpose_op_builder.cc"),
     "Softmax": _op("Softmax", "softmax_op_builder.cc", (*_IO, "nnapi.qdq.fixed_output")),
-    "Concat": _op("Concat", "concat_op_builder.cc"),
+    "Concat": _op("Concat", "concat_op_builder.cc", (*_IO, "nnapi.qdq.concat_params")),
     "Resize": _op("Resize", "resize_op_builder.cc"),
 }
 QLINEAR_OPS = {  # op_builder_factory.cc registrations of the QLinear ops
@@ -218,10 +268,12 @@ def _refuse(graph: GraphInfo, unit: Unit) -> str:
         return (f"NNAPI's pool builder takes a QDQ unit only for AveragePool (pool_op_builder.cc), not {op}; ORT forms "
                 "this unit only for MaxPool-12, so from opset 22 the float MaxPool between the DQ and Q is taken")
     takes = ", ".join(UNIT_OPS)
+    if FLOAT_TABLE.lookup(unit.node.domain, op) is None:
+        return f"NNAPI has no {op} builder (op_builder_factory.cc), so it takes no such node unit (QDQ units only for {takes})"
     return f"NNAPI's {op} builder takes no QDQ node unit (QDQ units only for {takes})"
 
 
-QDQ = QdqTable("nnapi", UNIT_OPS, QLINEAR_OPS, RULES, _refuse, IMPL + "base_op_builder.cc")
+QDQ = QdqTable("nnapi", UNIT_OPS, QLINEAR_OPS, RULES, _refuse, IMPL + "base_op_builder.cc", SELECTORS)
 
 # The float table with the node-unit rules; the QLinear ops it models are no longer "not modelled".
 TABLE: EPTable = replace(

@@ -1,9 +1,10 @@
 """QNN (Android, Qualcomm Hexagon NPU "HTP"): an *estimate* of what ORT's QNN execution provider takes.
 
 The per-node rules (:mod:`~mobilegen.providers.qnn.table`) are what ORT's QNN op builders check before
-they ask the QNN SDK; the grouping (:mod:`~mobilegen.providers.qnn.units`) follows how
-``QNNExecutionProvider::GetCapability`` (onnxruntime/core/providers/qnn/qnn_execution_provider.cc) takes
-whole QDQ node units and fusions and drops a partition of one lone Q/DQ node. The final word on every
+they ask the QNN SDK; QDQ node units are grouped by :mod:`mobilegen.coverage.qdq` as for NNAPI and
+XNNPACK, and :mod:`~mobilegen.providers.qnn.units` adds what ``QNNExecutionProvider::GetCapability``
+(onnxruntime/core/providers/qnn/qnn_execution_provider.cc) does beyond that: the selectors the shared
+grouping lacks, the Gelu fusion, and dropping a partition of one lone Q/DQ node. The final word on every
 node is the QNN SDK's ``backendValidateOpConfig`` on the phone, so every verdict is labelled an estimate
 (:data:`ESTIMATE`).
 """
@@ -17,9 +18,9 @@ from mobilegen.providers.base import GROUP, OTHER, ExecutionProvider, Reason, Se
 
 if TYPE_CHECKING:
     from mobilegen.coverage.partition import Support
+    from mobilegen.coverage.qdq import Units
     from mobilegen.coverage.rules import EPTable
     from mobilegen.coverage.target import EPTarget
-    from mobilegen.providers.qnn.units import Unit
 
 DISPLAY_NAME = "QNN"
 QB = "onnxruntime/core/providers/qnn/builder/"
@@ -99,27 +100,50 @@ class Qnn(ExecutionProvider):
         return super().resolve(given)
 
     def refine(self, support: Support, target: EPTarget) -> None:
-        from mobilegen.providers.qnn.units import gelu_group, is_qdq, qdq_units
+        # QDQ node units are grouped and judged as a whole by mobilegen.coverage.qdq (the table's ``qdq``);
+        # this adds what QNN's GetCapability does beyond that.
+        from mobilegen.coverage.qdq import table_units
+        from mobilegen.providers.qnn.units import gelu_group, is_qdq
 
         graph = support.graph
-        units = qdq_units(graph)
+        found = table_units(self.rule_table(), graph)
+        in_unit = found.by_node if found is not None else {}
         arch = int(target.str_value("qnn_htp_arch"))
         for node in graph.nodes:
             i = node.index
-            if not support.taken[i]:
+            if not support.taken[i] or i in in_unit:
                 continue
             if node.op_type == "Erf" and gelu_group(graph, i) is None:
                 text = "Erf has no QNN builder: QNN takes it only inside a decomposed Gelu (x/√2 → Erf → +1 → ×x → ×0.5)"
                 support.refuse(i, Reason(text, OTHER, "qnn.fusion"))
-            elif is_qdq(graph, i) and i not in units:
+            elif is_qdq(graph, i):
                 self._standalone_qdq(support, i)
-            elif arch < FP16_MIN_ARCH and i not in units and not is_qdq(graph, i) and _float(support, i):
+            elif arch < FP16_MIN_ARCH and _float(support, i):
                 text = (
                     f"float {node.op_type} outside a QDQ unit: HTP v{arch} has no fp16 compute (v{FP16_MIN_ARCH}+), so "
                     "only quantized (QDQ) nodes run on it; quantize the model (--quantize int8) or target v73+"
                 )
                 support.refuse(i, Reason(text, OTHER, "qnn.htp_precision"))
-        self._whole_groups(support, units)
+        if arch < FP16_MIN_ARCH and found is not None:
+            self._float_unit_outputs(support, found, arch)
+        self._fused_gelus(support)
+
+    @staticmethod
+    def _float_unit_outputs(support: Support, units: Units, arch: int) -> None:
+        """A unit with no Q after a float output (Gemm, Einsum, Reciprocal may have none) computes it in
+        float: below v73 it is refused like a float node (its members follow the target)."""
+        from mobilegen.coverage.rules import F16, F32
+
+        graph = support.graph
+        for unit in units.units:
+            outs = zip(unit.node.outputs, unit.outputs, strict=False)
+            floats = [o for o, q in outs if o and q is None and (info := graph.info(o)) is not None and info.elem_type in (F32, F16)]
+            if floats and support.taken[unit.target]:
+                text = (
+                    f"{unit.label(graph)}: float output '{floats[0]}' (no QuantizeLinear after it): HTP v{arch} has no "
+                    f"fp16 compute (v{FP16_MIN_ARCH}+); quantize the model (--quantize int8) or target v73+"
+                )
+                support.refuse(unit.target, Reason(text, OTHER, "qnn.htp_precision"))
 
     @staticmethod
     def _standalone_qdq(support: Support, i: int) -> None:
@@ -138,26 +162,19 @@ class Qnn(ExecutionProvider):
             support.refuse(i, Reason(text, OTHER, "qnn.qdq"))
 
     @staticmethod
-    def _whole_groups(support: Support, units: Mapping[int, Unit]) -> None:
-        """A QDQ unit or a fused Gelu is taken or refused as a whole (GetSupportedNodes)."""
-        from mobilegen.providers.qnn.units import gelu_group as gelu
+    def _fused_gelus(support: Support) -> None:
+        """A fused Gelu is taken or refused as a whole (GetSupportedNodes on its IQnnNodeGroup). A unit
+        target refused here takes its unit with it (coverage.qdq.follow_targets runs after this hook)."""
+        from mobilegen.providers.qnn.units import gelu_group
 
         graph = support.graph
-        seen: set[int] = set()
-        groups: list[tuple[str, tuple[int, ...]]] = []
-        for unit in units.values():
-            if unit.target not in seen:
-                seen.add(unit.target)
-                groups.append((f"QDQ unit of {graph.nodes[unit.target].op_type} '{graph.nodes[unit.target].name}'", unit.members))
         for node in graph.nodes:
-            if node.op_type == "Erf" and (g := gelu(graph, node.index)) is not None:
-                groups.append((f"fused Gelu around Erf '{node.name}'", g))
-        for what, members in groups:
-            refused = [m for m in members if not support.taken[m]]
-            if not refused:
+            members = gelu_group(graph, node.index) if node.op_type == "Erf" else None
+            refused = [m for m in members or () if not support.taken[m]]
+            if not members or not refused:
                 continue
             first = graph.nodes[refused[0]]
-            text = f"part of the {what}, which QNN refuses as a whole ({first.op_type} '{first.name}' is refused)"
+            text = f"part of the fused Gelu around Erf '{node.name}', which QNN refuses as a whole ({first.op_type} '{first.name}' is refused)"
             for m in members:
                 if support.taken[m]:
                     support.refuse(m, Reason(text, GROUP, "qnn.group"))

@@ -28,6 +28,7 @@ from mobilegen.coverage.rules import (
     rules_by_id,
 )
 from mobilegen.providers.qnn import DISPLAY_NAME, QB
+from mobilegen.providers.qnn.units import qdq_table
 
 EP = DISPLAY_NAME
 OB = QB + "opbuilder/"
@@ -393,4 +394,7 @@ TABLE = EPTable(
     default_input0_dtypes=tuple(sorted(QNN_DTYPES)),
     domain_blind=("com.microsoft",),
     extra={"ep_source": "onnxruntime/core/providers/qnn/qnn_execution_provider.cc", "factory": FACTORY},
+    # QDQ node units as ORT groups them (mobilegen.coverage.qdq, plus mobilegen.coverage.qdq_selectors.SELECTORS),
+    # each checked by its target op's builder
+    qdq=qdq_table(s for s in OPS.values() if s.domain == ""),
 )

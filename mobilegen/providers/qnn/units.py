@@ -1,22 +1,32 @@
-"""How the QNN EP groups nodes before it asks its builders: QDQ node units and its own fusions.
+"""How the QNN EP groups nodes before it asks its builders: ORT's QDQ node units, and its own fusions.
 
-Read from onnxruntime/core/providers/qnn/qnn_execution_provider.cc (``GetCapability``: node units from
-``GetQDQNodeUnits``, then ``qnn_node_group/qnn_node_group.cc`` fusions, a whole group taken or refused;
-a partition of one lone QuantizeLinear/DequantizeLinear is dropped) and
-onnxruntime/core/optimizer/qdq_transformer/selectors_actions/shared/utils.cc (the unit selectors).
+``QNNExecutionProvider::GetCapability`` (onnxruntime/core/providers/qnn/qnn_execution_provider.cc) takes
+its node units from ``GetQDQNodeUnits`` (ort_api.h: ``QDQ::GetAllNodeUnits``, the same selectors as every
+other EP, grouped by :mod:`mobilegen.coverage.qdq`), wraps each in a ``QnnNodeUnitWrapper`` that asks the
+target op's builder about the whole unit, or fuses units first (builder/qnn_node_group/qnn_node_group.cc;
+the Gelu fusion around a float Erf is modelled, not its DQ → Erf → Q form), and drops a partition of one
+lone QuantizeLinear/DequantizeLinear.
 
-An own, simplified model of those selectors: a node is the target of a QDQ unit when each of its
-non-constant inputs comes from a DequantizeLinear that feeds nothing else, and each output feeds exactly
-one QuantizeLinear and is not a graph output. Nothing here imports onnx.
+:data:`~mobilegen.coverage.qdq_selectors.SELECTORS` adds ORT's selectors the shared table leaves out
+(QNN's builders take these ops quantized, so without them a QDQ LayerNormalization would be judged as a
+float node). :func:`qdq_table` is
+QNN's node-unit description (``TABLE.qdq``): a unit whose target op has a QNN builder is taken when that
+builder's checks pass on the unit's view; QNN has no QLinear* builder.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
 
-if TYPE_CHECKING:
-    from mobilegen.coverage.graph import GraphInfo
+from onnx import TensorProto
+
+from mobilegen.coverage.graph import GraphInfo
+
+# the shared selector checks: CheckQDQNodes, CanCreateNodeGroup and their helpers
+from mobilegen.coverage.qdq import QdqOp, QdqTable, Unit
+from mobilegen.coverage.qdq_selectors import SELECTORS
+from mobilegen.coverage.rules import OpSpec
+from mobilegen.providers.qnn import EP_SOURCE
 
 Q = "QuantizeLinear"
 DQ = "DequantizeLinear"
@@ -24,69 +34,35 @@ QDQ_OPS = (Q, DQ)
 _QDQ_DOMAINS = ("", "ai.onnx", "com.microsoft")  # 16-bit Q/DQ use com.microsoft below opset 21
 
 
-@dataclass(frozen=True)
-class Unit:
-    """One QDQ node unit: the target op with the DequantizeLinear nodes feeding it and the
-    QuantizeLinear nodes after it (indices into ``GraphInfo.nodes``)."""
-
-    target: int
-    dqs: tuple[int, ...]
-    qs: tuple[int, ...]
-
-    @property
-    def members(self) -> tuple[int, ...]:
-        return (*self.dqs, self.target, *self.qs)
-
-
 def is_qdq(graph: GraphInfo, index: int) -> bool:
     node = graph.nodes[index]
     return node.op_type in QDQ_OPS and node.domain in _QDQ_DOMAINS
 
 
+# --- QNN's node-unit description -------------------------------------------------------------------------
+
+# A unit's quantized input 0 (qnn_utils.cc: 8/16-bit fixed point, 4-bit). QNN's rules do not check
+# input0_dtypes: its general dtype rule (every tensor has a QNN data type) applies to the unit's view.
+QUANT_DTYPES = (TensorProto.UINT8, TensorProto.INT8, TensorProto.UINT16, TensorProto.INT16, TensorProto.INT4, TensorProto.UINT4)
+
+
+def _refuse(graph: GraphInfo, unit: Unit) -> str:
+    return f"QNN has no {unit.node.op_type} builder (op_builder_factory.cc), so it takes no such node unit"
+
+
+def qdq_table(builders: Iterable[OpSpec]) -> QdqTable:
+    """QNN's QdqTable: a unit whose target op has a QNN builder (``builders``) is checked by that builder's
+    rules on the unit's view (QnnNodeUnitWrapper::IsSupported asks the target op's builder)."""
+    ops = {s.op_type: QdqOp(s.op_type, s.source, QUANT_DTYPES) for s in builders}
+    return QdqTable("qnn", ops, {}, {}, _refuse, EP_SOURCE, SELECTORS)
+
+
+# --- the QNN EP's own fusions (qnn_node_group/) ----------------------------------------------------------
+
+
 def _only_consumer(graph: GraphInfo, tensor: str) -> int | None:
     users = graph.consumers.get(tensor, [])
     return users[0] if len(users) == 1 and tensor not in graph.graph_outputs else None
-
-
-def unit_of(graph: GraphInfo, index: int) -> Unit | None:
-    """The QDQ unit whose target is node ``index``, or None when it is not one."""
-    if is_qdq(graph, index):
-        return None
-    node = graph.nodes[index]
-    dqs: list[int] = []
-    for t in node.inputs:
-        if not t or graph.is_const(t):
-            continue
-        p = graph.producer.get(t)
-        if p is None or not is_qdq(graph, p) or graph.nodes[p].op_type != DQ or _only_consumer(graph, t) != index:
-            return None
-        if p not in dqs:
-            dqs.append(p)
-    qs: list[int] = []
-    for t in node.outputs:
-        if not t:
-            continue
-        c = _only_consumer(graph, t)
-        if c is None or not is_qdq(graph, c) or graph.nodes[c].op_type != Q:
-            return None
-        qs.append(c)
-    if not dqs or not qs:
-        return None
-    return Unit(index, tuple(dqs), tuple(qs))
-
-
-def qdq_units(graph: GraphInfo) -> dict[int, Unit]:
-    """Every QDQ unit of the graph, keyed by each of its members' indices."""
-    out: dict[int, Unit] = {}
-    for node in graph.nodes:
-        unit = unit_of(graph, node.index)
-        if unit is not None:
-            for i in unit.members:
-                out.setdefault(i, unit)
-    return out
-
-
-# --- the QNN EP's own fusions (qnn_node_group/) ----------------------------------------------------
 
 
 def _single_consumer_op(graph: GraphInfo, index: int, op: str) -> int | None:
@@ -120,12 +96,3 @@ def gelu_group(graph: GraphInfo, erf: int) -> tuple[int, ...] | None:
             return None
         group.append(halves[0])
     return tuple(group)
-
-
-def hardswish_group(graph: GraphInfo, hardsigmoid: int) -> tuple[int, ...] | None:
-    """HardSigmoid(x) → Mul(x, ·): fused into QNN's HardSwish (``hardsigmoid_mul_fusion.cc``)."""
-    mul = _single_consumer_op(graph, hardsigmoid, "Mul")
-    x = graph.nodes[hardsigmoid].inputs[0] if graph.nodes[hardsigmoid].inputs else ""
-    if mul is None or not x or x not in graph.nodes[mul].inputs:
-        return None
-    return (hardsigmoid, mul)

@@ -7,6 +7,14 @@ Conv, ConvTranspose, QLinearConv, MaxPool, AveragePool, Softmax, Resize, Gemm, M
 QDQ Conv/MaxPool/AveragePool/Softmax/Resize/ConvTranspose unit into one NHWC kernel (detail/utils.cc
 ``FuseQDQGroup``). Quantized types come from detail/utils.cc ``GetTensorQuantType``: uint8 per-tensor
 only; int8 per-tensor, or per-channel along dim 0 (a weight).
+
+A QDQ ConvTranspose unit passes the Conv checks (nn/conv_base.cc ``IsValidQuantConv``) and becomes the
+NHWC ``QLinearConvTranspose`` kernel; a per-channel weight is refused (see the rule). A QDQ Resize unit
+passes the float Resize checker, but ``FuseQDQGroup`` names its fused node ONNX-domain ``Resize`` while
+XNNPACK registers Resize only in the NHWC domain since 4f2096be3 (#18038, 1.17.0, before every modelled
+release): the fused node finds no kernel, ORT falls back to ``Compile``, which XNNPACK does not implement,
+so the session fails to load. The units of the selectors the shared grouping leaves out (Pad, the
+norms...) change nothing here: XNNPACK has no kernel for those ops.
 """
 
 from __future__ import annotations
@@ -58,6 +66,8 @@ def _describe(ctx: NodeContext, i: int, output: bool = False) -> str:
 def _conv_types(ctx: NodeContext) -> str | None:
     """GetConvCompType (nn/conv_base.cc): u8·u8→u8 per-tensor, or s8·s8(per-tensor or per-channel)→s8;
     a bias is a constant int32."""
+    if _transpose_per_channel(ctx):
+        return None  # xnnpack.qdq.convtranspose_per_channel says why
     x, w, y = _quant_type(ctx, 0), _quant_type(ctx, 1), _quant_type(ctx, 0, True)
     ok = (w == "u8" and x == "u8" and y == "u8") or (w in ("s8", "s8c") and x == "s8" and y == "s8")
     bias = 2
@@ -93,11 +103,41 @@ def _softmax(ctx: NodeContext) -> str | None:
     return None
 
 
+def _transpose_per_channel(ctx: NodeContext) -> bool:
+    qp = quant(ctx, 1)
+    n = None if qp is None else param_size(ctx, qp.scale)
+    return ctx.node.op_type == "ConvTranspose" and n is not None and n > 1
+
+
+def _convtranspose_per_channel(ctx: NodeContext) -> str | None:
+    """GetTensorQuantType matches the scales against dim 0 of the weight, ConvTranspose's input channels,
+    but ORT's quantizer quantizes it along axis 1; when the counts happen to match, conv_base.cc builds it
+    with xnn_create_convolution2d_nhwc_qs8_qc8w, a convolution, not a deconvolution."""
+    if not _transpose_per_channel(ctx):
+        return None
+    return ("per-channel weight: XNNPACK matches its scales against dim 0 (the input channels; ORT quantizes "
+            "ConvTranspose along axis 1) and would build a convolution, not a deconvolution, for it "
+            "(nn/conv_base.cc): quantize ConvTranspose weights per-tensor")
+
+
+# Every modelled release (1.24.1 on) has it: earlier than any of them, the fused node found its kernel.
+RESIZE_SOURCE = ("commit 4f2096be3 'Update XNNPACK to latest version' (#18038, main 1.17.0): Resize kernels moved to "
+                 "the NHWC domain; detail/utils.cc FuseQDQGroup still names the fused QDQ Resize ONNX-domain (the same "
+                 "on main in 2026)")
+
+
+def _resize(ctx: NodeContext) -> str:
+    return ("XNNPACK claims the unit, but its fused node is an ONNX-domain Resize and XNNPACK registers Resize "
+            "only in the NHWC domain (detail/utils.cc FuseQDQGroup): no kernel, no Compile, the session fails to load")
+
+
 RULES = rules_by_id(
     Rule("xnnpack.qdq.conv_types", "quantized Conv: u8/u8/u8 per-tensor or s8/s8(per-channel)/s8, constant int32 bias", CONV, _conv_types),
     Rule("xnnpack.qdq.conv_opset", "quantized Conv since_version >= 11", CONV, _conv_opset),
     Rule("xnnpack.qdq.maxpool_types", "quantized MaxPool uint8 or int8 per-tensor, same in and out", X + "nn/max_pool.cc", _maxpool_types),
     Rule("xnnpack.qdq.softmax", "quantized Softmax uint8, output scale 1/256 and zero point 0", X + "math/softmax.cc", _softmax),
+    Rule("xnnpack.qdq.convtranspose_per_channel", "quantized ConvTranspose weight per-tensor", CONV, _convtranspose_per_channel),
+    Rule("xnnpack.qdq.resize", "a QDQ Resize unit's fused node has a kernel", UTILS, _resize, ort_source=RESIZE_SOURCE),
 )
 
 _U8_I8 = (U8, I8)
@@ -105,6 +145,9 @@ UNIT_OPS = {
     "Conv": QdqOp("Conv", CONV, _U8_I8, ("xnnpack.qdq.conv_types", "xnnpack.qdq.conv_opset")),
     "MaxPool": QdqOp("MaxPool", X + "nn/max_pool.cc", _U8_I8, ("xnnpack.qdq.maxpool_types",)),
     "Softmax": QdqOp("Softmax", X + "math/softmax.cc", (U8,), ("xnnpack.qdq.softmax",)),
+    "ConvTranspose": QdqOp("ConvTranspose", X + "nn/conv_transpose.cc", _U8_I8,
+                           ("xnnpack.qdq.conv_types", "xnnpack.qdq.conv_opset", "xnnpack.qdq.convtranspose_per_channel")),
+    "Resize": QdqOp("Resize", X + "tensor/resize.cc", _U8_I8, ("xnnpack.qdq.resize",)),
 }
 QLINEAR_OPS = {"QLinearConv": UNIT_OPS["Conv"]}
 
@@ -119,8 +162,6 @@ def _refuse(graph: GraphInfo, unit: Unit) -> str:
     op = unit.node.op_type
     if op in _REFUSED:
         return _REFUSED[op][0]
-    if op in ("ConvTranspose", "Resize"):
-        return f"XNNPACK has a quantized {op} kernel, but mobilegen does not model its limits yet (counted as refused)"
     if not unit.node.is_onnx_domain:
         return f"XNNPACK's node checker takes ONNX-domain ops only: no kernel for {unit.node.qualified} (node_support_checker.cc)"
     return f"XNNPACK has no kernel for {op} (node_support_checker.cc)"

@@ -43,6 +43,40 @@ def _qlinear_conv(act: int = U8, wt: int = U8) -> onnx.ModelProto:
     return g.model(g.dq(y, act, 0.1))
 
 
+def _concat(scale1: float = 0.05) -> onnx.ModelProto:
+    g = G()
+    a = g.qdq(g.input((1, 4, 8, 8), name="a"), U8)
+    b = g.qdq(g.input((1, 4, 8, 8), name="b"), U8, scale1)
+    y = g.node("Concat", [a, b], axis=1)
+    return g.model(g.dq(g.q(y, U8), U8))
+
+
+def _gemm_float_out() -> onnx.ModelProto:
+    """DQ → Gemm with no Q after it: ORT's Gemm selector forms this unit (empty Q allowed)."""
+    g = G()
+    y = g.node("Gemm", [g.qdq(g.input((2, 8)), U8), g.weight((8, 4), U8)])
+    return g.model(y)
+
+
+def _convtranspose(wt: int = I8, per_channel: bool = False, m: int = 4) -> onnx.ModelProto:
+    """x -> Q -> DQ -> ConvTranspose(DQ weight [C=4, M, 3, 3]) -> Q -> DQ -> y; per-channel along axis 1 (the
+    output channels), as ORT's quantizer does for ConvTranspose."""
+    g = G()
+    x = g.qdq(g.input((1, 4, 8, 8)), wt)
+    w = g.weight((4, m, 3, 3), wt, [0.02] * m if per_channel else 0.02, [0] * m if per_channel else 0,
+                 1 if per_channel else None)
+    y = g.node("ConvTranspose", [x, w], pads=[1, 1, 1, 1])
+    return g.model(g.dq(g.q(y, wt), wt))
+
+
+def _resize(out_scale: float = 0.05) -> onnx.ModelProto:
+    """DQ -> Resize -> Q; with another output scale ORT forms no unit and the Resize stays a float node."""
+    g = G(13)
+    x = g.qdq(g.input((1, 4, 8, 8)), U8)
+    y = g.node("Resize", [x, "", g.const([1.0, 1.0, 2.0, 2.0])], mode="linear")
+    return g.model(g.dq(g.q(y, U8, out_scale), U8, out_scale))
+
+
 def _per_channel(act: int, wt: int, zp: Any = 0) -> Factory:
     return lambda: qdq_conv(act, wt, w_scale=[0.02] * 4, w_zp=[zp] * 4 if not isinstance(zp, list) else zp, axis=0)
 
@@ -64,6 +98,8 @@ CASES: dict[str, tuple[Case, Case]] = {
         (NN, lambda: qdq_unary("Softmax", shape=(2, 5), out_scale=0.05)),
     ),
     "nnapi.qdq.pool_params": ((NN, lambda: _avgpool(0.05)), (NN, lambda: _avgpool(0.1))),
+    "nnapi.qdq.concat_params": (({**NN, "android_api": 28}, _concat), ({**NN, "android_api": 28}, lambda: _concat(0.1))),
+    "nnapi.qdq.output_quantized": ((NN, lambda: _gemm(U8)), (NN, _gemm_float_out)),
     # ---- XNNPACK
     "xnnpack.qdq.unit_op": ((XP, lambda: qdq_conv()), (XP, lambda: _gemm(U8))),
     "xnnpack.qdq.conv_types": ((XP, _per_channel(I8, I8)), (XP, lambda: qdq_conv(U8, I8))),
@@ -72,6 +108,8 @@ CASES: dict[str, tuple[Case, Case]] = {
         (XP, lambda: qdq_unary("MaxPool", I8, kernel_shape=[2, 2])),
         (XP, lambda: qdq_unary("MaxPool", U16, kernel_shape=[2, 2])),
     ),
+    "xnnpack.qdq.convtranspose_per_channel": ((XP, _convtranspose), (XP, lambda: _convtranspose(per_channel=True))),
+    "xnnpack.qdq.resize": ((XP, lambda: _resize(0.1)), (XP, _resize)),
     "xnnpack.qdq.softmax": (
         (XP, lambda: qdq_unary("Softmax", shape=(2, 5), out_scale=1 / 256)),
         (XP, lambda: qdq_unary("Softmax", shape=(2, 5), out_scale=0.05)),
@@ -159,3 +197,51 @@ def test_nnapi_refuses_a_qlinear_op_it_has_no_builder_for() -> None:
     supported, reasons, rules = verdict_of(report(g.model(y, out_type=U8), "nnapi"))
     assert not supported and rules == ("nnapi.qdq.unit_op",)
     assert reasons == ("QLinearSoftmax 'target': NNAPI has no com.microsoft:QLinearSoftmax builder (op_builder_factory.cc)",)
+
+
+def test_nnapi_concat_scales_may_differ_from_api_29() -> None:
+    assert verdict_of(report(_concat(0.1), "nnapi", android_api=29))[0]
+    rep = report(_concat(0.1), "nnapi", android_api=28)
+    assert any("--android-api 29" in s for s in rep.suggestions)
+
+
+def _pad_unit() -> onnx.ModelProto:
+    g = G()
+    y = g.node("Pad", [g.qdq(g.input((1, 4, 8, 8))), g.const([0, 0, 1, 1, 0, 0, 1, 1], np.int64)])
+    return g.model(g.dq(g.q(y)))
+
+
+def test_nnapi_refuses_a_pad_unit_as_a_whole() -> None:
+    """ORT forms DQ → Pad → Q units for every EP (PadNodeGroupSelector); NNAPI's base builder refuses a QDQ
+    unit, so the DQ and Q it would take one by one (with a float Pad) go with the Pad."""
+    rep = report(_pad_unit(), "nnapi", android_api=30)
+    refused = [(n.op_type, n.refusals[0].rule) for n in rep.nodes if not n.supported]
+    assert refused == [("DequantizeLinear", "nnapi.qdq.unit_op"), ("Pad", "nnapi.qdq.unit_op"),
+                       ("QuantizeLinear", "nnapi.qdq.unit_op")]
+    assert "NNAPI's Pad builder takes no QDQ node unit" in verdict_of(rep)[1][0]
+
+
+def test_nnapi_names_a_unit_op_it_has_no_builder_for() -> None:
+    g = G()
+    a, b = g.qdq(g.input((2, 3), name="a")), g.qdq(g.input((3, 4), name="b"))
+    y = g.node("Einsum", [a, b], equation="ij,jk->ik")
+    supported, reasons, rules = verdict_of(report(g.model(g.dq(g.q(y))), "nnapi"))
+    assert not supported and rules == ("nnapi.qdq.unit_op",)
+    assert "NNAPI has no Einsum builder (op_builder_factory.cc), so it takes no such node unit" in reasons[0]
+
+
+def test_xnnpack_takes_qdq_convtranspose_units() -> None:
+    for wt in (U8, I8):
+        supported, reasons, _ = verdict_of(report(_convtranspose(wt), "xnnpack"))
+        assert supported, reasons
+    rep = report(_convtranspose(U8), "xnnpack")  # the unit in one partition; the model's input Q and output DQ stay
+    op = {n.name: n.op_type for n in rep.nodes}
+    assert [[op[m] for m in part] for part in rep.partitions] == [
+        ["DequantizeLinear", "DequantizeLinear", "ConvTranspose", "QuantizeLinear"]]
+
+
+def test_xnnpack_names_the_per_channel_convtranspose_fact_once() -> None:
+    """Along axis 1 with M != C the scales match no dim XNNPACK checks: one reason, not a misleading Conv one."""
+    supported, reasons, rules = verdict_of(report(_convtranspose(per_channel=True, m=8), "xnnpack"))
+    assert not supported and rules == ("xnnpack.qdq.convtranspose_per_channel",)
+    assert "ORT quantizes ConvTranspose along axis 1" in reasons[0]

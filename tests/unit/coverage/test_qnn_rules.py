@@ -299,12 +299,85 @@ def test_qdq_units_run_on_old_htps_and_float_nodes_do_not() -> None:
 
 def test_a_unit_is_refused_as_a_whole() -> None:
     model = qdq_relu()
-    model.graph.node[2].op_type = "Erf"  # no QNN builder outside a Gelu: its DQ and Q go with it
+    model.graph.node[2].op_type = "ReduceProd"  # a unary selector op the HTP refuses: its DQ and Q go with it
     report = analyze(model, EPTarget("qnn"), optimize=False)
     by_name = {n.name: n for n in report.nodes}
-    assert not by_name["target"].supported
-    assert not by_name["dq0"].supported and "QDQ unit of Erf" in by_name["dq0"].reasons[0]
-    assert not by_name["q1"].supported
+    for name in ("target", "dq0", "q1"):
+        assert not by_name[name].supported
+        assert by_name[name].reasons[0] == (
+            "QDQ node unit of ReduceProd 'target' (1 DQ → ReduceProd → 1 Q): ReduceProd is not supported by the QNN HTP backend"
+        )
+
+
+def test_erf_between_dq_and_q_forms_no_unit() -> None:
+    """ORT registers no QDQ selector for Erf (selectors_actions/shared/utils.cc), so its DQ and Q are
+    standalone nodes: QNN takes the DQ, refuses Erf (no builder outside a Gelu) and drops the Q, left alone
+    in its partition."""
+    model = qdq_relu()
+    model.graph.node[2].op_type = "Erf"
+    by_name = {n.name: n for n in analyze(model, EPTarget("qnn"), optimize=False).nodes}
+    assert not by_name["target"].supported and "only inside a decomposed Gelu" in by_name["target"].reasons[0]
+    assert by_name["dq0"].supported and not by_name["q1"].supported
+    assert by_name["q1"].reasons == ("a partition of a lone QuantizeLinear is dropped by QNN",)
+
+
+def qdq_layernorm(out_zero_point: Any) -> onnx.ModelProto:
+    """x → Q → DQ → LayerNormalization(·, DQ(w)) → Q → DQ → y: a unit only through QNN's extra selectors."""
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"], name="q0"),
+        helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"], name="dq0"),
+        helper.make_node("DequantizeLinear", ["w", "s", "z"], ["wd"], name="dq_w"),
+        helper.make_node("LayerNormalization", ["xd", "wd"], ["n"], name="target"),
+        helper.make_node("QuantizeLinear", ["n", "s", "zo"], ["nq"], name="q1"),
+        helper.make_node("DequantizeLinear", ["nq", "s", "zo"], ["y"], name="dq1"),
+    ]
+    inits = {"s": np.float32(0.1), "z": np.uint8(128), "zo": out_zero_point, "w": np.full(8, 138, np.uint8)}
+    return _graph(nodes, [("x", F, (1, 4, 8))], ["y"], inits)
+
+
+def test_qnn_groups_the_selectors_the_shared_grouping_lacks() -> None:
+    on_v69 = EPTarget("qnn", qnn_htp_arch="69")
+    by_name = {n.name: n for n in analyze(qdq_layernorm(np.uint8(128)), on_v69, optimize=False).nodes}
+    assert all(by_name[n].supported for n in ("dq0", "dq_w", "target", "q1")), by_name
+    # InstanceAndLayerNormalizationNodeGroupSelector: input and output of one type; an int8 output breaks the unit
+    by_name = {n.name: n for n in analyze(qdq_layernorm(np.int8(0)), on_v69, optimize=False).nodes}
+    assert not by_name["target"].supported and "float LayerNormalization outside a QDQ unit" in by_name["target"].reasons[0]
+
+
+def test_a_unit_with_a_float_output_needs_fp16_compute() -> None:
+    """GemmNodeGroupSelector forms a unit without a trailing Q: its float output needs v73+."""
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"], name="q0"),
+        helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"], name="dq0"),
+        helper.make_node("DequantizeLinear", ["w", "s", "z"], ["wd"], name="dq_w"),
+        helper.make_node("Gemm", ["xd", "wd"], ["y"], name="target"),
+    ]
+    inits = {"s": np.float32(0.1), "z": np.uint8(128), "w": np.full((4, 5), 130, np.uint8)}
+    model = _graph(nodes, [("x", F, (2, 4))], ["y"], inits)
+    by_name = {n.name: n for n in analyze(model, EPTarget("qnn", qnn_htp_arch="69"), optimize=False).nodes}
+    for name in ("dq0", "dq_w", "target"):
+        assert not by_name[name].supported
+        assert "(2 DQ → Gemm → 0 Q): float output 'y' (no QuantizeLinear after it): HTP v69" in by_name[name].reasons[0]
+    on_v73 = {n.name: n.supported for n in analyze(model, EPTarget("qnn"), optimize=False).nodes}
+    assert on_v73["target"] and on_v73["dq0"] and on_v73["dq_w"]
+
+
+def test_the_extra_selectors_are_cached_apart_from_the_shared_units() -> None:
+    from mobilegen.coverage.qdq import units_of
+    from mobilegen.coverage.qdq_selectors import SELECTORS
+
+    graph = prepare(qdq_layernorm(np.uint8(128)), optimize=False).graph
+    target = next(n.index for n in graph.nodes if n.name == "target")
+    qnn = units_of(graph, SELECTORS)
+    assert qnn is not None and target in qnn.by_node
+    assert units_of(graph) is None  # without the extra selectors (XNNPACK's table) LayerNormalization forms no unit
+    assert units_of(graph, SELECTORS) is qnn
+
+
+def test_qnn_has_no_qlinear_builder() -> None:
+    inputs = [T((1, 3, 8, 8), U8), K(0.1), K(128, np.uint8), K(np.ones((4, 3, 3, 3)), np.uint8), K(0.1), K(128, np.uint8), K(0.2), K(128, np.uint8)]
+    ok, reasons = _taken(typed(m("QLinearConv", inputs), U8, (1, 4, 6, 6))())
+    assert not ok and reasons[0] == "QLinearConv 'target': QNN has no QLinearConv builder (op_builder_factory.cc), so it takes no such node unit"
 
 
 def test_a_lone_dequantize_partition_is_dropped() -> None:

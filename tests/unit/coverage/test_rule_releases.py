@@ -43,8 +43,15 @@ SWITCHES: dict[str, tuple[Any, str, str]] = {
     "gather-scalar": (lambda: node_model("Gather", [T((1, 6, 4)), K(2, np.int64)], {"axis": 1}), "mlprogram", "scalar"),
     # PR #28270: Split before opset 13 (sizes as an attribute)
     "split-11": (lambda: node_model("Split", [T((4, 6))], {"axis": 1, "split": [2, 4]}, n_out=2, opset=11), "mlprogram", "opset 13"),
-    # PR #28293: Identity/Ceil/Tile builders
-    "tile": (lambda: node_model("Tile", [X4, K([1, 2, 1, 1], np.int64)]), "mlprogram", "builder"),
+    # PR #28293: Identity/Ceil/Tile builders (after a Relu: the same PR drops a partition of trivial ops only)
+    "tile": (
+        lambda: node_model(
+            "Tile", ["r", K([1, 2, 1, 1], np.int64)], pre=[onnx.helper.make_node("Relu", ["x"], ["r"], name="relu")],
+            pre_inputs=[onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, (1, 3, 8, 8))],
+        ),
+        "mlprogram",
+        "builder",
+    ),
 }
 
 

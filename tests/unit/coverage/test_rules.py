@@ -181,6 +181,10 @@ CASES: dict[str, tuple[Case, Case]] = {
     "coreml.and": ((ML28, m("And", [T((2,), BOOL), T((2,), BOOL)])), (ML28, m("And", [T((2,), BOOL), T((2,), U8)]))),
     "coreml.gathernd": ((ML28, m("GatherND", [T((2, 3)), T((2, 1), I64)])), (ML28, m("GatherND", [T((2, 3)), T((2, 1), I64)], {"batch_dims": 1}))),
     "coreml.tile": ((ML27, m("Tile", [X4, K([1, 1, 1, 1], np.int64)])), (ML27, m("Tile", [T((1, 1, 1, 1, 1, 2)), K([1] * 6, np.int64)]))),
+    "coreml.fusedconv": (
+        (ML27, m("FusedConv", [X4, W], {"activation": "LeakyRelu"}, domain="com.microsoft")),
+        (ML27, m("FusedConv", [X4, W], {"activation": "Elu"}, domain="com.microsoft")),
+    ),
     "coreml.pad.mlprogram": ((NW, m("Pad", [X4, K([0, 0, 1, 1, 0, 0, 1, 1], np.int64)])), (ML, m("Pad", [X4, K([0, 0, 1, 1, 0, 0, 1, 1], np.int64)]))),
     # ---- XNNPACK
     "xnnpack.opset": ((XP, m("MaxPool", [X4], {"kernel_shape": [2, 2]})), (XP, m("MaxPool", [X4], {"kernel_shape": [2, 2]}, opset=7))),

@@ -120,7 +120,7 @@ def test_not_an_npz(tmp_path: Path) -> None:
 def test_too_few_samples(tmp_path: Path) -> None:
     path = _save(tmp_path / "calib.npz", n=1)
     err = _error(_opts(path))
-    assert err.message == "calib.npz holds 1 sample: too few to calibrate and to check accuracy (the 20% held out for the accuracy gate would be 0 samples)"
+    assert err.message == "--calibration calib.npz holds 1 sample: too few to calibrate and to check accuracy (the 20% held out for the accuracy gate would be 0 samples)"
     assert "--eval" in (err.hint or "")
 
 
@@ -128,7 +128,7 @@ def test_too_few_samples(tmp_path: Path) -> None:
 def test_a_split_that_leaves_the_gate_one_sample_is_refused(tmp_path: Path, n: int) -> None:
     path = _save(tmp_path / "calib.npz", n=n)
     err = _error(_opts(path))
-    assert err.message == f"calib.npz holds {n} samples: too few to calibrate and to check accuracy (the 20% held out for the accuracy gate would be 1 sample)"
+    assert err.message == f"--calibration calib.npz holds {n} samples: too few to calibrate and to check accuracy (the 20% held out for the accuracy gate would be 1 sample)"
     assert err.hint == "give at least 8 samples (the gate needs 2 held out), or the gate's samples with --eval FILE.npz"
     c = load_calibration(_opts(_save(tmp_path / "eight.npz", n=8)), IO)
     assert (c.count, c.held_out_count) == (6, 2)
@@ -158,3 +158,14 @@ def test_different_sample_counts(tmp_path: Path) -> None:
 def test_empty_folder(tmp_path: Path) -> None:
     (tmp_path / "calib").mkdir()
     assert "holds no .npz files" in _error(_opts(tmp_path / "calib")).message
+
+
+def test_int16_pcm_is_taken_for_a_float_input(tmp_path: Path) -> None:
+    # QA: microphone samples are int16 and --task audio's input is float32; every int16 value is exact in float32
+    pcm = np.arange(-5, 5, dtype=np.int16).reshape(10, 1) * np.ones((1, 3 * 8 * 8), np.int16)
+    path = _save(tmp_path / "calib.npz", x=pcm.reshape(10, 3, 8, 8))
+    calib = load_calibration(_opts(path), IO)
+    both = np.concatenate([calib.samples["x"], calib.held_out["x"]])
+    assert both.dtype == np.float32 and sorted(both[:, 0, 0, 0, 0].tolist()) == list(range(-5, 5))
+    wide = _save(tmp_path / "wide.npz", x=np.zeros((10, 3, 8, 8), np.int32))  # int32 is not exact in float32
+    assert "is int32, the model takes float32" in _error(_opts(wide)).message

@@ -44,8 +44,9 @@ kotlin {
 
 dependencies {
     implementation(libs.onnxruntime.android)
-    // suspend variants of the wrapper (newInstance / run / classify on Dispatchers.Default)
-    implementation(libs.kotlinx.coroutines.android)
+    // suspend variants of the wrapper (newInstance / run / classify on Dispatchers.Default); `api`: their
+    // signatures expose kotlinx.coroutines' CoroutineDispatcher to the app
+    api(libs.kotlinx.coroutines.android)
 
     testImplementation(libs.junit)
 

@@ -316,12 +316,16 @@ public final class TinyCnn: @unchecked Sendable {
         let cores = max(ProcessInfo.processInfo.activeProcessorCount, 1)
         xnnpack.intra_op_num_threads = Int32(configuration.xnnpackThreads > 0 ? configuration.xnnpackThreads : min(cores, 4))
         do {
-            try options.appendXnnpackExecutionProvider(with: xnnpack)
+            // The threading first, the provider last: once appended, XNNPACK is active, so a throw after
+            // it would leave XNNPACK running while reported as not added.
             try options.addConfigEntry(withKey: "session.intra_op.allow_spinning", value: "0")
             try options.setIntraOpNumThreads(1)
+            try options.appendXnnpackExecutionProvider(with: xnnpack)
             return true
         } catch {
             reason = error.localizedDescription
+            // Not added: give ORT's intra-op pool back its configured size (0 = ORT's default).
+            _ = try? options.setIntraOpNumThreads(Int32(configuration.intraOpThreads ?? 0))
             return false
         }
     }

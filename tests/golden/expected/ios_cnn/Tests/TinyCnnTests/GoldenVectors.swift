@@ -104,7 +104,31 @@ struct GoldenVectors {
         return problems
     }
 
-    /// Largest absolute difference over all outputs.
+    /// Positions where a TopK's class indices (best first) disagree with the golden ones beyond a near-tie;
+    /// empty when the rankings agree. A different class at position i is accepted when the golden scores
+    /// (in `expectedIndices`' order) of the two swapped classes are within atol + rtol·|golden score at i|
+    /// of each other; a class the golden top K lacks is accepted when its `actualScores` value is that close
+    /// to the golden score at i (it tied with the last ones). Indices are classes, never compared by distance.
+    static func rankingMismatches(
+        expectedIndices: [Double], expectedScores: [Double], actualIndices: [Double], actualScores: [Double],
+        atol: Double, rtol: Double
+    ) -> [Int] {
+        var bad: [Int] = []
+        for i in actualIndices.indices {
+            guard i < expectedIndices.count, i < expectedScores.count, i < actualScores.count else {
+                bad.append(i)
+                continue
+            }
+            if actualIndices[i] == expectedIndices[i] { continue }
+            let allowed = atol + rtol * abs(expectedScores[i])
+            let other = expectedIndices.firstIndex(of: actualIndices[i]).map { expectedScores[$0] } ?? actualScores[i]
+            if !(abs(other - expectedScores[i]) <= allowed) { bad.append(i) }
+        }
+        return bad
+    }
+
+    /// Largest absolute difference over the float outputs (an integer output such as a TopK's class
+    /// indices has no error magnitude: `mismatches` checks it).
     func maxAbsError(in output: TinyCnnOutput) throws -> Double {
         var worst = 0.0
         let expected0 = try values(outputs, "logits", as: Float.self, dtype: 1)
@@ -134,6 +158,20 @@ struct GoldenVectors {
             }
             initialized = count
         }
+    }
+
+    private static func compareRanking(
+        _ name: String, actualIndices: [Double], actualShape: [Int], actualScores: [Double],
+        expectedIndices: [Double], expectedShape: [Int], expectedScores: [Double], atol: Double, rtol: Double
+    ) -> [String] {
+        guard actualShape == expectedShape, actualIndices.count == expectedIndices.count else {
+            return ["\(name): shape \(actualShape) (\(actualIndices.count) values), expected \(expectedShape) (\(expectedIndices.count) values)"]
+        }
+        let bad = rankingMismatches(
+            expectedIndices: expectedIndices, expectedScores: expectedScores, actualIndices: actualIndices,
+            actualScores: actualScores, atol: atol, rtol: rtol)
+        guard let first = bad.first else { return [] }
+        return ["\(name): \(bad.count) of \(actualIndices.count) classes differ beyond a near-tie (atol \(atol) / rtol \(rtol)); first at [\(first)]: got class \(Int(actualIndices[first])), expected \(Int(expectedIndices[first]))"]
     }
 
     private static func compare(

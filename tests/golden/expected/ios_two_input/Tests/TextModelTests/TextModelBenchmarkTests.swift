@@ -2,6 +2,7 @@
 // mobilegen 0.1.0. It runs only when MOBILEGEN_BENCH_RUNS is set, e.g.
 //   TEST_RUNNER_MOBILEGEN_BENCH_RUNS=50 xcodebuild test -scheme TextModel \
 //     -destination 'platform=iOS Simulator,name=iPhone 16' -only-testing:TextModelTests/TextModelBenchmarkTests
+// (iPhone 16 is an example: pick a simulator name from `xcrun simctl list devices available`.)
 // For each configuration it times session creation, the first run and N warm runs on the golden inputs,
 // and writes mobilegen's benchmark-result JSON (schema version 1) as a test attachment and to the
 // Documents folder. Placement is not recorded: ONNX Runtime's Objective-C API has no profiling call.

@@ -3,11 +3,49 @@
 // with ACCELERATED_ATOL / ACCELERATED_RTOL (wider when the accelerator may compute in float16).
 package com.example.tiny_cnn
 
+import android.os.Build
 import androidx.test.ext.junit.runners.AndroidJUnit4
 import androidx.test.platform.app.InstrumentationRegistry
 import org.junit.Assert.assertTrue
+import org.junit.Assume.assumeTrue
 import org.junit.Test
 import org.junit.runner.RunWith
+
+/**
+ * The accelerators `Options()` must really add on a device at API level [sdkInt]: those it asks for
+ * that the pinned runtime (com.microsoft.onnxruntime:onnxruntime-android: nnapi, xnnpack; ORT's
+ * tools/ci_build/github/android/default_full_aar_build_settings.json) has, NNAPI only from
+ * API 27. Without this check the accelerated tests would pass on the CPU when one is missing.
+ */
+internal fun expectedAccelerators(sdkInt: Int): List<String> {
+    val defaults = TinyCnn.Options()
+    val plan = ModelSupport.planProviders(
+        useNnapi = defaults.useNnapi,
+        useXnnpack = defaults.useXnnpack,
+        forceCpu = defaults.forceCpu,
+        nnapiOsSupport = sdkInt >= ModelSupport.NNAPI_MIN_SDK,
+        nnapiInBuild = true,
+        xnnpackInBuild = true,
+        useQnn = defaults.useQnn,
+        qnnInBuild = false,
+    )
+    return plan.toAdd.map { it.name }
+}
+
+/** Of [expected] (ExecutionProvider names), those missing from the wrapper's [active] providers ("QNN(htp)", "NNAPI[USE_FP16]", ...). */
+internal fun missingAccelerators(expected: List<String>, active: List<String>): List<String> =
+    expected.filter { name -> active.none { it == name || it.startsWith("$name(") || it.startsWith("$name[") } }
+
+/**
+ * For the accelerated tests: skips when this device offers none of the requested accelerators (the test
+ * would only repeat the CPU one), fails when one it should have was not added.
+ */
+internal fun checkAccelerated(active: List<String>) {
+    val expected = expectedAccelerators(Build.VERSION.SDK_INT)
+    assumeTrue("no requested accelerator on API ${Build.VERSION.SDK_INT}: the CPU test covers it", expected.isNotEmpty())
+    val missing = missingAccelerators(expected, active)
+    assertTrue("requested accelerators $missing were not added (active: $active); see the wrapper's log line", missing.isEmpty())
+}
 
 @RunWith(AndroidJUnit4::class)
 class TinyCnnGoldenTest {
@@ -16,10 +54,11 @@ class TinyCnnGoldenTest {
         return GoldenVectors.parse(testContext.assets.open(TinyCnn.GOLDEN_ASSET).use { it.readBytes() })
     }
 
-    private fun replay(options: TinyCnn.Options, atol: Double, rtol: Double) {
+    private fun replay(options: TinyCnn.Options, atol: Double, rtol: Double, accelerated: Boolean = false) {
         val g = golden()
         val context = InstrumentationRegistry.getInstrumentation().targetContext
         TinyCnn.newInstance(context, options).use { model ->
+            if (accelerated) checkAccelerated(model.activeProviders)
             val outputs = model.run(
                 TinyCnn.Inputs(
                     input = g.input(TinyCnn.INPUT_NAME).asFloatArray(),
@@ -58,5 +97,5 @@ class TinyCnnGoldenTest {
 
     @Test
     fun goldenVectorsAccelerated() =
-        replay(TinyCnn.Options(), TinyCnn.ACCELERATED_ATOL, TinyCnn.ACCELERATED_RTOL)
+        replay(TinyCnn.Options(), TinyCnn.ACCELERATED_ATOL, TinyCnn.ACCELERATED_RTOL, accelerated = true)
 }

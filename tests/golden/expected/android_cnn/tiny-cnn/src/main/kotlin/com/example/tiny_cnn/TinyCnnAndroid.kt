@@ -40,13 +40,22 @@ fun TinyCnn.Companion.newInstance(
 
 /**
  * What QNN needs on Android (as ORT's QNN test app does it): ADSP_LIBRARY_PATH pointing at the extracted
- * native libraries (com.qualcomm.qti:qnn-runtime), and, unless [options] name one, a context cache in the
+ * native libraries ([setQnnLibraryPath]), and, unless [options] name one, a context cache in the
  * app's files dir so the NPU graph is compiled once, not at every launch.
  */
 internal fun qnnReady(context: Context, options: TinyCnn.Options): TinyCnn.Options {
-    Os.setenv("ADSP_LIBRARY_PATH", context.applicationInfo.nativeLibraryDir, true)
+    setQnnLibraryPath(context)
     if (options.qnnContextCacheDir != null) return options
     return options.copy(qnnContextCacheDir = File(context.filesDir, "qnn-cache").path)
+}
+
+/**
+ * Points ADSP_LIBRARY_PATH at [context]'s native library directory, where the QNN libraries
+ * (com.qualcomm.qti:qnn-runtime) are extracted, so that QNN's HTP backend finds them (ORT's
+ * java/src/test/android/README.md). The wrapper and the benchmark both call it before adding QNN.
+ */
+internal fun setQnnLibraryPath(context: Context) {
+    Os.setenv("ADSP_LIBRARY_PATH", context.applicationInfo.nativeLibraryDir, true)
 }
 
 /** [newInstance] on [dispatcher] (default: [Dispatchers.Default]), for coroutines. */

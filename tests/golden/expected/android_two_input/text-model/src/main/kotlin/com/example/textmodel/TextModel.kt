@@ -19,7 +19,6 @@ import java.nio.LongBuffer
 import java.nio.ShortBuffer
 import java.util.EnumSet
 import java.util.concurrent.locks.ReentrantReadWriteLock
-import java.util.zip.CRC32
 import kotlin.concurrent.read
 import kotlin.concurrent.write
 
@@ -309,9 +308,7 @@ class TextModel private constructor(
         /** The QNN context cache for this model and runtime: a new model or ORT/QNN version compiles again. */
         private fun qnnContextFile(options: Options, model: ByteBuffer): File? {
             val dir = options.qnnContextCacheDir ?: return null
-            val crc = CRC32()
-            crc.update(model.duplicate())
-            return File(dir, "qnn-text_model-1.24.2-" + java.lang.Long.toHexString(crc.value) + ".onnx")
+            return File(dir, "qnn-text_model-1.24.2-" + java.lang.Long.toHexString(ModelSupport.crc32(model)) + ".onnx")
         }
 
         /**

@@ -63,6 +63,8 @@ class MainActivity : ComponentActivity() {
                 outputs = model.run(inputs)
                 millis[i] = (System.nanoTime() - start) / 1e6
             }
+            // Float outputs only: an integer output (a TopK's class indices) has no error magnitude, and a
+            // near-tie swap of two classes would show up as a huge "error".
             var maxError = 0.0
             maxError = maxOf(
                 maxError,

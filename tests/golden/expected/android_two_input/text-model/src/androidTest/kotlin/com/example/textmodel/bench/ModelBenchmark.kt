@@ -40,10 +40,11 @@ object BenchConfigs {
     private const val CPU = "CPUExecutionProvider"
     private const val NNAPI = "NnapiExecutionProvider"
     private const val XNNPACK = "XnnpackExecutionProvider"
-    private const val NNAPI_MIN_API = 27
 
     /** XNNPACK as the wrapper sets it up: its own pool of min(cores, 4) threads, ORT's pool 1 thread, no spinning. */
     private fun xnnpackThreads(): Int = Runtime.getRuntime().availableProcessors().coerceIn(1, 4)
+
+    private const val NNAPI_MIN_API = 27
 
     private fun nnapi(name: String, flags: EnumSet<NNAPIFlags>): BenchConfig = BenchConfig(
         name, "nnapi", null, listOf(NNAPI, CPU),
@@ -51,7 +52,10 @@ object BenchConfigs {
         NNAPI_MIN_API,
     ) { it.addNnapi(flags) }
 
-    /** Every configuration, by name (`-e configs` picks some, in this order). */
+    /**
+     * Every configuration, by name (`-e configs` picks some, in this order): those the pinned runtime
+     * (com.microsoft.onnxruntime:onnxruntime-android) can run.
+     */
     @JvmField
     val ALL: List<BenchConfig> = listOf(
         BenchConfig("cpu", "cpu", null, listOf(CPU), emptyMap(), 0) { },

@@ -1,0 +1,84 @@
+"""The QDQ node units a quantized model makes that its provider refuses, and the nodes to leave float so
+that none forms (:func:`mobilegen.quantize.engine.quantize`'s int8 path for NNAPI and XNNPACK)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mobilegen.coverage.graph import GraphInfo
+    from mobilegen.quantize.recipes import Recipe
+
+_QDQ_OPS = ("QuantizeLinear", "DequantizeLinear")
+
+
+# Ops ORT's QDQPropagationTransformer moves a Q/DQ pair across (optimizer/qdq_transformer/qdq_propagation.cc,
+# CanNodePropagate): a float op before one of them can still end up between a DQ and a Q on the device.
+_PROPAGATED = ("MaxPool", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Slice")
+
+
+def refused_unit_breakers(model_path: Path, recipe: Recipe) -> list[str]:
+    """Names of the nodes whose quantization makes a QDQ unit ``recipe``'s provider refuses, where leaving
+    them float lets the provider take the unit's nodes one by one; [] for providers without unit rules.
+    The units are those of the graph ORT runs (ORT_ENABLE_BASIC, as the coverage report sees it)."""
+    from mobilegen.coverage.analyze import prepare
+    from mobilegen.coverage.qdq import table_units
+    from mobilegen.quantize.recipes import qdq_table, unit_ops
+
+    table = qdq_table(recipe.provider)
+    if table is None or not recipe.op_types or not all(table.lookup("", op) for op in _QDQ_OPS):
+        return []
+    taken = set(unit_ops(recipe.provider, recipe.activation_type).taken)
+    graph = prepare(None, source=model_path).graph
+    units = table_units(table, graph)
+    names: list[str] = []
+    for unit in units.units if units is not None else ():
+        target = graph.nodes[unit.target]
+        if unit.qlinear or target.op_type in taken or table.lookup(target.domain, target.op_type) is None:
+            continue
+        if target.op_type in recipe.op_types:  # a Relu/Clip the quantizer kept: leave it float
+            names.append(target.name)
+        names += _quantizing_consumers(graph, unit.qs, recipe)
+    return list(dict.fromkeys(n for n in names if n))
+
+
+def _quantizing_consumers(graph: GraphInfo, qs: tuple[int, ...], recipe: Recipe) -> list[str]:
+    """The nodes past ``qs`` (through Q/DQ and the ops ORT propagates them across) that quantized their input."""
+    names: list[str] = []
+    seen, todo = set(qs), list(qs)
+    while todo:
+        for out in graph.nodes[todo.pop()].outputs:
+            for c in graph.consumers.get(out, []):
+                node = graph.nodes[c]
+                if node.op_type in (*_QDQ_OPS, *_PROPAGATED):
+                    if node.op_type in recipe.op_types:
+                        names.append(node.name)
+                    if c not in seen:
+                        seen.add(c)
+                        todo.append(c)
+                else:
+                    names.append(node.name)
+    return names
+
+
+def named_nodes(pre: Path, work: Path) -> Path:
+    """``pre`` with a unique name on every unnamed node: ``nodes_to_exclude`` (engine ``_static_for_provider``) names
+    the nodes it leaves float, and ORT keeps an unnamed node unnamed."""
+    import onnx
+
+    model = onnx.load_model(str(pre), load_external_data=True)
+    nodes = model.graph.node
+    if all(n.name for n in nodes):
+        return pre
+    used = {n.name for n in nodes}
+    for i, node in enumerate(nodes):
+        if not node.name:
+            name = f"{node.op_type}_{i}"
+            while name in used:
+                name += "_"
+            node.name = name
+            used.add(name)
+    out = work / "pre-named.onnx"
+    onnx.save_model(model, str(out))
+    return out
