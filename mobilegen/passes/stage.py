@@ -6,12 +6,15 @@ model. After a pass that rewrote something the target's providers are analysed a
 kept when it is better for some provider and worse for none, and onnxruntime still loads the graph;
 otherwise it is undone. Per provider (:func:`judge`):
 
-- better: fewer partitions, or fewer refused nodes (total - supported), or more supported nodes;
+- better: fewer partitions, or fewer refused nodes (total - supported) — more supported nodes with as many
+  refused is only a bigger graph;
 - worse: more partitions (from none to some is not), or fewer supported nodes *and* more refused ones.
 
 Within a build target the providers are the app session's chain, first one first (Android: NNAPI, then
 XNNPACK), and a later provider only gets the nodes the earlier ones leave: there the first provider
-whose numbers move decides (a LayerNorm rewrite that NNAPI takes whole is kept even if XNNPACK, which
+whose numbers move decides; a provider that would take the same coverage in more nodes refuses the pass
+(QNN takes LayerNormalization whole: NNAPI's decomposition only makes QNN's graph bigger), and one that takes
+every node before and after ends the judging, since nothing reaches the providers after it (a LayerNorm rewrite that NNAPI takes whole is kept even if XNNPACK, which
 only sees what NNAPI leaves, would form more partitions on the whole graph). ``mobilegen fix`` judges
 its providers, which may belong to different platforms, by the rule above.
 
@@ -156,12 +159,25 @@ def _judge_in_order(before: Sequence[CoverageReport], after: Sequence[CoverageRe
             return False, f"worse for {change}"
         if better(cb, ca):
             return True, change
+        if inflated(cb, ca):  # the same coverage in more nodes: a cost for the provider that runs first
+            return False, f"worse for {a.label}: the same coverage in more nodes ({counts_text(cb)} → {counts_text(ca)})"
+        if cb.total_nodes and not cb.cpu_nodes and not ca.cpu_nodes:
+            # it takes every node either way: the providers after it get none, so what they gain is moot
+            return False, f"{a.label} takes every node already ({counts_text(cb)}): the providers after it get none"
     return False, "no provider gained"
 
 
 def better(before: CoverageCounts, after: CoverageCounts) -> bool:
-    """Fewer partitions, or fewer refused nodes, or more supported nodes."""
-    return after.partitions < before.partitions or after.cpu_nodes < before.cpu_nodes or after.supported_nodes > before.supported_nodes
+    """Fewer partitions, or fewer refused nodes. More supported nodes alone, with as many refused, is a
+    bigger graph, not more coverage (QNN's builders take LayerNorm and Gelu whole: their NNAPI
+    decompositions add nodes QNN takes, and nothing more)."""
+    return after.partitions < before.partitions or after.cpu_nodes < before.cpu_nodes
+
+
+def inflated(before: CoverageCounts, after: CoverageCounts) -> bool:
+    """More nodes taken with as many refused and as many partitions: the provider runs a bigger graph for
+    nothing (NNAPI's LayerNorm decomposition on QNN, which takes LayerNormalization whole)."""
+    return after.supported_nodes > before.supported_nodes and after.cpu_nodes == before.cpu_nodes and after.partitions == before.partitions
 
 
 def worse(before: CoverageCounts, after: CoverageCounts) -> bool:

@@ -123,6 +123,7 @@ def quantize_build(
     with temp_dir("quantize") as tmp:
         ranked = sorted_outputs(getattr(opts, "task", None))
         built = {i: _quantize_group(g, q, calib, tmp / str(i), opts.style, ranked) for i, g in enumerate(groups) if g.recipe is not None}
+        notices += [nothing_quantized_notice(groups[i], b.record) for i, b in built.items() if not b.record.quantized_nodes]
         shipped = _lay_out(groups, built, root, q.mode, opts.verify.atol)
     write_golden(shipped, root, opts.verify)
     return shipped, notices
@@ -176,6 +177,18 @@ def _plan(models: Sequence[ShippedModel], chosen: Sequence[Chosen], mode: Quanti
 
 def refused_notice(mode: str, display: str, reason: str, target: str) -> Notice:
     return Notice("quantize-refused", "warning", f"--quantize {mode}: the {display} model ships fp32 — {reason}", subject=target)
+
+
+def nothing_quantized_notice(g: _Group, record: QuantizationRecord) -> Notice:
+    """The recipe found none of its ops in the model (XNNPACK's int8 quantizes Conv/MaxPool/ConvTranspose
+    only: a transformer keeps every MatMul float): the model ships, but nothing in it is quantized."""
+    ops = ", ".join(getattr(g.recipe, "op_types", ()) or ()) or "its default set"
+    text = (
+        f"--quantize {record.mode}: the {' and '.join(g.targets)} model has none of the ops the {getattr(g.recipe, 'provider', '?')} "
+        f"recipe quantizes ({ops}): nothing in it is quantized and it computes in float32; choose another "
+        "--quantize mode or provider, or drop --quantize"
+    )
+    return Notice("quantize-nothing", "warning", text, subject=" and ".join(g.targets))
 
 
 def untrustworthy_notice(source: str, count: int) -> Notice:

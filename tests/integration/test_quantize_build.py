@@ -83,8 +83,9 @@ def test_android_nnapi_int8_ships_uint8_qdq_with_its_own_golden_vectors(cnn: dic
     assert record["golden"]["atol"] >= manifest["tolerances"]["atol"]
     assert manifest["options"]["device_tolerances"]["android_accelerated"]["atol"] == record["golden"]["atol"]
     report = (out / "report/report.md").read_text()
-    assert "## Quantization" in report and "uint8 activations, uint8 weights, per-tensor (for nnapi)" in report
-    assert "Worst layers" in report and "calib.npz (" in report and "samples), method minmax" in report and "→" in report
+    assert "## Quantization" in report and "uint8 activations, uint8 weights, per-tensor, ops Conv, Gemm" in report
+    assert "Relu, Clip (for nnapi)" in report and "GlobalAveragePool" not in q["recipe"]["op_types"]  # NNAPI's unit ops only
+    assert "Worst layers" in report and "samples from calib.npz, method minmax" in report and "→" in report
     assert 'id="quantization"' in (out / "report/report.html").read_text()
     assert "## Quantization" in (out / "README.md").read_text()
     assert verify_package(out).passed

@@ -494,3 +494,21 @@ def test_drop_unused_initializers_keeps_what_anything_reads() -> None:
     assert [t.name for t in m.graph.initializer] == ["read", "in_branch", "as_input", "as_output", "cond_in"]
     put_back(m, dropped)
     assert _bytes(m) == original
+
+
+def test_a_provider_that_takes_every_node_gains_nothing_from_a_bigger_graph() -> None:
+    # benchmarks/accelerators.py: QNN v73 took Swin whole (299/299, 1 partition); NNAPI's LayerNorm/Gelu
+    # decompositions made it 643/643 — more "supported" nodes, no gain — and were kept for NNAPI behind it
+    assert not judge([_report(299, 299, 1)], [_report(643, 643, 1)])[0]
+    assert judge([_report(299, 299, 2)], [_report(643, 643, 1)])[0]  # fewer partitions still count
+    qnn_first = ([_report(299, 299, 1), _report(251, 299, 31)], [_report(643, 643, 1), _report(643, 643, 1)])
+    keep, why = judge(*qnn_first, in_order=True)
+    assert not keep and "the same coverage in more nodes" in why
+    # QNN whole either way, with as many nodes: NNAPI's gain behind it is moot
+    keep, why = judge([_report(299, 299, 1), _report(251, 299, 31)], [_report(299, 299, 1), _report(299, 299, 1)], in_order=True)
+    assert not keep and "takes every node already" in why and "the providers after it get none" in why
+    # QNN leaves 6 nodes either way, in as many partitions: a decomposition only inflates its graph
+    keep, why = judge([_report(220, 226, 7), _report(170, 226, 31)], [_report(400, 406, 7), _report(400, 406, 20)], in_order=True)
+    assert not keep and "the same coverage in more nodes" in why
+    # a provider that leaves nodes: the next one still decides (NNAPI first, XNNPACK after)
+    assert judge([_report(5, 10, 1), _report(5, 10, 2)], [_report(5, 10, 1), _report(6, 10, 1)], in_order=True)[0]
