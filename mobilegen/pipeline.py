@@ -84,10 +84,13 @@ def build(opts: BuildOptions) -> BuildResult:
     check_output_names(opts.task, opts.model_opts.output_names)  # --output-name with --top-k: the task names the outputs
     source_date_epoch()  # a malformed SOURCE_DATE_EPOCH fails now, not after the whole build
     out = Path(os.path.abspath(opts.out))
-    if opts.zip and out.suffix.lower() == ".zip":
-        raise UsageError(f"-o {opts.out} names the zip, but -o is the package folder", hint=f"pass -o {out.with_suffix('').name} with --zip: it writes {out.with_suffix('').name}/ and {out.name}")
-    if not opts.zip and out.suffix.lower() == ".zip":  # it would be a folder named like a zip
-        raise UsageError(f"-o {opts.out} names the output folder, not a zip", hint=f"use -o {out.with_suffix('').name} --zip: it writes {out.with_suffix('').name}/ and {out.name}")
+    if out.suffix.lower() == ".zip":
+        # the user's own spelling minus the suffix (any case); --zip then writes FOLDER/ and FOLDER + ".zip"
+        folder = Path(opts.out).with_suffix("")
+        writes = f"it writes {folder}/ and {folder}.zip"
+        if opts.zip:
+            raise UsageError(f"-o {opts.out} names the zip, but -o is the package folder", hint=f"pass -o {folder} with --zip: {writes}")
+        raise UsageError(f"-o {opts.out} names the output folder, not a zip", hint=f"use -o {folder} --zip: {writes}")  # else a folder named like a zip
     zip_path = Path(str(out) + ".zip") if opts.zip else None
     with staged_output(out, force=opts.force, zip_path=zip_path, protect=(opts.model,)) as root:
         (root / "model").mkdir()

@@ -75,7 +75,8 @@ def prepare(exported: OnnxModel, chosen: Sequence[Chosen], *, keep_dynamic: bool
     ctx = _context(model, chosen)
     for c in chosen:
         for ep in c.target.providers(c.opts, ctx):
-            notices.extend(providers.get(ep.ep).notices)
+            # about the target that chose the provider: its README lists it, the other target's does not
+            notices.extend(replace(n, subject=n.subject or c.target.name) for n in providers.get(ep.ep).notices)
         if _wants_fixed_dims(c, ctx) and not model.io.is_static and not keep_dynamic:
             model, fixed = passes.fix_dynamic_dims(model)
             if fixed:
@@ -291,7 +292,7 @@ def render(
             coverage=tuple(r for r in coverage if r.target == c.target.name),
             ort_version=c.runtime.version,
             mobilegen_version=__version__,
-            notes=tuple(texts(build_notices(warnings))),
+            notes=tuple(texts(notices_for(c.target.name, build_notices(warnings), coverage, {x.target.name for x in chosen}))),
             task=opts.task,  # resolved against the model by the pipeline (crop filled in)
             labels_file=task_files.labels if task_files else None,
             task_golden=task_files.golden.get(c.target.name) if task_files else None,
@@ -300,6 +301,23 @@ def render(
         c.target.render(spec, c.opts, root / c.target.folder)
         tolerances[c.target.tolerance_key] = c.target.device_tolerances(spec, c.opts)
     return tolerances
+
+
+def notices_for(target: str, notices: Sequence[Notice], coverage: Sequence[CoverageReport], targets: set[str]) -> list[Notice]:
+    """The notices a target's README lists: those about no target in particular, or about ``target``.
+    A subject names targets ("ios", "android and ios") or a coverage label, whose report says its target
+    ("xnnpack (ios)", "nnapi"); the package README keeps every notice."""
+    owners: dict[str, set[str]] = {}
+    for r in coverage:
+        if r.target:
+            owners.setdefault(r.shown, set()).add(r.target)
+
+    def concerns(n: Notice) -> bool:
+        named = {t.strip() for t in n.subject.replace(",", " and ").split(" and ")} - {""}
+        about = named if named and named <= targets else owners.get(n.subject)
+        return not about or target in about
+
+    return [n for n in notices if concerns(n)]
 
 
 def options_record(

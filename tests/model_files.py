@@ -90,3 +90,17 @@ def hostile_torch_save(path: Path, marker: Path) -> None:
             return (os.system, (f"touch {marker}",))
 
     torch.save({"model": Evil()}, path)
+
+
+def mean_matmul_classifier(path: Path, classes: int = 4) -> Path:
+    """An ONNX classifier: x [1,3,8,8] → mean over pixels → MatMul → y [1,classes] (seeded weights)."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((3, classes)).astype(np.float32), "w")
+    nodes = [helper.make_node("ReduceMean", ["x"], ["p"], axes=[2, 3], keepdims=0), helper.make_node("MatMul", ["p", "w"], ["y"])]
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, classes])
+    onnx.save(helper.make_model(helper.make_graph(nodes, "g", [x], [y], [w]), opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    return path

@@ -111,12 +111,28 @@ def resolve_target(path: Path, target: str | None = None) -> Target:
     if not path.is_file():
         raise UsageError(f"{path}: no such file or folder", hint="pass a .ort file or a package folder")
     if path.suffix.lower() == ".zip":
-        raise UsageError(f"{path}: a zipped package: unzip it first and pass the folder", hint=f"e.g. unzip {path} -d DIR, then mobilegen bench DIR")
+        raise UsageError(f"{path}: a zipped package: unzip it first and pass the folder", hint=_unzip_hint(path))
     if path.suffix != ".ort":
         raise UsageError(f"{path}: not a .ort file or a package folder", hint="pass the package folder or its model/…/model.ort")
     if target is not None:
         raise UsageError(f"--target {target}: chooses the model of a package folder; {path} is a .ort file", hint="drop --target, or pass the package folder")
     return Target(path, path.name, None)
+
+
+def _unzip_hint(path: Path) -> str:
+    """How to bench a zip's contents: the package is the zip's one top-level folder (``--zip`` writes
+    every entry under ``<name>/``), so ``bench DIR`` alone would find no manifest."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as zf:
+            tops = {name.split("/", 1)[0] for name in zf.namelist() if "/" in name.strip("/")}
+    except (OSError, zipfile.BadZipFile, ValueError):
+        tops = set()
+    if len(tops) == 1:
+        (top,) = tops
+        return f"e.g. unzip {path} -d DIR, then mobilegen bench DIR/{top}"
+    return f"e.g. unzip {path} -d DIR, then mobilegen bench the folder in DIR that holds manifest.json"
 
 
 def _package_target(root: Path, target: str | None) -> Target:
@@ -165,7 +181,7 @@ def _package_model(root: Path, models: list[dict[str, Any]], target: str | None)
     chosen = {ort: v for ort, v in found.items() if target is None or target in v[1]}
     choices = ", ".join(f"{ort} (--target {' / '.join(v[1]) or '?'})" for ort, v in found.items())
     if not chosen:
-        raise UsageError(f"{root}: no model for --target {target}; its models: {choices}")
+        raise UsageError(f"{root}: no model for --target {target}; its models: {choices}", hint="pass one of the --target values listed, or omit --target when the package has one model")
     if len(chosen) > 1:
         raise UsageError(f"{root}: has one model per target, say which to time: {choices}", hint=f"pass --target {' or --target '.join(TARGETS)}")
     ((ort, (golden, _targets)),) = chosen.items()

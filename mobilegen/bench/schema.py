@@ -333,7 +333,11 @@ def read_result(path: Path) -> BenchResult:
     except FileNotFoundError:
         raise UsageError(f"{shown}: no such file", hint="pass the JSON file mobilegen bench or the device benchmark wrote") from None
     except OSError as err:
-        raise UsageError(f"{shown}: cannot be read ({err.strerror or err})") from err
+        raise UsageError(
+            f"{shown}: cannot be read ({err.strerror or err})",
+            hint="results are the JSON files mobilegen bench MODEL -o FILE.json or the device benchmark writes"
+            + ("; pass each file (--results F1.json --results F2.json), not their folder" if isinstance(err, IsADirectoryError) else ""),
+        ) from err
     if len(raw) > MAX_RESULT_BYTES:
         raise UsageError(f"{shown}: larger than {MAX_RESULT_BYTES >> 20} MiB, not a benchmark result")
     hint = f"results are the JSON files mobilegen bench MODEL -o FILE.json or the device benchmark writes (schema {SCHEMA_FILE}, README: Benchmarks)"

@@ -94,7 +94,7 @@ class AccuracyReport:
             cos, err = ("-", "-") if o.exact else (cosine_text(o.cosine, self.min_cosine), f"{o.max_abs:.4g}")
             top1 = "-" if o.top1 is None else f"{o.top1:.3f}" + (" equal" if o.exact else "")
             if o.all_ranks is not None:
-                top1 = f"{o.top1:.3f} rank 1 equal ({o.all_ranks:.3f} of all ranks)"
+                top1 = f"{o.top1:.3f} of rank 1 equal ({o.all_ranks:.3f} of all ranks)"
             rows.append((o.name, cos, err, top1, "ok" if ok else "FAIL"))
         widths = [max(len(r[i]) for r in rows) for i in range(5)]
         lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
@@ -109,7 +109,9 @@ class AccuracyReport:
 
 
 def _output_record(o: OutputAccuracy) -> dict[str, JSONValue]:
-    out: dict[str, JSONValue] = {"name": o.name, "cosine": _num(o.cosine), "max_abs": _num(o.max_abs), "top1": o.top1}
+    # an integer output (class ids) has no cosine or max abs worth reading: they are null, as the tables' "-"
+    cosine, max_abs = (None, None) if o.exact else (_num(o.cosine), _num(o.max_abs))
+    out: dict[str, JSONValue] = {"name": o.name, "cosine": cosine, "max_abs": max_abs, "top1": o.top1}
     if o.all_ranks is not None:
         out["all_ranks"] = o.all_ranks
     return out | {"exact": True} if o.exact else out

@@ -113,9 +113,11 @@ def _coreml_refusal(mode: QuantizeMode) -> Refusal:
 # input is quantized is removed and its range folded into the Q before it (asymmetric activations, the
 # input read by that node only), so it forms no unit; the int8 recipes quantize them for that.
 REMOVABLE = ("Relu", "Clip")
-# Rules of a provider's QDQ table that refuse every unit they apply to (the op is in UNIT_OPS because ORT's
-# EP claims the unit, then fails): xnnpack.qdq.resize — the fused Resize finds no kernel (detail/utils.cc).
-NEVER_TAKEN_RULES = frozenset({"xnnpack.qdq.resize"})
+# Rules of a provider's QDQ table that refuse every unit a calibrated recipe makes: xnnpack.qdq.resize — the
+# EP claims the unit, then the fused Resize finds no kernel (detail/utils.cc); nnapi.qdq.fixed_output — NNAPI
+# wants Softmax/Sigmoid outputs at scale 1/256, zero point 0 (softmax_op_builder.cc), while calibration gives
+# the output the scale of its measured range (a Softmax unit quantized anyway split the task CNN's partition).
+NEVER_TAKEN_RULES = frozenset({"xnnpack.qdq.resize", "nnapi.qdq.fixed_output"})
 _TYPE_CODES = {"uint8": 2, "int8": 3}  # onnx.TensorProto codes, as QdqOp.types holds them
 
 

@@ -37,7 +37,9 @@ class AccuracyRow:
     all_ranks: float | None = None  # --top-k's indices: agreement of every rank (top1 is rank 1's, gated)
 
     def to_dict(self) -> dict[str, JSONValue]:
-        out: dict[str, JSONValue] = {"artifact": self.artifact, "output": self.output, "cosine": _num(self.cosine), "max_abs": _num(self.max_abs), "top1": _num(self.top1)}
+        # an integer output (class ids): no cosine or max abs worth reading, null as the tables' "-"
+        cosine, max_abs = (None, None) if self.exact else (_num(self.cosine), _num(self.max_abs))
+        out: dict[str, JSONValue] = {"artifact": self.artifact, "output": self.output, "cosine": cosine, "max_abs": max_abs, "top1": _num(self.top1)}
         if self.all_ranks is not None:
             out["all_ranks"] = _num(self.all_ranks)
         return out | {"exact": True} if self.exact else out

@@ -123,7 +123,9 @@ def quantize_build(
     with temp_dir("quantize") as tmp:
         ranked = sorted_outputs(getattr(opts, "task", None))
         built = {i: _quantize_group(g, q, calib, tmp / str(i), opts.style, ranked) for i, g in enumerate(groups) if g.recipe is not None}
-        notices += [nothing_quantized_notice(groups[i], b.record) for i, b in built.items() if not b.record.quantized_nodes]
+        groups, built = _unquantized_ship_fp32(groups, built, q.mode, notices)
+        if not built:
+            return tuple(_refused(g, q.mode) for g in groups), notices
         shipped = _lay_out(groups, built, root, q.mode, opts.verify.atol)
     write_golden(shipped, root, opts.verify)
     return shipped, notices
@@ -179,16 +181,35 @@ def refused_notice(mode: str, display: str, reason: str, target: str) -> Notice:
     return Notice("quantize-refused", "warning", f"--quantize {mode}: the {display} model ships fp32 — {reason}", subject=target)
 
 
-def nothing_quantized_notice(g: _Group, record: QuantizationRecord) -> Notice:
-    """The recipe found none of its ops in the model (XNNPACK's int8 quantizes Conv/MaxPool/ConvTranspose
-    only: a transformer keeps every MatMul float): the model ships, but nothing in it is quantized."""
-    ops = ", ".join(getattr(g.recipe, "op_types", ()) or ()) or "its default set"
-    text = (
-        f"--quantize {record.mode}: the {' and '.join(g.targets)} model has none of the ops the {getattr(g.recipe, 'provider', '?')} "
-        f"recipe quantizes ({ops}): nothing in it is quantized and it computes in float32; choose another "
-        "--quantize mode or provider, or drop --quantize"
-    )
-    return Notice("quantize-nothing", "warning", text, subject=" and ".join(g.targets))
+def _unquantized_ship_fp32(groups: list[_Group], built: dict[int, _Built], mode: QuantizeMode, notices: list[Notice]) -> tuple[list[_Group], dict[int, _Built]]:
+    """A recipe that found none of its ops in the model (XNNPACK's int8 quantizes Conv/MaxPool/ConvTranspose
+    only: a transformer keeps every MatMul float) quantized nothing: that group ships its fp32 model, with the
+    reason, like a provider's refusal. Returns the groups (fp32 groups of one model merged) and what stays built."""
+    from mobilegen.quantize import Refusal
+    from mobilegen.targets import get as target
+
+    out: list[_Group] = []
+    kept: dict[int, _Built] = {}
+    for i, g in enumerate(groups):
+        b = built.get(i)
+        if b is not None and not b.record.quantized_nodes:
+            provider = str(getattr(g.recipe, "provider", "?"))
+            ops = ", ".join(getattr(g.recipe, "op_types", ()) or ()) or "its default set"
+            reason = (
+                f"the model has none of the ops the {provider} recipe quantizes ({ops}), so nothing in it would be "
+                "quantized; choose another --quantize mode (dynamic suits transformer MatMuls) or drop --quantize"
+            )
+            for t in g.targets:
+                notices.append(refused_notice(mode, target(t).display_name, reason, t))
+            g, b = replace(g, recipe=None, refusal=Refusal(mode, provider, reason)), None
+        same = next((k for k, o in enumerate(out) if g.recipe is None and o.recipe is None and o.source.folder == g.source.folder), None)
+        if same is not None:  # one fp32 model for every target that ships it
+            out[same] = replace(out[same], targets=(*out[same].targets, *g.targets))
+            continue
+        if b is not None:
+            kept[len(out)] = b
+        out.append(g)
+    return out, kept
 
 
 def untrustworthy_notice(source: str, count: int) -> Notice:

@@ -105,7 +105,7 @@ def sections(models: Sequence[ShippedModel]) -> tuple[QuantSection, ...]:
         )
         accuracy = tuple(
             Row((a.artifact, a.output, num(None) if a.exact else f"{a.cosine:.6f}", num(None) if a.exact else num(a.max_abs),
-                 num(a.top1) + (f" rank 1 equal ({num(a.all_ranks)} of all ranks)" if a.all_ranks is not None else " equal" if a.exact else ""), _result(1.0 if a.exact else a.cosine, a.top1, r)))
+                 num(a.top1) + (f" of rank 1 equal ({num(a.all_ranks)} of all ranks)" if a.all_ranks is not None else " equal" if a.exact else ""), _result(1.0 if a.exact else a.cosine, a.top1, r)))
             for a in r.accuracy
         )
         layers = tuple(Row((w.tensor, f"{w.sqnr_db:.1f}")) for w in r.worst_layers)

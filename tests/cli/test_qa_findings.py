@@ -40,7 +40,7 @@ def test_convert_output_must_be_an_ort_file(tmp_path: Path) -> None:
 
 
 def test_zip_path_given_as_the_output_folder(tmp_path: Path) -> None:
-    assert_fails(invoke("android", CNN, "--input", "image:1x3x64x64", "--zip", "-o", tmp_path / "pk.zip"), 2, "names the zip", "-o pk")
+    assert_fails(invoke("android", CNN, "--input", "image:1x3x64x64", "--zip", "-o", tmp_path / "pk.zip"), 2, "names the zip", f"-o {tmp_path / 'pk'} with --zip")
     assert list(tmp_path.iterdir()) == []
 
 

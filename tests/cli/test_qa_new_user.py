@@ -171,7 +171,7 @@ def test_o_zip_without_zip_is_refused(tmp_path: Path, command: str) -> None:
     model = image_classifier(tmp_path / "cls.onnx")
     extra = ["--android"] if command == "package" else []
     result = invoke(command, model, *extra, "-o", tmp_path / "new.zip")
-    assert_fails(result, 2, "-o", "new.zip names the output folder, not a zip", "use -o new --zip")
+    assert_fails(result, 2, "-o", "new.zip names the output folder, not a zip", f"use -o {tmp_path / 'new'} --zip")
     assert listing(tmp_path) == ["cls.onnx"]
 
 

@@ -16,7 +16,8 @@ import numpy as np
 import onnx
 import pytest
 from cli_helpers import assert_fails, invoke, private_tmpdir
-from onnx import TensorProto, helper, numpy_helper
+from model_files import mean_matmul_classifier
+from onnx import numpy_helper
 
 BUILD_ATOL = 1e-4  # the default --atol
 
@@ -27,13 +28,7 @@ def _tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 
 def _classifier(path: Path, classes: int = 4) -> Path:
-    """x [1,3,8,8] → mean over pixels → MatMul → y [1,classes]."""
-    w = numpy_helper.from_array(np.random.default_rng(0).standard_normal((3, classes)).astype(np.float32), "w")
-    nodes = [helper.make_node("ReduceMean", ["x"], ["p"], axes=[2, 3], keepdims=0), helper.make_node("MatMul", ["p", "w"], ["y"])]
-    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, classes])
-    onnx.save(helper.make_model(helper.make_graph(nodes, "g", [x], [y], [w]), opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
-    return path
+    return mean_matmul_classifier(path, classes)
 
 
 def _samples(path: Path, n: int) -> Path:

@@ -108,7 +108,7 @@ def test_top_k_indices_gate_rank_one_and_show_every_rank(tmp_path: Path) -> None
     ok = accuracy(fp32, swapped, data, opts, sorted_outputs=ranked)
     indices = {o.name: o for o in ok.outputs}["indices"]
     assert ok.passed and indices.top1 == 1.0 and indices.all_ranks == pytest.approx(1 / 3)
-    assert "1.000 rank 1 equal (0.333 of all ranks)" in ok.table()
+    assert "1.000 of rank 1 equal (0.333 of all ranks)" in ok.table()
     assert ok.record()["outputs"][1]["all_ranks"] == pytest.approx(1 / 3)
     assert not accuracy(fp32, swapped, data, opts).passed  # an integer output no task ranks: every value gated
     bad = accuracy(fp32, wrong_top1, data, opts, sorted_outputs=ranked)

@@ -26,8 +26,11 @@ def test_nnapi_recipe_quantizes_its_unit_ops_only() -> None:
     from mobilegen.providers.nnapi.qdq import UNIT_OPS
 
     r = _recipe(("nnapi", "xnnpack"))
-    assert r.op_types == (*UNIT_OPS, *REMOVABLE)
-    assert not {"GlobalAveragePool", "ReduceMean", "MaxPool", "Sigmoid"} & set(r.op_types)
+    assert r.op_types == (*(op for op in UNIT_OPS if op != "Softmax"), *REMOVABLE)
+    assert not {"GlobalAveragePool", "ReduceMean", "MaxPool", "Sigmoid", "Softmax"} & set(r.op_types)
+    # QA: a calibrated Softmax output never has NNAPI's fixed 1/256 scale, so its unit went to the CPU
+    left = dict(unit_ops("nnapi", "uint8").left_float)
+    assert "nnapi.qdq.fixed_output" in left["Softmax"] and "Softmax" in r.reason
     assert "every other op stays float" in r.reason and "IsNodeUnitTypeSupported" in r.reason
 
 
@@ -41,10 +44,11 @@ def test_xnnpack_recipe_leaves_gemm_softmax_and_resize_float() -> None:
 
 
 def test_cpu_keeps_the_default_set_and_never_taken_rules_exist() -> None:
+    from mobilegen.providers.nnapi.qdq import RULES as NNAPI_RULES
     from mobilegen.providers.xnnpack.qdq import RULES
 
     assert _recipe(()).op_types == ()
-    assert NEVER_TAKEN_RULES <= set(RULES)
+    assert NEVER_TAKEN_RULES <= set(RULES) | set(NNAPI_RULES)
     # a uint8 XNNPACK recipe would take Softmax: the filter reads the table's types, not a list
     assert "Softmax" in unit_ops("xnnpack", "uint8").taken
 
