@@ -21,6 +21,7 @@ from mobilegen.runtimes import QNN_CHANNEL
 
 if TYPE_CHECKING:
     from mobilegen.android import AndroidOptions
+    from mobilegen.warnings import Notice
 
 QNN_ARTIFACT = "com.microsoft.onnxruntime:onnxruntime-android-qnn"
 ORT_ARTIFACT = "com.microsoft.onnxruntime:onnxruntime-android"
@@ -50,6 +51,23 @@ ORT_AAR_PROVIDERS = ("nnapi", "xnnpack")
 QNN_AAR_PROVIDERS = ("qnn",)
 # The benchmark's configurations per provider (bench/ModelBenchmark.kt's BenchConfigs.ALL), cpu first.
 _BENCH_CONFIGS = {"xnnpack": ("xnnpack",), "nnapi": ("nnapi", "nnapi-fp16", "nnapi-no-cpu"), "qnn": ("qnn", "qnn-no-cpu")}
+
+
+def notices(opts: AndroidOptions) -> tuple[Notice, ...]:
+    """``--qnn`` with ``--nnapi``/``--xnnpack``: the QNN AAR the project then pins has neither, so the app's
+    session gets QNN and the CPU only (their coverage is shown for what it would be on onnxruntime-android)."""
+    from mobilegen.warnings import Notice  # noqa: F811 (at run time; the annotation's import is TYPE_CHECKING only)
+
+    others = [name for flag, name in ((opts.nnapi, "NNAPI"), (opts.xnnpack, "XNNPACK")) if flag]
+    if not opts.qnn or not others:
+        return ()
+    text = (
+        f"--qnn with --{' and --'.join(o.lower() for o in others)}: the QNN AAR (com.microsoft.onnxruntime:onnxruntime-android-qnn) "
+        f"is built with QNN only (ORT's default_qnn_aar_build_settings.json), so on a device the app's session gets QNN "
+        f"and the CPU: {' and '.join(others)} are skipped; their coverage here is what onnxruntime-android would give — "
+        "for phones without a Snapdragon NPU, build a second package without --qnn"
+    )
+    return (Notice("qnn-aar-only", "warning", text, subject="android"),)
 
 
 def aar_providers(opts: AndroidOptions) -> tuple[str, ...]:

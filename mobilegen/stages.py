@@ -74,6 +74,7 @@ def prepare(exported: OnnxModel, chosen: Sequence[Chosen], *, keep_dynamic: bool
     model = exported
     ctx = _context(model, chosen)
     for c in chosen:
+        notices.extend(c.target.notices(c.opts))
         for ep in c.target.providers(c.opts, ctx):
             # about the target that chose the provider: its README lists it, the other target's does not
             notices.extend(replace(n, subject=n.subject or c.target.name) for n in providers.get(ep.ep).notices)

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from mobilegen.coverage.target import EPTarget
     from mobilegen.runtimes import RuntimeRelease
     from mobilegen.spec import IOSpec
+    from mobilegen.warnings import Notice
 
 
 class AndroidTarget(Target[AndroidOptions]):
@@ -59,6 +60,9 @@ class AndroidTarget(Target[AndroidOptions]):
 
     def device_tolerances(self, spec: ProjectSpec, opts: AndroidOptions) -> tuple[float, float]:
         return impl.accelerated_tolerances(spec, opts)
+
+    def notices(self, opts: AndroidOptions) -> tuple[Notice, ...]:
+        return android_qnn.notices(opts)
 
     def options_record(self, opts: AndroidOptions) -> Mapping[str, JSONValue]:
         rec: dict[str, JSONValue] = {

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from mobilegen.coverage.target import EPTarget
     from mobilegen.runtimes import RuntimeRelease
     from mobilegen.spec import IOSpec
+    from mobilegen.warnings import Notice
 
 Opts = TypeVar("Opts")  # the target's own frozen options type
 
@@ -74,6 +75,10 @@ class Target(ABC, Generic[Opts]):
     @abstractmethod
     def device_tolerances(self, spec: ProjectSpec, opts: Opts) -> tuple[float, float]:
         """(atol, rtol) the generated accelerated device tests assert."""
+
+    def notices(self, opts: Opts) -> tuple[Notice, ...]:
+        """What the target says about its options wherever it is built (none by default)."""
+        return ()
 
     @abstractmethod
     def options_record(self, opts: Opts) -> Mapping[str, JSONValue]:

@@ -147,3 +147,17 @@ def test_readme_says_the_first_out_of_range_value_is_reported() -> None:
     text = " ".join(README.read_text(encoding="utf-8").split())
     assert "each out-of-range value is its own one-line error" not in text
     assert "with several, the first is reported" in text
+
+
+def test_qnn_with_nnapi_or_xnnpack_says_the_qnn_aar_has_neither(tmp_path: Path) -> None:
+    # ORT's default_qnn_aar_build_settings.json builds the QNN AAR with --use_qnn only: an app pinned to it
+    # never gets NNAPI or XNNPACK, whatever the wrapper's chain asks for
+    example = Path(__file__).resolve().parents[2] / "examples" / "mobilenet_tiny.pt"
+    both = invoke("android", example, "--input", "image:1x3x64x64", "--qnn", "--nnapi", "--xnnpack", "-o", tmp_path / "a", "--json")
+    assert both.exit_code == 0, both.output
+    (line,) = [w for w in json.loads(both.stdout)["warnings"] if "QNN AAR" in w]
+    assert line.startswith("--qnn with --nnapi and --xnnpack: the QNN AAR") and "NNAPI and XNNPACK are skipped" in line
+    assert "QNN AAR" in (tmp_path / "a/android/README.md").read_text()
+    alone = invoke("android", example, "--input", "image:1x3x64x64", "--qnn", "-o", tmp_path / "b", "--json")
+    assert alone.exit_code == 0, alone.output
+    assert not [w for w in json.loads(alone.stdout)["warnings"] if "QNN AAR" in w]
