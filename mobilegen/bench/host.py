@@ -15,7 +15,6 @@ The inputs are the package's golden inputs (``golden/golden.mgv``, the case the 
 
 from __future__ import annotations
 
-import hashlib
 import os
 import platform
 import tempfile
@@ -30,6 +29,7 @@ from mobilegen.artifacts import GOLDEN_MGV, MANIFEST
 from mobilegen.bench.profile import read_profile
 from mobilegen.bench.schema import BenchResult, Configuration, Device, Placement, WarmStats
 from mobilegen.errors import LoadError, UsageError, first_line
+from mobilegen.load import sha256_file
 
 if TYPE_CHECKING:
     import numpy as np
@@ -202,14 +202,6 @@ def _processor() -> str:
     except OSError:
         pass
     return platform.processor()[:200]
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def run_host_bench(
