@@ -7,7 +7,7 @@ an existing initializer; they only read them and add new ones.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -151,20 +151,39 @@ def _subgraph_reads(graph: onnx.GraphProto) -> set[str]:
     return names
 
 
-class Names:
-    """Fresh tensor and node names that collide with nothing in the graph (nor with each other)."""
+def graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
+    """``graph`` and every subgraph in it (If/Loop/Scan bodies), depth first."""
+    yield graph
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                yield from graphs(attr.g)
+            for sub in attr.graphs:
+                yield from graphs(sub)
 
-    def __init__(self, graph: onnx.GraphProto) -> None:
-        used = {t.name for t in graph.initializer}
-        used.update(v.name for v in (*graph.input, *graph.output, *graph.value_info))
-        for node in graph.node:
-            used.update(node.input)
-            used.update(node.output)
-            used.add(node.name)
+
+class Names:
+    """Fresh tensor and node names that collide with nothing in the graph or its subgraphs (nor with each
+    other); with ``prefix``, each is ``<prefix>/<base>``."""
+
+    def __init__(self, graph: onnx.GraphProto, *, prefix: str = "") -> None:
+        used: set[str] = set()
+        for g in graphs(graph):
+            used.update(t.name for t in g.initializer)
+            used.update(v.name for v in (*g.input, *g.output, *g.value_info))
+            for node in g.node:
+                used.update(node.input)
+                used.update(node.output)
+                used.add(node.name)
         self._used = used
+        self._prefix = prefix
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._used
 
     def new(self, base: str) -> str:
         base = base or "t"
+        base = f"{self._prefix}/{base}" if self._prefix else base
         name, i = base, 0
         while name in self._used:
             i += 1

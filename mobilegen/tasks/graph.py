@@ -18,7 +18,6 @@ collides with the new IO names is renamed.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -26,6 +25,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from mobilegen.errors import UsageError
+from mobilegen.passes.graph_util import Names, graphs
 from mobilegen.tasks.reference import PCM_SCALE
 from mobilegen.tasks.spec import INDICES_OUTPUT, SCORES_OUTPUT, TaskSpec
 
@@ -47,11 +47,11 @@ def wrap(model: onnx.ModelProto, spec: TaskSpec) -> onnx.ModelProto:
     g = out.graph
     inits = {i.name for i in g.initializer}
     (x,) = [i for i in g.input if i.name not in inits]
-    names = _Names(g)
+    names = Names(g, prefix=PREFIX)
     new_outputs = [SCORES_OUTPUT, INDICES_OUTPUT] if spec.top_k is not None else []
     for taken in (spec.input_name, *new_outputs):  # the new IO names are the wrapper's
-        if taken in names.used:
-            _rename(g, taken, names.fresh(taken))
+        if taken in names:
+            _rename(g, taken, names.new(taken))
     x = next(i for i in g.input if i.name not in inits)
     _fix_dims(g, x, spec, make_dim_param_fixed)
     y_name = g.output[0].name
@@ -72,45 +72,9 @@ def wrap(model: onnx.ModelProto, spec: TaskSpec) -> onnx.ModelProto:
     return out
 
 
-class _Names:
-    """Fresh names: ``mobilegen_task/<what>``, suffixed until no value or node of the graph has it."""
-
-    def __init__(self, g: onnx.GraphProto) -> None:
-        self.used = set(_all_names(g))
-
-    def fresh(self, what: str) -> str:
-        base = f"{PREFIX}/{what}"
-        name, n = base, 1
-        while name in self.used:
-            n += 1
-            name = f"{base}_{n}"
-        self.used.add(name)
-        return name
-
-
-def _graphs(g: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
-    yield g
-    for node in g.node:
-        for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.GRAPH:
-                yield from _graphs(attr.g)
-            for sub in attr.graphs:
-                yield from _graphs(sub)
-
-
-def _all_names(g: onnx.GraphProto) -> Iterator[str]:
-    for sg in _graphs(g):
-        yield from (v.name for v in (*sg.input, *sg.output, *sg.value_info))
-        yield from (i.name for i in sg.initializer)
-        for node in sg.node:
-            yield node.name
-            yield from node.input
-            yield from node.output
-
-
 def _rename(g: onnx.GraphProto, old: str, new: str) -> None:
     """Rename the value ``old`` everywhere (subgraphs see outer values by name)."""
-    for sg in _graphs(g):
+    for sg in graphs(g):
         for v in (*sg.input, *sg.output, *sg.value_info, *sg.initializer):
             if v.name == old:
                 v.name = new
@@ -137,17 +101,17 @@ def _const(name: str, value: np.ndarray) -> TensorProto:
     return numpy_helper.from_array(value, name)
 
 
-def _pre(spec: TaskSpec, x: onnx.ValueInfoProto, names: _Names) -> tuple[list[onnx.NodeProto], list[TensorProto], onnx.ValueInfoProto]:
+def _pre(spec: TaskSpec, x: onnx.ValueInfoProto, names: Names) -> tuple[list[onnx.NodeProto], list[TensorProto], onnx.ValueInfoProto]:
     nodes: list[onnx.NodeProto] = []
     inits: list[TensorProto] = []
 
     def step(op: str, inputs: list[str], what: str, *, last: bool = False, **attrs: Any) -> str:
-        out = x.name if last else names.fresh(what)
-        nodes.append(helper.make_node(op, inputs, [out], name=names.fresh(f"{what}_node"), **attrs))
+        out = x.name if last else names.new(what)
+        nodes.append(helper.make_node(op, inputs, [out], name=names.new(f"{what}_node"), **attrs))
         return out
 
     def const(what: str, value: np.ndarray) -> str:
-        name = names.fresh(what)
+        name = names.new(what)
         inits.append(_const(name, value))
         return name
 
@@ -171,7 +135,7 @@ def _pre(spec: TaskSpec, x: onnx.ValueInfoProto, names: _Names) -> tuple[list[on
     return nodes, inits, new_in
 
 
-def _post(spec: TaskSpec, g: onnx.GraphProto, y: str, names: _Names) -> tuple[list[onnx.NodeProto], list[TensorProto], list[onnx.ValueInfoProto] | None]:
+def _post(spec: TaskSpec, g: onnx.GraphProto, y: str, names: Names) -> tuple[list[onnx.NodeProto], list[TensorProto], list[onnx.ValueInfoProto] | None]:
     """The post nodes, their constants, and the new graph outputs (None: the model's own)."""
     if not spec.softmax and spec.top_k is None:
         return [], [], None
@@ -180,17 +144,17 @@ def _post(spec: TaskSpec, g: onnx.GraphProto, y: str, names: _Names) -> tuple[li
     classes = g.output[0].type.tensor_type.shape.dim[1].dim_value
     source = y
     if spec.top_k is None:  # Softmax alone: it takes the model's output name
-        source = names.fresh("logits")
+        source = names.new("logits")
         _rename(g, y, source)
     v = source
     if spec.softmax:
-        v = y if spec.top_k is None else names.fresh("probabilities")
-        nodes.append(helper.make_node("Softmax", [source], [v], name=names.fresh("softmax_node"), axis=-1))
+        v = y if spec.top_k is None else names.new("probabilities")
+        nodes.append(helper.make_node("Softmax", [source], [v], name=names.new("softmax_node"), axis=-1))
     if spec.top_k is None:
         return nodes, inits, [helper.make_tensor_value_info(y, TensorProto.FLOAT, [1, classes])]
-    k = names.fresh("k")
+    k = names.new("k")
     inits.append(_const(k, np.array([spec.top_k], dtype=np.int64)))
-    nodes.append(helper.make_node("TopK", [v, k], [SCORES_OUTPUT, INDICES_OUTPUT], name=names.fresh("topk_node"), axis=-1))
+    nodes.append(helper.make_node("TopK", [v, k], [SCORES_OUTPUT, INDICES_OUTPUT], name=names.new("topk_node"), axis=-1))
     return nodes, inits, [
         helper.make_tensor_value_info(SCORES_OUTPUT, TensorProto.FLOAT, [1, spec.top_k]),
         helper.make_tensor_value_info(INDICES_OUTPUT, TensorProto.INT64, [1, spec.top_k]),
