@@ -1,21 +1,45 @@
-# One entry point for newcomers and CI. `make demo` and `make test` install what they need first.
-PYTHON ?= python3
-PIP ?= $(PYTHON) -m pip
+# One entry point for newcomers and CI. `make demo` and `make test` install what they need first, into a
+# virtual environment of their own (.venv, or VENV=...), with the exact versions in requirements.lock.
+PYTHON_BOOT ?= python3
+VENV ?= .venv
+PYTHON := $(VENV)/bin/python
+PIP := $(PYTHON) -m pip --disable-pip-version-check
+LOCK := requirements.lock
 KOTLIN_VERSION ?= 2.4.20
 KOTLINC := .tools/node_modules/kotlin-compiler/bin/kotlinc
 DEMO_OUT ?= out/demo
+PYTEST_ARGS ?= -q --durations=25
+# Under CI (CI=true, set by .ci/run) a test tool that cannot be installed fails the run instead of skipping tests.
+CI ?=
 
-.PHONY: install tools demo test test-fast lint clean
+.PHONY: install tools demo test test-fast lint lock clean
 
+install: $(VENV)/.installed
+
+$(PYTHON):
+	@$(PYTHON_BOOT) -m venv $(VENV) || { echo "error: could not create the virtual environment $(VENV) with $(PYTHON_BOOT): install python3-venv (apt-get install python3-venv) or pass VENV=path/to/an/existing/venv"; rm -rf $(VENV); exit 1; }
+	$(PIP) install -q --upgrade pip
+
+# Reinstalls only when the lock or pyproject.toml changed since the last install.
 # torch is installed first, pinned: any unpinned resolution pulls the CUDA build (several GB).
-install:
-	$(PIP) install -q torch==2.13.0
-	$(PIP) install -q -e '.[dev]'
+$(VENV)/.installed: $(LOCK) pyproject.toml | $(PYTHON)
+	$(PIP) install -q -c $(LOCK) torch==2.13.0
+	$(PIP) install -q -c $(LOCK) -e '.[dev,tasks]'
+	@touch $@
+
+# Refresh requirements.lock from pyproject.toml's ranges (a fresh resolution in a throw-away venv).
+lock: | $(PYTHON)
+	$(PYTHON) scripts/lock.py
 
 # Test-only tools: a Kotlin compiler from npm (JDK 17 must be on the machine) and Chromium for the
 # report screenshot test (Debian package).
 tools: $(KOTLINC)
-	@command -v chromium >/dev/null 2>&1 || { (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || echo "warning: could not install chromium"; }
+	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || { \
+	  if [ "$(CI)" = "true" ]; then echo "error: could not install chromium (apt-get install chromium); CI needs it for tests/integration/test_report_chromium.py"; exit 1; \
+	  else echo "warning: could not install chromium (apt-get install chromium): its tests will skip"; fi; }
+	@command -v javac >/dev/null 2>&1 || { \
+	  if [ "$(CI)" = "true" ]; then echo "error: no JDK on PATH (javac); the Kotlin tests need JDK 17 (apt-get install openjdk-17-jdk-headless)"; exit 1; \
+	  else echo "warning: no JDK on PATH (javac): the Kotlin tests will skip"; fi; }
 
 $(KOTLINC):
 	mkdir -p .tools
@@ -25,14 +49,18 @@ demo: install
 	$(PYTHON) -m mobilegen package examples/mobilenet_tiny.pt --input image:1x3x64x64 --android --ios --nnapi --xnnpack --coreml --zip -o $(DEMO_OUT) --force
 
 test: install tools
-	$(PYTHON) -m pytest -q
+	$(PYTHON) -m pytest $(PYTEST_ARGS)
 
 test-fast: install
-	$(PYTHON) -m pytest -q -m "not slow"
+	$(PYTHON) -m pytest $(PYTEST_ARGS) -m "not slow"
 
 lint: install
-	$(PYTHON) -m ruff check mobilegen tests benchmarks examples
+	$(PYTHON) -m ruff check mobilegen tests benchmarks examples scripts
 	$(PYTHON) -m mypy mobilegen
 
 clean:
 	rm -rf out build dist .pytest_cache .mypy_cache .ruff_cache
+
+# `make clean` keeps the virtual environment and the tools; this removes them too.
+distclean: clean
+	rm -rf $(VENV) .tools

@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from ci import PERMANENT_SKIPS, running_in_ci
 
 # Helpers that assert on a test's behalf: rewrite their asserts too (must happen before they're imported).
 pytest.register_assert_rewrite("cli_helpers", "golden_trees", "package_fixtures")
@@ -24,6 +25,44 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="rewrite tests/golden/expected/... from the current renderers (review the diff before committing)",
     )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("--update-goldens") and running_in_ci():
+        raise pytest.UsageError("--update-goldens is refused under CI: rewrite goldens on a development machine and commit them on their own")
+    if running_in_ci():
+        # the same examples every CI run, and no timing assertion hidden in hypothesis's per-example deadline
+        from hypothesis import settings
+
+        settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
+        settings.load_profile("ci")
+
+
+_unexpected_skips: list[str] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.skipped and running_in_ci() and report.nodeid not in PERMANENT_SKIPS:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        _unexpected_skips.append(f"{report.nodeid}: {reason}")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if _unexpected_skips and exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    from golden_trees import REWRITTEN
+
+    if REWRITTEN:
+        terminalreporter.section("goldens rewritten (review with git diff before committing)")
+        for line in REWRITTEN:
+            terminalreporter.write_line(line)
+    if _unexpected_skips:
+        terminalreporter.section("skipped under CI (each must run; tools come from `make tools`)", red=True)
+        for line in _unexpected_skips:
+            terminalreporter.write_line(line)
 
 
 @pytest.fixture

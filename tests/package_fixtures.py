@@ -353,8 +353,12 @@ def golden_result(result: BuildResult) -> BuildResult:
 def assert_golden(name: str, text: str, update: bool) -> None:
     path = GOLDEN_DIR / name
     if update:
+        from golden_trees import report_rewrite
+
+        before = {name: path.read_bytes()} if path.is_file() else {}
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(text.encode("utf-8"))
+        report_rewrite("tests/golden/expected/package", before, {name: path.read_bytes()})
         return
     assert path.is_file(), f"{path} is missing: run pytest --update-goldens and review the new file"
     expected = path.read_bytes().decode("utf-8")

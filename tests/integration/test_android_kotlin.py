@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from ci import missing_tool
 from android_specs import make_specs
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -40,10 +41,7 @@ DEFAULT_KOTLINC = REPO / ".tools" / "node_modules" / "kotlin-compiler" / "bin" /
 
 
 def _missing_tool(what: str) -> None:
-    message = f"{what} not found; run `make tools` (or set $KOTLINC)"
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(message)
-    pytest.skip(message)
+    missing_tool(f"{what} not found; run `make tools` (or set $KOTLINC)")
 
 
 def _kotlinc() -> Path:

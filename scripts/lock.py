@@ -1,0 +1,60 @@
+"""Refresh requirements.lock: the exact versions this repository tests with (``make lock``).
+
+Resolves pyproject.toml's ranges from scratch in a throw-away virtual environment (torch first, pinned, so
+no range pulls a CUDA build), then writes every installed distribution but mobilegen itself as ``name==version``.
+The library keeps its ranges; ``make install`` installs with ``-c requirements.lock``, and
+``tests/unit/test_lock.py`` fails when the lock and pyproject.toml disagree or the environment drifted.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LOCK = ROOT / "requirements.lock"
+TORCH = "torch==2.13.0"
+EXTRAS = "dev,tasks"
+HEADER = """\
+# The exact versions mobilegen's own tests and CI install (pip constraints: `pip install -c requirements.lock ...`).
+# Made by `make lock` (scripts/lock.py) from pyproject.toml's ranges; do not edit by hand.
+# tests/unit/test_lock.py fails when this file and pyproject.toml disagree.
+"""
+
+
+def _pin(line: str) -> str | None:
+    line = line.strip()
+    if not line or line.startswith(("#", "-e ")) or "==" not in line:
+        return None
+    name, version = line.split("==", 1)
+    if name.lower() == "mobilegen":
+        return None
+    return f"{name}=={version.split('+', 1)[0]}"  # torch==2.13.0+cpu: the local label is the wheel's, not a pin
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory(prefix="mobilegen-lock-") as tmp:
+        env = Path(tmp) / "venv"
+        venv.create(env, with_pip=True)
+        py = str(env / "bin" / "python")
+        pip = [py, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+        subprocess.run([*pip, TORCH], check=True)
+        subprocess.run([*pip, f"{ROOT}[{EXTRAS}]"], check=True)
+        frozen = subprocess.run([py, "-m", "pip", "freeze", "--all"], check=True, capture_output=True, text=True).stdout
+    pins = sorted({p for p in map(_pin, frozen.splitlines()) if p and not p.lower().startswith(("pip==", "setuptools==", "wheel=="))}, key=str.lower)
+    old = set(LOCK.read_text().splitlines()) if LOCK.exists() else set()
+    LOCK.write_text(HEADER + "\n".join(pins) + "\n")
+    new = set(pins)
+    for line in sorted(new - old, key=str.lower):
+        print(f"+ {line}")
+    for line in sorted(old - new - set(HEADER.splitlines()), key=str.lower):
+        print(f"- {line}")
+    print(f"{LOCK.name}: {len(pins)} pins")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
