@@ -207,6 +207,11 @@ def print_error(line: str) -> None:
     err_console().print(f"[bold red]error:[/bold red] {_escape(line)}")
 
 
+def print_notice(line: str) -> None:
+    """A ``note:`` line on stderr (also with ``--json``): something the user should know did happen."""
+    err_console().print(f"[yellow]note:[/yellow] {_escape(line)}")
+
+
 def _escape(text: str) -> str:
     from rich.markup import escape
 

@@ -9,6 +9,12 @@ never look theirs up, so they win. ``--help`` (eager too) shows no defaults from
 
 Every value is checked against the parameters of the commands it applies to: its TOML type first (strict:
 ``nnapi = "yes"`` is an error, not a truthy string), then the coercion the command line goes through.
+
+A file found implicitly (``./mobilegen.toml``: it may come with a cloned repository) cannot turn on what a
+user would not type unseen: ``force``, ``trust_pickle``, ``model_class`` (imports Python code) and an
+``output`` outside the file's own folder are refused there (exit 2, one line naming the key). A file named
+with ``--config FILE`` may set them; the CLI then says so on stderr (:func:`privileged_notice`), as copier
+keeps ``--trust`` off its config file.
 """
 
 from __future__ import annotations
@@ -29,6 +35,10 @@ if TYPE_CHECKING:
 CONFIG_NAME = "mobilegen.toml"
 MAX_CONFIG_BYTES = 1 << 20
 META_KEY = "mobilegen.config"  # ctx.meta: the file that was applied (shared by the whole context chain)
+# Parameters a file found implicitly may not set: each runs code or replaces something outside the folder.
+PRIVILEGED = {"force": "--force", "trust_pickle": "--trust-pickle", "model_class": "--model-class"}
+# Parameters that name where a command writes: from an implicit file, only inside the file's folder.
+OUTPUTS = frozenset({"output"})
 
 _EXPECTED = {"bool": "true or false", "int": "an integer", "float": "a number", "str": "a string", "path": "a path (a string)"}
 _EXAMPLE = {"bool": "true", "int": "29", "float": "0.001", "str": '"..."', "path": '"path/to/file"'}
@@ -39,28 +49,34 @@ def _use_file(ctx: typer.Context, value: Path | None) -> None:
     when there is one. The file is read when the first default is needed, never for ``--help``."""
     path = value if value is not None else Path(CONFIG_NAME)
     if value is not None or os.path.lexists(path):
-        ctx.default_map = _FileDefaults(ctx, path)
+        ctx.default_map = _FileDefaults(ctx, path, explicit=value is not None)
 
 
 class _FileDefaults(MutableMapping[str, Any]):
     """A ``default_map`` read from ``path`` on first use. Help formatting looks defaults up too, but with
     ``ctx.resilient_parsing`` set: then nothing is read, so ``--help`` works whatever the file holds."""
 
-    def __init__(self, ctx: Context, path: Path) -> None:
+    def __init__(self, ctx: Context, path: Path, *, explicit: bool) -> None:
         self._ctx = ctx
         self._path = path
+        self._explicit = explicit
         self._values: dict[str, Any] | None = None
 
     def _loaded(self) -> dict[str, Any]:
         if self._values is None:
             try:
-                self._values = command_defaults(self._ctx, self._path)
+                self._values = command_defaults(self._ctx, self._path, explicit=self._explicit)
             except UsageError as err:
                 from mobilegen.cli import _report_error  # the CLI's one error printer (imports this module)
 
                 _report_error(err, json_out=bool(self._ctx.params.get("json_out")), debug=False)
                 raise typer.Exit(err.exit_code) from None
             self._ctx.meta[META_KEY] = str(self._path)
+            notice = privileged_notice(self._path, self._values)
+            if notice is not None:
+                from mobilegen.cli import print_notice  # the CLI prints; this module only decides what
+
+                print_notice(notice)
         return self._values
 
     def __getitem__(self, key: str) -> Any:
@@ -130,14 +146,16 @@ def used_file() -> str | None:
 # --- reading and checking the file ------------------------------------------------------------------
 
 
-def command_defaults(ctx: Context, path: Path) -> dict[str, Any]:
+def command_defaults(ctx: Context, path: Path, *, explicit: bool = True) -> dict[str, Any]:
     """The running command's ``default_map`` from ``path`` (keyed by parameter name), after checking
-    the whole file against every command: a typo in ``[ios]`` fails an ``android`` run too."""
+    the whole file against every command: a typo in ``[ios]`` fails an ``android`` run too. ``explicit``:
+    the file was named with ``--config``; otherwise (found in the current folder) it may not set the
+    :data:`PRIVILEGED` keys nor an output outside its folder, in any table."""
     doc = read_toml(path)
     parent = ctx.parent.command if ctx.parent is not None else None
     commands: Mapping[str, Command] = getattr(parent, "commands", None) or {str(ctx.info_name): ctx.command}
     keymaps = {name: option_keys(cmd) for name, cmd in commands.items()}
-    checker = _Checker(path, ctx)
+    checker = _Checker(path, ctx, explicit=explicit)
     tables: dict[str, dict[str, Any]] = {}
     top: dict[str, Any] = {}
     for key, value in doc.items():
@@ -273,10 +291,11 @@ def _kind(param: Parameter) -> str | None:
 class _Checker:
     """Checks values from one file for one context; every error names the file and the key."""
 
-    def __init__(self, path: Path, ctx: Context) -> None:
+    def __init__(self, path: Path, ctx: Context, *, explicit: bool = True) -> None:
         self.path = path
         self.base = path.parent
         self.ctx = ctx
+        self.explicit = explicit
 
     def fail(self, what: str, *, hint: str) -> NoReturn:
         raise UsageError(f"{self.path}: {what}", hint=hint)
@@ -299,6 +318,8 @@ class _Checker:
     def value(self, key: str, value: Any, param: Parameter, scope: str | None) -> Any:
         """``value`` checked for ``param``: a list for a repeatable flag (a scalar becomes one item),
         paths resolved against the file's folder."""
+        if not self.explicit:
+            self._implicit_allows(key, value, param, scope)
         kind = _kind(param)
         if param.multiple or param.nargs == -1:
             items = value if isinstance(value, list) else [value]
@@ -343,7 +364,46 @@ class _Checker:
             return f"{self._path(module)}:{cls}"
         return value
 
+    def _implicit_allows(self, key: str, value: Any, param: Parameter, scope: str | None) -> None:
+        """A file nobody named may not run code, nor aim a write outside its folder: refused with the key
+        named (``force = false`` and the like, which turn nothing on, pass)."""
+        flag = PRIVILEGED.get(str(param.name))
+
+        def how(flag: str) -> str:
+            return f"pass {flag} on the command line, or name the file with --config {self.path} if you trust it"
+
+        if flag is not None and value is not False and value is not None:
+            self.fail(
+                f"{_where(scope)}{key} is not taken from a {CONFIG_NAME} found in the current folder "
+                f"({'it runs code' if param.name != 'force' else 'it replaces existing outputs'})",
+                hint=how(flag),
+            )
+        if param.name in OUTPUTS and isinstance(value, str) and not _within(self.base, Path(self._path(value))):
+            self.fail(
+                f"{_where(scope)}{key} = {value!r} is outside the folder of {self.path}, "
+                f"and a {CONFIG_NAME} found in the current folder writes only inside it",
+                hint=how("-o"),
+            )
+
     def _path(self, value: str) -> str:
         """A path from the file, relative to the file's folder (``~`` expanded, as a shell would)."""
         p = Path(value).expanduser()
         return str(p if p.is_absolute() else self.base / p)
+
+
+def _within(folder: Path, path: Path) -> bool:
+    """Whether ``path`` stays inside ``folder`` both as written (``..`` resolved) and after symbolic links."""
+    base = Path(os.path.abspath(folder))
+    if not Path(os.path.abspath(path)).is_relative_to(base):
+        return False
+    return Path(os.path.realpath(path)).is_relative_to(os.path.realpath(base))
+
+
+def privileged_notice(path: Path, values: Mapping[str, Any]) -> str | None:
+    """The notice for a ``--config`` file that sets what an implicit one may not (None when it sets none)."""
+    given = [flag for name, flag in PRIVILEGED.items() if values.get(name) not in (None, False)]
+    if values.get("output") is not None and not _within(path.parent, Path(str(values["output"]))):
+        given.append(f"-o {values['output']}")
+    if not given:
+        return None
+    return f"--config {path} sets {', '.join(given)} (as if given on the command line)"
