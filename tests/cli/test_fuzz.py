@@ -42,6 +42,7 @@ from typer.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from package_fixtures import build_package, make_onnx_model  # noqa: E402
+from torch_defects import torch_serde_log_off  # noqa: E402, F401 — a fixture
 
 from mobilegen.cli import app  # noqa: E402
 from mobilegen.package import canonical_json, write_zip  # noqa: E402
@@ -1094,6 +1095,7 @@ def test_fuzz_package(seed: int, sandbox: Sandbox, package: Path) -> None:
         assert result.exit_code in (0, 9), _context(sandbox, [str(a) for a in args], result)
 
 
+@pytest.mark.usefixtures("torch_serde_log_off")
 def test_the_payloads_are_live(tmp_path: Path, pt2_entries: tuple[str, dict[str, bytes]]) -> None:
     """The fuzzer's payloads do run when something unpickles them (so "no marker" can fail): torch.export.load
     on an archive with payload sample inputs, np.load(allow_pickle=True) on a payload golden.npz."""

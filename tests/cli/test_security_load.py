@@ -22,6 +22,8 @@ import pytest
 import torch
 from cli_helpers import assert_fails, invoke
 from model_files import LinearRelu
+from torch._export.verifier import SpecViolationError
+from torch_defects import torch_serde_log_off  # noqa: F401 — a fixture
 
 from mobilegen.errors import LoadError
 from mobilegen.load import LoadOptions, load_model
@@ -180,18 +182,32 @@ def hostile(kind: str, clean: Path, tmp_path: Path) -> tuple[Path, Path, str]:
     return make(clean, tmp_path / f"{kind}.pt2", marker), marker, entry
 
 
+# what torch raises after these payloads ran (they replace real data with the payload's return value)
+BROKEN_AFTER_THE_PAYLOAD: dict[str, tuple[type[Exception], str]] = {
+    "legacy_layout": (SpecViolationError, "Parameter l.weight is not in the state dict"),  # empty state dict
+    "pickled_weight": (SpecViolationError, "is not an instance of torch.nn.Parameter"),  # a plain tensor
+    "opaque_constant": (AssertionError, "got <class 'int'>"),  # the constant is the payload's 0
+    "parameter_name": (AttributeError, "has no attribute 'x'"),  # module() ran the injected code, then failed
+}
+
+
+@pytest.mark.usefixtures("torch_serde_log_off")
 @pytest.mark.parametrize("kind", sorted(set(HOSTILE) - {"aot_library"}))
 def test_the_hostile_archives_are_live(kind: str, clean: Path, tmp_path: Path) -> None:
     """Control: torch itself runs each payload, loading the file or calling the program as export does
-    (so the refusals below are not vacuous)."""
+    (so the refusals below are not vacuous). A payload that breaks loading after it ran must break it in
+    the one way named in BROKEN_AFTER_THE_PAYLOAD; any other error fails the control."""
     path, marker, _ = hostile(kind, clean, tmp_path)
-    try:
+    if kind in BROKEN_AFTER_THE_PAYLOAD:
+        error, message = BROKEN_AFTER_THE_PAYLOAD[kind]
+        with pytest.raises(error, match=message):
+            torch.export.load(str(path)).module()(torch.randn(2, 4))
+    else:
         torch.export.load(str(path)).module()(torch.randn(2, 4))
-    except Exception:  # noqa: BLE001, S110 — some payloads break loading after they ran
-        pass
     assert marker.exists()
 
 
+@pytest.mark.usefixtures("torch_serde_log_off")
 def test_stealthy_variants_load_normally_under_torch(clean: Path, tmp_path: Path) -> None:
     for kind in ("sample_inputs", "shape_expression"):
         path, marker, _ = hostile(kind, clean, tmp_path)
