@@ -219,10 +219,12 @@ class _Transaction:
                 with contextlib.suppress(OSError):  # rmdir: never a folder something else wrote into meanwhile
                     d.rmdir()
 
-    def commit(self) -> None:
+    def commit(self, *, lock: bool = True) -> None:
+        """Move the staged results into place. ``lock``: take each destination's writer lock (False: the
+        caller holds it already, see :func:`locked_package`)."""
         undo: list[tuple[Path, Path]] = []  # (from, to) renames that put things back
         with contextlib.ExitStack() as locks:
-            for t in sorted(self.targets, key=lambda t: str(t.path)):
+            for t in sorted(self.targets, key=lambda t: str(t.path)) if lock else ():
                 locks.enter_context(locked(t.path))
             try:
                 for t in self.targets:
@@ -300,9 +302,21 @@ def _inside(filename: object, folder: Path) -> bool:
 
 
 @contextlib.contextmanager
-def staged_output(out: Path, *, force: bool, zip_path: Path | None = None, protect: tuple[Path, ...] = ()) -> Iterator[Path]:
+def locked_package(folder: Path) -> Iterator[None]:
+    """Hold the writer lock of the package ``folder`` (the one every build into it finishes under) for a
+    whole read-modify-write in place (``mobilegen report``); inside, :func:`staged_output` is called with
+    ``lock_held=True``. A second such run waits here until the first has committed."""
+    with locked(Path(os.path.abspath(folder))):
+        yield
+
+
+@contextlib.contextmanager
+def staged_output(
+    out: Path, *, force: bool, zip_path: Path | None = None, protect: tuple[Path, ...] = (), lock_held: bool = False
+) -> Iterator[Path]:
     """Yield a staging folder beside ``out``; on success it takes the place of ``out`` (and the zip staged
-    by :func:`stage_zip` that of ``zip_path``), on failure it is removed and nothing else is touched."""
+    by :func:`stage_zip` that of ``zip_path``), on failure it is removed and nothing else is touched.
+    ``lock_held``: the caller holds ``out``'s writer lock (:func:`locked_package`)."""
     targets = [check_target(out, "folder", force=force, protect=protect)]
     if zip_path is not None:
         targets.append(check_target(zip_path, "zip", force=force, protect=protect))
@@ -319,7 +333,7 @@ def staged_output(out: Path, *, force: bool, zip_path: Path | None = None, prote
             if _storage_error(err) and (err.filename is None or _inside(err.filename, txn.containers[targets[0].path.parent])):
                 raise write_error(targets[0].path.parent, err) from err
             raise
-        txn.commit()
+        txn.commit(lock=not lock_held)
     finally:
         txn.discard()
 

@@ -11,8 +11,12 @@
 4. ``manifest.json`` gets the new file list and its self-hash, so ``mobilegen verify`` passes. When every
    result was merged already, nothing is written.
 
-Every new file is written under a temporary name first; they replace the old ones only when all are
-written, ``manifest.json`` last, each by an atomic rename.
+The merge runs in place under the transaction every build's output goes through (``mobilegen.outputs``):
+from the verification to the end it holds the package's writer lock (``.NAME.lock`` beside it, the lock
+a build into the same folder finishes under), so a second ``report`` into the package waits and then
+merges on top of the first; the new tree is staged beside the package (its unchanged files hard-linked,
+copied where links are not possible) and takes the package's place in one rename, after checking that the
+package is still what was verified.
 """
 
 from __future__ import annotations
@@ -89,6 +93,13 @@ def merge_results(package: Path, result_files: Sequence[Path]) -> MergeResult:
     if not (package / MANIFEST).is_file():
         raise UsageError(f"{package}: no {MANIFEST}: not a mobilegen package folder", hint="pass the folder mobilegen package / android / ios wrote")
     results = [(Path(f), read_result(Path(f))) for f in result_files]  # exit 2 for anything unreadable
+    from mobilegen.outputs import locked_package
+
+    with locked_package(package):  # a second report (or a build finishing into it) waits
+        return _merge_locked(package, results)
+
+
+def _merge_locked(package: Path, results: list[tuple[Path, BenchResult]]) -> MergeResult:
     from mobilegen.package import verify_package
 
     verified = verify_package(package)  # exit 9 when the package itself does not match its manifest
@@ -184,38 +195,56 @@ def _read_json(path: Path) -> dict[str, object]:
 
 
 def _commit(root: Path, writes: dict[str, str]) -> None:
-    """Write every file under a temporary name, then rename each into place; the manifest last."""
-    from mobilegen.package.manifest import SELF_HASH_KEY, FileEntry, canonical_json, self_hash
+    """The package with ``writes`` applied and its manifest updated, staged beside it and moved into its
+    place (the caller holds the package's lock): complete or not at all, never a temporary file inside."""
+    from mobilegen.outputs import staged_output, write_error
+
+    with staged_output(root, force=True, lock_held=True) as staged:
+        try:
+            _link_tree(root, staged)
+            for rel, text in writes.items():
+                dest = staged / rel
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                dest.unlink(missing_ok=True)  # a hard link to the package's file: never written through
+                dest.write_bytes(text.encode("utf-8"))
+        except OSError as err:
+            raise write_error(root, err) from err
+        _write_manifest(root, staged)
+
+
+def _link_tree(src: Path, dst: Path) -> None:
+    """``dst`` (an empty folder) gets ``src``'s folders and regular files: hard links where possible."""
+    import shutil
+    import stat
+
+    for folder, dirs, files in os.walk(src):
+        rel = Path(folder).relative_to(src)
+        (dst / rel).mkdir(exist_ok=True)
+        for name in dirs:
+            (dst / rel / name).mkdir(exist_ok=True)
+        for name in files:
+            s, d = Path(folder) / name, dst / rel / name
+            if not stat.S_ISREG(os.lstat(s).st_mode):
+                raise PackageError(f"cannot update the package {src}: {s} is not a regular file", hint="run mobilegen verify on it")
+            try:
+                os.link(s, d, follow_symlinks=False)
+            except OSError:
+                shutil.copy2(s, d, follow_symlinks=False)
+
+
+def _write_manifest(root: Path, staged: Path) -> None:
+    """``manifest.json`` of the staged tree: the package's own, with the new file list and self-hash."""
+    from mobilegen.package.manifest import SELF_HASH_KEY, canonical_json, self_hash
     from mobilegen.package.tree import file_entries
 
-    staged: list[tuple[Path, Path]] = []
+    entries = file_entries(staged, exclude=(MANIFEST,))
+    doc = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
+    doc.pop(SELF_HASH_KEY, None)
+    doc["files"] = [e.to_json() for e in sorted(entries, key=lambda e: e.path)]
+    doc[SELF_HASH_KEY] = self_hash(doc)
+    manifest = staged / MANIFEST
+    manifest.unlink(missing_ok=True)
     try:
-        for rel, text in writes.items():
-            dest = root / rel
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            tmp = dest.with_name(f".{dest.name}.tmp-{os.getpid()}")
-            tmp.write_bytes(text.encode("utf-8"))
-            staged.append((tmp, dest))
-        # The manifest's file list as it will be once the renames are done (temporaries excluded).
-        temps = tuple(str(t.relative_to(root).as_posix()) for t, _ in staged)
-        entries = list(file_entries(root, exclude=(MANIFEST, *temps)))
-        for tmp, dest in staged:
-            rel = dest.relative_to(root).as_posix()
-            data = tmp.read_bytes()
-            entries = [e for e in entries if e.path != rel]
-            entries.append(FileEntry(rel, len(data), hashlib.sha256(data).hexdigest(), False))
-        doc = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
-        doc.pop(SELF_HASH_KEY, None)
-        doc["files"] = [e.to_json() for e in sorted(entries, key=lambda e: e.path)]
-        doc[SELF_HASH_KEY] = self_hash(doc)
-        manifest_tmp = root / f".{MANIFEST}.tmp-{os.getpid()}"
-        manifest_tmp.write_bytes(canonical_json(doc).encode("ascii"))
-        staged.append((manifest_tmp, root / MANIFEST))
-        for tmp, dest in staged:
-            os.replace(tmp, dest)
+        manifest.write_bytes(canonical_json(doc).encode("ascii"))
     except OSError as err:
         raise PackageError(f"cannot update the package {root}: {err}") from err
-    finally:
-        for tmp, _dest in staged:
-            tmp.unlink(missing_ok=True)
-
