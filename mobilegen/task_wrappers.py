@@ -5,8 +5,8 @@ boundary is fixed (mobilegen.tasks.graph): image tasks take ``image`` (uint8 ``[
 audio tasks take ``pcm`` (float32 ``[1, N]`` holding 16-bit sample values: the Objective-C API has no
 int16 tensors; int16/int32 graphs are carried too), and a classifier with in-graph top-k returns ``scores`` (float32
 ``[1, K]``) and ``indices`` (int64 ``[1, K]``). The native step before the graph (shorter side resized to
-``resize``, then a centre crop to ``crop``) is ported line for line from :mod:`mobilegen.tasks.reference`
-into ``ImageInput`` (Kotlin) / ``ImageInput`` (Swift).
+``resize`` with ``--resize-filter``'s filter, then a centre crop to ``crop``) is ported line for line from
+:mod:`mobilegen.tasks.reference` into ``ImageInput`` (Kotlin) / ``ImageInput`` (Swift).
 
 Labels never reach code: they ship as a data file (:data:`LABELS_FILE`, :func:`labels_text`), read by
 the generated ``Labels.parse``. Only the label *count* (an int) is written into code. The device task
@@ -53,6 +53,7 @@ class MobileTask:
     graph_top_k: int  # K of the in-graph TopK; 0 = the graph returns every score
     image: TensorSpec | None = None
     pcm: TensorSpec | None = None
+    resize_filter: str = "antialias"  # mobilegen.tasks.spec.RESIZE_FILTERS: antialias | bilinear
     scores: TensorSpec | None = None
     indices: TensorSpec | None = None
 
@@ -92,6 +93,8 @@ def mobile_task(task: TaskSpec | None, io: IOSpec) -> MobileTask | None:
     if crop is not None and (len(crop) != 2 or min(crop) <= 0):
         raise _bug(f"bad crop {crop}")
     resize = (task.resize if task.resize is not None else max(crop)) if task.is_image and crop else 0
+    if task.is_image and task.resize_filter not in ("antialias", "bilinear"):
+        raise _bug(f"unknown resize filter {task.resize_filter!r}")
     if task.is_image and (crop is None or resize < max(crop)):
         raise _bug(f"an image task needs a crop and a resize at least as large, got {crop} / {task.resize}")
     image = pcm = scores = indices = None
@@ -122,6 +125,7 @@ def mobile_task(task: TaskSpec | None, io: IOSpec) -> MobileTask | None:
         crop_w=int(crop[1]) if crop else 0,
         softmax=bool(task.softmax),
         graph_top_k=int(graph_top_k),
+        resize_filter=str(task.resize_filter),
         image=image,
         pcm=pcm,
         scores=scores,
@@ -177,6 +181,7 @@ def task_context(task: MobileTask | None, inputs: Sequence[dict[str, Any]], outp
         "label_count": len(task.labels),
         "labels_file": LABELS_FILE,
         "resize": task.resize,
+        "antialias": task.resize_filter == "antialias",
         "crop_h": task.crop_h,
         "crop_w": task.crop_w,
         "softmax": task.softmax,

@@ -43,7 +43,7 @@ PROJECTS: dict[str, tuple[TaskSpec, IOSpec]] = {
         IOSpec((TensorSpec("image", "uint8", (1, 8, 8, 3)),), (TensorSpec("scores", "float32", (1, _CLASSES)),)),
     ),
     "image": (
-        TaskSpec(kind="image", resize=20, crop=(16, 10)),
+        TaskSpec(kind="image", resize=20, crop=(16, 10), resize_filter="bilinear"),
         IOSpec((TensorSpec("image", "uint8", (1, 16, 10, 3)),), (TensorSpec("features", "float32", (1, 4)),)),
     ),
     "audio": (

@@ -48,6 +48,7 @@ from mobilegen.cli.task_options import (
     LabelsOpt,
     LayoutOpt,
     MeanOpt,
+    ResizeFilterOpt,
     ResizeOpt,
     SampleRateOpt,
     ScaleOpt,
@@ -277,6 +278,7 @@ def android(
     task: TaskOpt = None,
     labels: LabelsOpt = None,
     resize: ResizeOpt = None,
+    resize_filter: ResizeFilterOpt = None,
     crop: CropOpt = None,
     mean: MeanOpt = None,
     std: StdOpt = None,
@@ -307,7 +309,8 @@ def android(
                       style=style, force=force, zip_out=zip_out, no_fix=no_fix, approximate=approximate,
                       ranges=range_, sample_only=sample_only, allow_degenerate=allow_degenerate,
                       quantize=quantize_options(quantize, calibration, calibration_method, eval_, min_cosine, min_top1),
-                      task=task_spec(task, labels, resize, crop, mean, std, scale, channels, layout, sample_rate, softmax, top_k))
+                      task=task_spec(task, labels, resize, crop, mean, std, scale, channels, layout, sample_rate, softmax, top_k,
+                                     resize_filter=resize_filter))
 
     run_command(action, json_out=json_out, debug=debug, human=_human_build, to_json=_json_build)
 
@@ -344,6 +347,7 @@ def ios(
     task: TaskOpt = None,
     labels: LabelsOpt = None,
     resize: ResizeOpt = None,
+    resize_filter: ResizeFilterOpt = None,
     crop: CropOpt = None,
     mean: MeanOpt = None,
     std: StdOpt = None,
@@ -374,7 +378,8 @@ def ios(
                       style=style, force=force, zip_out=zip_out, no_fix=no_fix, approximate=approximate,
                       ranges=range_, sample_only=sample_only, allow_degenerate=allow_degenerate,
                       quantize=quantize_options(quantize, calibration, calibration_method, eval_, min_cosine, min_top1),
-                      task=task_spec(task, labels, resize, crop, mean, std, scale, channels, layout, sample_rate, softmax, top_k))
+                      task=task_spec(task, labels, resize, crop, mean, std, scale, channels, layout, sample_rate, softmax, top_k,
+                                     resize_filter=resize_filter))
 
     run_command(action, json_out=json_out, debug=debug, human=_human_build, to_json=_json_build)
 
@@ -421,6 +426,7 @@ def package(
     task: TaskOpt = None,
     labels: LabelsOpt = None,
     resize: ResizeOpt = None,
+    resize_filter: ResizeFilterOpt = None,
     crop: CropOpt = None,
     mean: MeanOpt = None,
     std: StdOpt = None,
@@ -469,6 +475,7 @@ def package(
                       style=style, force=force, zip_out=zip_out, no_fix=no_fix, approximate=approximate,
                       ranges=range_, sample_only=sample_only, allow_degenerate=allow_degenerate,
                       quantize=quantize_options(quantize, calibration, calibration_method, eval_, min_cosine, min_top1),
-                      task=task_spec(task, labels, resize, crop, mean, std, scale, channels, layout, sample_rate, softmax, top_k))
+                      task=task_spec(task, labels, resize, crop, mean, std, scale, channels, layout, sample_rate, softmax, top_k,
+                                     resize_filter=resize_filter))
 
     run_command(action, json_out=json_out, debug=debug, human=_human_build, to_json=_json_build)

@@ -16,6 +16,15 @@ TaskOpt = Annotated[
 ]
 LabelsOpt = Annotated[Path | None, typer.Option("--labels", metavar="FILE.txt", help="image-classification: the class names, one per line, UTF-8 (shipped as a data file).")]
 ResizeOpt = Annotated[int | None, typer.Option("--resize", metavar="N", help="Image tasks: scale the shorter side to N pixels before the centre crop (default: the crop's larger side).")]
+ResizeFilterOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--resize-filter",
+        metavar="FILTER",
+        help="Image tasks: antialias (default: Pillow's BILINEAR resize, its filter widened when shrinking, as torchvision's "
+        "Resize(antialias=True)) or bilinear (2x2 taps, no antialiasing: the earlier resize).",
+    ),
+]
 CropOpt = Annotated[str | None, typer.Option("--crop", metavar="HxW", help="Image tasks: centre crop HxW, the model's image size (default: from its input shape).")]
 MeanOpt = Annotated[str | None, typer.Option("--mean", metavar="A,B,C", help="Image tasks: subtracted per channel after --scale, e.g. 0.485,0.456,0.406 (default 0).")]
 StdOpt = Annotated[str | None, typer.Option("--std", metavar="A,B,C", help="Image tasks: divided per channel after --mean, e.g. 0.229,0.224,0.225 (default 1).")]
@@ -40,7 +49,10 @@ def task_spec(
     sample_rate: int | None,
     softmax: bool,
     top_k: int | None,
+    *,
+    resize_filter: str | None = None,
 ) -> TaskSpec | None:  # imported lazily: keeps --help fast
     from mobilegen.tasks.spec import TaskFlags, task_from_flags
 
-    return task_from_flags(TaskFlags(task, labels, resize, crop, mean, std, scale, channels, layout, sample_rate, softmax, top_k))
+    flags = TaskFlags(task, labels, resize, crop, mean, std, scale, channels, layout, sample_rate, softmax, top_k, resize_filter=resize_filter)
+    return task_from_flags(flags)

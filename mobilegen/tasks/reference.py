@@ -8,7 +8,8 @@ Input: an RGB image of ``h`` rows and ``w`` columns, 8 bits per channel (alpha, 
 without compositing: flatten translucent images first). Output: the ``ch × cw`` centre crop (``crop``)
 of the image scaled so that its shorter side is ``N`` (``--resize N``, or ``max(ch, cw)`` without it);
 uint8, row-major HWC, RGB. All integer arithmetic is exact; all floating-point arithmetic is IEEE
-double, in exactly this order:
+double, in exactly this order. Only the crop is computed: each output pixel depends on its own row's
+and column's taps alone, so this equals resizing the whole image and cutting the crop out.
 
 1. Resized size (integer floor division, as torchvision's ``Resize(N)``)::
 
@@ -19,23 +20,60 @@ double, in exactly this order:
    and no ``--resize``, an image of the crop's size is left as it is)
 
 2. Crop offset in the resized image (floor): ``top = (nh - ch) // 2``, ``left = (nw - cw) // 2``.
-3. For each output row ``i`` (and likewise each column ``j`` with ``w``, ``nw``, ``left``): the source
-   coordinate with half-pixel centres, clamped::
+
+``--resize-filter antialias`` (the default): Pillow's ``Image.resize(..., Image.BILINEAR)``, bit for bit
+(``libImaging/Resample.c``: ``precompute_coeffs``, ``normalize_coeffs_8bpc``, horizontal pass then
+vertical pass, 8-bit rounding between them), what torchvision's ``Resize(antialias=True)`` does on a PIL
+image. When a side shrinks, the triangle filter widens with the reduction factor, so every source
+pixel counts (no aliasing); when it grows, this is plain bilinear.
+
+3a. Per side (rows: ``size = h``, ``resized = nh``, ``offset = top``, ``count = ch``; columns likewise
+    with ``w``, ``nw``, ``left``, ``cw``), once::
+
+       scale = double(size) / double(resized);  fs = max(scale, 1.0)
+       support = fs;  ksize = int(ceil(support)) * 2 + 1;  inv = 1.0 / fs
+
+    and for each output coordinate ``k = offset + i`` (``i`` in ``0 ..< count``), its first tap and tap
+    count, its weights, then its fixed-point weights (``trunc``: truncation toward zero)::
+
+       center = (double(k) + 0.5) * scale
+       lo = max(trunc(center - support + 0.5), 0)
+       n  = min(trunc(center + support + 0.5), size) - lo
+       for t in 0 ..< n:  x = abs((double(lo + t) - center + 0.5) * inv)
+                          wt[t] = 1.0 - x if x < 1.0 else 0.0;   ww = ww + wt[t]   (ww from 0.0, in t order)
+       for t in 0 ..< n:  wt[t] = wt[t] / ww   (when ww != 0.0)
+       q[t] = trunc(0.5 + wt[t] * 4194304.0)   (2^22; taps t ≥ n have q[t] = 0)
+
+4a. Horizontal pass, for every source row ``r`` from ``rows.lo[0]`` to ``rows.lo[ch-1] + rows.n[ch-1] - 1``
+    and every crop column ``j``, per channel, in 32-bit (or wider) integers::
+
+       acc = 2^21 + sum over t < cols.n[j] of p[r][cols.lo[j] + t] * cols.q[j][t]
+       tmp[r][j] = min(max(acc >> 22, 0), 255)        (>>: arithmetic shift, i.e. floor division)
+
+5a. Vertical pass, for every crop row ``i`` and column ``j``, per channel::
+
+       acc = 2^21 + sum over t < rows.n[i] of tmp[rows.lo[i] + t][j] * rows.q[i][t]
+       out[i][j] = min(max(acc >> 22, 0), 255)
+
+``--resize-filter bilinear`` (mobilegen's only resize before the antialiased default): 2×2 taps, no
+antialiasing, so a 12 MP photo reduced to 224 aliases (benchmarks/resize_parity.py).
+
+3b. For each output row ``i`` (and likewise each column ``j`` with ``w``, ``nw``, ``left``): the source
+    coordinate with half-pixel centres, clamped::
 
        s  = double((2 * (top + i) + 1) * h) / double(2 * nh) - 0.5
        s  = min(max(s, 0.0), double(h - 1))
        y0 = floor(s);  y1 = min(y0 + 1, h - 1);  fy = s - y0
 
-4. Bilinear, no antialiasing, per channel (``p[y][x]`` as double)::
+4b. Bilinear, per channel (``p[y][x]`` as double)::
 
        a = p[y0][x0] + (p[y0][x1] - p[y0][x0]) * fx
        b = p[y1][x0] + (p[y1][x1] - p[y1][x0]) * fx
        v = a + (b - a) * fy
        out = min(max(floor(v + 0.5), 0), 255)
 
-Unlike torchvision/Pillow, downscaling does not antialias (a plain 2×2 bilinear tap): cheap, exact to
-port, and what the model was verified with. Crop offsets floor where torchvision rounds half to even
-(≤ 1 pixel apart for an odd margin).
+Crop offsets floor where torchvision's ``CenterCrop`` rounds half to even (≤ 1 pixel apart for an odd
+margin).
 
 In the graph (``mobilegen.tasks.graph``), and here in float32, in this order
 ------------------------------------------------------------------------------
@@ -47,6 +85,7 @@ scores in descending order, ties to the lower index (``--top-k``). Audio: ``x = 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +99,7 @@ if TYPE_CHECKING:
 
 Runner = Callable[[dict[str, np.ndarray]], list[np.ndarray]]
 PCM_SCALE = 32768.0
+PRECISION_BITS = 22  # Pillow's fixed-point weights for 8-bit images (Resample.c: 32 - 8 - 2)
 
 
 def rgb_array(image: Image.Image | np.ndarray) -> np.ndarray:
@@ -76,13 +116,54 @@ def rgb_array(image: Image.Image | np.ndarray) -> np.ndarray:
 
 
 def _taps(size: int, resized: int, offset: int, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Source indices (low, high) and weights of ``count`` output coordinates from ``offset`` (step 3)."""
+    """``bilinear`` step 3b: source indices (low, high) and weights of ``count`` output coordinates from ``offset``."""
     k = np.arange(offset, offset + count, dtype=np.int64)
     s = ((2 * k + 1) * size).astype(np.float64) / float(2 * resized) - 0.5
     s = np.minimum(np.maximum(s, 0.0), float(size - 1))
     lo = np.floor(s).astype(np.int64)
     hi = np.minimum(lo + 1, size - 1)
     return lo, hi, s - lo
+
+
+def antialias_taps(size: int, resized: int, offset: int, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``antialias`` step 3a for ``count`` output coordinates from ``offset`` of a side scaled from ``size``
+    to ``resized``: each one's first tap ``lo``, its tap count ``n`` and its ``count × ksize`` fixed-point
+    weights ``q`` (0 past ``n``). Pillow's ``precompute_coeffs`` + ``normalize_coeffs_8bpc``, operation for
+    operation (the weights are never negative: the triangle filter is not)."""
+    scale = float(size) / float(resized)
+    fs = max(scale, 1.0)
+    support = fs
+    ksize = int(math.ceil(support)) * 2 + 1
+    inv = 1.0 / fs
+    center = (np.arange(offset, offset + count, dtype=np.int64).astype(np.float64) + 0.5) * scale
+    lo = np.maximum(np.trunc(center - support + 0.5).astype(np.int64), 0)
+    n = np.minimum(np.trunc(center + support + 0.5).astype(np.int64), size) - lo
+    wt = np.zeros((count, ksize), dtype=np.float64)
+    ww = np.zeros(count, dtype=np.float64)
+    for t in range(ksize):
+        x = np.abs(((lo + t).astype(np.float64) - center + 0.5) * inv)
+        w = np.where((t < n) & (x < 1.0), 1.0 - x, 0.0)
+        wt[:, t] = w
+        ww = ww + w
+    wt = np.where(ww[:, None] != 0.0, wt / np.where(ww != 0.0, ww, 1.0)[:, None], wt)
+    q = np.trunc(0.5 + wt * float(1 << PRECISION_BITS)).astype(np.int64)
+    return lo, n, q
+
+
+def _pass(src: np.ndarray, axis: int, lo: np.ndarray, n: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Steps 4a/5a along ``axis`` (0: rows, 1: columns) of ``src`` (uint8, h × w × 3): one output line per
+    entry of ``lo``, sums in int64 (never more than 2^31 for 8-bit pixels), rounded and clamped to uint8."""
+    acc = np.full((len(lo), src.shape[1], 3) if axis == 0 else (src.shape[0], len(lo), 3), 1 << (PRECISION_BITS - 1), dtype=np.int64)
+    last = src.shape[axis] - 1
+    for t in range(q.shape[1]):
+        index = np.minimum(lo + t, last)  # taps past n weigh 0; the index only has to exist
+        weight = np.where(t < n, q[:, t], 0)
+        if axis == 0:
+            acc += src[index].astype(np.int64) * weight[:, None, None]
+        else:
+            acc += src[:, index].astype(np.int64) * weight[None, :, None]
+    out: np.ndarray = np.minimum(np.maximum(acc >> PRECISION_BITS, 0), 255).astype(np.uint8)
+    return out
 
 
 def resized_size(h: int, w: int, spec: TaskSpec) -> tuple[int, int]:
@@ -94,13 +175,21 @@ def resized_size(h: int, w: int, spec: TaskSpec) -> tuple[int, int]:
 
 
 def resize_crop(image: Image.Image | np.ndarray, spec: TaskSpec) -> np.ndarray:
-    """The native step: the ``crop`` (h × w × 3 uint8 RGB) the graph's ``image`` input takes."""
+    """The native step: the ``crop`` (h × w × 3 uint8 RGB) the graph's ``image`` input takes, resized with
+    ``spec.resize_filter``."""
     rgb = rgb_array(image)
     h, w = rgb.shape[:2]
     nh, nw = resized_size(h, w, spec)
     ch, cw = spec.crop or (0, 0)
-    y0, y1, fy = _taps(h, nh, (nh - ch) // 2, ch)
-    x0, x1, fx = _taps(w, nw, (nw - cw) // 2, cw)
+    top, left = (nh - ch) // 2, (nw - cw) // 2
+    if spec.resize_filter == "antialias":
+        rows = antialias_taps(h, nh, top, ch)
+        cols = antialias_taps(w, nw, left, cw)
+        first, end = int(rows[0][0]), int((rows[0] + rows[1]).max())  # the source rows the crop needs
+        tmp = _pass(rgb[first:end], 1, *cols)
+        return _pass(tmp, 0, rows[0] - first, rows[1], rows[2])
+    y0, y1, fy = _taps(h, nh, top, ch)
+    x0, x1, fx = _taps(w, nw, left, cw)
     p = rgb.astype(np.float64)
     fx3, fy3 = fx[None, :, None], fy[:, None, None]
     a = p[y0][:, x0] + (p[y0][:, x1] - p[y0][:, x0]) * fx3

@@ -29,6 +29,10 @@ TaskKind = Literal["image-classification", "image", "audio"]
 TASK_KINDS: tuple[str, ...] = ("image-classification", "image", "audio")
 CHANNELS = ("rgb", "bgr")
 LAYOUTS = ("nchw", "nhwc")
+# --resize-filter: antialias = Pillow's BILINEAR (its triangle filter widened when shrinking, as torchvision's
+# Resize(antialias=True) on PIL images); bilinear = 2x2 taps, no antialiasing (the earlier behaviour).
+ResizeFilter = Literal["antialias", "bilinear"]
+RESIZE_FILTERS: tuple[str, ...] = ("antialias", "bilinear")
 
 # The wrapped graph's IO names (mobilegen.tasks.graph).
 IMAGE_INPUT, PCM_INPUT, SCORES_OUTPUT, INDICES_OUTPUT = "image", "pcm", "scores", "indices"
@@ -57,6 +61,7 @@ class TaskSpec:
     sample_rate: int | None = None  # audio
     softmax: bool = False
     top_k: int | None = None
+    resize_filter: ResizeFilter = "antialias"  # how the native step resamples (mobilegen.tasks.reference)
 
     @property
     def is_image(self) -> bool:
@@ -81,6 +86,7 @@ class TaskSpec:
         if self.is_image:
             rec |= {
                 "resize": self.resize,
+                "resize_filter": self.resize_filter,
                 "crop": list(self.crop) if self.crop else None,
                 "mean": list(self.mean),
                 "std": list(self.std),
@@ -112,9 +118,10 @@ class TaskFlags:
     sample_rate: int | None = None
     softmax: bool = False
     top_k: int | None = None
+    resize_filter: str | None = None
 
 
-_IMAGE_FLAGS = ("resize", "crop", "mean", "std", "scale", "channels", "layout")
+_IMAGE_FLAGS = ("resize", "resize_filter", "crop", "mean", "std", "scale", "channels", "layout")
 
 
 def task_from_flags(f: TaskFlags) -> TaskSpec | None:
@@ -158,6 +165,7 @@ def task_from_flags(f: TaskFlags) -> TaskSpec | None:
         scale=parse_scale(f.scale) if f.scale is not None else spec.scale,
         channels=cast(Literal["rgb", "bgr"], _choice("--channels", f.channels, CHANNELS)) if f.channels is not None else "rgb",
         layout=cast(Literal["nchw", "nhwc"], _choice("--layout", f.layout, LAYOUTS)) if f.layout is not None else "nchw",
+        resize_filter=cast(ResizeFilter, _choice("--resize-filter", f.resize_filter, RESIZE_FILTERS)) if f.resize_filter is not None else "antialias",
     )
 
 
@@ -176,7 +184,7 @@ def _check_flag_kinds(kind: TaskKind, f: TaskFlags) -> None:
     if kind == "audio":
         wrong = [n for n in _IMAGE_FLAGS if getattr(f, n) is not None]
         if wrong:
-            raise UsageError(f"--{wrong[0]} is for image tasks, not --task audio", hint="drop it: audio takes --sample-rate, --softmax and --top-k")
+            raise UsageError(f"--{wrong[0].replace('_', '-')} is for image tasks, not --task audio", hint="drop it: audio takes --sample-rate, --softmax and --top-k")
     elif f.sample_rate is not None:
         raise UsageError(f"--sample-rate is for --task audio, not --task {kind}", hint="drop --sample-rate")
     if f.labels is not None and kind != "image-classification":
@@ -395,7 +403,13 @@ def describe(rec: Mapping[str, object]) -> str:
         crop = rec.get("crop") or ["?", "?"]
         size = f"{crop[0]}x{crop[1]}" if isinstance(crop, list) and len(crop) == 2 else "?"
         scaled = f"shorter side to {rec.get('resize') or _max(crop)} px"
-        parts.append(f"native: {scaled} (bilinear, half-pixel centres, no antialias), centre crop {size}")
+        # A manifest from before --resize-filter has no key: its packages resized bilinearly.
+        how = (
+            "bilinear, half-pixel centres, no antialias"
+            if rec.get("resize_filter", "bilinear") == "bilinear"
+            else "antialiased bilinear, as Pillow's Image.resize BILINEAR"
+        )
+        parts.append(f"native: {scaled} ({how}), centre crop {size}")
         parts.append(
             f"in the graph: uint8 RGB → {'BGR → ' if rec.get('channels') == 'bgr' else ''}×{rec.get('scale'):.6g} "
             f"− mean {_nums(rec.get('mean'))} ÷ std {_nums(rec.get('std'))} → {str(rec.get('layout')).upper()}"

@@ -4,9 +4,11 @@
   ``--task audio``) compiles — the pure-Kotlin helpers, the wrapper's task layer, the Android layer
   (Bitmap, mapped asset, coroutines) and the instrumented task test — against compile-only shims
   (tests/shims/ort_java, tests/shims/android_sdk) and the kotlinx-coroutines jar shipped with kotlinc;
-* the Kotlin ``ImageInput`` gives ``mobilegen.tasks.reference.resize_crop``'s bytes exactly, on the
-  task golden images (mobilegen.tasks.golden) and on random images of many sizes, aspect ratios,
-  resize and crop sizes, upscaling and downscaling;
+* the Kotlin ``ImageInput`` gives ``mobilegen.tasks.reference.resize_crop``'s bytes exactly, with both
+  ``--resize-filter``s, on the task golden images (mobilegen.tasks.golden) and on random images of many
+  sizes, aspect ratios, resize and crop sizes, upscaling and downscaling, and on a 2 MP textured photo
+  reduced to 224 (where the antialiased resize also equals Pillow's, the independent oracle); each
+  project's ``ImageInput.FILTER`` is the one it was built with;
 * the Kotlin labels reader reads the hostile labels the renderer wrote back exactly, and ``Scores.topK``
   ranks like the reference (ties to the lower index);
 * ``classify`` defaults to the graph's K and clamps a larger topK; ``ModelSupport.rankingMismatches`` (the
@@ -75,6 +77,7 @@ HARNESS = """
 package mgtask
 
 import com.example.tasks.cls_topk.ImageInput
+import com.example.tasks.cls_topk.ResizeFilter
 import com.example.tasks.cls_topk.Labels
 import com.example.tasks.cls_topk.Scores
 import java.io.File
@@ -82,7 +85,8 @@ import java.io.File
 fun hex(bytes: ByteArray): String = bytes.joinToString("") { "%02x".format(it.toInt() and 0xFF) }
 
 // Commands, one per line of args[0]:
-//   crop FILE W H SHORTER CH CW   -> hex of ImageInput.resizeCrop(fromRgba(FILE)) (and the ARGB path agrees)
+//   crop FILE W H SHORTER CH CW F -> hex of ImageInput.resizeCrop(fromRgba(FILE), filter F) (and the ARGB path agrees)
+//   filter                        -> ImageInput.FILTER of cls_topk and of image
 //   prepare FILE W H              -> hex of ImageInput.prepare(fromRgba(FILE)) (the project's own constants)
 //   labels FILE                   -> one line per label: hex of its UTF-8
 //   topk K v1,v2,...              -> indices of Scores.topK
@@ -146,12 +150,13 @@ fun main(args: Array<String>) {
                 }
                 check(ImageInput.fromArgb(argb, w, h).pixels.contentEquals(image.pixels)) { "ARGB and RGBA paths differ" }
                 val out = if (p[0] == "crop") {
-                    ImageInput.resizeCrop(image, p[4].toInt(), p[5].toInt(), p[6].toInt())
+                    ImageInput.resizeCrop(image, p[4].toInt(), p[5].toInt(), p[6].toInt(), ResizeFilter.valueOf(p[7]))
                 } else {
                     ImageInput.prepare(image)
                 }
                 println("${out.width}x${out.height} " + hex(out.pixels))
             }
+            "filter" -> println("${ImageInput.FILTER} ${com.example.tasks.image.ImageInput.FILTER}")
             "labels" -> {
                 val labels = Labels.parse(File(p[1]).readBytes())
                 println(labels.joinToString(" ") { "[" + hex(it.toByteArray(Charsets.UTF_8)) + "]" })
@@ -239,21 +244,63 @@ def test_image_input_matches_the_python_reference_value_for_value(
     commands: list[str] = []
     expected: list[str] = []
     task = PROJECTS["cls_topk"][0]
+    assert task.resize_filter == "antialias" and PROJECTS["image"][0].resize_filter == "bilinear"
     for n, img in enumerate(images):
         path = tmp_path / f"img{n}.rgba"
         path.write_bytes(img.tobytes())
         h, w = img.shape[:2]
         for shorter, ch, cw in CONFIGS:
-            ref = resize_crop(img, TaskSpec(kind="image", resize=shorter, crop=(ch, cw)))
-            commands.append(f"crop {path} {w} {h} {shorter} {ch} {cw}")
-            expected.append(f"{cw}x{ch} " + ref.tobytes().hex())
+            for resize_filter in ("antialias", "bilinear"):
+                ref = resize_crop(img, TaskSpec(kind="image", resize=shorter, crop=(ch, cw), resize_filter=resize_filter))
+                commands.append(f"crop {path} {w} {h} {shorter} {ch} {cw} {resize_filter.upper()}")
+                expected.append(f"{cw}x{ch} " + ref.tobytes().hex())
         commands.append(f"prepare {path} {w} {h}")
         expected.append(f"{task.crop[1]}x{task.crop[0]} " + resize_crop(img, task).tobytes().hex())  # type: ignore[index]
-    got = _harness(task_jar, shim_classes, commands, tmp_path)
+    got = _harness(task_jar, shim_classes, [*commands, "filter"], tmp_path)
+    assert got[-1] == "ANTIALIAS BILINEAR"
+    got = got[:-1]
     assert len(got) == len(expected)
     mismatches = [c for c, g, e in zip(commands, got, expected, strict=True) if g != e]
     assert not mismatches, mismatches[:5]
-    assert len(images) >= 12 and len(commands) >= 12 * (len(CONFIGS) + 1)
+    assert len(images) >= 12 and len(commands) >= 12 * (2 * len(CONFIGS) + 1)
+
+
+def _photo(h: int, w: int) -> np.ndarray:
+    """RGBA: gradients, 2-4 pixel stripes and noise — what a reduction without a filter aliases."""
+    rng = np.random.default_rng(7)
+    y, x = np.mgrid[0:h, 0:w].astype(np.float32)
+    rgba = np.full((h, w, 4), 255, np.uint8)
+    for c in range(3):
+        stripes = np.sin((x * np.cos(0.6 * c + 0.2) + y * np.sin(0.6 * c + 0.2)) * (2 * np.pi / (2.0 + c)))
+        rgba[..., c] = np.clip(90 + 60 * x / w + 40 * y / h + 70 * stripes + rng.uniform(-40, 40, (h, w)), 0, 255).astype(np.uint8)
+    return rgba
+
+
+def test_image_input_reduces_a_photo_as_pillow_does(task_jar: Path, shim_classes: Path, tmp_path: Path) -> None:
+    """A 1600x1200 photo to 256 then 224x224 (and straight to 224): the Kotlin antialiased resize gives
+    the reference's bytes, which are Pillow's BILINEAR resize (bit for bit here), while the bilinear
+    2x2 taps miss Pillow by tens of steps on average."""
+    from PIL import Image
+
+    img = _photo(1200, 1600)
+    path = tmp_path / "photo.rgba"
+    path.write_bytes(img.tobytes())
+    commands, expected, pillow = [], [], []
+    for shorter in (256, 224):
+        for resize_filter in ("antialias", "bilinear"):
+            spec = TaskSpec(kind="image", resize=shorter, crop=(224, 224), resize_filter=resize_filter)  # type: ignore[arg-type]
+            ref = resize_crop(img, spec)
+            commands.append(f"crop {path} 1600 1200 {shorter} 224 224 {resize_filter.upper()}")
+            expected.append("224x224 " + ref.tobytes().hex())
+            nw = shorter * 1600 // 1200
+            top, left = (shorter - 224) // 2, (nw - 224) // 2
+            want = np.asarray(Image.fromarray(np.ascontiguousarray(img[..., :3])).resize((nw, shorter), Image.BILINEAR))
+            pillow.append(np.abs(ref.astype(np.int16) - want[top : top + 224, left : left + 224].astype(np.int16)))
+    got = _harness(task_jar, shim_classes, commands, tmp_path)
+    assert got == expected
+    for i in (0, 2):  # antialias: Pillow's bytes; bilinear: far off
+        assert pillow[i].max() <= 1 and pillow[i].mean() <= 0.05
+        assert pillow[i + 1].mean() > 5.0
 
 
 def test_labels_and_ranking_agree_with_python(task_jar: Path, shim_classes: Path, projects: dict[str, Path], tmp_path: Path) -> None:

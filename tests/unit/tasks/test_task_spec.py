@@ -37,6 +37,17 @@ def test_full_image_spec(tmp_path: Path) -> None:
     assert spec == TaskSpec("image-classification", ("a", "b", "c"), 256, (224, 200), (0.485, 0.456, 0.406), (0.229, 0.224, 0.225), 1 / 255, "bgr", "nhwc", None, True, 2)
     assert spec.record()["scale"] == pytest.approx(1 / 255)
     assert "top-2" in describe(spec.record()) and "BGR" in describe(spec.record())
+    assert spec.record()["resize_filter"] == "antialias" and "antialiased bilinear, as Pillow" in describe(spec.record())
+
+
+def test_resize_filter(tmp_path: Path) -> None:
+    """--resize-filter: antialias by default, bilinear (the earlier 2x2 taps) on request; recorded and described."""
+    old = task_from_flags(flags(tmp_path, task="image", crop="4x4", resize_filter="bilinear"))
+    assert old is not None and old.resize_filter == "bilinear"
+    assert old.record()["resize_filter"] == "bilinear" and "no antialias" in describe(old.record())
+    rec = old.record()
+    del rec["resize_filter"]  # a manifest from before the flag: its packages resized bilinearly
+    assert "no antialias" in describe(rec)
 
 
 def test_no_task_no_spec(tmp_path: Path) -> None:
@@ -66,6 +77,9 @@ def test_no_task_no_spec(tmp_path: Path) -> None:
         ({"task": "image", "scale": "0"}, "--scale '0' must be finite and non-zero"),
         ({"task": "image", "channels": "rgba"}, "unknown --channels 'rgba'"),
         ({"task": "image", "layout": "chw"}, "unknown --layout 'chw'"),
+        ({"task": "image", "resize_filter": "lanczos"}, "unknown --resize-filter 'lanczos'"),
+        ({"resize_filter": "bilinear"}, "--resize-filter needs --task"),
+        ({"task": "audio", "sample_rate": 16000, "resize_filter": "bilinear"}, "--resize-filter is for image tasks"),
         ({"task": "image", "sample_rate": 16000}, "--sample-rate is for --task audio"),
         ({"task": "image", "top_k": 0}, "--top-k 0 is out of range"),
         ({"task": "audio"}, "--task audio needs --sample-rate"),
