@@ -54,10 +54,12 @@ def quantize(src: Path, recipe: Recipe, calib: Calibration, dest: Path, *, metho
 
     from mobilegen.export import quiet  # imports numpy: not at package import
 
+    src = Path(os.path.abspath(src))  # the quantizer's pre-processing runs in another current folder (_cwd)
     with temp_dir("quantize") as work:
+        work = Path(os.path.abspath(work))
         out = work / "quantized.onnx"
         try:
-            with quiet(), _ort_logs_quiet():
+            with quiet(), _ort_logs_quiet(), _cwd(work / "cwd"):
                 if recipe.mode == "fp16":
                     _fp16(src, out)
                 else:
@@ -83,6 +85,24 @@ def quantize(src: Path, recipe: Recipe, calib: Calibration, dest: Path, *, metho
         os.replace(tmp, dest)
     return QuantizedModel(dest, recipe, src.stat().st_size, dest.stat().st_size, count)
 
+
+
+@contextlib.contextmanager
+def _cwd(folder: Path) -> Iterator[None]:
+    """Run in ``folder`` (made here, inside the caller's temp folder) and come back, also on an error.
+
+    ORT's ``SymbolicShapeInference.infer_shapes`` (1.2x, called by ``quant_pre_process``) saves an
+    incomplete inference as ``sym_shape_infer_temp.onnx`` plus a ``<uuid>.data`` file into the current
+    folder, a name it takes no argument for: without this, ``--quantize dynamic`` or ``int8`` of a model
+    with dynamic dims it cannot merge leaves both wherever mobilegen was started. The current folder is
+    per process: a build runs its stages on one thread, and the paths given to ORT are absolute."""
+    folder.mkdir(parents=True, exist_ok=True)
+    back = os.getcwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(back)
 
 
 @contextlib.contextmanager
@@ -127,7 +147,7 @@ def _preprocess(src: Path, work: Path, recipe: Recipe) -> Path:
 
     pre = work / "pre.onnx"
     try:
-        quant_pre_process(str(src), str(pre))
+        quant_pre_process(str(src), str(pre))  # in quantize's _cwd: it may save into the current folder
     except Exception:  # noqa: BLE001 — symbolic shape inference refuses some graphs; quantizing still works
         logging.getLogger(__name__).debug("quant_pre_process failed", exc_info=True)
         shutil.copyfile(src, pre)
