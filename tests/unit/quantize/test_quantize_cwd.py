@@ -57,7 +57,7 @@ def test_the_model_makes_symbolic_shape_inference_save_into_the_current_folder(t
 
 
 def test_dynamic_quantization_leaves_the_current_folder_empty(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    src = _unmergeable(tmp_path / "m.onnx")
+    _unmergeable(tmp_path / "m.onnx")
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     monkeypatch.chdir(cwd)
