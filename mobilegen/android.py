@@ -371,7 +371,7 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
         "golden_asset": f"{asset_dir}/golden.mgv",
         # --task (mobilegen.task_wrappers): the task-level API's files render only with a task.
         "task": task,
-        "task_support_file": "TaskSupport.kt" if task and (task["is_image"] or task["is_classification"]) else "",
+        "task_support_file": "TaskSupport.kt" if task else "",
         "task_file": f"{class_name}Task.kt" if task else "",
         "labels_asset": f"{asset_dir}/{tw.LABELS_FILE}",
         "task_test_file": f"{class_name}TaskTest.kt" if task and tw.task_golden_dir(spec) else "",

@@ -54,6 +54,8 @@ class MobileTask:
     image: TensorSpec | None = None
     pcm: TensorSpec | None = None
     resize_filter: str = "antialias"  # mobilegen.tasks.spec.RESIZE_FILTERS: antialias | bilinear
+    sample_rate: int = 0  # audio: Hz
+    window: int = 0  # audio: samples per run (the pcm input's fixed length); 0 = any length
     scores: TensorSpec | None = None
     indices: TensorSpec | None = None
 
@@ -102,6 +104,8 @@ def mobile_task(task: TaskSpec | None, io: IOSpec) -> MobileTask | None:
         pcm = _find(io.inputs, PCM_INPUT)
         if pcm is None or pcm.dtype not in PCM_DTYPES or len(pcm.shape) != 2:
             raise _bug(f"an audio task's graph needs an input {PCM_INPUT!r} [1, N] of {'/'.join(PCM_DTYPES)}, got {pcm}")
+        if not task.sample_rate or task.sample_rate <= 0:
+            raise _bug(f"an audio task needs a sample rate, got {task.sample_rate!r}")
     else:
         image = _check_image(_find(io.inputs, IMAGE_INPUT), crop)
     if len(io.inputs) != 1:
@@ -126,6 +130,8 @@ def mobile_task(task: TaskSpec | None, io: IOSpec) -> MobileTask | None:
         softmax=bool(task.softmax),
         graph_top_k=int(graph_top_k),
         resize_filter=str(task.resize_filter),
+        sample_rate=int(task.sample_rate or 0),
+        window=int(pcm.shape[1]) if pcm is not None and isinstance(pcm.shape[1], int) else 0,
         image=image,
         pcm=pcm,
         scores=scores,
@@ -191,6 +197,8 @@ def task_context(task: MobileTask | None, inputs: Sequence[dict[str, Any]], outp
         "pcm": _tensor_ctx(inputs, task.pcm),
         "pcm_dtype": task.pcm.dtype if task.pcm is not None else "",
         "pcm_static": bool(task.pcm is not None and task.pcm.is_static),
+        "sample_rate": task.sample_rate,
+        "window": task.window,
         "scores": _tensor_ctx(outputs, task.scores),
         "indices": _tensor_ctx(outputs, task.indices),
     }

@@ -81,6 +81,10 @@ In the graph (``mobilegen.tasks.graph``), and here in float32, in this order
 → transpose to the model's layout; after the model: softmax (``--softmax``), then the ``K`` largest
 scores in descending order, ties to the lower index (``--top-k``). Audio: ``x = float32(sample) /
 32768``.
+
+Audio, natively (:func:`pcm16_input`, :func:`float_input`): mono samples at ``--sample-rate``, ``window``
+of them per run when the model's input length is fixed. 16-bit PCM (``runPcm16``) goes in as its sample
+values; floats in [-1, 1] (``runFloat``) as ``float32(x) * 32768`` (exact), refused outside [-1, 1].
 """
 
 from __future__ import annotations
@@ -217,6 +221,32 @@ def normalize(pixels: np.ndarray, spec: TaskSpec) -> np.ndarray:
 def preprocess(image: Image.Image | np.ndarray, spec: TaskSpec) -> np.ndarray:
     """The whole pre-processing of a photo: the model's own float32 input."""
     return normalize(resize_crop(image, spec), spec)
+
+
+def pcm16_input(pcm: np.ndarray) -> np.ndarray:
+    """Audio, ``runPcm16``: mono int16 samples → the wrapped graph's ``pcm`` input, float32 ``[1, N]``
+    holding the sample values (the graph divides by 32768)."""
+    a = np.asarray(pcm)
+    if a.dtype != np.int16:
+        raise UsageError(f"16-bit PCM must be int16 samples, got {a.dtype}", hint="pass int16 samples, or floats in [-1, 1] to float_input")
+    return a.astype(np.float32).reshape(1, -1)
+
+
+def float_input(samples: np.ndarray) -> np.ndarray:
+    """Audio, ``runFloat``: mono float samples in [-1, 1] (a microphone's normalised floats) → the wrapped
+    graph's ``pcm`` input: ``float32(x) * 32768``, exact (a power of two), so the graph's ÷32768 hands the
+    model the samples unchanged. A value outside [-1, 1] or not finite is refused: such a buffer holds
+    16-bit sample values (pass them as int16), not normalised floats."""
+    x = np.asarray(samples, dtype=np.float32).reshape(1, -1)
+    bad = ~np.isfinite(x) | (np.abs(x) > 1.0)
+    if bad.any():
+        i = int(np.argmax(bad.reshape(-1)))
+        raise UsageError(
+            f"float samples must be finite and in [-1, 1]; sample {i} is {float(x.reshape(-1)[i])!r}",
+            hint="16-bit sample values go to pcm16_input as int16; floats are normalised to [-1, 1]",
+        )
+    out: np.ndarray = x * np.float32(PCM_SCALE)
+    return out
 
 
 def pcm_to_float(pcm: np.ndarray) -> np.ndarray:

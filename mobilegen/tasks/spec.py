@@ -34,6 +34,10 @@ LAYOUTS = ("nchw", "nhwc")
 ResizeFilter = Literal["antialias", "bilinear"]
 RESIZE_FILTERS: tuple[str, ...] = ("antialias", "bilinear")
 
+# Audio: mono; samples as 16-bit integers (runPcm16) or floats in [-1, 1] (runFloat), mobilegen.tasks.reference.
+AUDIO_CHANNELS = 1
+SAMPLE_FORMATS = ("int16", "float")
+
 # The wrapped graph's IO names (mobilegen.tasks.graph).
 IMAGE_INPUT, PCM_INPUT, SCORES_OUTPUT, INDICES_OUTPUT = "image", "pcm", "scores", "indices"
 
@@ -62,6 +66,7 @@ class TaskSpec:
     softmax: bool = False
     top_k: int | None = None
     resize_filter: ResizeFilter = "antialias"  # how the native step resamples (mobilegen.tasks.reference)
+    window: int | None = None  # audio: samples per run (the model's fixed input length); None: any length
 
     @property
     def is_image(self) -> bool:
@@ -95,7 +100,12 @@ class TaskSpec:
                 "layout": self.layout,
             }
         else:
-            rec["sample_rate"] = self.sample_rate
+            rec |= {
+                "sample_rate": self.sample_rate,
+                "audio_channels": AUDIO_CHANNELS,
+                "sample_formats": list(SAMPLE_FORMATS),
+                "window": self.window,
+            }
         if self.kind == "image-classification":
             rec["labels"] = len(self.labels)
         rec |= {"softmax": self.softmax, "top_k": self.top_k}
@@ -377,7 +387,8 @@ def _resolve_image(spec: TaskSpec, x: TensorSpec) -> TaskSpec:
 def _resolve_audio(spec: TaskSpec, x: TensorSpec) -> TaskSpec:
     if len(x.shape) != 2 or not _batch_ok(x.shape[0]):
         raise UsageError(f"--task audio needs a 1xSAMPLES input, {x.name!r} is {x.shape_str()}", hint="export the model with a [1, samples] waveform input")
-    return spec
+    n = x.shape[1]
+    return replace(spec, window=n if isinstance(n, int) else None)
 
 
 def _check_scores(spec: TaskSpec, io: IOSpec) -> None:
@@ -398,7 +409,9 @@ def describe(rec: Mapping[str, object]) -> str:
     """One line for the report and the READMEs from a manifest's ``options.task`` (:meth:`TaskSpec.record`)."""
     parts = [str(rec.get("kind"))]
     if rec.get("kind") == "audio":
-        parts.append(f"mono 16-bit PCM at {rec.get('sample_rate')} Hz, ÷32768 in the graph")
+        window = rec.get("window")
+        length = f"{window} samples per run" if isinstance(window, int) else "any number of samples per run"
+        parts.append(f"mono at {rec.get('sample_rate')} Hz, {length}: 16-bit PCM (runPcm16) or floats in [-1, 1] (runFloat, ×32768 natively), ÷32768 in the graph")
     else:
         crop = rec.get("crop") or ["?", "?"]
         size = f"{crop[0]}x{crop[1]}" if isinstance(crop, list) and len(crop) == 2 else "?"

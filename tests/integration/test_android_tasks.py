@@ -35,7 +35,8 @@ from task_specs import HOSTILE_LABELS, PROJECTS, task_specs
 from test_android_kotlin import SHIM, _kotlinc, _missing_tool, _run, _stdlib
 
 from mobilegen.android import AndroidOptions, render_android
-from mobilegen.tasks.reference import resize_crop, top_k
+from mobilegen.errors import UsageError
+from mobilegen.tasks.reference import float_input, pcm16_input, resize_crop, top_k
 from mobilegen.tasks.spec import TaskSpec
 
 pytestmark = pytest.mark.slow
@@ -87,6 +88,9 @@ fun hex(bytes: ByteArray): String = bytes.joinToString("") { "%02x".format(it.to
 // Commands, one per line of args[0]:
 //   crop FILE W H SHORTER CH CW F -> hex of ImageInput.resizeCrop(fromRgba(FILE), filter F) (and the ARGB path agrees)
 //   filter                        -> ImageInput.FILTER of cls_topk and of image
+//   audio16 P v1,v2,...           -> AudioInput.fromPcm16 of project P (audio, audio_window): float bits in hex, or the error
+//   audiof P b1,b2,...            -> AudioInput.fromFloat of the floats with those bits (hex), the same
+//   audioconst P                  -> SAMPLE_RATE CHANNELS WINDOW_SAMPLES of project P
 //   prepare FILE W H              -> hex of ImageInput.prepare(fromRgba(FILE)) (the project's own constants)
 //   labels FILE                   -> one line per label: hex of its UTF-8
 //   topk K v1,v2,...              -> indices of Scores.topK
@@ -156,6 +160,28 @@ fun main(args: Array<String>) {
                 }
                 println("${out.width}x${out.height} " + hex(out.pixels))
             }
+            "audio16", "audiof", "audioconst" -> {
+                val window = p[1] == "audio_window"
+                fun bits(values: FloatArray): String = values.joinToString(",") { "%08x".format(java.lang.Float.floatToRawIntBits(it)) }
+                val out = attempt {
+                    when (p[0]) {
+                        "audioconst" -> if (window) {
+                            "${com.example.tasks.audio_window.AudioInput.SAMPLE_RATE} ${com.example.tasks.audio_window.AudioInput.CHANNELS} ${com.example.tasks.audio_window.AudioInput.WINDOW_SAMPLES}"
+                        } else {
+                            "${com.example.tasks.audio.AudioInput.SAMPLE_RATE} ${com.example.tasks.audio.AudioInput.CHANNELS} ${com.example.tasks.audio.AudioInput.WINDOW_SAMPLES}"
+                        }
+                        "audio16" -> {
+                            val pcm = p[2].split(",").map { it.toInt().toShort() }.toShortArray()
+                            bits(if (window) com.example.tasks.audio_window.AudioInput.fromPcm16(pcm) else com.example.tasks.audio.AudioInput.fromPcm16(pcm))
+                        }
+                        else -> {
+                            val xs = p[2].split(",").map { java.lang.Float.intBitsToFloat(java.lang.Long.parseLong(it, 16).toInt()) }.toFloatArray()
+                            bits(if (window) com.example.tasks.audio_window.AudioInput.fromFloat(xs) else com.example.tasks.audio.AudioInput.fromFloat(xs))
+                        }
+                    }
+                }
+                println(out)
+            }
             "filter" -> println("${ImageInput.FILTER} ${com.example.tasks.image.ImageInput.FILTER}")
             "labels" -> {
                 val labels = Labels.parse(File(p[1]).readBytes())
@@ -215,6 +241,8 @@ def test_every_task_file_compiles(task_jar: Path, projects: dict[str, Path]) -> 
         "com/example/tasks/cls_all/Scores.class",
         "com/example/tasks/image/RgbImage.class",
         "com/example/tasks/audio/TinyCnnTaskTest.class",
+        "com/example/tasks/audio/AudioInput.class",
+        "com/example/tasks/audio_window/TinyCnnTaskKt.class",
         "com/example/tasks/cls_topk/TinyCnnGoldenTestKt.class",  # expectedAccelerators, checkAccelerated
         "com/example/tasks/cls_topk/TinyCnnGoldenTest.class",
         "com/example/tasks/cls_qnn/TinyCnnTaskTest.class",
@@ -301,6 +329,44 @@ def test_image_input_reduces_a_photo_as_pillow_does(task_jar: Path, shim_classes
     for i in (0, 2):  # antialias: Pillow's bytes; bilinear: far off
         assert pillow[i].max() <= 1 and pillow[i].mean() <= 0.05
         assert pillow[i + 1].mean() > 5.0
+
+
+def _float_bits(x: np.ndarray) -> str:
+    return ",".join(f"{int(v):08x}" for v in np.asarray(x, dtype=np.float32).reshape(-1).view(np.uint32))
+
+
+def test_audio_input_matches_the_python_reference(task_jar: Path, shim_classes: Path, tmp_path: Path) -> None:
+    """Issue 26 item 8: AudioInput's constants, and fromPcm16 / fromFloat give pcm16_input / float_input's
+    float32 values bit for bit (floats in [-1, 1] times 32768, exact); floats outside [-1, 1], NaN and a
+    wrong window length are refused on both sides."""
+    rng = np.random.default_rng(8)
+    pcm = np.concatenate([np.array([-32768, -1, 0, 1, 32767], np.int16), rng.integers(-32768, 32768, 395).astype(np.int16)])
+    floats = np.concatenate([np.array([-1.0, -0.0, 0.0, 1.0, 1.0 / 32768, 1e-40, 0.999999], np.float32), rng.uniform(-1, 1, 393).astype(np.float32)])
+    cases = [
+        ("audio16", "audio", pcm[:5]),
+        ("audio16", "audio_window", pcm),
+        ("audio16", "audio_window", pcm[:399]),  # wrong window
+        ("audiof", "audio", floats[:7]),
+        ("audiof", "audio_window", floats),
+        ("audiof", "audio", np.array([0.5, 1.0001], np.float32)),  # int16 values passed as floats are refused
+        ("audiof", "audio", np.array([0.5, 1200.0], np.float32)),
+        ("audiof", "audio", np.array([np.nan], np.float32)),
+    ]
+    commands = ["audioconst audio", "audioconst audio_window"]
+    expected = ["8000 1 0", "16000 1 400"]
+    for cmd, project, values in cases:
+        window = PROJECTS[project][0].window
+        arg = ",".join(str(int(v)) for v in values) if cmd == "audio16" else _float_bits(values)
+        commands.append(f"{cmd} {project} {arg}")
+        try:
+            ref = pcm16_input(values) if cmd == "audio16" else float_input(values)
+            expected.append("error" if window is not None and values.size != window else _float_bits(ref))
+        except UsageError:
+            expected.append("error")
+    got = _harness(task_jar, shim_classes, commands, tmp_path)
+    assert [("error" if g.startswith("error: ") else g) for g in got] == expected
+    assert sum(e == "error" for e in expected) == 4
+    assert "the model takes 400 samples per run, got 399" in got[4] and "sample 1 is 1200.0" in got[8]
 
 
 def test_labels_and_ranking_agree_with_python(task_jar: Path, shim_classes: Path, projects: dict[str, Path], tmp_path: Path) -> None:

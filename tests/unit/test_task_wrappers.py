@@ -82,7 +82,9 @@ def test_task_files_render_only_with_a_task(rendered: dict[str, Path], tmp_path:
     ):
         assert expected in cls
     audio = _files(rendered["android_audio"])
-    assert not any(p.endswith(("TaskSupport.kt", "labels.txt")) for p in audio)  # no image helpers, no labels
+    assert not any(p.endswith("labels.txt") for p in audio)  # no labels
+    support = next(rendered["android_audio"].rglob("TaskSupport.kt")).read_text()  # AudioInput alone: no image helpers
+    assert "object AudioInput" in support and "object ImageInput" not in support and "object Labels" not in support
     assert any(p.endswith("TinyCnnTask.kt") for p in audio)
     ios = _files(rendered["ios_cls_all"])
     for expected in ("Sources/TinyCnn/TinyCnn+Task.swift", "Sources/TinyCnn/Resources/labels.txt", "Tests/TinyCnnTests/TinyCnnTaskTests.swift", "Tests/TinyCnnTests/Resources/task/cases.json"):
@@ -179,6 +181,26 @@ def test_swift_uses_only_pinned_ort_and_listed_coregraphics_symbols(rendered: di
     ):
         assert needle in task
     assert "public func run(pcm: [Int16]) async throws" in sources["ios_audio/Sources/TinyCnn/TinyCnn+Task.swift"]
+
+
+def test_the_audio_contract_is_in_the_code(rendered: dict[str, Path]) -> None:
+    """Issue 26 item 8: sample rate, channels, window and both sample formats are constants and distinct
+    methods on both platforms (the audio project: 8 kHz, any length)."""
+    support = next(rendered["android_audio"].rglob("TaskSupport.kt")).read_text()
+    for needle in ("const val SAMPLE_RATE: Int = 8000", "const val CHANNELS: Int = 1", "const val WINDOW_SAMPLES: Int = 0",
+                   "fun fromPcm16(pcm: ShortArray): FloatArray", "fun fromFloat(samples: FloatArray): FloatArray"):
+        assert needle in support, needle
+    task = next(rendered["android_audio"].rglob("TinyCnnTask.kt")).read_text()
+    assert "fun TinyCnn.runPcm16(pcm: ShortArray): TinyCnn.Outputs" in task and "fun TinyCnn.runFloat(samples: FloatArray): TinyCnn.Outputs" in task
+    swift = (rendered["ios_audio"] / "Sources/TinyCnn/TinyCnn+Task.swift").read_text()
+    for needle in ("public static let sampleRate = 8000", "public static let channels = 1", "public static let windowSamples = 0",
+                   "public func runPCM16(_ pcm: [Int16]) async throws", "public func runFloat(_ samples: [Float]) async throws",
+                   "public func runFloat(_ samples: [Float]) throws"):
+        assert needle in swift, needle
+    image = next(rendered["android_image"].rglob("TaskSupport.kt")).read_text()
+    assert "object AudioInput" not in image and "val FILTER: ResizeFilter = ResizeFilter.BILINEAR" in image
+    assert "public static let filter: ResizeFilter = .bilinear" in (rendered["ios_image"] / "Sources/TinyCnn/TinyCnn+Task.swift").read_text()
+    assert "public static let filter: ResizeFilter = .antialias" in (rendered["ios_cls_topk"] / "Sources/TinyCnn/TinyCnn+Task.swift").read_text()
 
 
 def test_classify_defaults_to_the_graphs_k_and_clamps_on_both_platforms(rendered: dict[str, Path]) -> None:

@@ -15,7 +15,9 @@ from PIL import Image
 from mobilegen.errors import UsageError
 from mobilegen.tasks.reference import (
     classifications,
+    float_input,
     normalize,
+    pcm16_input,
     pcm_to_float,
     postprocess,
     postprocess_outputs,
@@ -219,6 +221,23 @@ def test_post_processing() -> None:
     assert [c[0] for c in postprocess(logits, replace(SPEC, labels=()), k=2)] == ["1", "2"]
     assert top_k(np.array([[5.0, 5.0, 5.0]]), 2)[1].tolist() == [[0, 1]]
     assert postprocess_outputs([logits], SPEC) == [logits]
+
+
+def test_audio_inputs_for_both_sample_formats() -> None:
+    """runPcm16 and runFloat hand the model the same numbers: int16 values as floats, floats in [-1, 1]
+    times 32768 (exact, so the graph's ÷32768 returns them bit for bit); raw int16 values passed as floats
+    (the silent near-silence / clipping bug of issue 26) are refused."""
+    pcm = np.array([-32768, -1, 0, 16384, 32767], np.int16)
+    assert pcm16_input(pcm).dtype == np.float32 and pcm16_input(pcm).tolist() == [[-32768.0, -1.0, 0.0, 16384.0, 32767.0]]
+    floats = pcm.astype(np.float32) / np.float32(32768)
+    assert np.array_equal(float_input(floats), pcm16_input(pcm))  # the same graph input from either format
+    x = np.random.default_rng(1).uniform(-1, 1, 1000).astype(np.float32)
+    assert np.array_equal(pcm_to_float(float_input(x))[0], x)  # the model sees the floats unchanged
+    for bad in ([0.5, 1.5], [np.nan], [-1200.0], [np.inf]):
+        with pytest.raises(UsageError, match=r"in \[-1, 1\]"):
+            float_input(np.array(bad, np.float32))
+    with pytest.raises(UsageError, match="int16"):
+        pcm16_input(np.array([1, 2], np.int32))
 
 
 def test_pcm() -> None:

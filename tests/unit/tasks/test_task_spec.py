@@ -40,6 +40,23 @@ def test_full_image_spec(tmp_path: Path) -> None:
     assert spec.record()["resize_filter"] == "antialias" and "antialiased bilinear, as Pillow" in describe(spec.record())
 
 
+def test_audio_contract_in_the_spec(tmp_path: Path) -> None:
+    """The window comes from the model's input length (None: any length); the record and the report line
+    carry rate, channels, both sample formats and the window."""
+    from mobilegen.spec import IOSpec, TensorSpec
+
+    spec = task_from_flags(flags(tmp_path, task="audio", sample_rate=16000))
+    assert spec is not None
+    out = (TensorSpec("y", "float32", (1, 2)),)
+    fixed = resolve(spec, IOSpec((TensorSpec("wave", "float32", (1, 512)),), out))
+    assert fixed.window == 512
+    assert resolve(spec, IOSpec((TensorSpec("wave", "float32", (1, "n")),), out)).window is None
+    rec = fixed.record()
+    assert (rec["sample_rate"], rec["audio_channels"], rec["sample_formats"], rec["window"]) == (16000, 1, ["int16", "float"], 512)
+    line = describe(rec)
+    assert "16000 Hz" in line and "512 samples per run" in line and "runPcm16" in line and "runFloat" in line
+
+
 def test_resize_filter(tmp_path: Path) -> None:
     """--resize-filter: antialias by default, bilinear (the earlier 2x2 taps) on request; recorded and described."""
     old = task_from_flags(flags(tmp_path, task="image", crop="4x4", resize_filter="bilinear"))
