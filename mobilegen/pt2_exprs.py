@@ -2,7 +2,9 @@
 
 torch.export.load evaluates every symbolic shape expression with ``sympy.sympify`` (Python ``eval``), and
 ``ExportedProgram.module()`` turns the program's shape guards into Python it executes. These checks accept
-what torch itself writes and refuse anything that could do more than build numbers and comparisons.
+what torch itself writes and refuse anything that could do more than build numbers and comparisons — and
+any arithmetic that could not finish: exact integer powers make ``9**9**9**9`` run forever, so the size
+of every number the text can build is bounded before anything evaluates it (:func:`_size_refusal`).
 """
 
 from __future__ import annotations
@@ -10,8 +12,21 @@ from __future__ import annotations
 import ast
 import builtins
 import keyword
+import math
+import re
 
 MAX_EXPR = 10_000  # characters; real shape expressions are a few dozen
+# Bounds on what a shape expression or guard may compute. torch writes sizes as int64 literals and powers
+# with a literal exponent (``Pow(Symbol('s0', ...), Integer(2))`` for an area, ``Integer(-1)`` for a
+# division); its deepest real expressions (a chain of strided convolutions) nest a few dozen calls.
+MAX_INT = 2**63  # |integer literal|
+MAX_EXPONENT = 64  # |literal exponent| of a power, literal count of a left shift, ndigits of a rounding
+MAX_BITS = 1 << 20  # an upper bound on the size of any integer the expression can build (128 KiB)
+MAX_DEPTH = 160  # syntax tree nesting (Python's own parser stops at 200 nested brackets)
+MAX_NODES = 4_000  # syntax tree nodes
+SYMBOL_BITS = 64  # a size symbol or input size stands for an int64
+_FLOAT_TEXT = re.compile(r"[+-]?(\d{1,40}(\.\d{0,40})?|\.\d{1,40})([eE][+-]?\d{1,3})?")  # sympy's exact parse of
+# "1e99999" alone takes most of a second: the decimal exponent stays within three digits
 
 
 def is_inert_string(text: object) -> bool:
@@ -57,14 +72,48 @@ def _sympy_name_ok(name: str) -> bool:
 def is_safe_sympy(text: str) -> bool:
     """True when evaluating ``text`` as sympy does can only build sympy expressions: printable ASCII (sympy
     drops newlines, so none may hide anything), no attribute access, no subscripts, no strings except a
-    Symbol's plain name or a Float's digits, calls only to sympy constructors or inert names."""
+    Symbol's plain name or a Float's digits, calls only to sympy constructors or inert names — and of
+    bounded size (:func:`sympy_size_refusal`)."""
+    return _sympy_code_ok(text) and sympy_size_refusal(text) is None
+
+
+def _sympy_code_ok(text: str) -> bool:
     if len(text) > MAX_EXPR or not (text.isascii() and text.isprintable()):
         return False
     try:
         tree = ast.parse(text, mode="eval")
-        return _sympy_ok(tree.body)
+        return _shallow(tree) and _sympy_ok(tree.body)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
+
+
+def sympy_refusal(text: str) -> str | None:
+    """Why torch must not evaluate the shape expression ``text`` (completes "the expression X ..."), or None."""
+    if not _sympy_code_ok(text):
+        return "is not plain arithmetic (torch evaluates it as Python)"
+    if (why := sympy_size_refusal(text)) is not None:
+        return f"{why}: evaluating it might never end"
+    return None
+
+
+def guard_refusal(text: str) -> str | None:
+    """Why the shape guard ``text`` must not run (completes "the guard X ..."), or None."""
+    if not _guard_code_ok(text):
+        return "is not a plain size check (torch runs it as Python)"
+    if (why := guard_size_refusal(text)) is not None:
+        return f"{why}: checking it might never end"
+    return None
+
+
+def sympy_size_refusal(text: str) -> str | None:
+    """Why evaluating the expression ``text`` could take unbounded time or memory, or None. For text that
+    :func:`is_safe_sympy`'s other checks accept; anything that does not parse is "not arithmetic"."""
+    return _parsed_size_refusal(text, _SYMPY_POWERS)
+
+
+def guard_size_refusal(text: str) -> str | None:
+    """:func:`sympy_size_refusal` for a shape guard (Python, which has the same exact integer powers)."""
+    return _parsed_size_refusal(text, _GUARD_POWERS)
 
 
 def _sympy_ok(node: ast.AST) -> bool:
@@ -97,7 +146,11 @@ def _sympy_call_ok(node: ast.Call) -> bool:
             return False
         args.pop(0)
     for kw in node.keywords:
-        if kw.arg is None or not (isinstance(kw.value, ast.Constant) and type(kw.value.value) in (int, bool)):
+        if kw.arg is None or not isinstance(kw.value, ast.Constant):
+            return False
+        value = kw.value.value
+        # assumptions (positive=True) are flags; Float's precision (in bits) is the one number torch writes
+        if not (type(value) is bool or (kw.arg == "precision" and type(value) is int and 1 <= value <= 1024)):
             return False
     return all(_sympy_ok(a) for a in args)
 
@@ -106,7 +159,7 @@ def _string_arg_ok(func: str, value: str) -> bool:
     if func in ("Symbol", "Dummy"):
         return value.isidentifier() and not value.startswith("_") and not keyword.iskeyword(value)
     if func == "Float":
-        return len(value) <= 64 and all(ch in "0123456789.eE+-" for ch in value)
+        return _FLOAT_TEXT.fullmatch(value) is not None
     return False
 
 
@@ -121,11 +174,17 @@ _TORCH_FUNCS = frozenset({"sym_max", "sym_min", "sym_float", "sym_int", "sym_sqr
 
 
 def is_safe_guard(text: str) -> bool:
-    """True when ``text`` only compares and combines sizes of the inputs (``L[...]``) with numbers."""
+    """True when ``text`` only compares and combines sizes of the inputs (``L[...]``) with numbers, and
+    of bounded size (:func:`guard_size_refusal`)."""
+    return _guard_code_ok(text) and guard_size_refusal(text) is None
+
+
+def _guard_code_ok(text: str) -> bool:
     if len(text) > MAX_EXPR or not (text.isascii() and text.isprintable()):
         return False
     try:
-        return _guard_ok(ast.parse(text, mode="eval").body)
+        tree = ast.parse(text, mode="eval")
+        return _shallow(tree) and _guard_ok(tree.body)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
 
@@ -189,3 +248,125 @@ def _guard_call_ok(node: ast.Call) -> bool:
     else:
         return _tensor_method_ok(node)
     return allowed and all(_guard_ok(a) for a in node.args)
+
+
+# ---- bounded size (both kinds) -----------------------------------------------------------------------
+
+# Calls whose second argument is an exponent, a shift count or a number of digits: it must be a small
+# literal, because each can make a number as large as its value says (``Pow(9, 9**9)``, ``1 << 10**18``,
+# ``round(1, -10**18)`` computes 10**(10**18)).
+_SYMPY_POWERS = {"Pow": "exponent", "PowByNatural": "exponent", "FloatPow": "exponent", "LShift": "shift", "RoundDecimal": "digits"}
+_GUARD_POWERS = {"round": "digits"}
+_WHAT = {"exponent": "a power whose exponent", "shift": "a left shift whose count", "digits": "a rounding whose number of digits"}
+
+
+class _TooBig(Exception):
+    pass
+
+
+def _shallow(tree: ast.AST) -> bool:
+    """At most MAX_NODES nodes nested at most MAX_DEPTH deep (an iterative walk: no recursion limit)."""
+    stack: list[tuple[ast.AST, int]] = [(tree, 0)]
+    count = 0
+    while stack:
+        node, depth = stack.pop()
+        count += 1
+        if count > MAX_NODES or depth > MAX_DEPTH:
+            return False
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return True
+
+
+def _parsed_size_refusal(text: str, powers: dict[str, str]) -> str | None:
+    try:
+        tree = ast.parse(text, mode="eval")
+        if not _shallow(tree):
+            return f"nests deeper than {MAX_DEPTH} or has more than {MAX_NODES} parts"
+        bits = _bits(tree.body, powers)
+    except _TooBig as err:
+        return str(err)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return "is not arithmetic"
+    if bits > MAX_BITS:
+        return f"can build a number of about {bits} bits (at most {MAX_BITS})"
+    return None
+
+
+def _bits(node: ast.AST, powers: dict[str, str]) -> int:
+    """An upper bound on the bit length of any integer evaluating ``node`` can build (symbols and input
+    sizes count as int64); raises _TooBig for a literal or a power that is not bounded."""
+    if isinstance(node, ast.Constant):
+        if type(node.value) is int:
+            if abs(node.value) > MAX_INT:
+                raise _TooBig(f"has the integer {_digits(node.value)}, larger than 2**63")
+            return max(1, node.value.bit_length())
+        return SYMBOL_BITS if isinstance(node.value, float) else 1
+    if isinstance(node, ast.BinOp):
+        if isinstance(node.left, (ast.Tuple, ast.List)) or isinstance(node.right, (ast.Tuple, ast.List)):
+            raise _TooBig("repeats or combines a sequence")  # (1,) * 2**40 would allocate it
+        left = _bits(node.left, powers)
+        if isinstance(node.op, ast.Pow):
+            return left * math.ceil(_small_literal(node.right, "exponent")) + 1
+        if isinstance(node.op, ast.LShift):
+            return left + math.ceil(_small_literal(node.right, "shift"))
+        return _total(left, _bits(node.right, powers))
+    if isinstance(node, ast.Call):
+        name = node.func.id if isinstance(node.func, ast.Name) else None
+        args: list[ast.AST] = list(node.args)
+        if name in powers and len(args) >= 2:
+            limit = _small_literal(args[1], powers[name])
+            base = _bits(args[0], powers)
+            rest = _total(*(_bits(a, powers) for a in args[2:]))
+            if powers[name] == "exponent":
+                return _total(base * math.ceil(limit) + 1, rest)
+            return _total(base + math.ceil(limit), rest)  # a shift adds its count; rounding adds digits' worth
+        if not isinstance(node.func, ast.Name):
+            args.insert(0, node.func)  # a tensor method or math./torch. function: its object's parts count too
+        return _total(SYMBOL_BITS if not args else 0, *(_bits(a, powers) for a in args))
+    if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)):
+        return SYMBOL_BITS  # a symbol, a constant (oo, math.inf) or an input's size
+    return _total(*(_bits(child, powers) for child in ast.iter_child_nodes(node)))
+
+
+def _total(*parts: int) -> int:
+    """A product's size is at most the sum of its factors' (and so is a sum's, comparison's, tuple's...)."""
+    total = sum(parts)
+    if total > MAX_BITS:
+        raise _TooBig(f"can build a number of more than {MAX_BITS} bits")
+    return total
+
+
+def _small_literal(node: ast.AST, what: str) -> float:
+    """|value| of a literal number written as torch writes one (``2``, ``-1``, ``Integer(2)``,
+    ``Rational(1, 2)``, ``Float('0.5', precision=53)``), at most MAX_EXPONENT; anything else: _TooBig."""
+    value = _literal(node)
+    if value is None or not math.isfinite(value) or abs(value) > MAX_EXPONENT:
+        raise _TooBig(f"has {_WHAT[what]} is not a literal number within ±{MAX_EXPONENT}")
+    return abs(value)
+
+
+def _literal(node: ast.AST) -> float | None:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return _literal(node.operand)
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and type(node.value) is not bool:
+        return float(node.value) if abs(node.value) <= MAX_INT else None
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("Integer", "Float", "Rational"):
+        parts: list[float] = []
+        for arg in node.args:
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and node.func.id == "Float":
+                if _FLOAT_TEXT.fullmatch(arg.value) is None:
+                    return None
+                parts.append(float(arg.value))
+            elif (v := _literal(arg)) is not None:
+                parts.append(v)
+            else:
+                return None
+        if node.func.id == "Rational" and len(parts) == 2 and parts[1] != 0:
+            return parts[0] / parts[1]
+        return parts[0] if len(parts) == 1 else None
+    return None
+
+
+def _digits(value: int) -> str:
+    text = str(value) if value.bit_length() < 2000 else f"of {value.bit_length()} bits"
+    return text if len(text) <= 30 else f"{text[:12]}...({len(text)} digits)"

@@ -6,14 +6,26 @@ layout), loads AOTInductor shared libraries, and evaluates every symbolic shape 
 ``sympy.sympify`` — Python ``eval``. Later, ``ExportedProgram.module()`` pastes names from the file
 (parameter and input names, pytree keys) and its shape guards into Python source that it executes.
 
+Its JSON hooks import too: a pytree spec (``in_spec``/``out_spec``) whose context holds
+``{"__enum__": true, "fqn": "ctypes:cdll", "name": "./libx.so"}`` makes ``treespec_loads`` import a module,
+walk an attribute chain and index it (``ctypes.cdll[...]`` loads a library and runs its constructor), and
+a ``collections.defaultdict`` spec imports its ``default_factory_module``. Node targets are resolved by
+walking attributes of ``torch``/``operator``/``math``, so a program can call any function reachable from
+there when it runs; and every symbolic shape expression is evaluated exactly (``9**9**9**9`` never ends).
+
 Without ``--trust-pickle``:
 
 - :func:`check_archive` reads the archive with torch's own zip reader (so it sees exactly the entries
-  torch will read) and refuses it if any of that could happen while loading, naming the entry;
-- while torch loads, :func:`_no_unpickling` is the backstop: any pickle that asks for a Python global
-  fails (an audit hook on ``pickle.find_class``), so a path this module did not foresee still runs no code;
-- :func:`check_program` refuses a loaded program whose names or guards would not be inert in the code
-  ``module()`` generates.
+  torch will read) and refuses it if any of that could happen while loading, naming the entry: pickles
+  that need more than tensors, native code, pytree specs with anything but the containers torch itself
+  registers (:data:`SPEC_TYPES`), node targets outside the operator allowlist (:mod:`mobilegen.pt2_ops`),
+  functions passed as arguments, and shape expressions that are not bounded arithmetic;
+- while torch loads, :func:`_untrusted_load` is the backstop, so a path this module did not foresee still
+  runs no code: any pickle that asks for a Python global fails (an audit hook on ``pickle.find_class``),
+  torch's pytree deserializer cannot import (its ``importlib`` is gated), and loading a native library or
+  starting a process fails (audit hooks on ``ctypes.dlopen``, ``os.system``, ``subprocess.Popen``...);
+- :func:`check_program` refuses a loaded program that calls anything outside the operator allowlist, or
+  whose names or guards would not be inert in the code ``module()`` generates — before anything runs it.
 """
 
 from __future__ import annotations
@@ -25,14 +37,15 @@ import os
 import sys
 import threading
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mobilegen.errors import LoadError, first_line
-from mobilegen.pt2_exprs import is_inert_string, is_safe_guard, is_safe_sympy
+from mobilegen.pt2_exprs import guard_refusal, is_inert_string, sympy_refusal
+from mobilegen.pt2_ops import node_refusal, target_name_refusal
 
 HINT = "pass --trust-pickle only if you trust this file, or re-save the model with torch.export.save from plain tensors"
 
@@ -54,7 +67,7 @@ def load_exported_program(path: Path, trust: bool) -> Any:
     if trust:
         return torch.export.load(str(path))
     check_archive(path)
-    with _no_unpickling() as blocked:
+    with _untrusted_load() as blocked:
         try:
             ep = torch.export.load(str(path))
         except Exception as err:
@@ -68,7 +81,7 @@ def load_exported_program(path: Path, trust: bool) -> Any:
 
 
 def _blocked_error(path: Path, blocked: list[str]) -> LoadError:
-    return LoadError(f"{path}: a pickle inside the archive asks for {blocked[0]}; loading it could run code from the file", hint=HINT)
+    return LoadError(f"{path}: {blocked[0]}; loading it could run code from the file", hint=HINT)
 
 
 # ---- before torch opens the archive -------------------------------------------------------------
@@ -114,7 +127,7 @@ def _model_refusal(path: Path, reader: Any, names: list[str], program: str, mode
     sample = c.SAMPLE_INPUTS_FILENAME_FORMAT.format(model)
     if sample in names and (r := _pickle_refusal(sample, reader.get_record(sample))):
         return r
-    if r := _expression_refusal(program, _json(path, reader, program)):
+    if r := _program_json_refusal(program, _json(path, reader, program)):
         return r
     for legacy in (f"{c.WEIGHTS_DIR}{model}.pt", f"{c.CONSTANTS_DIR}{model}.pt"):
         if legacy in names and (r := _pickle_refusal(legacy, reader.get_record(legacy))):
@@ -167,18 +180,112 @@ def _payloads(path: Path, reader: Any, entry: str) -> list[dict[str, Any]]:
     return list(metas.values())
 
 
-def _expression_refusal(entry: str, program: Any) -> Refusal | None:
-    """Every ``expr_str`` in the program goes through ``sympy.sympify`` (``eval``) when torch loads it."""
+def _program_json_refusal(entry: str, program: Any) -> Refusal | None:
+    """What torch resolves, imports or evaluates while it deserializes the program, checked in its JSON:
+    every ``expr_str`` goes through ``sympy.sympify`` (``eval``), every pytree spec through
+    ``treespec_loads`` (whose hooks import), every node target and ``as_operator`` argument through an
+    attribute walk from ``torch``."""
     stack = [program]
     while stack:
         node = stack.pop()
         if isinstance(node, dict):
-            if "expr_str" in node and not (isinstance(node["expr_str"], str) and is_safe_sympy(node["expr_str"])):
-                return Refusal(entry, f"has the shape expression {_clip(node['expr_str'])}, which is not plain arithmetic (torch evaluates it as Python)")
+            if "expr_str" in node:
+                text = node["expr_str"]
+                why = sympy_refusal(text) if isinstance(text, str) else "is not text"
+                if why is not None:
+                    return Refusal(entry, f"has the shape expression {_clip(text)}, which {why}")
+            for key in ("in_spec", "out_spec"):
+                if key in node and (why := spec_refusal(node[key])) is not None:
+                    return Refusal(entry, f"has the pytree spec {key} of module {_clip(node.get('fqn', ''))} {why}")
+            if {"target", "inputs", "outputs"} <= node.keys() and (why := target_name_refusal(node["target"])) is not None:
+                return Refusal(entry, f"has a node that calls {_clip(node['target'])}, which {why}")
+            if "as_operator" in node:
+                return Refusal(entry, f"passes the function {_clip(node['as_operator'])} as an argument (a program passes tensors, numbers and its own subgraphs)")
             stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)
     return None
+
+
+# The container types torch itself registers for pytree specs and writes into a program, and what their
+# (JSON) context holds: nothing, the keys of a mapping (strings, numbers, lists of them), or a maxlen.
+# Anything else — a namedtuple or dataclass type name (looked up in what the loading process registered),
+# a defaultdict (torch imports its default_factory_module), an ``__enum__`` object in a context (torch
+# imports its module and walks attributes) — needs --trust-pickle.
+SPEC_TYPES = {
+    "builtins.tuple": "none",
+    "builtins.list": "none",
+    "torch.Size": "none",
+    "torch.fx.immutable_collections.immutable_list": "none",
+    "builtins.dict": "keys",
+    "collections.OrderedDict": "keys",
+    "torch.fx.immutable_collections.immutable_dict": "keys",
+    "collections.deque": "maxlen",
+}
+MAX_SPEC_NODES = 100_000
+
+
+def spec_refusal(text: object) -> str | None:
+    """Why torch's ``treespec_loads`` must not see the serialized pytree spec ``text`` (completes "the
+    spec X ..."), or None. Parsed with plain ``json`` (no hooks), iteratively."""
+    if not isinstance(text, str):
+        return "is not text"
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError):
+        return "is not JSON"
+    if not (isinstance(doc, list) and len(doc) == 2 and doc[0] == 1 and type(doc[0]) is int):
+        return "is not a protocol 1 pytree spec"
+    stack, count = [doc[1]], 0
+    while stack:
+        node = stack.pop()
+        count += 1
+        if count > MAX_SPEC_NODES:
+            return f"has more than {MAX_SPEC_NODES} nodes"
+        if not (isinstance(node, dict) and node.keys() == {"type", "context", "children_spec"} and isinstance(node["children_spec"], list)):
+            return f"has the node {_clip(node)}, which is not a pytree spec node"
+        kind, context = node["type"], node["context"]
+        if kind is None:
+            if context is not None or node["children_spec"]:
+                return "has a leaf with a context or children"
+            continue
+        expected = SPEC_TYPES.get(kind) if isinstance(kind, str) else None
+        if expected is None:
+            return f"has the type {_clip(kind)}, which is not a container torch itself registers (a user-defined or hook type: torch would look it up or import it)"
+        if (why := _context_refusal(kind, context, expected)) is not None:
+            return why
+        stack.extend(node["children_spec"])
+    return None
+
+
+def _context_refusal(kind: str, context: object, expected: str) -> str | None:
+    try:
+        value = json.loads(context) if isinstance(context, str) else ...
+    except (ValueError, RecursionError):
+        value = ...
+    if value is ...:
+        return f"has a {kind} context {_clip(context)} that is not JSON text"
+    if expected == "none":
+        ok = value is None
+    elif expected == "maxlen":
+        ok = value is None or (type(value) is int and value >= 0)
+    else:
+        ok = isinstance(value, list) and _plain_keys(value)
+    if not ok:
+        return f"has the {kind} context {_clip(context)}, which torch would not write (a JSON object there is an import hook such as __enum__)"
+    return None
+
+
+def _plain_keys(keys: list[Any]) -> bool:
+    """Mapping keys as torch writes them: strings, numbers, booleans, null, or lists of these (tuples)."""
+    stack: list[Any] = list(keys)
+    while stack:
+        k = stack.pop()
+        if isinstance(k, list):
+            stack.extend(k)
+        elif not (k is None or isinstance(k, (str, int, float, bool))):
+            return False
+    return True
 
 
 def _clip(value: object) -> str:
@@ -191,29 +298,74 @@ def _clip(value: object) -> str:
 _state = threading.local()
 _hook_lock = threading.Lock()
 _hook_installed = False
+_gate_users = 0
+_GATED = "importlib"  # the global of torch.utils._pytree its import hooks call import_module on
 
 
-class UnpicklingBlocked(Exception):
-    """Raised inside pickle's find_class while an untrusted archive loads (deliberately not a
-    RuntimeError: torch.export.load catches those and retries with the legacy, pickling reader)."""
+class CodeBlocked(Exception):
+    """Raised where an untrusted archive would make torch run code (a pickle's find_class, an import by
+    torch's pytree hooks, a native library, a process). Deliberately not a RuntimeError: torch.export.load
+    catches those and retries with the legacy, pickling reader."""
+
+
+# audit events that load or start code: what each one means, from its arguments
+_BLOCKED_EVENTS: dict[str, Callable[[tuple[Any, ...]], str]] = {
+    "pickle.find_class": lambda a: f"a pickle inside the archive asks for {a[0]}.{a[1]}",
+    "ctypes.dlopen": lambda a: f"loading the archive loads the native library {a[0]!r}",
+    "os.system": lambda a: f"loading the archive runs the command {a[0]!r}",
+    "subprocess.Popen": lambda a: f"loading the archive starts the program {a[0]!r}",
+    "os.exec": lambda a: f"loading the archive executes {a[0]!r}",
+    "os.posix_spawn": lambda a: f"loading the archive starts the program {a[0]!r}",
+    "os.spawn": lambda a: f"loading the archive starts the program {a[1]!r}",
+    "os.fork": lambda a: "loading the archive forks the process",
+}
 
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
     blocked = getattr(_state, "blocked", None)
-    if blocked is not None and event == "pickle.find_class":
-        blocked.append(f"{args[0]}.{args[1]}")
-        raise UnpicklingBlocked(f"unpickling {args[0]}.{args[1]} from an untrusted archive")
+    if blocked is not None and event in _BLOCKED_EVENTS:
+        what = _BLOCKED_EVENTS[event](args)
+        blocked.append(what)
+        raise CodeBlocked(f"{what} (an untrusted archive)")
+
+
+class _ImportGate:
+    """Stands in for the ``importlib`` module inside ``torch.utils._pytree`` while an untrusted archive
+    loads: its enum hook (``__enum__``) and defaultdict deserializer import through ``importlib.import_module``.
+    On other threads, and outside the block, it is the real module."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+
+    def import_module(self, name: str, package: str | None = None) -> Any:
+        blocked = getattr(_state, "blocked", None)
+        if blocked is not None:
+            what = f"a pytree spec inside the archive makes torch import {name!r}"
+            blocked.append(what)
+            raise CodeBlocked(f"{what} (an untrusted archive)")
+        return self._real.import_module(name, package)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
 
 
 @contextmanager
-def _no_unpickling() -> Iterator[list[str]]:
-    """Within the block (this thread only), any pickle that resolves a Python global fails; the list
-    collects what was asked for. ``torch.load(weights_only=True)`` does not resolve globals this way."""
-    global _hook_installed
+def _untrusted_load() -> Iterator[list[str]]:
+    """Within the block (this thread only), any pickle that resolves a Python global fails, torch's pytree
+    deserializer cannot import, and native libraries or processes cannot be started; the list collects what
+    was asked for. ``torch.load(weights_only=True)`` does not resolve globals this way, and a normal
+    ``torch.export.load`` does none of these (it imports its own lazy modules with ``import``, not through
+    the gate)."""
+    global _hook_installed, _gate_users
+    from torch.utils import _pytree
+
     with _hook_lock:
         if not _hook_installed:
             sys.addaudithook(_audit)  # audit hooks cannot be removed; this one is idle outside the block
             _hook_installed = True
+        if _gate_users == 0:
+            setattr(_pytree, _GATED, _ImportGate(getattr(_pytree, _GATED)))
+        _gate_users += 1
     previous = getattr(_state, "blocked", None)
     blocked: list[str] = []
     _state.blocked = blocked
@@ -221,6 +373,11 @@ def _no_unpickling() -> Iterator[list[str]]:
         yield blocked
     finally:
         _state.blocked = previous
+        with _hook_lock:
+            _gate_users -= 1
+            gate = getattr(_pytree, _GATED)
+            if _gate_users == 0 and isinstance(gate, _ImportGate):
+                setattr(_pytree, _GATED, gate._real)
 
 
 # ---- after torch loaded the program, before anything calls module() ------------------------------
@@ -233,12 +390,19 @@ def check_program(path: Path, ep: Any) -> None:
 
 
 def program_refusal(ep: Any) -> Refusal | None:
+    import torch
     from torch.export.pt2_archive import constants as c
 
     program = c.MODELS_FILENAME_FORMAT.format("model")
+    for module in ep.graph_module.modules():  # the program and its subgraphs (cond branches, ...)
+        if isinstance(module, torch.fx.GraphModule):
+            for node in module.graph.nodes:
+                if (why := node_refusal(node, module)) is not None:
+                    return Refusal(program, f"has the node {_clip(node.name)}, which {why}")
     for guard in getattr(ep, "_guards_code", None) or []:
-        if not (isinstance(guard, str) and is_safe_guard(guard)):
-            return Refusal(program, f"has the shape guard {_clip(guard)}, which is not a plain size check (torch runs it as Python)")
+        why = guard_refusal(guard) if isinstance(guard, str) else "is not text"
+        if why is not None:
+            return Refusal(program, f"has the shape guard {_clip(guard)}, which {why}")
     for name in _generated_code_names(ep):
         if not is_inert_string(name):
             return Refusal(program, f"has the name {_clip(name)}, which torch would paste into the Python it generates")
