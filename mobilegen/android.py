@@ -68,10 +68,12 @@ FIXED_CLASS_NAMES = frozenset(
         "Json",
         "Obj",
         "Reader",
+        # the wrapper's file-private QNN context helper (issue 26 item 5)
+        "QnnContext",
     }
 ) | frozenset(
     # java.* / android.* / JUnit types the benchmark names
-    "Assume File HashSet Instrumentation MessageDigest StringBuilder Triple".split()
+    "Assume File HashSet Instrumentation LinkageError MessageDigest StringBuilder Triple".split()
 ) | frozenset(
     # Types the templates name without a package (Kotlin's built-ins, java.*, android.*, ONNX Runtime's):
     # a wrapper class of the same name would shadow them in its package (a model called "int" -> Int).
@@ -98,14 +100,15 @@ RESERVED_MEMBERS = frozenset(
     """
     equals hashCode toString copy close run create newInstance inputs outputs options session sessionOptions
     activeProviders lock closed nnapiFlags outputTensor boolBytes floats doubles ints longs shorts bytes
-    booleans env feeds result labels qnnProviderOptions qnnContextFile openSession
+    booleans env feeds result labels qnnProviderOptions qnnContextFile openSession skippedProviders tryChain
+    addProvider qnnAbiProblem skippedText nativeLibraryMessage supportedAbis tookNodes discard release loadedFromCache
     """.split()
 )
 # SCREAMING_SNAKE namespace: the fixed companion constants, Options.CPU_ONLY and the NnapiFlag entries.
 FIXED_CONSTANTS = frozenset(
     """
     TAG MODEL_NAME MODEL_ASSET GOLDEN_ASSET INPUT_NAMES OUTPUT_NAMES ATOL RTOL ACCELERATED_ATOL
-    ACCELERATED_RTOL CPU_ONLY USE_FP16 USE_NCHW CPU_DISABLED LABELS_ASSET
+    ACCELERATED_RTOL CPU_ONLY USE_FP16 USE_NCHW CPU_DISABLED LABELS_ASSET QNN_ABI
     """.split()
 )
 # Derived names of one tensor: property + shape property, name constant + shape constant.
