@@ -65,7 +65,8 @@ class MobileTask:
 
     @property
     def is_classification(self) -> bool:
-        return self.kind == "image-classification"
+        """Classes with labels (``Labels``, ``Scores``, ``classify``): image-classification, audio with labels."""
+        return self.kind == "image-classification" or (self.kind == "audio" and bool(self.labels))
 
 
 def _find(tensors: Sequence[TensorSpec], name: str) -> TensorSpec | None:
@@ -111,7 +112,7 @@ def mobile_task(task: TaskSpec | None, io: IOSpec) -> MobileTask | None:
     if len(io.inputs) != 1:
         raise _bug(f"a task's graph takes exactly one input, got {', '.join(t.name for t in io.inputs)}")
     graph_top_k = 0
-    if task.kind == "image-classification":
+    if task.kind == "image-classification" or (task.kind == "audio" and task.labels):
         scores = _find(io.outputs, SCORES_OUTPUT) or next((t for t in io.outputs if t.dtype == "float32"), None)
         if scores is None or scores.dtype != "float32":
             raise _bug(f"a classifier's graph needs a float32 output {SCORES_OUTPUT!r}, got {scores}")
@@ -205,8 +206,8 @@ def task_context(task: MobileTask | None, inputs: Sequence[dict[str, Any]], outp
 
 
 def write_labels(dest: Path, rel: PurePosixPath, task: TaskSpec | None) -> list[PurePosixPath]:
-    """Write the labels file of an image classifier at ``dest/rel``; returns what was written."""
-    if task is None or task.kind != "image-classification":
+    """Write the labels file of a classifier (image, or audio with labels) at ``dest/rel``; returns what was written."""
+    if task is None or not (task.kind == "image-classification" or (task.kind == "audio" and task.labels)):
         return []
     target = dest.joinpath(*rel.parts)
     target.parent.mkdir(parents=True, exist_ok=True)

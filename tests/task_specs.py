@@ -50,9 +50,9 @@ PROJECTS: dict[str, tuple[TaskSpec, IOSpec]] = {
         TaskSpec(kind="audio", sample_rate=8000),
         IOSpec((TensorSpec("pcm", "float32", (1, "samples")),), (TensorSpec("logits", "float32", (1, 2)),)),
     ),
-    # a fixed window, as a keyword-spotting or VAD model has: AudioInput checks the length
+    # an audio classifier (--labels) with a fixed window, as a keyword spotter has: AudioInput checks the length
     "audio_window": (
-        TaskSpec(kind="audio", sample_rate=16000, window=400),
+        TaskSpec(kind="audio", labels=("yes", "no"), sample_rate=16000, window=400, softmax=True),
         IOSpec((TensorSpec("pcm", "float32", (1, 400)),), (TensorSpec("logits", "float32", (1, 2)),)),
     ),
 }

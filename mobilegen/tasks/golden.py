@@ -9,8 +9,8 @@ Format (``<golden folder>/task/``, one per shipped model: ``golden/task`` or ``g
                                 "pixels": "gradient_64x48.rgba", "vectors": "gradient_64x48.mgv",
                                 "top_k": [{"label": "cat", "index": 3, "score": 0.91}, ...]}, ...]}
                     (audio cases: {"name", "samples", "pcm": "NAME.pcm", "vectors"}; "top_k" only for
-                    image-classification: the best min(5, classes) classes — or --top-k — best first,
-                    equal scores by lower index)
+                    classifiers — image-classification, audio with --labels: the best min(5, classes)
+                    classes — or --top-k — best first, equal scores by lower index)
     NAME.rgba       width × height × 4 bytes: RGBA8, row-major, top row first, alpha 255 (opaque, so
                     premultiplied and straight alpha read the same)
     NAME.pcm        samples × 2 bytes: int16 little-endian, mono
@@ -113,7 +113,7 @@ def write_task_golden(folder: Path, spec: TaskSpec, inputs: list[GoldenInput], r
             case |= {"samples": int(g.raw.size), "pcm": raw_name}
             (dest / raw_name).write_bytes(g.raw.astype("<i2").tobytes())
         case["vectors"] = vectors
-        if spec.kind == "image-classification":
+        if spec.is_classifier:
             k = spec.top_k or TOP_K_DEFAULT
             case["top_k"] = [{"label": label, "index": i, "score": s} for label, i, s in classifications(outputs, spec)[:k]]
         cases.append(case)

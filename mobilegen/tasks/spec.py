@@ -73,6 +73,11 @@ class TaskSpec:
         return self.kind in ("image-classification", "image")
 
     @property
+    def is_classifier(self) -> bool:
+        """Classes with labels: image-classification, and audio given --labels (a keyword spotter, an audio tagger)."""
+        return self.kind == "image-classification" or (self.kind == "audio" and bool(self.labels))
+
+    @property
     def input_name(self) -> str:
         return IMAGE_INPUT if self.is_image else PCM_INPUT
 
@@ -106,7 +111,7 @@ class TaskSpec:
                 "sample_formats": list(SAMPLE_FORMATS),
                 "window": self.window,
             }
-        if self.kind == "image-classification":
+        if self.is_classifier:
             rec["labels"] = len(self.labels)
         rec |= {"softmax": self.softmax, "top_k": self.top_k}
         return rec
@@ -152,7 +157,7 @@ def task_from_flags(f: TaskFlags) -> TaskSpec | None:
             raise UsageError("--task audio needs --sample-rate", hint="pass the model's sample rate in Hz, e.g. --sample-rate 16000")
         if not 1 <= f.sample_rate <= MAX_SAMPLE_RATE:
             raise UsageError(f"--sample-rate {f.sample_rate} is out of range", hint=f"give a rate in Hz between 1 and {MAX_SAMPLE_RATE}, e.g. 16000")
-        return replace(spec, sample_rate=f.sample_rate)
+        return replace(spec, sample_rate=f.sample_rate, labels=read_labels(f.labels) if f.labels is not None else ())
     labels: tuple[str, ...] = ()
     if kind == "image-classification":
         if f.labels is None:
@@ -182,7 +187,7 @@ def task_from_flags(f: TaskFlags) -> TaskSpec | None:
 def _needs_task_hint(flag: str) -> str:
     """The tasks that take ``flag`` (only image-classification takes --labels; audio no image flag)."""
     if flag == "labels":
-        return "add --task image-classification"
+        return "add --task image-classification (or --task audio for an audio classifier)"
     if flag in _IMAGE_FLAGS:
         return "add --task image-classification or --task image"
     if flag == "sample_rate":
@@ -194,11 +199,14 @@ def _check_flag_kinds(kind: TaskKind, f: TaskFlags) -> None:
     if kind == "audio":
         wrong = [n for n in _IMAGE_FLAGS if getattr(f, n) is not None]
         if wrong:
-            raise UsageError(f"--{wrong[0].replace('_', '-')} is for image tasks, not --task audio", hint="drop it: audio takes --sample-rate, --softmax and --top-k")
+            raise UsageError(f"--{wrong[0].replace('_', '-')} is for image tasks, not --task audio", hint="drop it: audio takes --sample-rate, --labels, --softmax and --top-k")
     elif f.sample_rate is not None:
         raise UsageError(f"--sample-rate is for --task audio, not --task {kind}", hint="drop --sample-rate")
-    if f.labels is not None and kind != "image-classification":
-        raise UsageError(f"--labels is for --task image-classification, not --task {kind}", hint="drop --labels, or use --task image-classification")
+    if f.labels is not None and kind not in ("image-classification", "audio"):
+        raise UsageError(
+            f"--labels is for --task image-classification or --task audio, not --task {kind}",
+            hint="drop --labels, or use --task image-classification",
+        )
 
 
 def _choice(flag: str, value: str, choices: tuple[str, ...]) -> str:
@@ -349,7 +357,7 @@ def resolve(spec: TaskSpec, io: IOSpec) -> TaskSpec:
     if x.dtype != "float32":
         raise UsageError(f"--task {spec.kind} needs a float32 model input, {x.name!r} is {x.dtype}", hint="export the model with a float32 input, or drop --task")
     spec = _resolve_image(spec, x) if spec.is_image else _resolve_audio(spec, x)
-    if spec.softmax or spec.top_k is not None or spec.kind == "image-classification":
+    if spec.softmax or spec.top_k is not None or spec.is_classifier:
         _check_scores(spec, io)
     return spec
 
@@ -392,14 +400,15 @@ def _resolve_audio(spec: TaskSpec, x: TensorSpec) -> TaskSpec:
 
 
 def _check_scores(spec: TaskSpec, io: IOSpec) -> None:
-    what = "--task image-classification" if spec.kind == "image-classification" else ("--top-k" if spec.top_k is not None else "--softmax")
+    what = {"image-classification": "--task image-classification", "audio": "--task audio with --labels"}.get(spec.kind, "") if spec.is_classifier else ""
+    what = what or ("--top-k" if spec.top_k is not None else "--softmax")
     if len(io.outputs) != 1:
         raise UsageError(f"{what} needs a model with one output (its class scores), this one has {len(io.outputs)}", hint="return the class scores alone from forward")
     y = io.outputs[0]
     if len(y.shape) != 2 or not _batch_ok(y.shape[0]) or not isinstance(y.shape[1], int):
         raise UsageError(f"{what} needs a 1xCLASSES output, {y.name!r} is {y.shape_str()}", hint="return the class scores as a [1, classes] tensor")
     classes = y.shape[1]
-    if spec.kind == "image-classification" and len(spec.labels) != classes:
+    if spec.is_classifier and len(spec.labels) != classes:
         raise UsageError(f"--labels has {len(spec.labels)} labels but the model has {classes} classes (output {y.name!r} is {y.shape_str()})", hint="give one label per class, in class order")
     if spec.top_k is not None and spec.top_k > classes:
         raise UsageError(f"--top-k {spec.top_k} is more than the model's {classes} classes", hint=f"give --top-k ≤ {classes}")

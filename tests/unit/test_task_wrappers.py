@@ -201,6 +201,21 @@ def test_the_audio_contract_is_in_the_code(rendered: dict[str, Path]) -> None:
     assert "object AudioInput" not in image and "val FILTER: ResizeFilter = ResizeFilter.BILINEAR" in image
     assert "public static let filter: ResizeFilter = .bilinear" in (rendered["ios_image"] / "Sources/TinyCnn/TinyCnn+Task.swift").read_text()
     assert "public static let filter: ResizeFilter = .antialias" in (rendered["ios_cls_topk"] / "Sources/TinyCnn/TinyCnn+Task.swift").read_text()
+    # --labels for audio: an audio classifier gets Labels/Scores, classifyPcm16/classifyFloat and the labels file,
+    # never the image overloads; its device tests classify the golden sounds.
+    kws = rendered["android_audio_window"]
+    kotlin = "".join(p.read_text() for p in kws.rglob("*.kt"))
+    assert "fun TinyCnn.classifyPcm16(pcm: ShortArray, topK: Int = Scores.DEFAULT_TOP_K): List<Classification>" in kotlin
+    assert "fun TinyCnn.classifyFloat(samples: FloatArray, topK: Int = Scores.DEFAULT_TOP_K)" in kotlin
+    assert "const val WINDOW_SAMPLES: Int = 400" in kotlin and "object Labels" in kotlin
+    assert "classify(bitmap" not in kotlin and "model.classifyPcm16(pcm, top.length())" in kotlin
+    assert any(p.name == "labels.txt" for p in kws.rglob("*")) and "classifyPcm16" in (kws / "README.md").read_text()
+    kws_swift = rendered["ios_audio_window"]
+    swift_task = (kws_swift / "Sources/TinyCnn/TinyCnn+Task.swift").read_text()
+    assert "public func classifyPCM16(_ pcm: [Int16], topK: Int = Scores.defaultTopK) async throws" in swift_task
+    assert "public func classifyFloat(_ samples: [Float], topK: Int = Scores.defaultTopK) throws" in swift_task
+    assert "classify(image:" not in swift_task and '.copy("Resources/labels.txt")' in (kws_swift / "Package.swift").read_text()
+    assert "try await model.classifyPCM16(pcm, topK: expected.count)" in (kws_swift / "Tests/TinyCnnTests/TinyCnnTaskTests.swift").read_text()
 
 
 def test_classify_defaults_to_the_graphs_k_and_clamps_on_both_platforms(rendered: dict[str, Path]) -> None:

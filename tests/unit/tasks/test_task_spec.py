@@ -57,6 +57,18 @@ def test_audio_contract_in_the_spec(tmp_path: Path) -> None:
     assert "16000 Hz" in line and "512 samples per run" in line and "runPcm16" in line and "runFloat" in line
 
 
+def test_audio_labels(tmp_path: Path) -> None:
+    """--labels works for --task audio: an audio classifier, recorded with its label count."""
+    labels = tmp_path / "kws.txt"
+    labels.write_text("yes\nno\nup\n", encoding="utf-8")
+    spec = task_from_flags(flags(tmp_path, task="audio", sample_rate=16000, labels=labels, top_k=2))
+    assert spec is not None and spec.labels == ("yes", "no", "up") and spec.is_classifier
+    from mobilegen.spec import IOSpec, TensorSpec
+
+    resolved = resolve(spec, IOSpec((TensorSpec("wave", "float32", (1, 16000)),), (TensorSpec("y", "float32", (1, 3)),)))
+    assert resolved.record()["labels"] == 3 and not TaskSpec("audio", sample_rate=8000).is_classifier
+
+
 def test_resize_filter(tmp_path: Path) -> None:
     """--resize-filter: antialias by default, bilinear (the earlier 2x2 taps) on request; recorded and described."""
     old = task_from_flags(flags(tmp_path, task="image", crop="4x4", resize_filter="bilinear"))
@@ -102,7 +114,8 @@ def test_no_task_no_spec(tmp_path: Path) -> None:
         ({"task": "audio"}, "--task audio needs --sample-rate"),
         ({"task": "audio", "sample_rate": 0}, "--sample-rate 0 is out of range"),
         ({"task": "audio", "sample_rate": 16000, "crop": "2x2"}, "--crop is for image tasks"),
-        ({"task": "audio", "sample_rate": 16000, "labels": Path("x.txt")}, "--labels is for --task image-classification"),
+        ({"task": "audio", "sample_rate": 16000, "labels": Path("x.txt")}, "--labels x.txt does not exist"),  # audio takes labels
+        ({"task": "image", "labels": Path("x.txt")}, "--labels is for --task image-classification or --task audio"),
     ],
 )
 def test_flag_errors(tmp_path: Path, kw: dict[str, object], needle: str | None) -> None:
@@ -193,6 +206,9 @@ def test_resolve_fills_the_crop_and_fixes_batch() -> None:
         (SPEC, io((1, 3, 8, 8), out=(1, "classes")), "needs a 1xCLASSES output"),
         (TaskSpec("image", top_k=2), io((1, 3, 8, 8), out=(1, 3, 4)), "--top-k needs a 1xCLASSES output"),
         (TaskSpec("audio", sample_rate=8000), io((1, 1, 100)), "--task audio needs a 1xSAMPLES input"),
+        # an audio classifier: one label per class, one [1, classes] output
+        (TaskSpec("audio", ("yes", "no"), sample_rate=8000), io((1, 100), out=(1, 3)), "--labels has 2 labels but the model has 3 classes"),
+        (TaskSpec("audio", ("yes", "no"), sample_rate=8000), io((1, 100), out=(1, 2, 5)), "--task audio with --labels needs a 1xCLASSES output"),
     ],
 )
 def test_resolve_errors(spec: TaskSpec, model_io: IOSpec, needle: str) -> None:
