@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -98,6 +99,7 @@ class VerificationReport:
     golden_npz: Path | None = None  # first case: inputs + PyTorch outputs
     golden_mgv: Path | None = None  # same, device encoding
     notices: tuple[str, ...] = ()  # outputs accepted unverified (--allow-degenerate): said as build warnings
+    golden_cases: tuple[Path, ...] = ()  # every case's .npz, the first one golden_npz (golden_case1.npz, ... after it)
 
     @property
     def passed(self) -> bool:
@@ -242,6 +244,11 @@ class ShippedModel:
     @property
     def golden_mgv(self) -> str:
         return f"{self.golden}/golden.mgv"
+
+    def golden_case_files(self, cases: Sequence[Path]) -> tuple[str, ...]:
+        """The package paths of the cases after the first that this model reproduces (``cases``: the
+        verification's ``golden_cases``; a model's golden folder holds a file of the same name for each)."""
+        return tuple(f"{self.golden}/{p.name}" for p in cases[1:])
 
     @property
     def onnx_file(self) -> str:

@@ -118,7 +118,7 @@ def build(opts: BuildOptions) -> BuildResult:
         progress.step("converting")
         models = stages.convert(models, root, opts.style)
         verification = stages.verify(expected, models, opts.verify, root, quantize_stage.sorted_outputs(task))  # --top-k scores: no top-1
-        models, quant_notices = quantize_stage.quantize_build(models, chosen, opts, root)  # per target; fp32 when refused
+        models, quant_notices = quantize_stage.quantize_build(models, chosen, opts, root, verification.golden_cases)  # per target; fp32 when refused
         notices += quant_notices
         task_files = task_stage.write_files(root, task, onnx_model, models) if task is not None else None
         stages.check_runtimes(chosen, models)
@@ -169,5 +169,6 @@ def relocate(result: BuildResult, old: Path, new: Path, zip_path: Path | None) -
         return replace(m, onnx=replace(m.onnx, path=mv(m.onnx.path)), ort=ort)
 
     models = tuple(mv_model(m) for m in result.shipped)
-    ver: VerificationReport = replace(result.verification, golden_npz=mv_opt(result.verification.golden_npz), golden_mgv=mv_opt(result.verification.golden_mgv))
+    v = result.verification
+    ver: VerificationReport = replace(v, golden_npz=mv_opt(v.golden_npz), golden_mgv=mv_opt(v.golden_mgv), golden_cases=tuple(mv(p) for p in v.golden_cases))
     return replace(result, out_dir=new, onnx=models[0].onnx, ort=models[0].converted(), models=models, verification=ver, zip_path=zip_path)

@@ -358,16 +358,19 @@ def verify(
     rows = _rows(reference, runners, out_names, options, accepted, sorted_outputs)
     golden = [GoldenCase(dict(arrays), dict(zip(out_names, expected, strict=True))) for arrays, expected in zip(reference.cases, reference.outputs, strict=True)]
     npz = mgv = None
+    cases: list[Path] = []
     if golden_dir is not None and golden:
         golden_dir.mkdir(parents=True, exist_ok=True)
         npz = golden_dir / "golden.npz"
         mgv = golden_dir / "golden.mgv"
-        write_npz(npz, golden[0])
         mgv.write_bytes(encode_mgv(golden[0]))
-        for i, case in enumerate(golden[1:], start=1):
-            write_npz(golden_dir / f"golden_case{i}.npz", case)
+        cases = [npz, *(golden_dir / f"golden_case{i}.npz" for i in range(1, len(golden)))]
+        for path, case in zip(cases, golden, strict=True):
+            write_npz(path, case)
     notices = tuple(degenerate_notice(d) for d in degenerate) if options.allow_degenerate else ()
-    report = VerificationReport(rows=tuple(rows), atol=options.atol, rtol=options.rtol, golden_npz=npz, golden_mgv=mgv, notices=notices)
+    report = VerificationReport(
+        rows=tuple(rows), atol=options.atol, rtol=options.rtol, golden_npz=npz, golden_mgv=mgv, notices=notices, golden_cases=tuple(cases)
+    )
     failure = _failure(rows, [] if options.allow_degenerate else degenerate, reference.label, options, passthrough=onnx_model.exporter == "passthrough")
     if failure is not None:
         failure.report = report  # type: ignore[attr-defined]

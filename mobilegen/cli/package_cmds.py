@@ -67,10 +67,10 @@ def _human(result: Any, console: Console) -> None:
     own = "".join(f"; {_text(m)}: atol {a:g}, rtol {r:g} (its own golden vectors)" for m, a, r in result.model_tolerances)
     table = Table(title=f"golden vectors on {models} (atol {result.atol:g}, rtol {result.rtol:g}{own})", title_justify="left")
     several = len(result.models) > 1
-    for col in ("model",) * several + ("output", "max abs", "max rel", "result"):
+    for col in ("model",) * several + ("case", "output", "max abs", "max rel", "result"):
         table.add_column(col)
     for g in result.golden:
-        cells = (_text(g.output), f"{g.max_abs:.3g}", f"{g.max_rel:.3g}", _RESULT[g.status])
+        cells = (_text(g.case.rpartition("/")[2]), _text(g.output), f"{g.max_abs:.3g}", f"{g.max_rel:.3g}", _RESULT[g.status])
         table.add_row(*((_text(g.model),) if several else ()), *cells)
     console.print(table)
     console.print(f"golden vectors: {checks_text([g.status for g in result.golden])}")

@@ -78,7 +78,11 @@ def finalize_package(root: Path, result: BuildResult) -> Manifest:
     root = Path(root)
     if not root.is_dir():
         raise InternalError(f"package folder {root} does not exist", hint="this is a bug in mobilegen's pipeline")
-    required = (*model_files(result), GOLDEN_NPZ, GOLDEN_MGV, GOLDEN_TOLERANCES, *(f for m in result.shipped for f in (m.golden_npz, m.golden_mgv)))
+    cases = result.verification.golden_cases
+    required = (
+        *model_files(result), GOLDEN_NPZ, GOLDEN_MGV, GOLDEN_TOLERANCES,
+        *(f for m in result.shipped for f in (m.golden_npz, m.golden_mgv, *m.golden_case_files(cases))),
+    )  # fmt: skip
     missing = [rel for rel in required if not (root / rel).is_file()]
     missing += [f"{t}/" for t in result.targets if not (root / t).is_dir()]
     if missing:
@@ -148,7 +152,12 @@ def _model_info(result: BuildResult, model: ShippedModel) -> ModelInfo:
         ),
         required_operators=model.ops_config_file,
         fixes=tuple(f.to_dict() for f in model.fixes),
-        golden=GoldenInfo(model.golden_npz, model.golden_mgv, *tolerances_of(model, result.verification.atol, result.verification.rtol)),
+        golden=GoldenInfo(
+            model.golden_npz,
+            model.golden_mgv,
+            *tolerances_of(model, result.verification.atol, result.verification.rtol),
+            cases=model.golden_case_files(result.verification.golden_cases),
+        ),
         quantization=None if model.quantization is None else jsonable(model.quantization.to_dict()),
     )
 

@@ -40,6 +40,7 @@ class GoldenCheck:
     note: str = ""
     model: str = MODEL_ORT  # the packaged .ort it ran on
     unverified: bool = False  # the build accepted this output's degenerate reference (--allow-degenerate)
+    case: str = GOLDEN_NPZ  # the golden case (.npz) it replayed
 
     @property
     def status(self) -> str:
@@ -58,6 +59,7 @@ class GoldenCheck:
                 "status": self.status,
                 "note": self.note,
                 "model": self.model,
+                "case": self.case,
             }
         )
         return facts
@@ -181,14 +183,14 @@ def rerun_golden(
         max_abs, max_rel, _cos, _top1, ok, note = compare(name, np.asarray(expected), np.asarray(got[name]), atol, rtol)
         if note.startswith("shape"):
             problems.append(f"golden output {show(name)}: {note}")
-            checks.append(GoldenCheck(name, max_abs, max_rel, False, "shape mismatch", ort_name))
+            checks.append(GoldenCheck(name, max_abs, max_rel, False, "shape mismatch", ort_name, case=npz_name))
             continue
         note = f"onnxruntime {version} CPU" + ("; degenerate reference, accepted with --allow-degenerate" if name in unverified else "")
-        checks.append(GoldenCheck(name, max_abs, max_rel, ok, note, ort_name, unverified=name in unverified))
+        checks.append(GoldenCheck(name, max_abs, max_rel, ok, note, ort_name, unverified=name in unverified, case=npz_name))
         if not ok:
             problems.append(
                 f"golden output {show(name)}: max abs diff {max_abs:.3g} (max rel {max_rel:.3g}) is outside "
-                f"atol {atol:g} + rtol {rtol:g}·|expected| on {ort_name}"
+                f"atol {atol:g} + rtol {rtol:g}·|expected| on {ort_name} ({npz_name})"
             )
     return checks
 

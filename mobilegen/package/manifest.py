@@ -211,19 +211,27 @@ class GoldenInfo:
     mgv: str
     atol: float
     rtol: float
+    # the further cases (golden_case1.npz, ...), each reproduced by the same model with the same tolerances;
+    # absent in packages written before it (verify then takes the golden_case*.npz files listed beside npz)
+    cases: tuple[str, ...] | None = None
 
     def to_json(self) -> JsonObject:
-        return {"npz": self.npz, "mgv": self.mgv, "atol": _number(self.atol), "rtol": _number(self.rtol)}
+        out: JsonObject = {"npz": self.npz, "mgv": self.mgv, "atol": _number(self.atol), "rtol": _number(self.rtol)}
+        if self.cases:  # none: the key is left out (verify then finds no golden_case*.npz listed beside npz either)
+            out["cases"] = list(self.cases)
+        return out
 
     @classmethod
     def from_json(cls, value: object) -> GoldenInfo | None:
         if not isinstance(value, dict):
             return None
-        npz, mgv = value.get("npz"), value.get("mgv")
+        npz, mgv, cases = value.get("npz"), value.get("mgv"), value.get("cases")
         tol = Tolerances.from_json(value)
         if not isinstance(npz, str) or not isinstance(mgv, str) or tol is None or path_problem(npz) or path_problem(mgv):
             return None
-        return cls(npz, mgv, tol.atol, tol.rtol)
+        if cases is not None and (not _strings(cases) or any(path_problem(c) for c in cases)):
+            return None
+        return cls(npz, mgv, tol.atol, tol.rtol, None if cases is None else tuple(cases))
 
 
 def _strings(value: object) -> TypeGuard[list[str]]:

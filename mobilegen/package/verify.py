@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import stat
 import tempfile
 import zipfile
@@ -27,14 +28,20 @@ from mobilegen import __version__
 from mobilegen.artifacts import GOLDEN_MGV, GOLDEN_NPZ, MANIFEST
 from mobilegen.errors import PackageVerifyError, UsageError
 from mobilegen.package.golden_check import GoldenCheck, RuntimeCheck, check_runtimes, rerun_golden
-from mobilegen.package.manifest import MAX_MANIFEST_BYTES, FileEntry, ManifestError, parse_manifest
+from mobilegen.package.manifest import (
+    MAX_MANIFEST_BYTES,
+    FileEntry,
+    GoldenInfo,
+    ManifestError,
+    parse_manifest,
+)
 from mobilegen.package.tree import FolderSource, Source, Unreadable, kind, open_regular, scan, show
 from mobilegen.package.zip_reader import (
-    GOLDEN_FILES,
     MAX_ENTRIES,
     ZIP_ERRORS,
     ZipSource,
     checked_infos,
+    is_golden_file,
     zip_root,
 )
 from mobilegen.report import jsonable
@@ -218,6 +225,14 @@ def _verify_source(source: Source, shown: str) -> PackageVerification:
                 checked_mgv.add(mgv_name)
                 golden += rerun_golden(ort_path, npz_path, mgv, atol, rtol, problems, ort_name=show(name), unverified=manifest.unverified,
                                        npz_name=show(npz_name), mgv_name=show(mgv_name))
+                # every further case: the device replays the first, the package must hold up on all of them
+                for case in _further_cases(model.golden, npz_name, manifest.files):
+                    case_path = source.local(case)
+                    if case_path is None:
+                        problems.append(f"golden vectors not re-run: {show(case)} is missing")
+                        continue
+                    golden += rerun_golden(ort_path, case_path, None, atol, rtol, problems, ort_name=show(name),
+                                           unverified=manifest.unverified, npz_name=show(case))
         unknown = [c for c in model.channels if c not in manifest.mobile_runtimes]
         if unknown:
             problems.append(f"{MANIFEST}: {show(name)} names runtime channel(s) {show(', '.join(unknown))} not in versions.mobile_runtimes")
@@ -244,6 +259,24 @@ def _verify_source(source: Source, shown: str) -> PackageVerification:
     )
 
 
+_CASE_NAME = re.compile(r"golden_case([1-9][0-9]{0,5})\.npz")
+
+
+def _further_cases(golden: GoldenInfo | None, npz_name: str, listed: tuple[FileEntry, ...]) -> tuple[str, ...]:
+    """The cases after ``npz_name`` a model reproduces: the manifest's ``cases``, or in a package written
+    before it named them, the ``golden_case<i>.npz`` files listed beside ``npz_name``, in case order."""
+    if golden is not None and golden.cases is not None:
+        return golden.cases
+    folder = npz_name.rpartition("/")[0]
+    found = []
+    for e in listed:
+        where, _, base = e.path.rpartition("/")
+        m = _CASE_NAME.fullmatch(base)
+        if where == folder and m is not None:
+            found.append((int(m.group(1)), e.path))
+    return tuple(path for _i, path in sorted(found))
+
+
 def _check_files(source: Source, listed: tuple[FileEntry, ...], problems: list[str]) -> None:
     for e in listed:
         entry = source.entries.get(e.path)
@@ -254,7 +287,7 @@ def _check_files(source: Source, listed: tuple[FileEntry, ...], problems: list[s
         if not same_size:
             problems.append(f"{show(e.path)}: changed (size {entry.size} bytes, manifest says {e.size})")
         # A zip entry is unpacked only for the golden re-run, and never past the size the manifest lists.
-        keep = e.path in GOLDEN_FILES and entry.size <= e.size
+        keep = is_golden_file(e.path) and entry.size <= e.size
         if same_size or keep:
             try:
                 digest = source.digest(e.path, keep=keep)

@@ -8,13 +8,22 @@ the files the golden re-run needs are unpacked, into a temporary folder.
 from __future__ import annotations
 
 import io
+import re
 import stat
 import zipfile
 import zlib
 from pathlib import Path
 from typing import IO
 
-from mobilegen.artifacts import GOLDEN_MGV, GOLDEN_NPZ, GOLDEN_PER_TARGET, MANIFEST, MODEL_ORTS
+from mobilegen.artifacts import (
+    ANDROID_DIR,
+    GOLDEN_MGV,
+    GOLDEN_NPZ,
+    GOLDEN_PER_TARGET,
+    IOS_DIR,
+    MANIFEST,
+    MODEL_ORTS,
+)
 from mobilegen.errors import PackageVerifyError, UsageError
 from mobilegen.package.manifest import MAX_MANIFEST_BYTES, path_problem
 from mobilegen.package.tree import Entry, Unreadable, hash_stream, show_repr
@@ -25,6 +34,13 @@ RATIO_FLOOR = 1 << 20
 # The files the golden re-run reads: the only entries ever unpacked to disk.
 # The files verify unpacks from a zip: fixed, safe names (a model per built-in target included).
 GOLDEN_FILES = frozenset({*MODEL_ORTS, GOLDEN_NPZ, GOLDEN_MGV, *GOLDEN_PER_TARGET})
+# ... and the further golden cases (golden_case<i>.npz) beside either golden.npz: fixed, safe names too
+_GOLDEN_CASE = re.compile(rf"golden/(?:(?:{re.escape(ANDROID_DIR)}|{re.escape(IOS_DIR)})/)?golden_case[1-9][0-9]{{0,5}}\.npz")
+
+
+def is_golden_file(rel: str) -> bool:
+    """Whether verify may unpack ``rel`` from a zip for the golden re-run (:data:`GOLDEN_FILES`, or a case)."""
+    return rel in GOLDEN_FILES or _GOLDEN_CASE.fullmatch(rel) is not None
 # bzip2 and lzma decompress a whole read at once, however much it expands: a package uses neither.
 ZIP_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate"}
 _ZIP_ENCRYPTED = 0x1
@@ -118,9 +134,9 @@ class ZipSource:
         return sink.getvalue()
 
     def digest(self, rel: str, *, keep: bool = False) -> str:
-        if not keep or rel not in GOLDEN_FILES:
+        if not keep or not is_golden_file(rel):
             return self._stream(rel, None)
-        target = self.tmp / rel  # one of GOLDEN_FILES: a fixed, safe name
+        target = self.tmp / rel  # one of GOLDEN_FILES or a golden case: a fixed, safe name
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             with target.open("xb") as sink:

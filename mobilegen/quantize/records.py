@@ -78,6 +78,8 @@ class QuantizationRecord:
     min_top1: float = 0.0
     golden_atol: float = 0.0  # what the golden re-run and the device tests allow (0: the build's atol)
     output_step: float = 0.0  # the largest DequantizeLinear scale producing an output (golden_atol covers two)
+    # how golden_atol was derived from the model's own golden outputs (mobilegen.quantize.golden.derive_tolerance)
+    golden_tolerance: dict[str, JSONValue] = field(default_factory=dict)
 
     @property
     def quantized(self) -> bool:
@@ -113,6 +115,7 @@ class QuantizationRecord:
                 "outputs": [r.to_dict() for r in self.accuracy],
                 "worst_layers": [w.to_dict() for w in self.worst_layers],
             },
+            "golden_tolerance": self.golden_tolerance,
         }
 
 

@@ -127,7 +127,8 @@ def test_no_output_step_after_a_float_op_or_without_quantization() -> None:
 
 def test_quantized_models_give_their_own_tolerance_reason() -> None:
     int8 = tolerance_reason("int8")
-    assert "float32, like the CPU provider" not in int8 and "int8-quantized" in int8 and f"at least {OUTPUT_STEPS} steps" in int8
+    assert "float32, like the CPU provider" not in int8 and "int8-quantized" in int8 and f"{OUTPUT_STEPS} steps" in int8
+    assert "its own outputs" in int8 and "worst error" not in int8  # kernel differences, not the quantization error
     assert "float16" in tolerance_reason("fp16") and "steps" not in tolerance_reason("dynamic")
 
 
