@@ -101,6 +101,7 @@ def load_model(path: Path, options: LoadOptions = LoadOptions()) -> LoadedModel:
         return LoadedModel(source=path, kind="torchscript", sha256=digest, module=module, traced_inputs=read_traced_inputs(path, module))
     if kind == "exported_program":
         from mobilegen.export import quiet
+        from mobilegen.pt2_outputs import output_type_error
         from mobilegen.pt2_safety import load_exported_program
 
         logged = _LoggedErrors()
@@ -112,9 +113,14 @@ def load_model(path: Path, options: LoadOptions = LoadOptions()) -> LoadedModel:
             with quiet():  # torch logs a damaged archive's traceback as a warning: the error line says it
                 torch_export_log.setLevel(logging.WARNING)  # for `logged` only (quiet() restores the level)
                 ep = load_exported_program(path, trust=options.trust_pickle)
-        except MobilegenError:
+        except MobilegenError as err:
+            # refused for a pytree type of its own: say it is the output type (--trust-pickle would not help)
+            if (why := output_type_error(path, refusal=err)) is not None:
+                raise why from err
             raise
         except Exception as err:
+            if (why := output_type_error(path)) is not None:  # torch: "... in pytree is not registered"
+                raise why from err
             # torch logs the real problem and raises "Please check the warnings above": name the real one
             cause: BaseException = logged.errors[-1] if logged.errors else err
             while (inner := cause.__cause__ or cause.__context__) is not None:
