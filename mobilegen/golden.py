@@ -16,14 +16,16 @@ Two encodings of the same tensors:
 from __future__ import annotations
 
 import io
+import math
 import struct
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 
-from mobilegen.errors import MobilegenError
+from mobilegen.errors import MobilegenError, UsageError
 from mobilegen.spec import DTYPES, ONNX_TO_DTYPE
 
 MAGIC = b"MGGV"
@@ -63,31 +65,78 @@ def encode_mgv(case: GoldenCase) -> bytes:
     return buf.getvalue()
 
 
+MAX_MGV_TENSORS = 4096
+MAX_MGV_RANK = 64
+MAX_MGV_NAME = 4096
+
+
 def decode_mgv(data: bytes) -> GoldenCase:
+    """The tensors of a ``.mgv`` file, every field checked against the bytes there are before it is used:
+    a malformed, truncated or hostile file (a rank of 2**32, a dims product past the data) is a
+    :class:`~mobilegen.errors.UsageError` naming what is wrong, never a struct/key/memory error."""
     if data[:4] != MAGIC:
-        raise MobilegenError("not a golden-vector file (bad magic)", hint="pass a .mgv written by mobilegen")
-    version, count = struct.unpack_from("<II", data, 4)
+        raise UsageError("not a golden-vector file (bad magic)", hint="pass a .mgv written by mobilegen")
+    r = _MgvReader(data, 4)
+    version, count = r.unpack("<II", "the header")
     if version != VERSION:
-        raise MobilegenError(f"golden-vector file version {version} is not supported (expected {VERSION})", hint="regenerate it with this mobilegen")
-    off = 12
+        raise UsageError(f"golden-vector file version {version} is not supported (expected {VERSION})", hint="regenerate it with this mobilegen")
+    if count > MAX_MGV_TENSORS:
+        r.fail(f"declares {count} tensors, over {MAX_MGV_TENSORS}")
     inputs: dict[str, np.ndarray] = {}
     outputs: dict[str, np.ndarray] = {}
-    for _ in range(count):
-        role, nlen = struct.unpack_from("<BI", data, off)
-        off += 5
-        name = data[off : off + nlen].decode("utf-8")
-        off += nlen
-        code, rank = struct.unpack_from("<BI", data, off)
-        off += 5
-        dims = struct.unpack_from(f"<{rank}q", data, off)
-        off += 8 * rank
-        (nbytes,) = struct.unpack_from("<Q", data, off)
-        off += 8
+    for i in range(count):
+        role, nlen = r.unpack("<BI", f"tensor {i}")
+        if role not in (ROLE_INPUT, ROLE_OUTPUT):
+            r.fail(f"tensor {i} has role {role} (0 input, 1 output)")
+        if nlen > MAX_MGV_NAME:
+            r.fail(f"tensor {i} has a name of {nlen} bytes, over {MAX_MGV_NAME}")
+        try:
+            name = r.take(nlen, f"tensor {i}'s name").decode("utf-8")
+        except UnicodeDecodeError:
+            r.fail(f"tensor {i}'s name is not UTF-8")
+        code, rank = r.unpack("<BI", f"tensor {name!r}")
+        if code not in ONNX_TO_DTYPE or ONNX_TO_DTYPE[code] in ("string", "bfloat16"):
+            r.fail(f"tensor {name!r} has element type code {code}, which the format does not carry")
+        if rank > MAX_MGV_RANK:
+            r.fail(f"tensor {name!r} has rank {rank}, over {MAX_MGV_RANK}")
+        dims = r.unpack(f"<{rank}q", f"tensor {name!r}'s dims")
+        if any(d < 0 for d in dims):
+            r.fail(f"tensor {name!r} has a negative dim {dims}")
+        (nbytes,) = r.unpack("<Q", f"tensor {name!r}")
         dt = np.dtype(ONNX_TO_DTYPE[code]).newbyteorder("<")
-        arr = np.frombuffer(data[off : off + nbytes], dtype=dt).reshape(dims).astype(dt.newbyteorder("="))
-        off += nbytes
+        if math.prod(dims) * dt.itemsize != nbytes:
+            r.fail(f"tensor {name!r} declares {nbytes} bytes for shape {list(dims)} of {ONNX_TO_DTYPE[code]}")
+        raw = r.take(nbytes, f"tensor {name!r}'s data")
+        if name in (inputs if role == ROLE_INPUT else outputs):
+            r.fail(f"tensor {name!r} is given twice")
+        arr = np.frombuffer(raw, dtype=dt).reshape(dims).astype(dt.newbyteorder("="))
         (inputs if role == ROLE_INPUT else outputs)[name] = arr
+    if r.off != len(data):
+        r.fail(f"{len(data) - r.off} bytes follow the last tensor")
     return GoldenCase(inputs, outputs)
+
+
+class _MgvReader:
+    """Reads fields of a ``.mgv`` at an offset that only moves forward, refusing a read past the end."""
+
+    def __init__(self, data: bytes, off: int) -> None:
+        self.data = data
+        self.off = off
+
+    def fail(self, why: str) -> NoReturn:
+        raise UsageError(f"not a valid golden-vector file: {why}", hint="regenerate it with mobilegen (or run mobilegen verify on its package)")
+
+    def take(self, n: int, what: str) -> bytes:
+        if n > len(self.data) - self.off:
+            self.fail(f"{what} needs {n} bytes, {len(self.data) - self.off} are left (truncated)")
+        out = self.data[self.off : self.off + n]
+        self.off += n
+        return out
+
+    def unpack(self, fmt: str, what: str) -> tuple[int, ...]:
+        size = struct.calcsize(fmt)
+        values: tuple[int, ...] = struct.unpack(fmt, self.take(size, what))
+        return values
 
 
 def write_npz(path: Path, case: GoldenCase) -> None:

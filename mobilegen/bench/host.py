@@ -38,6 +38,7 @@ HOST_EPS = ("cpu", "xnnpack")
 DEVICE_EPS = ("nnapi", "coreml", "qnn")  # the device benchmark's configurations (README: Benchmarks)
 TARGETS = ("android", "ios")
 MAX_RUNS = 100_000
+MAX_MGV_BYTES = 1 << 30  # golden vectors: inputs and outputs of one case
 
 
 @dataclass(frozen=True)
@@ -156,10 +157,14 @@ def _package_target(root: Path, target: str | None) -> Target:
     mgv = root / golden
     if not (root / ort).is_file() or not mgv.is_file():
         raise UsageError(f"{root}: the package lacks {ort} or {golden}", hint="run mobilegen verify on it")
+    from mobilegen.datafiles import read_data_file
+    from mobilegen.errors import MobilegenError
+
+    data = read_data_file(mgv, str(mgv), limit=MAX_MGV_BYTES, hint="run mobilegen verify on the package")
     try:
-        case = decode_mgv(mgv.read_bytes())
-    except (ValueError, OSError) as err:
-        raise UsageError(f"{mgv}: cannot be read ({err})", hint="run mobilegen verify on it") from err
+        case = decode_mgv(data)
+    except MobilegenError as err:
+        raise UsageError(f"{mgv}: {err.message}", hint="run mobilegen verify on the package") from err
     return Target(root / ort, ort, dict(case.inputs))
 
 

@@ -326,18 +326,21 @@ def _no_constant(text: str) -> Any:
 
 def read_result(path: Path) -> BenchResult:
     """Read a result file; UsageError (exit 2, one line) when it cannot be read or is not a result."""
+    from mobilegen.datafiles import open_data_file
+
     shown = str(path)
-    try:
-        with Path(path).open("rb") as f:
-            raw = f.read(MAX_RESULT_BYTES + 1)
-    except FileNotFoundError:
-        raise UsageError(f"{shown}: no such file", hint="pass the JSON file mobilegen bench or the device benchmark wrote") from None
-    except OSError as err:
+    if Path(path).is_dir():
         raise UsageError(
-            f"{shown}: cannot be read ({err.strerror or err})",
-            hint="results are the JSON files mobilegen bench MODEL -o FILE.json or the device benchmark writes"
-            + ("; pass each file (--results F1.json --results F2.json), not their folder" if isinstance(err, IsADirectoryError) else ""),
-        ) from err
+            f"{shown}: cannot be read (a folder)",
+            hint="results are the JSON files mobilegen bench MODEL -o FILE.json or the device benchmark writes; "
+            "pass each file (--results F1.json --results F2.json), not their folder",
+        )
+    # a FIFO, socket or device is refused before it is opened (opening a FIFO waits for a writer)
+    with open_data_file(Path(path), shown, hint="pass the JSON file mobilegen bench or the device benchmark wrote") as f:
+        try:
+            raw = f.read(MAX_RESULT_BYTES + 1)
+        except OSError as err:
+            raise UsageError(f"{shown}: cannot be read ({err.strerror or err})", hint="pass the JSON file mobilegen bench or the device benchmark wrote") from err
     if len(raw) > MAX_RESULT_BYTES:
         raise UsageError(f"{shown}: larger than {MAX_RESULT_BYTES >> 20} MiB, not a benchmark result")
     hint = f"results are the JSON files mobilegen bench MODEL -o FILE.json or the device benchmark writes (schema {SCHEMA_FILE}, README: Benchmarks)"

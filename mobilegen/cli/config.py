@@ -200,11 +200,57 @@ def read_toml(path: Path) -> dict[str, Any]:
     if len(data) > MAX_CONFIG_BYTES:
         raise UsageError(f"config file {path} is over {MAX_CONFIG_BYTES >> 20} MiB", hint="a config file holds flags: keep it small")
     try:
-        return tomllib.loads(data.decode("utf-8"))
+        text = data.decode("utf-8")
+        _check_key_depth(path, text)
+        return tomllib.loads(text)
     except UnicodeDecodeError as err:
         raise UsageError(f"config file {path} is not UTF-8 text", hint="save it as UTF-8") from err
+    except RecursionError:  # tomllib recurses per nesting level: [[[[... or {a={a=...
+        raise UsageError(f"config file {path} is nested too deeply to be a config file", hint=_CONFIG_HINT) from None
     except tomllib.TOMLDecodeError as err:
         raise UsageError(f"config file {path} is not valid TOML: {err}", hint='write key = value lines, e.g. nnapi = true or input = ["x:1x3x224x224"]') from err
+
+
+MAX_DOTS_PER_LINE = 64
+_CONFIG_HINT = "a config file holds flags: key = value lines and [command] tables"
+
+
+def _check_key_depth(path: Path, text: str) -> None:
+    """Refuse a line with more than :data:`MAX_DOTS_PER_LINE` dots outside strings and comments before
+    ``tomllib`` sees it: it takes time and memory quadratic in a dotted key's length (``a.a.a…`` of
+    30,000 parts: 7 s and 3.5 GB). A config's keys are flag names, one part deep."""
+    quote = ""  # the open string's delimiter: a quote character, or three of them
+    line = dots = i = 0
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if quote:
+            if c == "\\" and quote[0] == '"':
+                i += 2
+                continue
+            if text.startswith(quote, i):
+                i += len(quote)
+                quote = ""
+                continue
+            if c == "\n":
+                if len(quote) == 1:
+                    quote = ""  # an unterminated one-line string: tomllib reports it
+                line, dots = line + 1, 0
+        elif c in "\"'":
+            quote = c * 3 if text.startswith(c * 3, i) else c
+            i += len(quote)
+            continue
+        elif c == "#":
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        elif c == "\n":
+            line, dots = line + 1, 0
+        elif c == ".":
+            dots += 1
+            if dots > MAX_DOTS_PER_LINE:
+                raise UsageError(f"config file {path}: line {line + 1} nests keys more than {MAX_DOTS_PER_LINE} levels deep", hint=_CONFIG_HINT)
+        i += 1
 
 
 def option_keys(command: Command) -> dict[str, Parameter]:

@@ -8,13 +8,13 @@ or dynamic, ``[N, *input_shape[1:]]`` (the samples axis stands in for the batch 
 
 from __future__ import annotations
 
-import zipfile
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mobilegen.errors import UsageError, first_line
+from mobilegen.errors import UsageError
 from mobilegen.quantize.options import RANDOM, QuantizeOptions
 from mobilegen.spec import IOSpec, TensorSpec
 
@@ -27,6 +27,16 @@ MIN_HELD_OUT = 2  # the gate's least samples split off a calibration set: one sa
 # Integer arrays whose every value a float32 holds exactly: taken for a float input (microphone PCM is int16).
 _EXACT_IN_FLOAT = ("int8", "uint8", "int16", "uint16")
 _HINT = "save one array per model input with numpy.savez(path, **{input_name: array}); leading axis = samples"
+# What one run may read: at most MAX_SAMPLES samples of the model's inputs (a dynamic dim counted as
+# DYNAMIC_DIM), never more than MAX_BYTES in all and always at least MIN_BYTES. Checked from the .npy
+# headers before any array is allocated.
+MAX_SAMPLES = 10_000
+DYNAMIC_DIM = 1024
+MAX_BYTES = 4 << 30
+MIN_BYTES = 64 << 20
+# Files a calibration folder may hold that are refused rather than skipped: images are never decoded
+# (a decompression bomb would take minutes and gigabytes) and are no samples of the model's inputs.
+_IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm", ".pgm", ".heic", ".avif"})
 
 
 @dataclass(frozen=True)
@@ -126,14 +136,36 @@ def _count(data: Mapping[str, np.ndarray]) -> int:
     return int(next(iter(data.values())).shape[0]) if data else 0
 
 
+def byte_budget(io: IOSpec) -> int:
+    """The most bytes of samples one run reads for a model with inputs ``io`` (see :data:`MAX_SAMPLES`)."""
+    import numpy as np
+
+    per_sample = 0
+    for spec in io.inputs:
+        itemsize = np.dtype(spec.dtype).itemsize if spec.dtype not in ("string", "bfloat16") else 2
+        per_sample += math.prod(d if isinstance(d, int) and d > 0 else DYNAMIC_DIM for d in spec.shape) * itemsize
+    return max(MIN_BYTES, min(MAX_BYTES, MAX_SAMPLES * per_sample))
+
+
 def _read_source(where: Path, io: IOSpec) -> tuple[dict[str, np.ndarray], str]:
     import numpy as np
 
     if where.is_dir():
+        images = sorted(p.name for p in where.iterdir() if p.suffix.lower() in _IMAGE_SUFFIXES)
+        if images:
+            raise UsageError(
+                f"--calibration {where / images[0]}: an image; a calibration folder holds .npz files of the model's inputs "
+                "(images are never decoded)",
+                hint="save the samples as arrays, e.g. uint8 [N, H, W, 3] crops for --task image: numpy.savez(path, image=array)",
+            )
         files = sorted(where.glob("*.npz"))
         if not files:
             raise UsageError(f"--calibration {where}/ holds no .npz files", hint=_HINT)
-        parts = [_read_npz(f, io, flag="--calibration") for f in files]
+        budget = byte_budget(io)
+        parts = []
+        for f in files:
+            parts.append(_read_npz(f, io, flag="--calibration", budget=budget))
+            budget -= sum(a.nbytes for a in parts[-1].values())
         merged: dict[str, np.ndarray] = {}
         for spec in io.inputs:
             first = parts[0][spec.name].shape[1:]
@@ -146,7 +178,7 @@ def _read_source(where: Path, io: IOSpec) -> tuple[dict[str, np.ndarray], str]:
                     )
             merged[spec.name] = np.concatenate([p[spec.name] for p in parts], axis=0)
         return merged, f"folder {where.name}/ ({len(files)} file{'' if len(files) == 1 else 's'})"
-    if not where.is_file():
+    if not where.exists():  # a FIFO or device exists: refused by the reader without being opened
         raise UsageError(f"--calibration {where}: no such file or folder", hint=_HINT)
     return _read_npz(where, io, flag="--calibration"), where.name
 
@@ -155,16 +187,12 @@ def _shape(shape: tuple[int, ...]) -> str:
     return "x".join(str(d) for d in shape) if shape else "scalar"
 
 
-def _read_npz(path: Path, io: IOSpec, *, flag: str) -> dict[str, np.ndarray]:
-    import numpy as np
+def _read_npz(path: Path, io: IOSpec, *, flag: str, budget: int | None = None) -> dict[str, np.ndarray]:
+    """The file's arrays, checked against the model's inputs; ``budget``: the most bytes they may hold
+    (default: :func:`byte_budget`), known from the .npy headers before anything is allocated."""
+    from mobilegen.datafiles import load_npz
 
-    if not path.is_file():
-        raise UsageError(f"{flag} {path}: no such file", hint=_HINT)
-    try:
-        with np.load(path, allow_pickle=False) as npz:
-            arrays = {k: np.asarray(npz[k]) for k in npz.files}
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as err:
-        raise UsageError(f"{flag} {path} is not a readable .npz file: {first_line(err)}", hint=_HINT) from err
+    arrays = load_npz(path, f"{flag} {path}", max_bytes=byte_budget(io) if budget is None else budget, hint=_HINT)
     names = [t.name for t in io.inputs]
     extra = [k for k in arrays if k not in names]
     if extra:
