@@ -87,6 +87,7 @@ GENERATED_MEMBERS = frozenset(
     activeExecutionProviders coreMLUnavailableReason session environment queue makeTensor readTensor
     makeSession sessionOptions coreMLOptions defaultCoreMLCacheDirectory zeroInput Configuration
     ExecutionProvider SharedEnvironment xnnpackUnavailableReason appendXnnpack TaskError RGBImage ImageInput
+    skippedProviders openSession appendProvider
     Classification Labels Scores classify classifications pcmInput run init deinit description debugDescription hash hashValue self Type
     Protocol
     """.split()
