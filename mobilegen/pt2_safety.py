@@ -184,7 +184,7 @@ def _program_json_refusal(entry: str, program: Any) -> Refusal | None:
     """What torch resolves, imports or evaluates while it deserializes the program, checked in its JSON:
     every ``expr_str`` goes through ``sympy.sympify`` (``eval``), every pytree spec through
     ``treespec_loads`` (whose hooks import), every node target and ``as_operator`` argument through an
-    attribute walk from ``torch``."""
+    attribute walk from ``torch``; the ``guards_code`` strings become Python that ``module()`` runs."""
     stack = [program]
     while stack:
         node = stack.pop()
@@ -194,9 +194,14 @@ def _program_json_refusal(entry: str, program: Any) -> Refusal | None:
                 why = sympy_refusal(text) if isinstance(text, str) else "is not text"
                 if why is not None:
                     return Refusal(entry, f"has the shape expression {_clip(text)}, which {why}")
+            guards = node.get("guards_code") or []
+            for guard in guards if isinstance(guards, list) else [guards]:
+                why = guard_refusal(guard) if isinstance(guard, str) else "is not text"
+                if why is not None:  # module() runs it (also checked on the loaded program)
+                    return Refusal(entry, f"has the shape guard {_clip(guard)}, which {why}")
             for key in ("in_spec", "out_spec"):
                 if key in node and (why := spec_refusal(node[key])) is not None:
-                    return Refusal(entry, f"has the pytree spec {key} of module {_clip(node.get('fqn', ''))} {why}")
+                    return Refusal(entry, f"has a pytree spec ({key} of the program's signature) that {why}")
             if {"target", "inputs", "outputs"} <= node.keys() and (why := target_name_refusal(node["target"])) is not None:
                 return Refusal(entry, f"has a node that calls {_clip(node['target'])}, which {why}")
             if "as_operator" in node:

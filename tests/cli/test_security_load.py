@@ -9,13 +9,21 @@ that is not an nn.Module class fails cleanly.
 
 from __future__ import annotations
 
+import ctypes
 import io
 import json
+import os
 import pickle
 import re
+import shutil
+import signal
+import subprocess
 import sys
+import time
 import zipfile
-from collections.abc import Callable
+from collections import namedtuple
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -25,6 +33,7 @@ from model_files import LinearRelu
 from torch._export.verifier import SpecViolationError
 from torch_defects import torch_serde_log_off  # noqa: F401 — a fixture
 
+from mobilegen import pt2_safety
 from mobilegen.errors import LoadError
 from mobilegen.load import LoadOptions, load_model
 
@@ -297,6 +306,284 @@ def test_backstop_is_idle_outside_a_load(tmp_path: Path) -> None:
         pickle.loads(data)
     assert blocked == ["a pickle inside the archive asks for builtins.eval"] and not marker.exists()
     assert pickle.loads(data) == 1 and marker.exists()  # the hook stays installed but does nothing now
+
+
+# ---- issue 24: pytree-spec hooks, call targets, unbounded shape arithmetic ------------------------------
+
+
+def _missing_tool(message: str) -> None:
+    """Skip when a tool is missing, but fail under CI, where it must be installed (as tests/ci.py does)."""
+    if os.environ.get("CI", "").strip().lower() in ("1", "true", "yes"):
+        pytest.fail(f"{message} (CI must have it)")
+    pytest.skip(message)
+
+
+HOOK_C = '#include <stdio.h>\n__attribute__((constructor)) static void mark(void) { FILE *f = fopen(MARKER, "w"); if (f) fclose(f); }\n'
+
+
+@pytest.fixture
+def native_library(tmp_path: Path) -> tuple[Path, Path]:
+    """A tiny shared library (built with the machine's C compiler) whose constructor creates a marker
+    file when anything loads it; returns (library, marker). A fresh path per test: the process loads a
+    library once, so no test sees another's."""
+    cc = shutil.which("cc")
+    if cc is None:
+        _missing_tool("no C compiler (cc) to build the spec-hook payload library")
+    folder = tmp_path / "lib"
+    folder.mkdir()
+    marker = tmp_path / "pwned"
+    (folder / "hook.c").write_text(HOOK_C)
+    lib = folder / "libx.so"
+    subprocess.run([str(cc), "-shared", "-fPIC", f"-DMARKER={json.dumps(str(marker))}", "-o", str(lib), str(folder / "hook.c")], check=True, capture_output=True, timeout=120)
+    return lib, marker
+
+
+def spec_hook(src: Path, dst: Path, library: Path, where: str) -> Path:
+    """The pytree spec's context holds an enum that torch resolves as ``ctypes.cdll[library]``: loading the
+    archive loads the library. In in_spec it replaces the root's context (the program then refuses its
+    inputs); in out_spec it wraps the output in a 1-tuple (stealthy: the program runs normally)."""
+    enum = json.dumps({"__enum__": True, "fqn": "ctypes:cdll", "name": str(library)})
+
+    def change(doc: dict) -> None:
+        sig = doc["graph_module"]["module_call_graph"][0]["signature"]
+        protocol, root = json.loads(sig[where])
+        if where == "in_spec":
+            root["context"] = enum
+        else:
+            root = {"type": "builtins.tuple", "context": enum, "children_spec": [root]}
+        sig[where] = json.dumps([protocol, root])
+
+    return rewrite(src, dst, _edit_json("models/model.json", change))
+
+
+@pytest.mark.parametrize("where", ["in_spec", "out_spec"])
+def test_spec_hook_archives_are_live(where: str, clean: Path, tmp_path: Path, native_library: tuple[Path, Path]) -> None:
+    """Control: plain torch.export.load loads the library (its constructor creates the marker)."""
+    lib, marker = native_library
+    path = spec_hook(clean, tmp_path / "hook.pt2", lib, where)
+    ep = torch.export.load(str(path))
+    assert marker.exists()
+    if where == "out_spec":  # stealthy: the program still runs, its output wrapped in a tuple
+        assert ep.module()(torch.randn(3, 4))[0].shape == (3, 3)
+
+
+SPEC_COMMANDS: dict[str, Callable[[Path], list[object]]] = {
+    **COMMANDS,
+    "convert": lambda out: ["-o", out / "m.ort"],
+    "fix": lambda out: ["--ep", "nnapi", "-o", out / "m.onnx"],
+    "ios": lambda out: ["-o", out / "ios"],
+}
+
+
+@pytest.mark.parametrize("command", sorted(SPEC_COMMANDS))
+@pytest.mark.parametrize("where", ["in_spec", "out_spec"])
+def test_every_command_refuses_a_spec_hook(command: str, where: str, clean: Path, tmp_path: Path, native_library: tuple[Path, Path]) -> None:
+    lib, marker = native_library
+    path = spec_hook(clean, tmp_path / "hook.pt2", lib, where)
+    out = tmp_path / "out"
+    out.mkdir()
+    line = assert_fails(invoke(command, path, *SPEC_COMMANDS[command](out)), 3, "'models/model.json'", where, "--trust-pickle")
+    assert "__enum__" in line
+    assert not marker.exists()
+    assert list(out.iterdir()) == []
+
+
+def test_backstop_blocks_a_spec_hook_the_checks_did_not_foresee(clean: Path, tmp_path: Path, native_library: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second layer alone: with the archive check skipped, torch's pytree hook cannot import."""
+    lib, marker = native_library
+    path = spec_hook(clean, tmp_path / "hook.pt2", lib, "out_spec")
+    monkeypatch.setattr(pt2_safety, "archive_refusal", lambda p: None)  # as if the pre-check missed it
+    with pytest.raises(LoadError, match="a pytree spec inside the archive makes torch import 'ctypes'") as info:
+        load_model(path)
+    assert "--trust-pickle" in info.value.one_line()
+    assert not marker.exists()
+
+
+def test_backstop_blocks_native_libraries_and_is_idle_outside_a_load(native_library: tuple[Path, Path]) -> None:
+    """The audit-hook part of the backstop, for a path that does not go through torch's importlib."""
+    lib, marker = native_library
+    with pt2_safety._untrusted_load() as blocked, pytest.raises(pt2_safety.CodeBlocked):
+        ctypes.CDLL(str(lib))
+    assert blocked == [f"loading the archive loads the native library {str(lib)!r}"] and not marker.exists()
+    ctypes.CDLL(str(lib))  # outside a load the hook does nothing
+    assert marker.exists()
+
+
+def test_user_namedtuple_specs_need_trust(tmp_path: Path) -> None:
+    """A namedtuple type in a spec is looked up by name in what the loading process registered: refused
+    without --trust-pickle, loaded with it (here the type is registered, as the user's code would)."""
+    from torch.utils import _pytree
+
+    pair = namedtuple("pair", "a b")  # noqa: PYI024 — the kind of type a user returns
+
+    class Pairs(torch.nn.Module):
+        def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            return pair(x + 1, x * 2)
+
+    _pytree._register_namedtuple(pair, serialized_type_name="mobilegen_tests.pair")
+    try:
+        path = tmp_path / "pairs.pt2"
+        torch.export.save(torch.export.export(Pairs(), (torch.randn(2, 3),)), str(path))
+        assert_fails(invoke("inspect", path), 3, "out_spec", "collections.namedtuple", "--trust-pickle")
+        r = invoke("inspect", path, "--trust-pickle", "--json")
+        assert r.exit_code == 0, r.stderr
+    finally:
+        _pytree._deregister_pytree_node(pair)
+
+
+def _from_file(src: Path, dst: Path, filename: Path) -> Path:
+    """``x + torch.zeros(4)`` with the zeros replaced by ``aten.from_file(filename)``."""
+
+    def change(doc: dict) -> None:
+        (node,) = [n for n in doc["graph_module"]["graph"]["nodes"] if n["target"] == "torch.ops.aten.zeros.default"]
+        node["target"] = "torch.ops.aten.from_file.default"
+        node["inputs"] = [
+            {"name": "filename", "arg": {"as_string": str(filename)}, "kind": 1},
+            {"name": "shared", "arg": {"as_bool": False}, "kind": 1},
+            {"name": "size", "arg": {"as_int": 4}, "kind": 1},
+        ]
+
+    return rewrite(src, dst, _edit_json("models/model.json", change))
+
+
+class _AddZeros(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + torch.zeros(4)
+
+
+@pytest.fixture(scope="module")
+def add_zeros(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("pt2") / "add_zeros.pt2"
+    torch.export.save(torch.export.export(_AddZeros(), (torch.zeros(4),)), str(path))
+    return path
+
+
+@contextmanager
+def _deadline(seconds: float) -> Iterator[None]:
+    """Fail (instead of blocking the suite) when the block takes longer: a hang is the bug under test."""
+
+    def expire(_signum: int, _frame: object) -> None:
+        raise TimeoutError(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_from_file_programs_are_live(add_zeros: Path, tmp_path: Path) -> None:
+    """Control: torch loads the program and running it reads a file outside the model."""
+    data = tmp_path / "outside.bin"
+    data.write_bytes(torch.full((4,), 7.0).numpy().tobytes())
+    ep = torch.export.load(str(_from_file(add_zeros, tmp_path / "ff.pt2", data)))
+    assert ep.module()(torch.zeros(4)).tolist() == [7.0] * 4
+
+
+@pytest.mark.parametrize("layer", ["archive", "program"])
+def test_a_from_file_program_is_refused_before_it_runs(layer: str, add_zeros: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its file is a FIFO no one writes: running the program would block for ever. Both layers refuse it
+    on their own: the names in the archive, and (with that check skipped) the loaded graph."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    path = _from_file(add_zeros, tmp_path / "ff.pt2", fifo)
+    if layer == "program":
+        monkeypatch.setattr(pt2_safety, "archive_refusal", lambda p: None)
+        needle = "calls aten::from_file.default, which reads the file its argument names"
+    else:
+        needle = "calls 'torch.ops.aten.from_file.default', which reads the file its argument names"
+    with _deadline(60):
+        assert_fails(invoke("inspect", path), 3, "'models/model.json'", needle, "--trust-pickle")
+
+
+@pytest.mark.parametrize(
+    ("target", "needle"),
+    [
+        ("torch.ops.mylib.evil.default", "'mylib' namespace"),
+        ("torch.serialization.os.system", "not an ATen or prims operator"),
+        ("torch.ops.higher_order.while_loop", "run forever"),
+        ("torch.ops.aten._reshape_alias.default", "outside the tensor"),
+    ],
+)
+def test_call_targets_outside_the_allowlist_are_refused(target: str, needle: str, clean: Path, tmp_path: Path) -> None:
+    def change(doc: dict) -> None:
+        doc["graph_module"]["graph"]["nodes"][-1]["target"] = target
+
+    path = rewrite(clean, tmp_path / "target.pt2", _edit_json("models/model.json", change))
+    assert_fails(invoke("export", path, "-o", tmp_path / "m.onnx"), 3, repr(target), needle, "--trust-pickle")
+
+
+def test_a_function_argument_is_refused(clean: Path, tmp_path: Path) -> None:
+    def change(doc: dict) -> None:
+        doc["graph_module"]["graph"]["nodes"][-1]["inputs"][0]["arg"] = {"as_operator": "torch.ops.aten.relu.default"}
+
+    path = rewrite(clean, tmp_path / "fn.pt2", _edit_json("models/model.json", change))
+    assert_fails(invoke("inspect", path), 3, "passes the function 'torch.ops.aten.relu.default'")
+
+
+TOWER = "9**9**9**9"
+
+
+def tower_expression(src: Path, dst: Path) -> Path:
+    pattern = rb'"expr_str": "Symbol\(\'\w+\', positive=True, integer=True\)"'
+    return rewrite(src, dst, lambda n, d: re.sub(pattern, f'"expr_str": "{TOWER}"'.encode(), d) if n == "models/model.json" else d)
+
+
+def tower_guard(src: Path, dst: Path) -> Path:
+    return rewrite(src, dst, _edit_json("models/model.json", lambda o: o.update(guards_code=[f"{TOWER} > 0"])))
+
+
+def test_power_towers_are_live() -> None:
+    """Control: sympify (as torch calls it) does not finish 9**9**9**9 (a subprocess, stopped after 3 s)."""
+    code = f"import sympy; sympy.sympify({TOWER!r})"
+    with pytest.raises(subprocess.TimeoutExpired):
+        subprocess.run([sys.executable, "-c", code], timeout=3, capture_output=True)
+
+
+@pytest.mark.parametrize("make", [tower_expression, tower_guard])
+def test_power_towers_are_refused_within_a_second(make: Callable[[Path, Path], Path], clean: Path, tmp_path: Path) -> None:
+    path = make(clean, tmp_path / "tower.pt2")
+    started = time.monotonic()
+    with _deadline(1.0):
+        refusal = pt2_safety.archive_refusal(path)
+    assert refusal is not None and "9**9**9**9" in refusal.reason and "literal number within ±64" in refusal.reason
+    with _deadline(30):  # the whole command, imports included
+        assert_fails(invoke("inspect", path), 3, "'models/model.json'", TOWER, "might never end")
+    assert time.monotonic() - started < 30
+
+
+class _Dynamic(torch.nn.Module):
+    """What torch writes for a real dynamic program: strided conv sizes (FloorDiv, Pow in the shape
+    expressions), size arithmetic nodes, a guard, torch.cond and a no_grad block."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, stride=2)
+        self.fc = torch.nn.Linear(4, 2)
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        y = self.conv(x)
+        y = y.reshape(y.shape[0], 4, y.shape[2] * y.shape[3]).mean(-1)
+        with torch.no_grad():
+            z = self.fc(y)
+        return z, torch.cond(z.sum() > 0, lambda t: t + 1, lambda t: t - 1, (z,))
+
+
+def test_real_dynamic_programs_still_load_and_run(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    model, x = _Dynamic().eval(), torch.randn(2, 3, 16, 16)
+    side = torch.export.Dim("side", min=8, max=512)
+    ep = torch.export.export(model, (x,), dynamic_shapes={"x": {0: torch.export.Dim("b", max=64), 2: side, 3: side}})
+    path = tmp_path / "dynamic.pt2"
+    torch.export.save(ep, str(path))
+    text = zipfile.ZipFile(path).read(next(n for n in zipfile.ZipFile(path).namelist() if n.endswith("models/model.json"))).decode()
+    assert "Pow(" in text and "FloorDiv(" in text and "higher_order.cond" in text and "wrap_with_set_grad_enabled" in text
+    loaded = load_model(path)
+    x2 = torch.randn(3, 3, 20, 20)
+    for got, want in zip(loaded.module.module()(x2), model(x2), strict=True):
+        torch.testing.assert_close(got, want)
 
 
 # ---- item 8: --model-class ----------------------------------------------------------------------
