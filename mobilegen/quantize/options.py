@@ -75,9 +75,11 @@ class QuantizeOptions:
             if where.is_file() and where.suffix.lower() != ".npz":
                 raise UsageError(f"--calibration {self.calibration} is not an .npz file", hint=_NPZ_HINT)
         if self.eval is not None:
-            if not Path(self.eval).is_file():
+            if not Path(self.eval).exists():  # a FIFO or device exists: its reader refuses it unopened
                 raise UsageError(f"--eval {self.eval}: no such file", hint=_NPZ_HINT)
-            if Path(self.eval).suffix.lower() != ".npz":
+            if Path(self.eval).is_dir():
+                raise UsageError(f"--eval {self.eval} is a folder, not an .npz file", hint=_NPZ_HINT)
+            if Path(self.eval).suffix.lower() != ".npz" and Path(self.eval).is_file():
                 raise UsageError(f"--eval {self.eval} is not an .npz file", hint=_NPZ_HINT)
 
 
