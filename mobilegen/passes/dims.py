@@ -3,14 +3,23 @@
 Not a :class:`~mobilegen.passes.base.GraphPass`: it needs the model's example sizes, and it changes the
 inputs, so every target of a build ships the fixed-size model (the fix stage runs it first, for the
 whole build, unless ``--keep-dynamic``). It is never judged by coverage: without it NNAPI takes nothing.
+
+Once the dims are fixed, ``If`` nodes testing a shape (``If(Shape(x)[0] == 1)``) have a constant
+condition: they are folded right away (:mod:`mobilegen.passes.fold_if`), not judged either, because
+onnxruntime would inline them itself when it optimizes and fails to on nested ones (silero-vad), so
+the model would not even load for the analysis.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from mobilegen.artifacts import OnnxModel
 from mobilegen.errors import InternalError
+
+if TYPE_CHECKING:
+    import onnx
 
 
 def fix_dynamic_dims(model: OnnxModel) -> tuple[OnnxModel, dict[str, int]]:
@@ -20,6 +29,7 @@ def fix_dynamic_dims(model: OnnxModel) -> tuple[OnnxModel, dict[str, int]]:
     from onnxruntime.tools.onnx_model_utils import fix_output_shapes, make_dim_param_fixed
 
     from mobilegen.load import onnx_io_spec
+    from mobilegen.passes import fold_if
 
     dims = sorted({d for t in model.io.inputs for d in t.dynamic_dims})
     if not dims:
@@ -30,5 +40,28 @@ def fix_dynamic_dims(model: OnnxModel) -> tuple[OnnxModel, dict[str, int]]:
     fixed = {d: model.example_sizes.get(d, 1) for d in dims}
     for d, size in fixed.items():
         make_dim_param_fixed(proto.graph, d, size)
+    _fix_unnamed(proto, fixed)
     fix_output_shapes(proto)
-    return replace(model, io=onnx_io_spec(proto)), fixed
+    notes = model.notes
+    folded = fold_if.apply(proto)
+    if folded:
+        notes = (
+            *notes,
+            f"fold-if: {folded} node(s) of If nodes whose condition is constant with the fixed dims inlined",
+        )
+    return replace(model, io=onnx_io_spec(proto), notes=notes), fixed
+
+
+def _fix_unnamed(proto: onnx.ModelProto, fixed: dict[str, int]) -> None:
+    """A dim an input declares with neither a size nor a name is known to mobilegen as
+    ``<input>_dim<axis>`` (:func:`mobilegen.load.onnx_io_spec`): give it its size in the graph too
+    (``make_dim_param_fixed`` only finds named dims; silero-vad's ``input`` has two unnamed ones)."""
+    for vi in proto.graph.input:
+        if not vi.type.HasField("tensor_type") or not vi.type.tensor_type.HasField("shape"):
+            continue
+        for axis, dim in enumerate(vi.type.tensor_type.shape.dim):
+            if dim.HasField("dim_value") or dim.dim_param:
+                continue
+            size = fixed.get(f"{vi.name}_dim{axis}")
+            if size is not None:
+                dim.dim_value = size

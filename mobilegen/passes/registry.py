@@ -44,6 +44,7 @@ FIXED_DIMS = "fixed-dims"
 # clean-ups first (later patterns match more), exact rewrites before the approximate one of the same op
 # (which, when asked for, is tried in the exact one's place: see candidates).
 BUILTIN: dict[str, str] = {
+    "fold-if": "mobilegen.passes.fold_if:PASS",  # first: the branch's nodes are what every later pass matches
     "fold-constants": "mobilegen.passes.fold_constants:PASS",
     "nan-guard": "mobilegen.passes.nan_guard:PASS",  # before layernorm/gelu: it cannot see through their forms
     "rank6": "mobilegen.passes.rank6:PASS",

@@ -47,6 +47,7 @@ _UINT8 = 2  # onnx.TensorProto.UINT8 (onnx is not imported here)
 # API 29), the IsNaN/Where guard torch.export puts after attention's Softmax, and constant folding.
 FIXES = (
     "fixed-dims",
+    "fold-if",
     "fold-constants",
     "nan-guard",
     "rank6",

@@ -45,7 +45,7 @@ ESTIMATE = (
 
 # The graph passes that help QNN: fixed dims (its builders take no dynamic shape), folding, and the
 # rewrites of ops it has no builder for; the fix stage keeps each only when the estimate improves.
-FIXES = ("fixed-dims", "fold-constants", "nan-guard", "sum-add", "reduce", "pad", "layernorm", "gelu", "gelu-tanh")
+FIXES = ("fixed-dims", "fold-if", "fold-constants", "nan-guard", "sum-add", "reduce", "pad", "layernorm", "gelu", "gelu-tanh")
 
 SETTINGS = (
     Setting(

@@ -25,7 +25,7 @@ FUSED_OPS = ("Clip", "Relu")
 
 # The graph passes that help XNNPACK (mobilegen.passes.registry): its MatMul/Gemm and Conv kernels take
 # 2-D weights and 2-D convolutions only.
-FIXES = ("fold-constants", "matmul-2d", "conv1d-2d")
+FIXES = ("fold-if", "fold-constants", "matmul-2d", "conv1d-2d")
 
 SETTINGS = (
     Setting(
