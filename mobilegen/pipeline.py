@@ -29,7 +29,7 @@ from mobilegen.quantize import stage as quantize_stage
 from mobilegen.runtimes import RuntimeRelease
 from mobilegen.stages import reference_for
 from mobilegen.tasks import stage as task_stage
-from mobilegen.tasks.spec import check_output_names
+from mobilegen.tasks.spec import TaskSpec, check_output_names
 from mobilegen.warnings import Notice
 
 __all__ = ["BuildOptions", "ModelOptions", "build", "load_and_export", "reference_for"]
@@ -49,11 +49,17 @@ class Chosen:
         return self.target.runtime_channel(self.opts)
 
 
-def load_and_export(path: Path, opts: ModelOptions, out_path: Path, *, write: bool = True) -> tuple[LoadedModel, OnnxModel]:
+def load_and_export(
+    path: Path, opts: ModelOptions, out_path: Path, *, write: bool = True, task: TaskSpec | None = None
+) -> tuple[LoadedModel, OnnxModel]:
     export_opts = opts.export_options()  # parse flags before any heavy work
     from mobilegen.consts import bind_consts
 
     loaded = bind_consts(load_model(path, opts.load), export_opts.consts)  # the reference runs with them too
+    if task is not None:  # --task against the model's inputs/outputs known before the export
+        from mobilegen.early_checks import check_task_early
+
+        check_task_early(loaded, export_opts, task)
     return loaded, export_onnx(loaded, export_opts, out_path, write=write)
 
 
@@ -95,7 +101,7 @@ def build(opts: BuildOptions) -> BuildResult:
     with staged_output(out, force=opts.force, zip_path=zip_path, protect=(opts.model,)) as root:
         (root / "model").mkdir()
         progress.step("exporting")
-        loaded, onnx_model = load_and_export(opts.model, opts.model_opts, root / artifacts.MODEL_ONNX, write=False)
+        loaded, onnx_model = load_and_export(opts.model, opts.model_opts, root / artifacts.MODEL_ONNX, write=False, task=opts.task)
         notices: list[Notice] = stages.export_notices(loaded, onnx_model, opts)
         exported, task = onnx_model, opts.task
         if task is not None:  # --task: the pre/post-processing nodes are part of the model from here on

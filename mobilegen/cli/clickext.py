@@ -322,6 +322,13 @@ def describe_usage_error(err: Any, args: Sequence[str], *, command: str | None =
     hint = getattr(err, "hint", None)
     if hint:
         return message, f"{hint}; {see}"
+    spaced = _spaced_list(err, message, args)
+    if spaced is not None:
+        flag, values = spaced
+        return (
+            f"{flag} takes its values as one comma-separated list, got {' '.join(values)} (separated by spaces)",
+            f"write {flag} {','.join(values)}; {see}",
+        )
     flag_value = _value_given_to_flag(err, message, args)
     if flag_value is not None:
         flag, value = flag_value
@@ -344,3 +351,31 @@ def _value_given_to_flag(err: Any, message: str, args: Sequence[str]) -> tuple[s
         flags = {o for p in getattr(getattr(ctx, "command", None), "params", ()) if getattr(p, "is_flag", False) for o in p.opts}
         return next(((a, b) for a, b in zip(args, args[1:], strict=False) if a in flags and b.lower() in _BOOL_WORDS), None)
     return None
+
+
+def _spaced_list(err: Any, message: str, args: Sequence[str]) -> tuple[str, list[str]] | None:
+    """(option, values) when Click's extra arguments are the rest of a comma-list option's values written
+    with spaces (``--mean 0.5 0.5 0.5``: Click takes ``0.5`` and leaves two extra arguments), else None.
+    The options are those whose placeholder is a comma list (``A,B,C``)."""
+    if "unexpected extra argument" not in message:
+        return None
+    params = getattr(getattr(err.ctx, "command", None), "params", ())
+    listy = {o for p in params if "," in str(getattr(p, "metavar", "") or "") for o in p.opts}
+    for i, arg in enumerate(args[:-2]):
+        if arg in listy:
+            values = [args[i + 1]]
+            for extra in args[i + 2 :]:
+                if not _is_number(extra):
+                    break
+                values.append(extra)
+            if len(values) > 1 and _is_number(values[0].rstrip(",")):
+                return arg, [v.strip(",") for v in values]
+    return None
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text.strip(","))
+    except ValueError:
+        return False
+    return True

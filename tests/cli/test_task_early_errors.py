@@ -1,0 +1,95 @@
+"""Task flag mistakes that the model's declared IO shows are reported before the export (issue 27): a
+``.pt2``'s recorded shapes, a TorchScript file's ``--input`` and one forward give the inputs and the
+class count, so ``--labels``/``--top-k``/``--crop``/``--layout``/``--resize`` mismatches need no export.
+Asserted without timings: the export function is spied on and never called. ``--mean 0.5 0.5 0.5``
+(spaces) says to write the values with commas."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from cli_helpers import assert_fails, invoke
+from torch import nn
+
+import mobilegen.pipeline
+
+
+class Classifier(nn.Module):
+    """x [1,3,16,16] → y [1,10]."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.fc = nn.Linear(4, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.fc(self.conv(x).mean(dim=(2, 3)))
+        return out
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, list[str]]]:
+    root = tmp_path_factory.mktemp("early")
+    torch.manual_seed(0)
+    m = Classifier().eval()
+    x = torch.randn(1, 3, 16, 16)
+    torch.jit.trace(m, (x,)).save(str(root / "cls.pt"))
+    torch.export.save(torch.export.export(m, (x,)), root / "cls.pt2")
+    (root / "five.txt").write_text("a\nb\nc\nd\ne\n", encoding="utf-8")
+    return {"torchscript": (root / "cls.pt", ["--input", "x:1x3x16x16"]), "pt2": (root / "cls.pt2", [])}
+
+
+@pytest.fixture
+def exports(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every call of the build's export function."""
+    calls: list[Any] = []
+    real = mobilegen.pipeline.export_onnx
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args[0].source)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(mobilegen.pipeline, "export_onnx", spy)
+    return calls
+
+
+CASES = [
+    (["--task", "image-classification", "--labels", "{five}"], "--labels has 5 labels but the model has 10 classes"),
+    (["--task", "image", "--top-k", "20"], "--top-k 20 is more than the model's 10 classes"),
+    (["--task", "image", "--crop", "32x32"], "--crop 32x32 does not match the model's input 'x' (1x3x16x16: 16x16)"),
+    (["--task", "image", "--layout", "nhwc"], "with --layout nhwc needs a 1xHxWx3 input"),
+    (["--task", "image", "--resize", "8"], "--resize 8 is smaller than the model's 16x16 input"),
+]
+
+
+@pytest.mark.parametrize("kind", ["torchscript", "pt2"])
+@pytest.mark.parametrize(("flags", "needle"), CASES, ids=["labels", "top-k", "crop", "layout", "resize"])
+def test_task_mismatch_before_the_export(
+    models: dict[str, tuple[Path, list[str]]], exports: list[Any], tmp_path: Path, kind: str, flags: list[str], needle: str
+) -> None:
+    path, extra = models[kind]
+    five = path.parent / "five.txt"
+    out = tmp_path / "out"
+    args = [f.format(five=five) for f in flags]
+    assert_fails(invoke("android", path, "--nnapi", *extra, "-o", out, *args), 2, needle)
+    assert exports == []  # found before the export
+    assert not out.exists() and not [p for p in tmp_path.iterdir() if ".tmp-" in p.name]
+
+
+def test_valid_task_flags_export(models: dict[str, tuple[Path, list[str]]], exports: list[Any], tmp_path: Path) -> None:
+    """The spy sees the export when the flags fit the model (so the tests above can fail)."""
+    path, _ = models["pt2"]
+    r = invoke("android", path, "--nnapi", "-o", tmp_path / "out", "--task", "image", "--top-k", "3", "--softmax")
+    assert r.exit_code == 0, r.stderr
+    assert exports == [path]
+
+
+@pytest.mark.parametrize("flag", ["--mean", "--std"])
+def test_spaced_mean_says_commas(models: dict[str, tuple[Path, list[str]]], tmp_path: Path, flag: str) -> None:
+    path, _ = models["pt2"]
+    line = assert_fails(invoke("android", path, "--task", "image", flag, "0.5", "0.25", "0.125", "-o", tmp_path / "o"), 2, "comma-separated")
+    assert f"write {flag} 0.5,0.25,0.125" in line
+    assert "unexpected extra argument" not in line
