@@ -55,6 +55,7 @@ class MobileTask:
     pcm: TensorSpec | None = None
     resize_filter: str = "antialias"  # mobilegen.tasks.spec.RESIZE_FILTERS: antialias | bilinear
     sample_rate: int = 0  # audio: Hz
+    state: tuple[tuple[TensorSpec, TensorSpec], ...] = ()  # audio --state: (input, the output that updates it)
     window: int = 0  # audio: samples per run (the pcm input's fixed length); 0 = any length
     scores: TensorSpec | None = None
     indices: TensorSpec | None = None
@@ -109,11 +110,18 @@ def mobile_task(task: TaskSpec | None, io: IOSpec) -> MobileTask | None:
             raise _bug(f"an audio task needs a sample rate, got {task.sample_rate!r}")
     else:
         image = _check_image(_find(io.inputs, IMAGE_INPUT), crop)
-    if len(io.inputs) != 1:
-        raise _bug(f"a task's graph takes exactly one input, got {', '.join(t.name for t in io.inputs)}")
+    state = []
+    for name_in, name_out in task.state:
+        t_in, t_out = _find(io.inputs, name_in), _find(io.outputs, name_out)
+        if t_in is None or t_out is None or t_in.dtype != "float32" or not t_in.is_static or t_out.shape != t_in.shape:
+            raise _bug(f"--state {name_in}={name_out} does not name a float32 input and an output of its fixed shape")
+        state.append((t_in, t_out))
+    if len(io.inputs) != 1 + len(state):
+        raise _bug(f"a task's graph takes exactly one input (and its --state inputs), got {', '.join(t.name for t in io.inputs)}")
+    state_outputs = {t.name for _, t in state}
     graph_top_k = 0
     if task.kind == "image-classification" or (task.kind == "audio" and task.labels):
-        scores = _find(io.outputs, SCORES_OUTPUT) or next((t for t in io.outputs if t.dtype == "float32"), None)
+        scores = _find(io.outputs, SCORES_OUTPUT) or next((t for t in io.outputs if t.dtype == "float32" and t.name not in state_outputs), None)
         if scores is None or scores.dtype != "float32":
             raise _bug(f"a classifier's graph needs a float32 output {SCORES_OUTPUT!r}, got {scores}")
         indices = _find(io.outputs, INDICES_OUTPUT)
@@ -132,6 +140,7 @@ def mobile_task(task: TaskSpec | None, io: IOSpec) -> MobileTask | None:
         graph_top_k=int(graph_top_k),
         resize_filter=str(task.resize_filter),
         sample_rate=int(task.sample_rate or 0),
+        state=tuple(state),
         window=int(pcm.shape[1]) if pcm is not None and isinstance(pcm.shape[1], int) else 0,
         image=image,
         pcm=pcm,
@@ -174,6 +183,13 @@ def _tensor_ctx(tensors: Sequence[dict[str, Any]], t: TensorSpec | None) -> dict
     return found
 
 
+def _count(t: TensorSpec) -> int:
+    n = 1
+    for d in t.shape:
+        n *= int(d)
+    return n
+
+
 def task_context(task: MobileTask | None, inputs: Sequence[dict[str, Any]], outputs: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     """The ``task`` entry of a render context: the task tensors' own contexts (``image``, ``pcm``,
     ``scores``, ``indices``, as the target renderer built them) plus the native constants. None without a task."""
@@ -200,6 +216,10 @@ def task_context(task: MobileTask | None, inputs: Sequence[dict[str, Any]], outp
         "pcm_static": bool(task.pcm is not None and task.pcm.is_static),
         "sample_rate": task.sample_rate,
         "window": task.window,
+        "state": [
+            {"input": _tensor_ctx(inputs, t_in), "output": _tensor_ctx(outputs, t_out), "size": _count(t_in), "index": i}
+            for i, (t_in, t_out) in enumerate(sorted(task.state, key=lambda p: [c["name"] for c in inputs].index(p[0].name)))
+        ],  # in the graph's input order (Swift's memberwise Input init takes its arguments in that order)
         "scores": _tensor_ctx(outputs, task.scores),
         "indices": _tensor_ctx(outputs, task.indices),
     }

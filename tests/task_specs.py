@@ -55,6 +55,14 @@ PROJECTS: dict[str, tuple[TaskSpec, IOSpec]] = {
         TaskSpec(kind="audio", labels=("yes", "no"), sample_rate=16000, window=400, softmax=True),
         IOSpec((TensorSpec("pcm", "float32", (1, 400)),), (TensorSpec("logits", "float32", (1, 2)),)),
     ),
+    # a model that carries state between windows (silero-vad's state/stateN): the streaming helper
+    "audio_stream": (
+        TaskSpec(kind="audio", sample_rate=16000, window=400, state=(("state", "stateN"),)),
+        IOSpec(
+            (TensorSpec("pcm", "float32", (1, 400)), TensorSpec("state", "float32", (2, 1, 128))),
+            (TensorSpec("output", "float32", (1, 1)), TensorSpec("stateN", "float32", (2, 1, 128))),
+        ),
+    ),
 }
 
 

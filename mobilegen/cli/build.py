@@ -53,6 +53,7 @@ from mobilegen.cli.task_options import (
     SampleRateOpt,
     ScaleOpt,
     SoftmaxOpt,
+    StateOpt,
     StdOpt,
     TaskOpt,
     TopKOpt,
@@ -286,6 +287,7 @@ def android(
     channels: ChannelsOpt = None,
     layout: LayoutOpt = None,
     sample_rate: SampleRateOpt = None,
+    state: StateOpt = None,
     softmax: SoftmaxOpt = False,
     top_k: TopKOpt = None,
     style: StyleOpt = "runtime",
@@ -310,7 +312,7 @@ def android(
                       ranges=range_, sample_only=sample_only, allow_degenerate=allow_degenerate,
                       quantize=quantize_options(quantize, calibration, calibration_method, eval_, min_cosine, min_top1),
                       task=task_spec(task, labels, resize, crop, mean, std, scale, channels, layout, sample_rate, softmax, top_k,
-                                     resize_filter=resize_filter))
+                                     resize_filter=resize_filter, state=state))
 
     run_command(action, json_out=json_out, debug=debug, human=_human_build, to_json=_json_build)
 
@@ -355,6 +357,7 @@ def ios(
     channels: ChannelsOpt = None,
     layout: LayoutOpt = None,
     sample_rate: SampleRateOpt = None,
+    state: StateOpt = None,
     softmax: SoftmaxOpt = False,
     top_k: TopKOpt = None,
     style: StyleOpt = "runtime",
@@ -379,7 +382,7 @@ def ios(
                       ranges=range_, sample_only=sample_only, allow_degenerate=allow_degenerate,
                       quantize=quantize_options(quantize, calibration, calibration_method, eval_, min_cosine, min_top1),
                       task=task_spec(task, labels, resize, crop, mean, std, scale, channels, layout, sample_rate, softmax, top_k,
-                                     resize_filter=resize_filter))
+                                     resize_filter=resize_filter, state=state))
 
     run_command(action, json_out=json_out, debug=debug, human=_human_build, to_json=_json_build)
 
@@ -434,6 +437,7 @@ def package(
     channels: ChannelsOpt = None,
     layout: LayoutOpt = None,
     sample_rate: SampleRateOpt = None,
+    state: StateOpt = None,
     softmax: SoftmaxOpt = False,
     top_k: TopKOpt = None,
     style: StyleOpt = "runtime",
@@ -476,6 +480,6 @@ def package(
                       ranges=range_, sample_only=sample_only, allow_degenerate=allow_degenerate,
                       quantize=quantize_options(quantize, calibration, calibration_method, eval_, min_cosine, min_top1),
                       task=task_spec(task, labels, resize, crop, mean, std, scale, channels, layout, sample_rate, softmax, top_k,
-                                     resize_filter=resize_filter))
+                                     resize_filter=resize_filter, state=state))
 
     run_command(action, json_out=json_out, debug=debug, human=_human_build, to_json=_json_build)

@@ -25,6 +25,15 @@ ResizeFilterOpt = Annotated[
         "Resize(antialias=True)) or bilinear (2x2 taps, no antialiasing: the earlier resize).",
     ),
 ]
+StateOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--state",
+        metavar="IN=OUT",
+        help="audio: a model input fed with an output of the previous window (zeros first), e.g. state=stateN; "
+        "comma-separated for several. The wrappers get a streaming helper (<Name>Stream) with reset().",
+    ),
+]
 CropOpt = Annotated[str | None, typer.Option("--crop", metavar="HxW", help="Image tasks: centre crop HxW, the model's image size (default: from its input shape).")]
 MeanOpt = Annotated[str | None, typer.Option("--mean", metavar="A,B,C", help="Image tasks: subtracted per channel after --scale, e.g. 0.485,0.456,0.406 (default 0).")]
 StdOpt = Annotated[str | None, typer.Option("--std", metavar="A,B,C", help="Image tasks: divided per channel after --mean, e.g. 0.229,0.224,0.225 (default 1).")]
@@ -51,8 +60,9 @@ def task_spec(
     top_k: int | None,
     *,
     resize_filter: str | None = None,
+    state: str | None = None,
 ) -> TaskSpec | None:  # imported lazily: keeps --help fast
     from mobilegen.tasks.spec import TaskFlags, task_from_flags
 
-    flags = TaskFlags(task, labels, resize, crop, mean, std, scale, channels, layout, sample_rate, softmax, top_k, resize_filter=resize_filter)
+    flags = TaskFlags(task, labels, resize, crop, mean, std, scale, channels, layout, sample_rate, softmax, top_k, resize_filter=resize_filter, state=state)
     return task_from_flags(flags)

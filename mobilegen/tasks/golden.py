@@ -94,15 +94,24 @@ def golden_inputs(spec: TaskSpec, samples: int | None = None) -> list[GoldenInpu
     return [GoldenInput(kind, pcm, pcm.astype(np.float32)[None]) for kind in AUDIO_CASES for pcm in [_sound(kind, n, spec.sample_rate or 16000)]]
 
 
-def write_task_golden(folder: Path, spec: TaskSpec, inputs: list[GoldenInput], run: Callable[[dict[str, np.ndarray]], list[np.ndarray]], output_names: list[str]) -> Path:
-    """``folder/task/``: every case's raw data, its vectors (input and ``run``'s outputs) and cases.json."""
+def write_task_golden(
+    folder: Path,
+    spec: TaskSpec,
+    inputs: list[GoldenInput],
+    run: Callable[[dict[str, np.ndarray]], list[np.ndarray]],
+    output_names: list[str],
+    state: dict[str, np.ndarray] | None = None,
+) -> Path:
+    """``folder/task/``: every case's raw data, its vectors (input and ``run``'s outputs) and cases.json.
+    ``state``: the ``--state`` inputs of a fresh stream (zeros), fed with every case and kept in its vectors."""
     dest = folder / TASK_GOLDEN
     dest.mkdir(parents=True, exist_ok=True)
     cases = []
     for g in inputs:
-        outputs = run({spec.input_name: g.graph_input})
+        feeds = {spec.input_name: g.graph_input, **(state or {})}
+        outputs = run(feeds)
         vectors = f"{g.name}.mgv"
-        (dest / vectors).write_bytes(encode_mgv(GoldenCase({spec.input_name: g.graph_input}, dict(zip(output_names, outputs, strict=True)))))
+        (dest / vectors).write_bytes(encode_mgv(GoldenCase(feeds, dict(zip(output_names, outputs, strict=True)))))
         case: dict[str, object] = {"name": g.name}
         if spec.is_image:
             raw_name = f"{g.name}.rgba"
@@ -115,7 +124,8 @@ def write_task_golden(folder: Path, spec: TaskSpec, inputs: list[GoldenInput], r
         case["vectors"] = vectors
         if spec.is_classifier:
             k = spec.top_k or TOP_K_DEFAULT
-            case["top_k"] = [{"label": label, "index": i, "score": s} for label, i, s in classifications(outputs, spec)[:k]]
+            scores = [o for n, o in zip(output_names, outputs, strict=True) if n not in spec.state_outputs]
+            case["top_k"] = [{"label": label, "index": i, "score": s} for label, i, s in classifications(scores, spec)[:k]]
         cases.append(case)
     doc = {"format": FORMAT, "kind": spec.kind, "input": spec.input_name, "cases": cases}
     (dest / "cases.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -46,15 +46,16 @@ def wrap(model: onnx.ModelProto, spec: TaskSpec) -> onnx.ModelProto:
     out.CopyFrom(model)
     g = out.graph
     inits = {i.name for i in g.initializer}
-    (x,) = [i for i in g.input if i.name not in inits]
+    (x,) = [i for i in g.input if i.name not in inits and i.name not in spec.state_inputs]
     names = Names(g, prefix=PREFIX)
     new_outputs = [SCORES_OUTPUT, INDICES_OUTPUT] if spec.top_k is not None else []
     for taken in (spec.input_name, *new_outputs):  # the new IO names are the wrapper's
         if taken in names:
             _rename(g, taken, names.new(taken))
-    x = next(i for i in g.input if i.name not in inits)
+    x = next(i for i in g.input if i.name not in inits and i.name not in spec.state_inputs)
     _fix_dims(g, x, spec, make_dim_param_fixed)
-    y_name = g.output[0].name
+    y_name = next(o.name for o in g.output if o.name not in spec.state_outputs)  # --state outputs pass through
+    state_outs = [o for o in g.output if o.name in spec.state_outputs]
     pre, pre_inits, new_in = _pre(spec, x, names)
     g.input.remove(x)
     g.input.insert(0, new_in)
@@ -63,9 +64,12 @@ def wrap(model: onnx.ModelProto, spec: TaskSpec) -> onnx.ModelProto:
     del g.node[:]
     g.node.extend(nodes)
     g.initializer.extend([*pre_inits, *post_inits])
-    if outs is not None:
+    if outs is not None:  # the task's outputs first, then the state outputs, unchanged
+        kept = [onnx.ValueInfoProto() for _ in state_outs]
+        for new, old in zip(kept, state_outs, strict=True):
+            new.CopyFrom(old)
         del g.output[:]
-        g.output.extend(outs)
+        g.output.extend([*outs, *kept])
     del g.value_info[:]  # stale hints (named dims now fixed); shape inference below gives them again
     out, _size = check_and_infer(out, out.ir_version)  # checked; large weights not copied (mobilegen.onnx_light)
     fix_output_shapes(out)
@@ -141,7 +145,7 @@ def _post(spec: TaskSpec, g: onnx.GraphProto, y: str, names: Names) -> tuple[lis
         return [], [], None
     nodes: list[onnx.NodeProto] = []
     inits: list[TensorProto] = []
-    classes = g.output[0].type.tensor_type.shape.dim[1].dim_value
+    classes = next(o for o in g.output if o.name == y).type.tensor_type.shape.dim[1].dim_value
     source = y
     if spec.top_k is None:  # Softmax alone: it takes the model's output name
         source = names.new("logits")

@@ -306,15 +306,41 @@ def model_input(graph_input: np.ndarray, spec: TaskSpec) -> np.ndarray:
     return normalize(graph_input, spec) if spec.is_image else pcm_to_float(graph_input)
 
 
-def wrap_reference(inner: Runner, inner_input: str, spec: TaskSpec) -> Runner:
+def wrap_reference(inner: Runner, inner_input: str, spec: TaskSpec, inner_outputs: tuple[str, ...] = ()) -> Runner:
     """The gate's reference for a wrapped model: this module's pre-processing, the original model (PyTorch,
-    or the source ONNX model), this module's post-processing."""
+    or the source ONNX model), this module's post-processing. ``--state`` inputs pass through to the model
+    unchanged; its state outputs (``inner_outputs`` names the model's outputs) follow the task's outputs
+    when the task replaces them (softmax, top-k), else every output keeps its place."""
 
     def run(arrays: dict[str, np.ndarray]) -> list[np.ndarray]:
-        (graph_input,) = arrays.values()
-        return postprocess_outputs(inner({inner_input: model_input(graph_input, spec)}), spec)
+        feeds = {inner_input: model_input(arrays[spec.input_name], spec)} | {n: arrays[n] for n in spec.state_inputs}
+        outputs = inner(feeds)
+        if not spec.state or (not spec.softmax and spec.top_k is None):
+            return postprocess_outputs(outputs, spec)
+        task = [o for n, o in zip(inner_outputs, outputs, strict=True) if n not in spec.state_outputs]
+        state = [o for n, o in zip(inner_outputs, outputs, strict=True) if n in spec.state_outputs]
+        return [*postprocess_outputs(task, spec), *state]
 
     return run
+
+
+def initial_state(spec: TaskSpec, shapes: dict[str, tuple[int, ...]]) -> dict[str, np.ndarray]:
+    """``--state``: every state input's value before the first window and after ``reset()``: zeros (float32)."""
+    return {name: np.zeros(shapes[name], dtype=np.float32) for name in spec.state_inputs}
+
+
+def stream(run: Runner, spec: TaskSpec, shapes: dict[str, tuple[int, ...]], output_names: list[str], windows: list[np.ndarray]) -> list[list[np.ndarray]]:
+    """The streaming helper (Kotlin ``<Name>Stream``, Swift ``<Name>.Stream``) on the wrapped graph ``run``:
+    each window's graph input (``pcm16_input`` / ``float_input``) with the state the previous window
+    returned (zeros first); the outputs of every window, in order."""
+    state = initial_state(spec, shapes)
+    out = []
+    for window in windows:
+        outputs = run({spec.input_name: window, **state})
+        named = dict(zip(output_names, outputs, strict=True))
+        state = {i: named[o] for i, o in spec.state}
+        out.append(outputs)
+    return out
 
 
 def load_image(path: Any) -> np.ndarray:

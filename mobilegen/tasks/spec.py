@@ -67,6 +67,8 @@ class TaskSpec:
     top_k: int | None = None
     resize_filter: ResizeFilter = "antialias"  # how the native step resamples (mobilegen.tasks.reference)
     window: int | None = None  # audio: samples per run (the model's fixed input length); None: any length
+    # audio, --state IN=OUT: model inputs fed with an output of the previous window (zeros at first / reset)
+    state: tuple[tuple[str, str], ...] = ()
 
     @property
     def is_image(self) -> bool:
@@ -80,6 +82,14 @@ class TaskSpec:
     @property
     def input_name(self) -> str:
         return IMAGE_INPUT if self.is_image else PCM_INPUT
+
+    @property
+    def state_inputs(self) -> tuple[str, ...]:
+        return tuple(i for i, _ in self.state)
+
+    @property
+    def state_outputs(self) -> tuple[str, ...]:
+        return tuple(o for _, o in self.state)
 
     @property
     def output_names(self) -> tuple[str, ...]:
@@ -110,6 +120,7 @@ class TaskSpec:
                 "audio_channels": AUDIO_CHANNELS,
                 "sample_formats": list(SAMPLE_FORMATS),
                 "window": self.window,
+                "state": [{"input": i, "output": o} for i, o in self.state],
             }
         if self.is_classifier:
             rec["labels"] = len(self.labels)
@@ -134,6 +145,7 @@ class TaskFlags:
     softmax: bool = False
     top_k: int | None = None
     resize_filter: str | None = None
+    state: str | None = None
 
 
 _IMAGE_FLAGS = ("resize", "resize_filter", "crop", "mean", "std", "scale", "channels", "layout")
@@ -141,7 +153,7 @@ _IMAGE_FLAGS = ("resize", "resize_filter", "crop", "mean", "std", "scale", "chan
 
 def task_from_flags(f: TaskFlags) -> TaskSpec | None:
     """The spec the flags describe (None without ``--task``); every flag error is a one-line UsageError."""
-    given = [name for name in (*_IMAGE_FLAGS, "labels", "sample_rate", "top_k") if getattr(f, name) is not None]
+    given = [name for name in (*_IMAGE_FLAGS, "labels", "sample_rate", "top_k", "state") if getattr(f, name) is not None]
     given += ["softmax"] if f.softmax else []
     if f.task is None:
         if given:
@@ -157,7 +169,8 @@ def task_from_flags(f: TaskFlags) -> TaskSpec | None:
             raise UsageError("--task audio needs --sample-rate", hint="pass the model's sample rate in Hz, e.g. --sample-rate 16000")
         if not 1 <= f.sample_rate <= MAX_SAMPLE_RATE:
             raise UsageError(f"--sample-rate {f.sample_rate} is out of range", hint=f"give a rate in Hz between 1 and {MAX_SAMPLE_RATE}, e.g. 16000")
-        return replace(spec, sample_rate=f.sample_rate, labels=read_labels(f.labels) if f.labels is not None else ())
+        state = parse_state(f.state) if f.state is not None else ()
+        return replace(spec, sample_rate=f.sample_rate, labels=read_labels(f.labels) if f.labels is not None else (), state=state)
     labels: tuple[str, ...] = ()
     if kind == "image-classification":
         if f.labels is None:
@@ -190,7 +203,7 @@ def _needs_task_hint(flag: str) -> str:
         return "add --task image-classification (or --task audio for an audio classifier)"
     if flag in _IMAGE_FLAGS:
         return "add --task image-classification or --task image"
-    if flag == "sample_rate":
+    if flag in ("sample_rate", "state"):
         return "add --task audio"
     return "add --task image-classification, --task image or --task audio"
 
@@ -202,11 +215,27 @@ def _check_flag_kinds(kind: TaskKind, f: TaskFlags) -> None:
             raise UsageError(f"--{wrong[0].replace('_', '-')} is for image tasks, not --task audio", hint="drop it: audio takes --sample-rate, --labels, --softmax and --top-k")
     elif f.sample_rate is not None:
         raise UsageError(f"--sample-rate is for --task audio, not --task {kind}", hint="drop --sample-rate")
+    elif f.state is not None:
+        raise UsageError(f"--state is for --task audio, not --task {kind}", hint="drop --state")
     if f.labels is not None and kind not in ("image-classification", "audio"):
         raise UsageError(
             f"--labels is for --task image-classification or --task audio, not --task {kind}",
             hint="drop --labels, or use --task image-classification",
         )
+
+
+def parse_state(text: str) -> tuple[tuple[str, str], ...]:
+    """``--state IN=OUT[,IN2=OUT2]``: each model input fed with the named output of the previous window."""
+    pairs = []
+    for part in text.split(","):
+        name_in, eq, name_out = part.strip().partition("=")
+        if not eq or not name_in.strip() or not name_out.strip():
+            raise UsageError(f"--state {text!r} is not IN=OUT", hint="name the state input and the output that updates it, e.g. --state state=stateN")
+        pairs.append((name_in.strip(), name_out.strip()))
+    ins, outs = [i for i, _ in pairs], [o for _, o in pairs]
+    if len(set(ins)) != len(ins) or len(set(outs)) != len(outs):
+        raise UsageError(f"--state {text!r} names an input or an output twice", hint="one IN=OUT pair per state tensor")
+    return tuple(pairs)
 
 
 def _choice(flag: str, value: str, choices: tuple[str, ...]) -> str:
@@ -350,10 +379,13 @@ def labels_text(labels: tuple[str, ...]) -> str:
 def resolve(spec: TaskSpec, io: IOSpec) -> TaskSpec:
     """``spec`` checked against the exported model's IO, with the crop filled in from its input shape.
     One-line UsageErrors name the mismatch."""
-    if len(io.inputs) != 1:
+    _check_state(spec, io)
+    data_inputs = [t for t in io.inputs if t.name not in spec.state_inputs]
+    if len(data_inputs) != 1:
         names = ", ".join(t.name for t in io.inputs)
-        raise UsageError(f"--task {spec.kind} needs a model with one input, this one has {len(io.inputs)} ({names})", hint="bind the others with --const, or drop --task")
-    x = io.inputs[0]
+        more = ", or name state inputs with --state IN=OUT" if spec.kind == "audio" else ""
+        raise UsageError(f"--task {spec.kind} needs a model with one input, this one has {len(io.inputs)} ({names})", hint=f"bind the others with --const{more}, or drop --task")
+    x = data_inputs[0]
     if x.dtype != "float32":
         raise UsageError(f"--task {spec.kind} needs a float32 model input, {x.name!r} is {x.dtype}", hint="export the model with a float32 input, or drop --task")
     spec = _resolve_image(spec, x) if spec.is_image else _resolve_audio(spec, x)
@@ -399,12 +431,32 @@ def _resolve_audio(spec: TaskSpec, x: TensorSpec) -> TaskSpec:
     return replace(spec, window=n if isinstance(n, int) else None)
 
 
+def _check_state(spec: TaskSpec, io: IOSpec) -> None:
+    """Each --state pair: a float32 model input with a fixed shape, and an output of the same dtype and shape."""
+    ins = {t.name: t for t in io.inputs}
+    outs = {t.name: t for t in io.outputs}
+    hint = "name the model's state input and the output that updates it: --state IN=OUT"
+    for name_in, name_out in spec.state:
+        t_in, t_out = ins.get(name_in), outs.get(name_out)
+        if t_in is None:
+            raise UsageError(f"--state {name_in}={name_out}: the model has no input {name_in!r} (inputs: {', '.join(ins)})", hint=hint)
+        if t_out is None:
+            raise UsageError(f"--state {name_in}={name_out}: the model has no output {name_out!r} (outputs: {', '.join(outs)})", hint=hint)
+        if t_in.dtype != "float32" or not t_in.is_static:
+            raise UsageError(f"--state {name_in}={name_out}: the state input must be float32 with a fixed shape, it is {t_in.dtype} {t_in.shape_str()}", hint="export the model with a fixed state shape")
+        if t_out.dtype != t_in.dtype or tuple(t_out.shape) != tuple(t_in.shape):
+            raise UsageError(f"--state {name_in}={name_out}: the output is {t_out.dtype} {t_out.shape_str()}, the input {t_in.dtype} {t_in.shape_str()}", hint="the output that updates a state has the state's dtype and shape")
+    if len(spec.state_outputs) >= len(io.outputs):
+        raise UsageError("--state names every output of the model", hint="the model needs an output besides its state")
+
+
 def _check_scores(spec: TaskSpec, io: IOSpec) -> None:
     what = {"image-classification": "--task image-classification", "audio": "--task audio with --labels"}.get(spec.kind, "") if spec.is_classifier else ""
     what = what or ("--top-k" if spec.top_k is not None else "--softmax")
-    if len(io.outputs) != 1:
-        raise UsageError(f"{what} needs a model with one output (its class scores), this one has {len(io.outputs)}", hint="return the class scores alone from forward")
-    y = io.outputs[0]
+    outputs = [t for t in io.outputs if t.name not in spec.state_outputs]  # --state outputs are not scores
+    if len(outputs) != 1:
+        raise UsageError(f"{what} needs a model with one output (its class scores), this one has {len(outputs)}", hint="return the class scores alone from forward")
+    y = outputs[0]
     if len(y.shape) != 2 or not _batch_ok(y.shape[0]) or not isinstance(y.shape[1], int):
         raise UsageError(f"{what} needs a 1xCLASSES output, {y.name!r} is {y.shape_str()}", hint="return the class scores as a [1, classes] tensor")
     classes = y.shape[1]
@@ -421,6 +473,10 @@ def describe(rec: Mapping[str, object]) -> str:
         window = rec.get("window")
         length = f"{window} samples per run" if isinstance(window, int) else "any number of samples per run"
         parts.append(f"mono at {rec.get('sample_rate')} Hz, {length}: 16-bit PCM (runPcm16) or floats in [-1, 1] (runFloat, ×32768 natively), ÷32768 in the graph")
+        state = rec.get("state")
+        if isinstance(state, list) and state:
+            pairs = ", ".join(f"{p.get('output')} → {p.get('input')}" for p in state if isinstance(p, dict))
+            parts.append(f"state carried between windows ({pairs}; zeros first) by the streaming helper")
     else:
         crop = rec.get("crop") or ["?", "?"]
         size = f"{crop[0]}x{crop[1]}" if isinstance(crop, list) and len(crop) == 2 else "?"

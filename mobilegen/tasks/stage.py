@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 from mobilegen.tasks.spec import TaskSpec, duplicate_labels, labels_text, resolve
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from mobilegen.artifacts import JSONValue, LoadedModel, OnnxModel, ShippedModel
     from mobilegen.tasks.golden import GoldenInput
     from mobilegen.verify import Expected, VerifyOptions
@@ -71,6 +73,14 @@ def verify_options(opts: VerifyOptions, spec: TaskSpec) -> VerifyOptions:
     return replace(opts, ranges=(*opts.ranges, f"{name}={_SEED_RANGES[name]}"))
 
 
+def state_zeros(spec: TaskSpec, model: OnnxModel) -> dict[str, np.ndarray]:
+    """``--state``: the state inputs' zeros (a golden case is one window from a fresh stream)."""
+    from mobilegen.tasks.reference import initial_state
+
+    shapes = {t.name: tuple(int(d) for d in t.shape) for t in model.io.inputs if t.name in spec.state_inputs}
+    return initial_state(spec, shapes)
+
+
 def golden_inputs(spec: TaskSpec, wrapped: OnnxModel) -> list[GoldenInput]:
     from mobilegen.tasks.golden import golden_inputs as make
 
@@ -90,11 +100,12 @@ def reference(loaded: LoadedModel, exported: OnnxModel, wrapped: OnnxModel, spec
     from mobilegen.verify import Expected, reference_outputs
 
     inner, label = reference_for(loaded, exported)
-    runner = wrap_reference(inner, exported.io.inputs[0].name, spec)
+    data_input = next(t.name for t in exported.io.inputs if t.name not in spec.state_inputs)
+    runner = wrap_reference(inner, data_input, spec, tuple(t.name for t in exported.io.outputs))
     label = task_reference_label(label)
     expected = reference_outputs(runner, wrapped, opts, reference_label=label)
     extra = golden_inputs(spec, wrapped)
-    cases = tuple({spec.input_name: g.graph_input} for g in extra)
+    cases = tuple({spec.input_name: g.graph_input, **state_zeros(spec, wrapped)} for g in extra)
     return (
         Expected(
             cases=expected.cases + cases,
@@ -132,7 +143,9 @@ def write_files(root: Path, spec: TaskSpec, wrapped: OnnxModel, models: Sequence
     inputs = golden_inputs(spec, wrapped)
     golden: dict[str, Path] = {}
     for m in models:
-        folder = write_task_golden(root / m.golden, spec, inputs, ort_runner(m.converted().path), [o.name for o in m.onnx.io.outputs])
+        folder = write_task_golden(
+            root / m.golden, spec, inputs, ort_runner(m.converted().path), [o.name for o in m.onnx.io.outputs], state_zeros(spec, m.onnx)
+        )
         golden |= {t: folder for t in m.targets}
     return TaskFiles(labels, golden)
 

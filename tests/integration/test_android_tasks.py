@@ -243,6 +243,7 @@ def test_every_task_file_compiles(task_jar: Path, projects: dict[str, Path]) -> 
         "com/example/tasks/audio/TinyCnnTaskTest.class",
         "com/example/tasks/audio/AudioInput.class",
         "com/example/tasks/audio_window/TinyCnnTaskKt.class",
+        "com/example/tasks/audio_stream/TinyCnnStream.class",
         "com/example/tasks/cls_topk/TinyCnnGoldenTestKt.class",  # expectedAccelerators, checkAccelerated
         "com/example/tasks/cls_topk/TinyCnnGoldenTest.class",
         "com/example/tasks/cls_qnn/TinyCnnTaskTest.class",

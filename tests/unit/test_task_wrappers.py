@@ -201,6 +201,18 @@ def test_the_audio_contract_is_in_the_code(rendered: dict[str, Path]) -> None:
     assert "object AudioInput" not in image and "val FILTER: ResizeFilter = ResizeFilter.BILINEAR" in image
     assert "public static let filter: ResizeFilter = .bilinear" in (rendered["ios_image"] / "Sources/TinyCnn/TinyCnn+Task.swift").read_text()
     assert "public static let filter: ResizeFilter = .antialias" in (rendered["ios_cls_topk"] / "Sources/TinyCnn/TinyCnn+Task.swift").read_text()
+    # --state: the streaming helper feeds stateN back as state, reset() zeroes it (both platforms)
+    stream = next(rendered["android_audio_stream"].rglob("TinyCnnTask.kt")).read_text()
+    for needle in ("class TinyCnnStream(private val model: TinyCnn)", "private var state0 = FloatArray(256)", "fun reset()",
+                   "fun pushPcm16(pcm: ShortArray): TinyCnn.Outputs", "fun pushFloat(samples: FloatArray): TinyCnn.Outputs",
+                   "val outputs = model.runGraphInput(values, state0)", "state0 = outputs.stateN.copyOf()"):
+        assert needle in stream, needle
+    swift_stream = (rendered["ios_audio_stream"] / "Sources/TinyCnn/TinyCnn+Task.swift").read_text()
+    for needle in ("public final class Stream", "public func reset()", "public func pushPCM16(_ pcm: [Int16]) throws -> TinyCnnOutput",
+                   "public func pushFloat(_ samples: [Float]) throws -> TinyCnnOutput", "state0 = output.stateN",
+                   "private var state0 = [Float](repeating: 0, count: 256)"):
+        assert needle in swift_stream, needle
+    assert "Stream" not in next(rendered["android_audio"].rglob("TinyCnnTask.kt")).read_text()
     # --labels for audio: an audio classifier gets Labels/Scores, classifyPcm16/classifyFloat and the labels file,
     # never the image overloads; its device tests classify the golden sounds.
     kws = rendered["android_audio_window"]
