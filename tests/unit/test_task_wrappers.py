@@ -213,6 +213,8 @@ def test_the_audio_contract_is_in_the_code(rendered: dict[str, Path]) -> None:
                    "private var state0 = [Float](repeating: 0, count: 256)"):
         assert needle in swift_stream, needle
     assert "Stream" not in next(rendered["android_audio"].rglob("TinyCnnTask.kt")).read_text()
+    assert "TinyCnnStream(model)" in (rendered["android_audio_stream"] / "README.md").read_text()
+    assert "TinyCnn.Stream(model: model)" in (rendered["ios_audio_stream"] / "README.md").read_text()
     # --labels for audio: an audio classifier gets Labels/Scores, classifyPcm16/classifyFloat and the labels file,
     # never the image overloads; its device tests classify the golden sounds.
     kws = rendered["android_audio_window"]
