@@ -80,18 +80,19 @@ def test_accelerated_android_tests_fail_when_an_available_accelerator_was_not_ad
         golden_test = _read(trees[name], "TinyCnnGoldenTest.kt")
         task_test = _read(trees[name], "TinyCnnTaskTest.kt")
         for text in (golden_test, task_test):
-            assert "if (accelerated) checkAccelerated(model.activeProviders)" in text
+            assert "if (accelerated) checkAccelerated(model.activeProviders" in text
             assert "ACCELERATED_RTOL, accelerated = true)" in text
         assert "nnapiOsSupport = sdkInt >= ModelSupport.NNAPI_MIN_SDK," in golden_test
         assert 'assumeTrue("no requested accelerator on API' in golden_test
-        assert "assertTrue(\"requested accelerators $missing were not added" in golden_test
+        assert "assertTrue(\"requested accelerators $missing do not hold the session" in golden_test
+        assert "checkAccelerated(model.activeProviders, model.skippedProviders)" in golden_test
     plain = _read(trees["android_cls_topk"], "TinyCnnGoldenTest.kt")
     assert "nnapiInBuild = true," in plain and "xnnpackInBuild = true," in plain and "qnnInBuild = false," in plain
     # The QNN AAR has neither NNAPI nor XNNPACK: only QNN is expected there.
     qnn = _read(trees["android_qnn"], "TinyCnnGoldenTest.kt")
     assert "nnapiInBuild = false," in qnn and "xnnpackInBuild = false," in qnn and "qnnInBuild = true," in qnn
     # The golden test exists without a task too.
-    assert "checkAccelerated(model.activeProviders)" in _read(trees["android_plain"], "TinyCnnGoldenTest.kt")
+    assert "checkAccelerated(model.activeProviders, model.skippedProviders)" in _read(trees["android_plain"], "TinyCnnGoldenTest.kt")
 
 
 def test_aar_providers_and_bench_configs_follow_the_pinned_runtime() -> None:
@@ -154,10 +155,15 @@ def test_ios_simulator_destination_is_picked_from_simctl(trees: dict[str, Path])
 
 def test_ios_xnnpack_threading_is_set_before_the_provider_is_appended(trees: dict[str, Path]) -> None:
     wrapper = (trees["ios_cls_topk"] / "Sources/TinyCnn/TinyCnn.swift").read_text()
-    body = wrapper.split("private static func appendXnnpack(", 1)[1].split("\n    }\n", 1)[0]
+    body = wrapper.split("private static func appendProvider(", 1)[1].split("\n    }\n", 1)[0]
+    body = body.split("case .xnnpack:", 1)[1].split("case .cpu:", 1)[0]
     spinning = body.index('try options.addConfigEntry(withKey: "session.intra_op.allow_spinning", value: "0")')
     threads = body.index("try options.setIntraOpNumThreads(1)")
     append = body.index("try options.appendXnnpackExecutionProvider(with: xnnpack)")
     assert spinning < append and threads < append
-    catch = body.split("} catch {", 1)[1]
-    assert "_ = try? options.setIntraOpNumThreads(Int32(configuration.intraOpThreads ?? 0))" in catch
+    # A refused provider is dropped and the chain's next attempt starts from fresh options (the threading of a
+    # refused XNNPACK never stays behind).
+    chain = wrapper.split("private static func openSession(", 1)[1].split("\n    }\n", 1)[0]
+    loop = chain.split("while true {", 1)[1]
+    assert loop.index("options = try sessionOptions(configuration)") < loop.index("try appendProvider(provider, to: options")
+    assert "chain.removeAll { $0 == provider }\n                continue" in loop
