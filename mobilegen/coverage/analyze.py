@@ -22,7 +22,7 @@ from typing import Any
 
 import onnx
 
-from mobilegen.coverage import qdq
+from mobilegen.coverage import qdq, subgraphs
 from mobilegen.coverage.graph import CONTROL_FLOW_OPS, GraphInfo, build_graph_info
 from mobilegen.coverage.model import CoverageReport, NodeVerdict
 from mobilegen.coverage.partition import Support, group_nodes
@@ -31,7 +31,7 @@ from mobilegen.coverage.rules import EPTable, NodeContext
 from mobilegen.coverage.target import EPTarget
 from mobilegen.errors import InternalError, first_line
 from mobilegen.onnx_checks import model_bytes
-from mobilegen.providers.base import DYNAMIC, OP, ExecutionProvider, Reason
+from mobilegen.providers.base import DYNAMIC, GROUP, OP, ExecutionProvider, Reason
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,8 @@ class Prepared:
     # builder for one sees it whole (issue 18); one view per set of such ops.
     refolder: Any = None
     _views: dict[frozenset[str], Prepared] = field(default_factory=dict)
+    # the If/Loop/Scan bodies (each judged and partitioned on its own: mobilegen.coverage.subgraphs)
+    bodies: tuple[subgraphs.Body, ...] = ()
 
     def for_ops(self, claimed: frozenset[str]) -> Prepared:
         """This model as a provider with builders for ``claimed`` sees it (self when no inlined op is one)."""
@@ -60,7 +62,11 @@ class Prepared:
             return self
         if key not in self._views:
             model = self.refolder.view(key)
-            self._views[key] = self if model is None else Prepared(build_graph_info(_infer_shapes(model)[0]), self.optimized, self.notes)
+            self._views[key] = (
+                self
+                if model is None
+                else Prepared(build_graph_info(_infer_shapes(model)[0]), self.optimized, self.notes, bodies=self.bodies)
+            )
         return self._views[key]
 
     def taken(self, index: int) -> NodeVerdict:
@@ -158,7 +164,8 @@ def prepare(model: onnx.ModelProto | None, *, optimize: bool = True, source: Pat
     model, note = _infer_shapes(model)
     if note:
         notes.append(note)
-    return Prepared(build_graph_info(model), optimized, tuple(notes), refolder=refolder)
+    info = build_graph_info(model)
+    return Prepared(info, optimized, tuple(notes), refolder=refolder, bodies=subgraphs.bodies(model, info))
 
 
 # --- per-node rules ------------------------------------------------------------------------------
@@ -171,14 +178,11 @@ def evaluate_node(
     node = graph.nodes[index]
     ep, name = provider.name, provider.display_name
     if node.op_type in CONTROL_FLOW_OPS and node.is_onnx_domain:
-        return [
-            Reason(
-                f"{node.op_type} has no {name} builder; its {node.subgraph_nodes} body node(s) stay on CPU "
-                f"({name} does not take subgraphs)",
-                OP,
-                f"{ep}.registered",
-            )
-        ]
+        if provider.takes_subgraphs:
+            body = f"its {node.subgraph_nodes} body node(s) are judged on their own, each body partitioned separately"
+        else:
+            body = f"its {node.subgraph_nodes} body node(s) stay on CPU ({name} takes no node inside a subgraph)"
+        return [Reason(f"{node.op_type} has no {name} builder; {body}", OP, f"{ep}.registered")]
     known_domain = node.is_onnx_domain or node.domain in ("com.microsoft", "ai.onnx.ml")
     if not known_domain:
         return [Reason(f"op {node.qualified} is from custom domain '{node.domain}': no {name} builder", OP, f"{ep}.registered")]
@@ -430,8 +434,16 @@ def _report(prepared: Prepared, target: EPTarget) -> CoverageReport:
     supported = sum(outcome.supported)
     settings = target.settings()
     settings["optimized"] = prepared.optimized
-    if prepared.notes:
-        settings["notes"] = list(prepared.notes)
+    notes = list(prepared.notes)
+    if prepared.bodies:
+        body_nodes, body_partitions, note = _judge_bodies(prepared.bodies, provider, table, target)
+        nodes += body_nodes
+        partitions += body_partitions
+        supported += sum(1 for n in body_nodes if n.supported)
+        total += len(body_nodes)
+        notes.append(note)
+    if notes:
+        settings["notes"] = notes
     return CoverageReport(
         ep=target.ep,
         format=target.variant,
@@ -444,6 +456,49 @@ def _report(prepared: Prepared, target: EPTarget) -> CoverageReport:
         settings=settings,
         estimate=provider.estimate,
     )
+
+
+def subgraph_refusal(provider: ExecutionProvider) -> Reason:
+    """Why a provider that takes no node inside a subgraph refuses a body's node."""
+    source = f" ({provider.subgraph_source}: GetCapability returns nothing for a subgraph)" if provider.subgraph_source else ""
+    return Reason(
+        f"inside an If/Loop/Scan body: {provider.display_name} takes no node of a subgraph{source}",
+        GROUP,
+        f"{provider.name}.subgraph",
+    )
+
+
+def _judge_bodies(
+    bodies: Sequence[subgraphs.Body], provider: ExecutionProvider, table: EPTable, target: EPTarget
+) -> tuple[tuple[NodeVerdict, ...], tuple[tuple[str, ...], ...], str]:
+    """The verdicts of every body's nodes (named ``<body path>/<node>``), the partitions formed in the
+    bodies, and the note saying how many nodes are inside bodies and what the provider does with them."""
+    verdicts: list[NodeVerdict] = []
+    partitions: list[tuple[str, ...]] = []
+    refusal = None if provider.takes_subgraphs else subgraph_refusal(provider)
+    for body in bodies:
+        g = body.graph
+        if refusal is not None:
+            verdicts.extend(NodeVerdict.refused(body.qualified(n.name), n.op_type, n.domain, (refusal,), body.path) for n in g.nodes)
+            continue
+        reasons = evaluate_nodes(provider, table, g, target)
+        outcome = _partition(g, provider, target, [not r for r in reasons], reasons)
+        for n in g.nodes:
+            if outcome.supported[n.index]:
+                verdicts.append(NodeVerdict(body.qualified(n.name), n.op_type, n.domain, True, graph=body.path))
+            else:
+                refused = _dedupe(outcome.reasons[n.index])
+                verdicts.append(NodeVerdict.refused(body.qualified(n.name), n.op_type, n.domain, refused, body.path))
+        partitions.extend(tuple(body.qualified(g.nodes[i].name) for i in grp) for grp in outcome.groups)
+    inside = len(verdicts)
+    where = ", ".join(b.path for b in bodies[:3]) + (f" and {len(bodies) - 3} more" if len(bodies) > 3 else "")
+    if refusal is not None:
+        what = f"{provider.display_name} takes none of them ({provider.subgraph_source or 'not modelled: counted as refused'})"
+    else:
+        taken = sum(1 for v in verdicts if v.supported)
+        what = f"{provider.display_name} judges them like the others, each body partitioned on its own: {taken} taken"
+    note = f"{inside} node(s) are inside If/Loop/Scan bodies ({where}), counted in the totals; {what}"
+    return tuple(verdicts), tuple(partitions), note
 
 
 def _dedupe(reasons: list[Reason]) -> tuple[Reason, ...]:

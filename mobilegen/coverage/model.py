@@ -15,10 +15,11 @@ class NodeVerdict:
     supported: bool
     reasons: tuple[str, ...] = ()  # empty when supported; one or more specific reasons otherwise
     refusals: tuple[Reason, ...] = ()  # the same reasons with their rule id, category and min_api
+    graph: str = ""  # "" for the main graph; else the If/Loop/Scan body holding the node ("If_0/then_branch")
 
     @classmethod
-    def refused(cls, name: str, op_type: str, domain: str, refusals: tuple[Reason, ...]) -> NodeVerdict:
-        return cls(name, op_type, domain, False, tuple(r.text for r in refusals), refusals)
+    def refused(cls, name: str, op_type: str, domain: str, refusals: tuple[Reason, ...], graph: str = "") -> NodeVerdict:
+        return cls(name, op_type, domain, False, tuple(r.text for r in refusals), refusals, graph)
 
     def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {
@@ -30,6 +31,8 @@ class NodeVerdict:
         }
         if self.refusals:
             out["refusals"] = [r.to_dict() for r in self.refusals]
+        if self.graph:
+            out["graph"] = self.graph
         return out
 
 

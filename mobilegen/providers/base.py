@@ -148,6 +148,12 @@ class ExecutionProvider:
     # Non-empty: the provider's verdicts are estimates, and this sentence says what only the device decides
     # (QNN: the QNN SDK's backendValidateOpConfig). The CLI, the JSON and the report label them so.
     estimate: str = ""
+    # What the provider's GetCapability does with the nodes of an If/Loop/Scan body (ONNX Runtime calls it
+    # on every subgraph, bottom up: graph_partitioner.cc): True, judged by its rules like the main graph's
+    # nodes, each body partitioned on its own; False, it takes none of them. ``subgraph_source``: the ORT
+    # file the answer was read from, quoted in the reasons. A plug-in that says nothing takes none.
+    takes_subgraphs: bool = False
+    subgraph_source: str = ""
 
     def __post_init__(self) -> None:
         if self.setting(ORT_VERSION.name) is None:

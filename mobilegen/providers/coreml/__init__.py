@@ -59,4 +59,13 @@ class CoreML(ExecutionProvider):
         return trivial_partition([support.graph.nodes[i].op_type for i in group], support.ort_version)
 
 
-PROVIDER = CoreML(name="coreml", display_name=DISPLAY_NAME, platform="ios", settings=SETTINGS, fixes=FIXES)
+PROVIDER = CoreML(
+    name="coreml",
+    display_name=DISPLAY_NAME,
+    platform="ios",
+    settings=SETTINGS,
+    fixes=FIXES,
+    # returns nothing for a subgraph unless COREML_FLAG_ENABLE_ON_SUBGRAPH / EnableOnSubgraphs, which the
+    # generated iOS code does not set
+    subgraph_source="onnxruntime/core/providers/coreml/coreml_execution_provider.cc",
+)

@@ -154,4 +154,6 @@ PROVIDER = Nnapi(
     notices=(NNAPI_DEPRECATED,),
     severe_if_none_taken=True,
     fixes=FIXES,
+    # "TODO: Task 812756: NNAPI EP, add support for subgraph (If and Loop operators)": returns nothing
+    subgraph_source="onnxruntime/core/providers/nnapi/nnapi_builtin/nnapi_execution_provider.cc",
 )

@@ -198,4 +198,5 @@ PROVIDER = Qnn(
     settings=SETTINGS,
     fixes=FIXES,
     estimate=ESTIMATE,
+    subgraph_source="onnxruntime/core/providers/qnn/qnn_execution_provider.cc",  # IsSubgraph(): returns nothing
 )

@@ -55,4 +55,13 @@ class Xnnpack(ExecutionProvider):
                     support.refuse(node.index, Reason(text, OTHER, "xnnpack.fusion"))
 
 
-PROVIDER = Xnnpack(name="xnnpack", display_name=DISPLAY_NAME, platform="android", settings=SETTINGS, fixes=FIXES)
+PROVIDER = Xnnpack(
+    name="xnnpack",
+    display_name=DISPLAY_NAME,
+    platform="android",
+    settings=SETTINGS,
+    fixes=FIXES,
+    # GetCapability has no IsSubgraph() check: a body's nodes get the same kernel checks as the main graph's
+    takes_subgraphs=True,
+    subgraph_source="onnxruntime/core/providers/xnnpack/xnnpack_execution_provider.cc",
+)

@@ -103,9 +103,14 @@ def test_control_flow_body_stays_on_cpu() -> None:
                                            helper.make_tensor_value_info("x", F, (1, 4))],
                               [helper.make_tensor_value_info("y", F, None)])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    for target in (EPTarget("nnapi"), EPTarget("coreml"), EPTarget("xnnpack")):
-        node = analyze(model, target, optimize=False).nodes[0]
+    for target in (EPTarget("nnapi"), EPTarget("coreml")):
+        report = analyze(model, target, optimize=False)
+        node = report.nodes[0]
         assert not node.supported and "2 body node(s) stay on CPU" in node.reasons[0]
+        assert report.total_nodes == 3 and report.supported_nodes == 0  # the If and its two body nodes
+    # XNNPACK judges body nodes like any other (tests/unit/coverage/test_subgraphs.py)
+    node = analyze(model, EPTarget("xnnpack"), optimize=False).nodes[0]
+    assert not node.supported and "2 body node(s) are judged on their own" in node.reasons[0]
 
 
 def test_custom_domain_is_refused_not_crashing() -> None:
