@@ -125,6 +125,7 @@ class KotlinType:
     reader: str  # ModelSupport function reading an OnnxTensor's copy into ``array``
     golden: str  # GoldenTensor accessor giving ``array``
     to_doubles: str  # ModelSupport function widening ``array`` to DoubleArray
+    to_longs: str | None = None  # integer and bool types: ModelSupport function widening ``array`` to LongArray, exactly
 
 
 # ONNX dtype → how the ORT Java API carries it (OnnxJavaType: FLOAT DOUBLE INT8 INT16 INT32 INT64
@@ -133,12 +134,12 @@ class KotlinType:
 KOTLIN_TYPES: dict[str, KotlinType] = {
     "float32": KotlinType("FloatArray", "FloatBuffer", None, "floats", "asFloatArray", "toDoubles"),
     "float64": KotlinType("DoubleArray", "DoubleBuffer", None, "doubles", "asDoubleArray", "toDoubles"),
-    "int32": KotlinType("IntArray", "IntBuffer", None, "ints", "asIntArray", "toDoubles"),
-    "int64": KotlinType("LongArray", "LongBuffer", None, "longs", "asLongArray", "toDoubles"),
-    "int16": KotlinType("ShortArray", "ShortBuffer", None, "shorts", "asShortArray", "toDoubles"),
-    "int8": KotlinType("ByteArray", None, "INT8", "bytes", "asByteArray", "toDoubles"),
-    "uint8": KotlinType("ByteArray", None, "UINT8", "bytes", "asByteArray", "unsignedToDoubles"),
-    "bool": KotlinType("BooleanArray", None, "BOOL", "booleans", "asBooleanArray", "toDoubles"),
+    "int32": KotlinType("IntArray", "IntBuffer", None, "ints", "asIntArray", "toDoubles", "toLongs"),
+    "int64": KotlinType("LongArray", "LongBuffer", None, "longs", "asLongArray", "toDoubles", "toLongs"),
+    "int16": KotlinType("ShortArray", "ShortBuffer", None, "shorts", "asShortArray", "toDoubles", "toLongs"),
+    "int8": KotlinType("ByteArray", None, "INT8", "bytes", "asByteArray", "toDoubles", "toLongs"),
+    "uint8": KotlinType("ByteArray", None, "UINT8", "bytes", "asByteArray", "unsignedToDoubles", "unsignedToLongs"),
+    "bool": KotlinType("BooleanArray", None, "BOOL", "booleans", "asBooleanArray", "toDoubles", "toLongs"),
 }
 _UNSUPPORTED_DTYPES = {
     "uint16": "the ORT Java API has no unsigned 16-bit type (OnnxJavaType)",
@@ -312,6 +313,7 @@ def _tensor_contexts(io: IOSpec, class_name: str) -> tuple[list[dict[str, Any]],
             "reader": ktype.reader,
             "golden": ktype.golden,
             "to_doubles": ktype.to_doubles,
+            "to_longs": ktype.to_longs,  # set: an integer or bool output, compared exactly by the device tests
             "static": static,
             "dims": ", ".join(f"{d}L" for d in dims),
             "element_count": _product(dims) if static else None,
