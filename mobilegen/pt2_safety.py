@@ -237,8 +237,10 @@ def spec_refusal(text: object) -> str | None:
         return "is not text"
     try:
         doc = json.loads(text)
-    except (ValueError, RecursionError):
+    except ValueError:
         return "is not JSON"
+    except RecursionError:
+        return "nests too deeply to read"
     if not (isinstance(doc, list) and len(doc) == 2 and doc[0] == 1 and type(doc[0]) is int):
         return "is not a protocol 1 pytree spec"
     stack, count = [doc[1]], 0

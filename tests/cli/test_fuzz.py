@@ -802,6 +802,154 @@ def test_fuzz_pt2(seed: int, sandbox: Sandbox, pt2_entries: tuple[str, dict[str,
     _check_outputs(result, outs, sandbox, args)
 
 
+# ---- .pt2 hooks: pytree specs, shape expressions and guards, call targets (issue 24) -----------------
+#
+# The payload is a Python module in the example's folder (on sys.path, as the current folder is for
+# `python -m mobilegen`) that creates the marker when imported: a spec hook that makes torch import it
+# (an ``__enum__`` context, a defaultdict's default_factory_module) is caught by run_cli's marker check.
+
+
+def payload_module(sb: Sandbox, seed: int) -> str:
+    """Write a module that touches the marker when imported; returns its (per-example) name."""
+    name = f"mg_fuzz_payload_{seed}"
+    (sb.work / f"{name}.py").write_text(f"import enum\nopen({str(sb.marker)!r}, 'w').close()\n\nclass E(enum.Enum):\n    A = 1\n")
+    return name
+
+
+def _leaf() -> dict[str, Any]:
+    return {"type": None, "context": None, "children_spec": []}
+
+
+def mutate_spec(m: Mutator, doc: dict[str, Any], module: str) -> None:
+    rng, note = m.rng, m.sb.note
+    sig = doc["graph_module"]["module_call_graph"][0]["signature"]
+    where = rng.choice(["in_spec", "out_spec"])
+    protocol, root = json.loads(sig[where])
+    enum = json.dumps({"__enum__": True, "fqn": f"{module}:E", "name": "A"})
+    how = rng.choice(["enum-root", "enum-key", "defaultdict", "namedtuple", "unnamed", "weird-context", "weird-spec", "deep", "children"])
+    if how == "enum-root":
+        root = {"type": rng.choice(["builtins.tuple", "builtins.list"]), "context": enum, "children_spec": [root]}
+    elif how == "enum-key":
+        root = {"type": rng.choice(["builtins.dict", "collections.OrderedDict"]), "context": f"[{enum}]", "children_spec": [root]}
+    elif how == "defaultdict":
+        factory = {"default_factory_module": module, "default_factory_name": rng.choice(["E", "open"]), "dict_context": ["k"]}
+        root = {"type": "collections.defaultdict", "context": factory, "children_spec": [root]}
+    elif how == "namedtuple":
+        root = {"type": "collections.namedtuple", "context": rng.choice([f"{module}.Pair", "torch.return_types.max", "", "x" * 3000]), "children_spec": [root, _leaf()]}
+    elif how == "unnamed":
+        root = {"type": rng.choice(["NO_SERIALIZED_TYPE_NAME_FOUND", f"{module}.Point", "builtins.set", "torch.Tensor", None]), "context": "null", "children_spec": [root]}
+    elif how == "weird-context":
+        value = weird_json(rng, m.sb.marker)
+        root = {"type": rng.choice(["builtins.tuple", "builtins.dict", "collections.deque", "torch.Size"]), "context": rng.choice([json.dumps(value), value]), "children_spec": [root]}
+    elif how == "deep":  # written as text: json.dumps itself would hit the recursion limit
+        depth = rng.choice([50, 900, 5000])
+        head = '{"type": "builtins.tuple", "context": "null", "children_spec": ['
+        sig[where] = f"[{protocol}, " + head * depth + json.dumps(root) + "]}" * depth + "]"
+        note(f"models/model.json: {where} nested {depth} deep")
+        return
+    elif how == "children":
+        root = {"type": "builtins.dict", "context": json.dumps(["a", "b", "c"]), "children_spec": [root]}
+    if how == "weird-spec":
+        text: Any = rng.choice([weird_json(rng, m.sb.marker), "[1, {", json.dumps([2, root]), "[" * 20000 + "]" * 20000, json.dumps([1, root, 3])])
+        sig[where] = text
+    else:
+        sig[where] = json.dumps([protocol, root])
+    note(f"models/model.json: {where} {how}")
+
+
+TOWERS = [
+    "9**9**9**9", "Pow(Integer(9), Pow(Integer(9), Integer(9)))", "PowByNatural(Integer(2), Integer(1000000000000))",
+    "LShift(Integer(1), Integer(1000000000000000000))", "RoundDecimal(Integer(1), Integer(-1000000000000000000))",
+    "Pow(Pow(Pow(Pow(Integer(9223372036854775807), 64), 64), 64), 64)", "Float('1e99999')", "(1,)*2**40",
+    "Integer(" + "9" * 5000 + ")", "Add(" * 180 + "1" + ")" * 180, "-" * 3000 + "1", "Float('1.5', precision=100000000)",
+    "Mul(" + ", ".join(["Symbol('s0', positive=True, integer=True)"] * 200) + ")", "Max(" + ", ".join(f"Integer({i})" for i in range(500)) + ")",
+]
+GUARDS = [
+    "9**9**9**9 > 0", "L['x'].size()[0] ** 9**9**9 > 0", "(L['x'].size()[0] << L['x'].size()[0]) > 1",
+    "round(L['x'].size()[0], -10**18) == 0", "L['x'].size()[0] == " + "9" * 400, "(L['x'].size()[0] // 2) <= L['x'].size()[0]",
+]
+
+
+def mutate_expression(m: Mutator, doc: dict[str, Any], module: str) -> None:
+    rng, note = m.rng, m.sb.note
+    if rng.random() < 0.3:
+        guard = rng.choice([*GUARDS, f"__import__({module!r}) is None"])
+        doc["guards_code"] = [guard]
+        note(f"models/model.json: guard {guard[:60]!r}")
+        return
+    places = [p for p in _json_paths(doc) if p[-1] == "expr_str"]
+    path = rng.choice(places)
+    value = rng.choice([*TOWERS, f"__import__({module!r}) and Symbol('s0', positive=True, integer=True)"])
+    _set_path(doc, path, value)
+    note(f"models/model.json: set {list(path)[-4:]} = {value[:60]!r}")
+
+
+def mutate_call(m: Mutator, doc: dict[str, Any]) -> None:
+    rng, note = m.rng, m.sb.note
+    node = rng.choice(doc["graph_module"]["graph"]["nodes"])
+    if rng.random() < 0.3:
+        node["inputs"][0]["arg"] = {"as_operator": rng.choice(["torch.ops.aten.relu.default", "torch.serialization.os.system", "builtins.eval"])}
+        note(f"models/model.json: node {node.get('name')!r} gets a function argument")
+        return
+    node["target"] = rng.choice([
+        "torch.ops.aten.from_file.default", "torch.ops.aten.save.default", "torch.ops.aten._print.default",
+        "torch.ops.higher_order.while_loop", "torch.ops.higher_order.flat_apply", "torch.ops.aten._reshape_alias.default",
+        "torch.ops.mylib.evil.default", "torch.ops.load_library", "torch.ops.aten.add", "torch.ops.aten.mul.Tensor",
+    ])
+    note(f"models/model.json: node {node.get('name')!r} target {node['target']!r}")
+
+
+@pytest.mark.parametrize("seed", seeds(6000, 30))
+def test_fuzz_pt2_hooks(seed: int, sandbox: Sandbox, pt2_entries: tuple[str, dict[str, bytes]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch.export archives with hostile pytree specs, shape expressions, guards and call targets: no
+    payload module is imported, nothing hangs, every run ends with one line."""
+    m = Mutator(seed, sandbox)
+    module = payload_module(sandbox, seed)
+    monkeypatch.syspath_prepend(str(sandbox.work))
+    root, base = pt2_entries
+    entries = dict(base)
+    doc = json.loads(entries["models/model.json"])
+    for _ in range(m.rng.choice([1, 1, 2])):
+        kind = m.rng.choice(["spec", "spec", "expression", "call"])
+        if kind == "spec":
+            mutate_spec(m, doc, module)
+        elif kind == "expression":
+            mutate_expression(m, doc, module)
+        else:
+            mutate_call(m, doc)
+    entries["models/model.json"] = json.dumps(doc).encode()
+    path = sandbox.work / "net.pt2"
+    with zipfile.ZipFile(path, "w") as zf:  # an intact archive: the loader must reach the program's JSON
+        for name, data in entries.items():
+            zf.writestr(f"{root}/{name}", data)
+    command = m.rng.choice(["inspect", "inspect", "check", "convert"])
+    args: list[object] = {"inspect": ["inspect", path], "check": ["check", path, "--json", "--ep", "xnnpack"], "convert": ["convert", path, "-o", sandbox.work / "m.ort"]}[command]
+    run_cli(sandbox, args, inputs=(path,))
+    assert module not in sys.modules, "the payload module was imported\n" + _context(sandbox, [str(a) for a in args], None)
+
+
+def test_the_spec_payload_is_live(tmp_path: Path, pt2_entries: tuple[str, dict[str, bytes]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Control for test_fuzz_pt2_hooks: torch.export.load imports the payload module an __enum__ spec names."""
+    import torch
+
+    sb = Sandbox(tmp_path, tmp_path, tmp_path / "MARKER")
+    module = payload_module(sb, 0)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, module, raising=False)
+    root, base = pt2_entries
+    doc = json.loads(base["models/model.json"])
+    sig = doc["graph_module"]["module_call_graph"][0]["signature"]
+    protocol, spec = json.loads(sig["out_spec"])
+    enum = json.dumps({"__enum__": True, "fqn": f"{module}:E", "name": "A"})
+    sig["out_spec"] = json.dumps([protocol, {"type": "builtins.tuple", "context": enum, "children_spec": [spec]}])
+    with zipfile.ZipFile(tmp_path / "hook.pt2", "w") as zf:
+        for name, data in {**base, "models/model.json": json.dumps(doc).encode()}.items():
+            zf.writestr(f"{root}/{name}", data)
+    torch.export.load(str(tmp_path / "hook.pt2"))
+    assert sb.marker.exists()
+    monkeypatch.delitem(sys.modules, module)
+
+
 # ---- packages --------------------------------------------------------------------------------------
 
 

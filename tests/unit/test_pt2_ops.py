@@ -141,7 +141,7 @@ ENUM = json.dumps({"__enum__": True, "fqn": "ctypes:cdll", "name": "libx.so"})
         (_spec({"type": "builtins.list", "context": "null"}), "not a pytree spec node"),
         (json.dumps([2, LEAF]), "protocol 1"),
         ("[1, {", "not JSON"),
-        ("[" * 100_000 + "]" * 100_000, "not JSON"),
+        ("[" * 100_000 + "]" * 100_000, "nests too deeply"),
         (None, "not text"),
     ],
 )
