@@ -22,6 +22,7 @@ import pytest
 from android_specs import make_specs as android_specs
 from ci import missing_tool
 from ios_specs import make_specs as ios_specs
+from ts_parsers import parser
 
 from mobilegen.android import render_android
 from mobilegen.golden import GoldenCase, encode_mgv
@@ -103,12 +104,18 @@ def test_kotlin_model_support_compares_integer_outputs_exactly(tmp_path: Path) -
     assert golden == [["ids", "1000,9007199254740993,-5"], ["mask", "0,255"], ["flags", "1,0"], ["count", "2147483647"]]
 
 
+def _syntax_problems(language: str, source: bytes) -> list[str]:
+    todo, bad = [parser(language).parse(source).root_node], []
+    while todo:
+        node = todo.pop()
+        if node.type == "ERROR" or node.is_missing:
+            bad.append(f"{node.type} at {node.start_point}")
+        todo += node.children
+    return bad
+
+
 def _int_io(io: IOSpec) -> IOSpec:
     return IOSpec(io.inputs, (*io.outputs, TensorSpec("class_id", "int64", (1,)), TensorSpec("mask", "uint8", (1, 4))))
-
-
-def _call_lines(text: str, name_const_or_literal: str) -> list[str]:
-    return [line.strip() for line in text.splitlines() if name_const_or_literal in line and ("compare" in line.lower())]
 
 
 def test_generated_kotlin_golden_test_compares_integer_outputs_exactly(tmp_path: Path) -> None:
@@ -121,6 +128,7 @@ def test_generated_kotlin_golden_test_compares_integer_outputs_exactly(tmp_path:
     assert calls == {"LOGITS": "compare", "CLASS_ID": "compareExact", "MASK": "compareExact"}, calls
     assert "ModelSupport.toLongs(outputs.classId)" in text and "ModelSupport.unsignedToLongs(outputs.mask)" in text
     assert "private fun compareExact(failures: MutableList<String>, name: String, expected: LongArray, actual: LongArray)" in text
+    assert _syntax_problems("kotlin", text.encode()) == []
     # a float-only model has no exact comparison (and no unused helper)
     plain = tmp_path / "plain"
     render_android(spec, opts, plain)
@@ -145,3 +153,4 @@ def test_generated_swift_golden_vectors_compare_integer_outputs_exactly(tmp_path
     helper = helper[: helper.index("\n    }\n")]
     assert "<T: BinaryInteger>" in helper and "actual[$0] != expected[$0]" in helper
     assert "atol" not in helper and "rtol" not in helper
+    assert _syntax_problems("swift", text.encode()) == []
