@@ -267,10 +267,11 @@ def _export_program(
     return model, "torchscript", fallback_of(primary) if primary is not None else None
 
 
-def export_onnx(loaded: LoadedModel, options: ExportOptions, out_path: Path, *, write: bool = True) -> OnnxModel:
+def export_onnx(loaded: LoadedModel, options: ExportOptions, out_path: Path, *, write: bool = True, torchscript_only: bool = False) -> OnnxModel:
     """Export to ``out_path`` (a single self-contained .onnx). ONNX inputs are copied through. The model
     stays in memory (``OnnxModel.proto``); with ``write=False`` nothing is written yet (the build writes
-    it once, after its graph passes)."""
+    it once, after its graph passes). ``torchscript_only``: a module goes to the TorchScript exporter
+    directly (mobilegen.exporter_advice compares the two)."""
     loaded = bindings.bind_consts(loaded, options.consts)  # the caller may have bound them already (the reference needs them)
     if loaded.kind == "onnx":
         from mobilegen.onnx_source import passthrough, read_onnx_source
@@ -306,7 +307,10 @@ def export_onnx(loaded: LoadedModel, options: ExportOptions, out_path: Path, *, 
                 hint="check --input names, shapes and dtypes against what the model's forward expects",
             ) from err
 
-    program_model, exporter, fallback = _export_program(loaded, args, names, dyn, options.opset, out_path)
+    if torchscript_only and loaded.kind == "pickle":
+        program_model, exporter, fallback = _export_torchscript(loaded, args, names, dyn, options.opset, out_path), "torchscript", None
+    else:
+        program_model, exporter, fallback = _export_program(loaded, args, names, dyn, options.opset, out_path)
     model = bindings.bind_onnx_inputs(program_model, loaded.consts)  # a .pt2's bound inputs (modules had them traced in)
     _rename_dims(model, specs)
     rename_outputs(model, options.output_names)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from mobilegen import artifacts, progress, targets
+from mobilegen import artifacts, exporter_advice, progress, targets
 from mobilegen.artifacts import BuildResult, LoadedModel, OnnxModel, ShippedModel, VerificationReport
 from mobilegen.errors import UsageError
 from mobilegen.export import export_onnx
@@ -130,6 +130,8 @@ def build(opts: BuildOptions) -> BuildResult:
         stages.check_runtimes(chosen, models)
         progress.step("analysing")
         coverage = stages.analyse(models, chosen)
+        advice = exporter_advice.advise(opts, loaded, onnx_model, coverage, chosen, fix_plan)  # the other exporter, measured
+        notices += exporter_advice.notices(advice)
         notices += stages.fix_notices(fix_plan, models, verification)
         notices += stages.verification_notices(verification)
         warnings = stages.finish_notices(notices, models[0].onnx, coverage, loaded)
@@ -144,7 +146,7 @@ def build(opts: BuildOptions) -> BuildResult:
             ort=models[0].converted(),
             coverage=tuple(coverage),
             targets=tuple(c.target.name for c in chosen),
-            options=stages.options_record(opts, chosen, models, tolerances) | {"task": task_stage.record(task, task_files, root)},
+            options=stages.options_record(opts, chosen, models, tolerances) | {"task": task_stage.record(task, task_files, root)} | exporter_advice.record(advice),
             runtimes={c.channel: c.runtime.version for c in chosen},
             channels={c.target.name: c.channel for c in chosen},
             warnings=warnings,

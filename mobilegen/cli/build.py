@@ -224,6 +224,7 @@ def _json_build(r: Any) -> dict[str, Any]:
         "verification": r.verification.to_dict(),
         "runtimes": r.runtimes,
         "task": r.options.get("task"),  # --task: the spec and its files (as the manifest's options.task)
+        "exporter_advice": r.options.get("exporter_advice"),  # the other exporter's placement (mobilegen.exporter_advice)
         "models": [
             {
                 "targets": list(m.targets),

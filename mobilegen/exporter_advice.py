@@ -1,0 +1,270 @@
+"""The exporter advisor: when the build's model came out of one exporter and splits into partitions on
+the first provider, say what the other exporter gives for the same model — measured when mobilegen can
+run it, else how to try it.
+
+PyTorch has two ONNX exporters, and their graphs place differently: the TorchScript exporter writes the
+attention mask of a traced BERT as ``Where(Equal(...), ConstantOfShape, ...)`` chains the graph passes
+cannot rewrite (a traced MiniLM: 8 NNAPI partitions), the torch.export-based one a graph they can (3).
+Which exporter a build used depends on the input, not on the user's choice:
+
+- a TorchScript file (``.pt``/``.jit``) goes to the TorchScript exporter: it has no Python module, and
+  neither ``torch.export.export`` nor ``torch.onnx.export(dynamo=True)`` takes a ScriptModule. torch's
+  converter ``torch._export.converter.TS2EPConverter`` (private, experimental) turns it into an
+  ExportedProgram; the advisor measures the build's path for that program (prepare, graph passes,
+  coverage of the first provider) and, when it places better, gives the command that saves it as a
+  ``.pt2`` — and the better route when the Python model is at hand, ``torch.export.export``;
+- a pickled module went through torch.export; the advisor measures the TorchScript exporter on the same
+  module and, when that places better, says how to export the ``.onnx`` with it;
+- a pickled module that fell back to the TorchScript exporter (torch.export failed, said by the
+  ``exporter-fallback`` notice) and a ``.pt2`` (no TorchScript form) have nothing to compare.
+
+Only the first provider of the first target is compared (the one the build is mostly for), and only
+when it has more than one partition: a build that is already whole pays nothing. The other exporter's
+model goes through the same ``prepare`` and graph passes as the build's; a ``--task`` wrapper and
+``--quantize`` are not applied to it, so with those the build's own fp32 model before them is the one
+compared (the fix stage's outcome). Not measured (no notice of a measurement): ``--const`` bindings (the
+converted program would need them re-bound) or an alternative exporter that fails — then the notice says
+how to try it by hand, without numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mobilegen.warnings import Notice
+
+if TYPE_CHECKING:
+    from mobilegen.artifacts import JSONValue, LoadedModel, OnnxModel
+    from mobilegen.coverage.model import CoverageReport
+    from mobilegen.options import BuildOptions
+    from mobilegen.passes.stage import FixPlan
+    from mobilegen.pipeline import Chosen
+    from mobilegen.spec import TensorSpec
+
+TORCH_EXPORT = "torch.export"
+TORCHSCRIPT = "torchscript"
+# the exporter names OnnxModel.exporter carries, as the advice names them
+_SHOWN = {"dynamo": TORCH_EXPORT, "torchscript": TORCHSCRIPT}
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One exporter's model on one provider, after the build's prepare and graph passes."""
+
+    exporter: str  # "torch.export" or "torchscript"
+    supported: int
+    total: int
+    partitions: int
+
+    def text(self) -> str:
+        return f"{self.partitions} partition{'s' if self.partitions != 1 else ''} ({self.supported}/{self.total} nodes)"
+
+    def to_dict(self) -> dict[str, JSONValue]:
+        return {"exporter": self.exporter, "partitions": self.partitions, "supported_nodes": self.supported, "total_nodes": self.total}
+
+
+@dataclass(frozen=True)
+class Advice:
+    """What the advisor found for ``provider`` (a coverage label): the build's placement, the other
+    exporter's when measured (else ``why_not``), and the command(s) to get the better one."""
+
+    provider: str
+    built: Placement
+    other: Placement | None
+    why_not: str  # why the other exporter was not measured ("" when it was)
+    commands: tuple[str, ...]
+
+    @property
+    def better(self) -> bool:
+        return self.other is not None and (self.other.partitions, -self.other.supported) < (self.built.partitions, -self.built.supported)
+
+    def to_dict(self) -> dict[str, JSONValue]:
+        return {
+            "provider": self.provider,
+            "built": self.built.to_dict(),
+            "other": None if self.other is None else self.other.to_dict(),
+            "better": self.better,
+            "not_measured": self.why_not or None,
+            "commands": list(self.commands),
+        }
+
+
+def advise(
+    opts: BuildOptions, loaded: LoadedModel, exported: OnnxModel, coverage: Sequence[CoverageReport], chosen: Sequence[Chosen], fix_plan: FixPlan
+) -> Advice | None:
+    """The advice for this build, or None (nothing to compare, or the first provider is whole)."""
+    if not coverage or not chosen:
+        return None
+    first = chosen[0]
+    report = next((r for r in coverage if r.target in ("", first.target.name)), coverage[0])
+    built = _built_placement(exported.exporter, report, fix_plan)
+    if built is None or built.partitions <= 1:
+        return None
+    if loaded.kind == "torchscript":
+        other_exporter = TORCH_EXPORT
+    elif loaded.kind == "pickle" and exported.exporter == "dynamo":
+        other_exporter = TORCHSCRIPT
+    else:
+        return None
+    why_not = ""
+    other: Placement | None = None
+    program_path = opts.model.with_name(opts.model.stem + ".pt2")
+    if opts.model_opts.consts:
+        why_not = "not measured with --const (the other exporter's model would need the values bound again)"
+    else:
+        from mobilegen import progress
+
+        progress.step("comparing exporters")
+        try:
+            other = _measure(opts, first, report, other_exporter)
+        except Exception as err:  # noqa: BLE001 — the other exporter is optional advice: any failure only means no numbers
+            from mobilegen.errors import first_line
+
+            why_not = f"the {other_exporter} exporter failed on it here: {first_line(err)}"
+    specs = _export_specs(opts, loaded)
+    commands = _commands(opts.model, program_path, other_exporter, specs)
+    return Advice(report.shown, built, other, why_not, commands)
+
+
+def notices(advice: Advice | None) -> list[Notice]:
+    """One ``exporter-advice`` notice: the measured comparison and the command, or how to try by hand."""
+    if advice is None or (advice.other is not None and not advice.better):
+        return []
+    b, o = advice.built, advice.other
+    head = f"{advice.provider}: the {b.exporter} exporter's model runs in {b.text()}"
+    todo = "; ".join(advice.commands)
+    if o is not None:
+        text = f"{head}; the {o.exporter} exporter's model of the same module, through the same graph passes, in {o.text()} (measured): {todo}"
+    else:
+        other = TORCH_EXPORT if b.exporter == TORCHSCRIPT else TORCHSCRIPT
+        tried = f" ({advice.why_not})" if advice.why_not else ""
+        text = f"{head}; {other} graphs often partition differently{tried}: {todo}"
+    return [Notice("exporter-advice", "warning", text, subject=advice.provider)]
+
+
+def record(advice: Advice | None) -> dict[str, JSONValue]:
+    """The manifest's and ``--json``'s ``exporter_advice`` (nothing without advice)."""
+    return {} if advice is None else {"exporter_advice": advice.to_dict()}
+
+
+# ---------------------------------------------------------------------------------------------------
+
+
+def _built_placement(exporter: str, report: CoverageReport, fix_plan: FixPlan) -> Placement | None:
+    """The build's model on ``report``'s provider before a task wrapper or quantization changed it: the
+    fix stage's outcome for that provider (its ``after``; ``before`` when no pass rewrote anything)."""
+    shown = _SHOWN.get(exporter)
+    if shown is None:
+        return None
+    for t in fix_plan.targets:
+        if t.target not in ("", report.target) and report.target:
+            continue
+        for reps in (t.after, t.before):
+            for r in reps or ():
+                if r.label == report.label:
+                    return Placement(shown, r.supported_nodes, r.total_nodes, len(r.partitions))
+    return Placement(shown, report.supported_nodes, report.total_nodes, len(report.partitions))
+
+
+def _measure(opts: BuildOptions, first: Chosen, report: CoverageReport, other: str) -> Placement:
+    """Export ``opts.model`` with the other exporter (in memory), prepare and fix it as the build does
+    for the first target, and analyse the provider of ``report``."""
+    import tempfile
+
+    from mobilegen import stages
+    from mobilegen.consts import bind_consts
+    from mobilegen.load import load_model
+    from mobilegen.passes.stage import PassOptions, analyse_in_memory, plan
+
+    export_opts = opts.model_opts.export_options()
+    loaded = bind_consts(load_model(opts.model, opts.model_opts.load), export_opts.consts)
+    with tempfile.TemporaryDirectory(prefix="mobilegen-advice-") as tmp:
+        out = Path(tmp) / "other.onnx"
+        model = _export_with(loaded, export_opts, out, other)
+    del loaded
+    model, _ = stages.prepare(model, [first], keep_dynamic=opts.keep_dynamic)
+    ctx = stages._context(model, [first])
+    eps = [ep for ep in first.target.providers(first.opts, ctx) if ep.label == report.label]
+    fixes = plan(model, [(first.target.name, eps)], PassOptions(enabled=opts.fix, approximate=opts.approximate))
+    outcome = fixes.targets[0]
+    if model.proto is None:
+        raise RuntimeError("the export kept no model in memory")
+    reps = outcome.after or outcome.before or tuple(analyse_in_memory(model.proto, eps))
+    r = reps[0]
+    return Placement(other, r.supported_nodes, r.total_nodes, len(r.partitions))
+
+
+def _export_with(loaded: LoadedModel, export_opts: Any, out: Path, other: str) -> OnnxModel:
+    from dataclasses import replace
+
+    from mobilegen.export import export_onnx, resolve_inputs
+
+    if other == TORCHSCRIPT:  # the same module through the TorchScript exporter
+        return export_onnx(loaded, export_opts, out, write=False, torchscript_only=True)
+    # torch's converter is private and experimental: the caller catches its failures
+    import torch
+    from torch._export.converter import TS2EPConverter
+
+    from mobilegen.export import example_arrays, quiet
+    from mobilegen.load import _exported_io_hint
+
+    specs, sizes = resolve_inputs(loaded, export_opts.inputs, dict(export_opts.example_sizes))
+    arrays = example_arrays(specs, {**{d: 1 for s in specs for d in s.shape if isinstance(d, str)}, **sizes})
+    with quiet():
+        program = TS2EPConverter(loaded.module, tuple(torch.from_numpy(arrays[s.name]) for s in specs), {}).convert()
+    hint, hint_sizes = _exported_io_hint(program)
+    converted = replace(loaded, kind="exported_program", module=program, io_hint=hint, example_sizes=hint_sizes)
+    # the program's inputs carry the converter's names (input_ids_1): the user's --input shapes by position
+    names = [t.name for t in hint.inputs] if hint is not None else []
+    user = tuple(replace(s, name=n) for s, n in zip(export_opts.inputs, names, strict=False)) if len(names) == len(export_opts.inputs) else ()
+    return export_onnx(converted, replace(export_opts, inputs=user, output_names=()), out, write=False)
+
+
+def _export_specs(opts: BuildOptions, loaded: LoadedModel) -> list[TensorSpec]:
+    """The input specs the build exported with (for the commands' example inputs)."""
+    from mobilegen.export import resolve_inputs
+
+    if loaded.module is None:  # let go after the reference: the specs come from the flags alone
+        return list(opts.model_opts.export_options().inputs)
+    export_opts = opts.model_opts.export_options()
+    try:
+        return resolve_inputs(loaded, export_opts.inputs, dict(export_opts.example_sizes))[0]
+    except Exception:  # noqa: BLE001 — only for the command's text
+        return list(export_opts.inputs)
+
+
+def _commands(model: Path, program: Path, other: str, specs: Sequence[TensorSpec]) -> tuple[str, ...]:
+    args = _example_args(specs)
+    if other == TORCH_EXPORT:
+        code = (
+            f"import torch; from torch._export.converter import TS2EPConverter as C; m = torch.jit.load({json.dumps(str(model))}); "
+            f"torch.export.save(C(m, {args}, {{}}).convert(), {json.dumps(str(program))})"
+        )
+        convert = f"python -c {shlex.quote(code)}"
+        return (
+            f"with the Python model at hand, save it with torch.export.save(torch.export.export(model, {args}), {json.dumps(str(program))})",
+            f"from this TorchScript file: {convert}",
+            f"then run the same mobilegen command on {program.name} (the program records its input shapes, so --input can go)",
+        )
+    onnx_path = model.with_suffix(".onnx")
+    return (
+        f"export it with torch.onnx.export(model, {args}, {json.dumps(str(onnx_path))}, dynamo=False, input_names={json.dumps([s.name for s in specs])})",
+        f"then run the same mobilegen command on {onnx_path.name}",
+    )
+
+
+def _example_args(specs: Sequence[TensorSpec]) -> str:
+    def one(s: TensorSpec) -> str:
+        shape = ", ".join(str(d if isinstance(d, int) else 1) for d in s.shape)
+        return f"torch.zeros({shape}{',' if len(s.shape) == 1 else ''}, dtype=torch.{s.dtype})"
+
+    items = [one(s) for s in specs]
+    return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
+
+
+__all__ = ["Advice", "Placement", "advise", "notices", "record"]

@@ -1,0 +1,146 @@
+"""The exporter advisor (issue 27): a TorchScript file whose model splits on the first provider is
+compared with the same model through torch.export (torch's TS2EPConverter), measured through the same
+graph passes; the notice names both placements and the commands, ``--json`` carries the comparison. A
+build that is whole on its first provider pays nothing; a comparison that is not better says nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from cli_helpers import invoke
+from torch import nn
+
+import mobilegen.exporter_advice as advice_mod
+from mobilegen.exporter_advice import Advice, Placement, notices
+
+
+class Split(nn.Module):
+    """Linear → CumSum (no NNAPI builder: a CPU node between two NNAPI partitions) → Linear."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+        self.b = nn.Linear(4, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.b(torch.cumsum(self.a(x), dim=1))
+        return out
+
+
+class Whole(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(4, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = torch.relu(self.a(x))
+        return out
+
+
+def _traced(module: nn.Module, path: Path) -> Path:
+    torch.manual_seed(0)
+    torch.jit.trace(module.eval(), (torch.randn(1, 4),)).save(str(path))
+    return path
+
+
+def _build(path: Path, out: Path) -> dict[str, Any]:
+    r = invoke("android", path, "--nnapi", "--input", "x:1x4", "-o", out, "--json")
+    assert r.exit_code == 0, r.stderr
+    doc: dict[str, Any] = json.loads(r.stdout)
+    return doc
+
+
+def test_whole_model_gets_no_advice_and_no_second_export(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    measured: list[str] = []
+    monkeypatch.setattr(advice_mod, "_measure", lambda *a, **k: measured.append("x"))
+    doc = _build(_traced(Whole(), tmp_path / "whole.pt"), tmp_path / "out")
+    assert doc["exporter_advice"] is None
+    assert measured == []
+    assert not any("exporter's model" in w for w in doc["warnings"])
+
+
+def test_split_model_is_measured_through_the_other_exporter(tmp_path: Path) -> None:
+    doc = _build(_traced(Split(), tmp_path / "split.pt"), tmp_path / "out")
+    adv = doc["exporter_advice"]
+    nnapi = next(c for c in doc["coverage"] if c["ep"] == "nnapi")
+    assert adv["provider"] == "nnapi"
+    assert adv["built"]["exporter"] == "torchscript" and adv["built"]["partitions"] == len(nnapi["partitions"]) >= 2
+    assert adv["other"]["exporter"] == "torch.export" and adv["other"]["partitions"] >= 1  # measured
+    assert adv["not_measured"] is None
+    said = [w for w in doc["warnings"] if "exporter's model" in w]
+    assert bool(said) == adv["better"]  # a notice only when the other exporter places better
+    assert any("TS2EPConverter" in c and "split.pt2" in c for c in adv["commands"])
+
+
+def test_other_exporter_failing_gives_the_commands_without_numbers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch._export.converter as converter
+
+    class Broken:
+        def __init__(self, *a: Any) -> None:
+            raise RuntimeError("unsupported node prim::Foo")
+
+    monkeypatch.setattr(converter, "TS2EPConverter", Broken)
+    doc = _build(_traced(Split(), tmp_path / "split.pt"), tmp_path / "out")
+    adv = doc["exporter_advice"]
+    assert adv["other"] is None and "unsupported node prim::Foo" in adv["not_measured"]
+    [said] = [w for w in doc["warnings"] if w.startswith("nnapi: the torchscript exporter's model")]
+    assert "torch.export graphs often partition differently" in said and "failed on it here" in said
+    assert "torch.export.save(torch.export.export(model, (torch.zeros(1, 4, dtype=torch.float32),))" in said
+
+
+def _advice(built: int, other: int | None) -> Advice:
+    return Advice(
+        "nnapi",
+        Placement("torchscript", 500, 526, built),
+        None if other is None else Placement("torch.export", 532, 542, other),
+        "" if other is not None else "not measured with --const (…)",
+        ("cmd",),
+    )
+
+
+# (3, 3): as many partitions, more nodes on the provider (532 vs 500): better
+@pytest.mark.parametrize(("built", "other", "said"), [(8, 3, True), (3, 3, True), (3, 8, False), (8, None, True)])
+def test_notice_only_when_better_or_unmeasured(built: int, other: int | None, said: bool) -> None:
+    out = notices(_advice(built, other))
+    assert bool(out) == said
+    if out and other is not None:
+        assert f"{built} partitions (500/526 nodes)" in out[0].text and f"in {other} partitions (532/542 nodes) (measured)" in out[0].text
+
+
+def test_same_placement_is_no_advice() -> None:
+    same = Placement("torchscript", 500, 526, 3)
+    assert notices(Advice("nnapi", same, Placement("torch.export", 500, 526, 3), "", ("cmd",))) == []
+
+
+@pytest.mark.slow
+def test_traced_bert_places_better_through_torch_export(tmp_path: Path) -> None:
+    """The case of issue 27 at toy size: a traced BERT encoder (attention mask, mean pooling) splits more
+    on NNAPI through the TorchScript exporter than through torch.export; the advisor measures it."""
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32, max_position_embeddings=32)
+    torch.manual_seed(0)
+    bert = transformers.BertModel(cfg).eval()
+
+    class Pooled(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.m = bert
+
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+            o = self.m(input_ids=input_ids, attention_mask=attention_mask, return_dict=False)[0]
+            mask = attention_mask.unsqueeze(-1).to(o.dtype)
+            out: torch.Tensor = (o * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            return out
+
+    ids, am = torch.randint(0, 50, (1, 16)), torch.ones(1, 16, dtype=torch.long)
+    with torch.no_grad():
+        torch.jit.trace(Pooled().eval(), (ids, am), strict=False).save(str(tmp_path / "enc.pt"))
+    r = invoke("android", tmp_path / "enc.pt", "--nnapi", "--input", "input_ids:1x16:int64", "--input", "attention_mask:1x16:int64", "-o", tmp_path / "out", "--json")
+    assert r.exit_code == 0, r.stderr
+    adv = json.loads(r.stdout)["exporter_advice"]
+    assert adv["better"] and adv["other"]["partitions"] < adv["built"]["partitions"], adv
+    assert any(w.startswith("nnapi: the torchscript exporter's model runs in") for w in json.loads(r.stdout)["warnings"])
