@@ -180,8 +180,9 @@ def snapshot(path: Path) -> Snapshot:
 class _Transaction:
     """One staging folder per destination folder; new items under ``new/``, replaced ones under ``old/``."""
 
-    def __init__(self, targets: Sequence[Target]) -> None:
+    def __init__(self, targets: Sequence[Target], *, lock_held: bool = False) -> None:
         self.targets = list(targets)
+        self.lock_held = lock_held
         self.containers: dict[Path, Path] = {}
         self.made: list[Path] = []  # the -o parents this run created: removed again unless it committed
         self.committed = False
@@ -219,12 +220,12 @@ class _Transaction:
                 with contextlib.suppress(OSError):  # rmdir: never a folder something else wrote into meanwhile
                     d.rmdir()
 
-    def commit(self, *, lock: bool = True) -> None:
-        """Move the staged results into place. ``lock``: take each destination's writer lock (False: the
-        caller holds it already, see :func:`locked_package`)."""
+    def commit(self) -> None:
+        """Move the staged results into place, under each destination's writer lock (unless the caller
+        holds it already: ``lock_held``, see :func:`locked_package`)."""
         undo: list[tuple[Path, Path]] = []  # (from, to) renames that put things back
         with contextlib.ExitStack() as locks:
-            for t in sorted(self.targets, key=lambda t: str(t.path)) if lock else ():
+            for t in () if self.lock_held else sorted(self.targets, key=lambda t: str(t.path)):
                 locks.enter_context(locked(t.path))
             try:
                 for t in self.targets:
@@ -320,7 +321,7 @@ def staged_output(
     targets = [check_target(out, "folder", force=force, protect=protect)]
     if zip_path is not None:
         targets.append(check_target(zip_path, "zip", force=force, protect=protect))
-    txn = _Transaction(targets)
+    txn = _Transaction(targets, lock_held=lock_held)
     try:
         root = txn.staged(targets[0])
         try:
@@ -333,7 +334,7 @@ def staged_output(
             if _storage_error(err) and (err.filename is None or _inside(err.filename, txn.containers[targets[0].path.parent])):
                 raise write_error(targets[0].path.parent, err) from err
             raise
-        txn.commit(lock=not lock_held)
+        txn.commit()
     finally:
         txn.discard()
 
