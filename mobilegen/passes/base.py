@@ -34,3 +34,6 @@ class GraphPass:
     apply: Callable[[onnx.ModelProto], int]
     exact: bool = True
     approximate_as: str = ""  # for exact=False: the word --approximate takes ("gelu")
+    # run it in If/Loop/Scan bodies too, each handed over as a graph of its own (mobilegen.passes.bodies);
+    # False for a pass that walks the bodies itself (fold-if)
+    in_bodies: bool = True

@@ -267,4 +267,5 @@ PASS = GraphPass(
     name="fold-if",
     summary="If with a constant condition -> the nodes of the branch it takes",
     apply=apply,
+    in_bodies=False,  # it folds the Ifs of bodies itself, with the main graph's constants in view
 )

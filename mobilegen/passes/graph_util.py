@@ -7,6 +7,8 @@ an existing initializer; they only read them and add new ones.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -162,12 +164,26 @@ def graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
                 yield from graphs(sub)
 
 
+_RESERVED: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("mobilegen_reserved_names", default=frozenset())
+
+
+@contextlib.contextmanager
+def reserved_names(names: Iterable[str]) -> Iterator[None]:
+    """While a pass runs on a body handed to it as a graph of its own (:mod:`mobilegen.passes.bodies`),
+    :class:`Names` avoids the names of the rest of the model too (a body may not shadow an outer name)."""
+    token = _RESERVED.set(frozenset(names))
+    try:
+        yield
+    finally:
+        _RESERVED.reset(token)
+
+
 class Names:
     """Fresh tensor and node names that collide with nothing in the graph or its subgraphs (nor with each
-    other); with ``prefix``, each is ``<prefix>/<base>``."""
+    other, nor with the :func:`reserved_names`); with ``prefix``, each is ``<prefix>/<base>``."""
 
     def __init__(self, graph: onnx.GraphProto, *, prefix: str = "") -> None:
-        used: set[str] = set()
+        used: set[str] = set(_RESERVED.get())
         for g in graphs(graph):
             used.update(t.name for t in g.initializer)
             used.update(v.name for v in (*g.input, *g.output, *g.value_info))

@@ -290,8 +290,10 @@ def improve(
 
 def _apply(graph_pass: GraphPass, proto: onnx.ModelProto, snap: Snapshot) -> tuple[int, str | None]:
     """Run one pass: (nodes rewritten, None), or (0, the error) with ``proto`` restored when it raised."""
+    from mobilegen.passes.bodies import apply_everywhere  # imports onnx: not at start-up
+
     try:
-        nodes = int(graph_pass.apply(proto))
+        nodes = apply_everywhere(graph_pass, proto)  # the main graph, then If/Loop/Scan bodies
     except Exception as err:  # noqa: BLE001 — a pass that fails on this graph is skipped, the model kept as it was
         snap.restore(proto)
         return 0, first_line(err, 200)
@@ -375,6 +377,7 @@ def materialize(base: OnnxModel, fix_plan: FixPlan, root: Path, write: Callable[
     by ``write`` (which returns the model without its in-memory proto) into ``root/model/`` when every
     target agrees, else ``root/model/<target>/`` per group of targets."""
     from mobilegen.export import opset_of
+    from mobilegen.passes.bodies import apply_everywhere
 
     proto = _proto(base)
     groups = fix_plan.groups()
@@ -385,7 +388,7 @@ def materialize(base: OnnxModel, fix_plan: FixPlan, root: Path, write: Callable[
         (root / folder).mkdir(parents=True, exist_ok=True)
         for applied in outcome.applied:
             graph_pass = registry.get(applied.name)
-            if graph_pass.apply(proto) != applied.nodes:
+            if apply_everywhere(graph_pass, proto) != applied.nodes:
                 raise InternalError(f"graph pass '{applied.name}' gave a different result on the same graph")
         dropped = drop_unused_initializers(proto) if outcome.applied else []
         model = replace(base, path=root / folder / MODEL_ONNX_NAME, opset=opset_of(proto))
