@@ -47,6 +47,7 @@ from mobilegen.errors import LoadError, first_line
 from mobilegen.pt2_exprs import guard_refusal, is_inert_string, sympy_refusal
 from mobilegen.pt2_ops import node_refusal, target_name_refusal
 
+MAX_JSON_INT = 2**64  # |any integer in the program|: sizes, strides, hints and ranges are int64
 HINT = "pass --trust-pickle only if you trust this file, or re-save the model with torch.export.save from plain tensors"
 
 
@@ -209,6 +210,8 @@ def _program_json_refusal(entry: str, program: Any) -> Refusal | None:
             stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)
+        elif type(node) is int and abs(node) > MAX_JSON_INT:  # a size hint s0 = 10**4000 feeds every power
+            return Refusal(entry, f"has the number {_clip(node) if node.bit_length() < 2000 else '...'}, larger than 2**64 (torch computes with it exactly)")
     return None
 
 

@@ -554,6 +554,13 @@ def test_power_towers_are_refused_within_a_second(make: Callable[[Path, Path], P
     assert time.monotonic() - started < 30
 
 
+def test_huge_size_hints_are_refused(clean: Path, tmp_path: Path) -> None:
+    """A symbol's hint is its example size, substituted into every expression: it is an int64 too."""
+    pattern = rb'"hint": \{"as_int": \d+\}'
+    path = rewrite(clean, tmp_path / "hint.pt2", lambda n, d: re.sub(pattern, b'"hint": {"as_int": ' + b"9" * 400 + b"}", d) if n == "models/model.json" else d)
+    assert_fails(invoke("inspect", path), 3, "'models/model.json'", "larger than 2**64")
+
+
 class _Dynamic(torch.nn.Module):
     """What torch writes for a real dynamic program: strided conv sizes (FloorDiv, Pow in the shape
     expressions), size arithmetic nodes, a guard, torch.cond and a no_grad block."""
