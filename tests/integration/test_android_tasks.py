@@ -36,7 +36,7 @@ from test_android_kotlin import SHIM, _kotlinc, _missing_tool, _run, _stdlib
 
 from mobilegen.android import AndroidOptions, render_android
 from mobilegen.errors import UsageError
-from mobilegen.tasks.reference import float_input, pcm16_input, resize_crop, top_k
+from mobilegen.tasks.reference import float_input, pcm16_input, resize_crop, stream, top_k
 from mobilegen.tasks.spec import TaskSpec
 
 pytestmark = pytest.mark.slow
@@ -91,6 +91,8 @@ fun hex(bytes: ByteArray): String = bytes.joinToString("") { "%02x".format(it.to
 //   audio16 P v1,v2,...           -> AudioInput.fromPcm16 of project P (audio, audio_window): float bits in hex, or the error
 //   audiof P b1,b2,...            -> AudioInput.fromFloat of the floats with those bits (hex), the same
 //   audioconst P                  -> SAMPLE_RATE CHANNELS WINDOW_SAMPLES of project P
+//   stream OP;OP;...              -> audio_stream's TinyCnnStream over a fake window function (fakeWindow), one line
+//                                    per push: bits of output and of stateN; OPs: pcm16:v1,v2,.. | float:b1,b2,.. | reset
 //   prepare FILE W H              -> hex of ImageInput.prepare(fromRgba(FILE)) (the project's own constants)
 //   labels FILE                   -> one line per label: hex of its UTF-8
 //   topk K v1,v2,...              -> indices of Scores.topK
@@ -100,6 +102,17 @@ fun hex(bytes: ByteArray): String = bytes.joinToString("") { "%02x".format(it.to
 //   accel PROJECT SDK ACTIVE      -> expectedAccelerators(SDK) | missingAccelerators(expected, ACTIVE)
 //   crc FILE OFFSET               -> CRC32 of FILE's bytes from OFFSET (a direct buffer), and whether its position moved
 fun doubles(csv: String): DoubleArray = if (csv == "-") DoubleArray(0) else csv.split(",").map { it.toDouble() }.toDoubleArray()
+
+// A stand-in for the graph (no ORT here): stateN = 0.5 * state + pcm[k % n] / 32768, output = stateN[0] + stateN[last].
+fun fakeWindow(values: FloatArray, state: FloatArray): com.example.tasks.audio_stream.TinyCnn.Outputs {
+    val next = FloatArray(state.size) { k -> 0.5f * state[k] + values[k % values.size] / 32768f }
+    return com.example.tasks.audio_stream.TinyCnn.Outputs(
+        output = floatArrayOf(next[0] + next[next.size - 1]),
+        outputShape = longArrayOf(1L, 1L),
+        stateN = next,
+        stateNShape = longArrayOf(2L, 1L, 128L),
+    )
+}
 
 fun attempt(block: () -> String): String = try { block() } catch (e: IllegalArgumentException) { "error: ${e.message}" }
 
@@ -181,6 +194,18 @@ fun main(args: Array<String>) {
                     }
                 }
                 println(out)
+            }
+            "stream" -> {
+                val stream = com.example.tasks.audio_stream.TinyCnnStream(::fakeWindow)
+                fun bits(values: FloatArray): String = values.joinToString(",") { "%08x".format(java.lang.Float.floatToRawIntBits(it)) }
+                for (op in p[1].split(";")) {
+                    val (kind, arg) = if (op == "reset") listOf("reset", "") else op.split(":")
+                    when (kind) {
+                        "reset" -> stream.reset()
+                        "pcm16" -> stream.pushPcm16(arg.split(",").map { it.toInt().toShort() }.toShortArray())
+                        else -> stream.pushFloat(arg.split(",").map { java.lang.Float.intBitsToFloat(java.lang.Long.parseLong(it, 16).toInt()) }.toFloatArray())
+                    }.let { out -> if (out is com.example.tasks.audio_stream.TinyCnn.Outputs) println(bits(out.output) + " " + bits(out.stateN)) }
+                }
             }
             "filter" -> println("${ImageInput.FILTER} ${com.example.tasks.image.ImageInput.FILTER}")
             "labels" -> {
@@ -368,6 +393,33 @@ def test_audio_input_matches_the_python_reference(task_jar: Path, shim_classes: 
     assert [("error" if g.startswith("error: ") else g) for g in got] == expected
     assert sum(e == "error" for e in expected) == 4
     assert "the model takes 400 samples per run, got 399" in got[4] and "sample 1 is 1200.0" in got[8]
+
+
+def test_stream_feeds_the_state_back_as_the_reference_does(task_jar: Path, shim_classes: Path, tmp_path: Path) -> None:
+    """Issue 26 item 8: TinyCnnStream (audio_stream: --state state=stateN) runs on the JVM over a stand-in
+    window function (the same float32 arithmetic in Kotlin and here; no ORT on the JVM): every push gets the
+    state the previous one returned, from zeros, and reset() starts over — window for window what
+    mobilegen.tasks.reference.stream gives, through pcm16_input / float_input."""
+    spec = PROJECTS["audio_stream"][0]
+    assert spec.state == (("state", "stateN"),) and spec.window == 400
+
+    def fake(feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        values, state = feeds["pcm"].reshape(-1), feeds["state"].reshape(-1)
+        nxt = (np.float32(0.5) * state + values[np.arange(state.size) % values.size] / np.float32(32768)).astype(np.float32)
+        return [np.array([nxt[0] + nxt[-1]], np.float32), nxt.reshape(2, 1, 128)]
+
+    rng = np.random.default_rng(26)
+    windows = [rng.integers(-32768, 32768, 400).astype(np.int16) for _ in range(3)] + [rng.uniform(-1, 1, 400).astype(np.float32) for _ in range(2)]
+    # pushes: w0, w1, f3, reset, w2, f4 — two streams for the reference
+    ops = ["pcm16:" + ",".join(map(str, windows[0])), "pcm16:" + ",".join(map(str, windows[1])), "float:" + _float_bits(windows[3]), "reset",
+           "pcm16:" + ",".join(map(str, windows[2])), "float:" + _float_bits(windows[4])]
+    inputs = [pcm16_input(windows[0]), pcm16_input(windows[1]), float_input(windows[3]), pcm16_input(windows[2]), float_input(windows[4])]
+    shapes = {"state": (2, 1, 128)}
+    ref = stream(fake, spec, shapes, ["output", "stateN"], inputs[:3]) + stream(fake, spec, shapes, ["output", "stateN"], inputs[3:])
+    got = _harness(task_jar, shim_classes, ["stream " + ";".join(ops)], tmp_path)
+    assert got == [f"{_float_bits(o)} {_float_bits(s)}" for o, s in ref]
+    # the state is really carried: the third push differs from the same window on a fresh stream
+    assert _float_bits(stream(fake, spec, shapes, ["output", "stateN"], inputs[2:3])[0][1]) != got[2].split(" ")[1]
 
 
 def test_labels_and_ranking_agree_with_python(task_jar: Path, shim_classes: Path, projects: dict[str, Path], tmp_path: Path) -> None:

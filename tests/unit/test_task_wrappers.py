@@ -203,9 +203,9 @@ def test_the_audio_contract_is_in_the_code(rendered: dict[str, Path]) -> None:
     assert "public static let filter: ResizeFilter = .antialias" in (rendered["ios_cls_topk"] / "Sources/TinyCnn/TinyCnn+Task.swift").read_text()
     # --state: the streaming helper feeds stateN back as state, reset() zeroes it (both platforms)
     stream = next(rendered["android_audio_stream"].rglob("TinyCnnTask.kt")).read_text()
-    for needle in ("class TinyCnnStream(private val model: TinyCnn)", "private var state0 = FloatArray(256)", "fun reset()",
+    for needle in ("class TinyCnnStream internal constructor(", "private var state0 = FloatArray(256)", "fun reset()",
                    "fun pushPcm16(pcm: ShortArray): TinyCnn.Outputs", "fun pushFloat(samples: FloatArray): TinyCnn.Outputs",
-                   "val outputs = model.runGraphInput(values, state0)", "state0 = outputs.stateN.copyOf()"):
+                   "val outputs = runWindow(values, state0)", "constructor(model: TinyCnn) : this({ values, s0 -> model.runGraphInput(values, s0) })", "state0 = outputs.stateN.copyOf()"):
         assert needle in stream, needle
     swift_stream = (rendered["ios_audio_stream"] / "Sources/TinyCnn/TinyCnn+Task.swift").read_text()
     for needle in ("public final class Stream", "public func reset()", "public func pushPCM16(_ pcm: [Int16]) throws -> TinyCnnOutput",
