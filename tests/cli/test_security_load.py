@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from ci import missing_tool
 from cli_helpers import assert_fails, invoke
 from model_files import LinearRelu
 from torch._export.verifier import SpecViolationError
@@ -311,13 +312,6 @@ def test_backstop_is_idle_outside_a_load(tmp_path: Path) -> None:
 # ---- issue 24: pytree-spec hooks, call targets, unbounded shape arithmetic ------------------------------
 
 
-def _missing_tool(message: str) -> None:
-    """Skip when a tool is missing, but fail under CI, where it must be installed (as tests/ci.py does)."""
-    if os.environ.get("CI", "").strip().lower() in ("1", "true", "yes"):
-        pytest.fail(f"{message} (CI must have it)")
-    pytest.skip(message)
-
-
 HOOK_C = '#include <stdio.h>\n__attribute__((constructor)) static void mark(void) { FILE *f = fopen(MARKER, "w"); if (f) fclose(f); }\n'
 
 
@@ -328,7 +322,7 @@ def native_library(tmp_path: Path) -> tuple[Path, Path]:
     library once, so no test sees another's."""
     cc = shutil.which("cc")
     if cc is None:
-        _missing_tool("no C compiler (cc) to build the spec-hook payload library")
+        missing_tool("no C compiler (cc) to build the spec-hook payload library")  # fails under CI
     folder = tmp_path / "lib"
     folder.mkdir()
     marker = tmp_path / "pwned"
