@@ -18,6 +18,7 @@ import os
 import stat
 import zipfile
 import zlib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -26,10 +27,17 @@ from mobilegen.errors import UsageError, first_line
 if TYPE_CHECKING:
     import numpy as np
 
+    from mobilegen.spec import TensorSpec
+
 _O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _O_BINARY = getattr(os, "O_BINARY", 0)
 NPY_MAGIC = b"\x93NUMPY"
 MAX_NPZ_MEMBERS = 4096
+# Budgets for arrays of samples (samples_budget): a dynamic dim counts as DYNAMIC_DIM; never more than
+# MAX_BUDGET in all (what one run may hold in memory), always at least MIN_BUDGET.
+DYNAMIC_DIM = 1024
+MAX_BUDGET = 4 << 30
+MIN_BUDGET = 64 << 20
 
 _KINDS = (
     (stat.S_ISFIFO, "a FIFO (named pipe)"),
@@ -38,6 +46,14 @@ _KINDS = (
     (stat.S_ISBLK, "a block device"),
     (stat.S_ISDIR, "a folder"),
 )
+
+
+class NotRegularFile(UsageError):
+    """A FIFO, socket, device or folder where a data file was expected."""
+
+
+class DeclaredTooLarge(UsageError):
+    """An array whose header declares more bytes than the budget (or than its entry holds)."""
 
 
 def _kind(mode: int) -> str:
@@ -62,7 +78,7 @@ def open_data_file(path: Path, label: str, *, hint: str) -> IO[bytes]:
     except OSError as err:
         raise UsageError(f"{label} cannot be read: {err.strerror or err}", hint=hint) from err
     if not stat.S_ISREG(st.st_mode):
-        raise UsageError(f"{label} is {_kind(st.st_mode)}, not a regular file", hint=hint)
+        raise NotRegularFile(f"{label} is {_kind(st.st_mode)}, not a regular file", hint=hint)
     try:
         fd = os.open(path, os.O_RDONLY | _O_NONBLOCK | _O_BINARY)
     except OSError as err:
@@ -70,7 +86,7 @@ def open_data_file(path: Path, label: str, *, hint: str) -> IO[bytes]:
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):  # swapped for something else since the stat above
-            raise UsageError(f"{label} is {_kind(mode)}, not a regular file", hint=hint)
+            raise NotRegularFile(f"{label} is {_kind(mode)}, not a regular file", hint=hint)
         return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
@@ -90,6 +106,18 @@ def read_data_file(path: Path, label: str, *, limit: int, hint: str) -> bytes:
     if len(data) > limit:
         raise UsageError(f"{label} is over the {size_text(limit)} such a file may hold", hint=hint)
     return data
+
+
+def samples_budget(specs: Iterable[TensorSpec], samples: int) -> int:
+    """The most bytes ``samples`` samples of inputs ``specs`` hold (a dynamic dim counted as
+    :data:`DYNAMIC_DIM`), within [:data:`MIN_BUDGET`, :data:`MAX_BUDGET`]."""
+    import numpy as np
+
+    per_sample = 0
+    for spec in specs:
+        itemsize = np.dtype(spec.dtype).itemsize if spec.dtype not in ("string", "bfloat16") else 2
+        per_sample += math.prod(d if isinstance(d, int) and d > 0 else DYNAMIC_DIM for d in spec.shape) * itemsize
+    return max(MIN_BUDGET, min(MAX_BUDGET, samples * per_sample))
 
 
 def load_npz(path: Path, label: str, *, max_bytes: int, hint: str) -> dict[str, np.ndarray]:
@@ -140,11 +168,11 @@ def _declared_bytes(zf: zipfile.ZipFile, info: zipfile.ZipInfo, label: str, budg
     need = math.prod(shape) * dtype.itemsize
     shown = "x".join(str(d) for d in shape) or "scalar"
     if need > budget:
-        raise UsageError(
+        raise DeclaredTooLarge(
             f"{label}: array {name[:-4]!r} declares shape {shown} of {dtype} ({size_text(need)}), "
             f"over the {size_text(max(budget, 0))} allowed for this model's inputs",
             hint=hint,
         )
     if need > info.file_size:
-        raise UsageError(f"{label}: array {name[:-4]!r} declares {size_text(need)}, its entry holds {size_text(info.file_size)} (truncated)", hint=hint)
+        raise DeclaredTooLarge(f"{label}: array {name[:-4]!r} declares {size_text(need)}, its entry holds {size_text(info.file_size)} (truncated)", hint=hint)
     return need

@@ -154,28 +154,25 @@ def seeded_cases(specs: Sequence[TensorSpec], sizes: dict[str, int], ranges: Map
     return cases
 
 
-def _sample_arrays(path: Path) -> dict[str, np.ndarray]:
+MAX_SAMPLE_CASES = 10_000  # --sample: the cases one file may hold (its arrays' budget, from their headers)
+
+
+def _sample_arrays(path: Path, specs: Sequence[TensorSpec]) -> dict[str, np.ndarray]:
     """The file's arrays. Anything but a zip of ``.npy`` members is refused: ``np.load`` opens any zip (a
-    torch ``.pt`` is one) and would hand back its entries' raw bytes, and a bare ``.npy`` as one array."""
-    if not path.is_file():
+    torch ``.pt`` is one) and would hand back its entries' raw bytes, and a bare ``.npy`` as one array.
+    A special file, or arrays declaring more than :data:`MAX_SAMPLE_CASES` cases' worth of bytes, are
+    refused before anything is opened or allocated (:mod:`mobilegen.datafiles`)."""
+    from mobilegen.datafiles import DeclaredTooLarge, NotRegularFile, load_npz, samples_budget
+
+    if not path.exists():
         raise UsageError(f"--sample {path} does not exist", hint="pass an .npz with one array per model input")
-    not_npz = UsageError(f"--sample {path} is not an .npz of arrays (np.savez)", hint="write it with numpy.savez(path, name=array, ...), one array per model input")
+    hint = "write it with numpy.savez(path, name=array, ...), one array per model input"
     try:
-        loaded = np.load(path, allow_pickle=False)
-    except Exception as err:  # noqa: BLE001 — numpy raises several types for bad files
-        raise not_npz from err
-    if not isinstance(loaded, np.lib.npyio.NpzFile):
-        raise not_npz
-    with loaded as z:
-        if z.zip is None or any(not name.endswith(".npy") for name in z.zip.namelist()):
-            raise not_npz
-        try:
-            arrays = {k: z[k] for k in z.files}
-        except Exception as err:  # noqa: BLE001 — a damaged member: zipfile, numpy and OS errors alike
-            raise not_npz from err
-    if not all(isinstance(a, np.ndarray) for a in arrays.values()):
-        raise not_npz
-    return arrays
+        return load_npz(path, f"--sample {path}", max_bytes=samples_budget(specs, MAX_SAMPLE_CASES), hint=hint)
+    except (NotRegularFile, DeclaredTooLarge):
+        raise
+    except UsageError as err:
+        raise UsageError(f"--sample {path} is not an .npz of arrays (np.savez)", hint=hint) from err
 
 
 def _split_cases(path: Path, spec: TensorSpec, a: np.ndarray) -> list[np.ndarray]:
@@ -212,7 +209,7 @@ def _as_input(path: Path, spec: TensorSpec, a: np.ndarray) -> np.ndarray:
 
 def sample_cases(path: Path, specs: Sequence[TensorSpec]) -> list[Case]:
     """Every case of ``--sample FILE.npz`` (see the module docstring for how cases are told apart)."""
-    data = _sample_arrays(path)
+    data = _sample_arrays(path, specs)
     per_input: dict[str, list[np.ndarray]] = {}
     for s in specs:
         if s.name not in data:

@@ -8,7 +8,6 @@ or dynamic, ``[N, *input_shape[1:]]`` (the samples axis stands in for the batch 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,13 +26,9 @@ MIN_HELD_OUT = 2  # the gate's least samples split off a calibration set: one sa
 # Integer arrays whose every value a float32 holds exactly: taken for a float input (microphone PCM is int16).
 _EXACT_IN_FLOAT = ("int8", "uint8", "int16", "uint16")
 _HINT = "save one array per model input with numpy.savez(path, **{input_name: array}); leading axis = samples"
-# What one run may read: at most MAX_SAMPLES samples of the model's inputs (a dynamic dim counted as
-# DYNAMIC_DIM), never more than MAX_BYTES in all and always at least MIN_BYTES. Checked from the .npy
-# headers before any array is allocated.
+# What one run may read: at most MAX_SAMPLES samples of the model's inputs (mobilegen.datafiles.
+# samples_budget), checked from the .npy headers before any array is allocated.
 MAX_SAMPLES = 10_000
-DYNAMIC_DIM = 1024
-MAX_BYTES = 4 << 30
-MIN_BYTES = 64 << 20
 # Files a calibration folder may hold that are refused rather than skipped: images are never decoded
 # (a decompression bomb would take minutes and gigabytes) and are no samples of the model's inputs.
 _IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm", ".pgm", ".heic", ".avif"})
@@ -137,14 +132,10 @@ def _count(data: Mapping[str, np.ndarray]) -> int:
 
 
 def byte_budget(io: IOSpec) -> int:
-    """The most bytes of samples one run reads for a model with inputs ``io`` (see :data:`MAX_SAMPLES`)."""
-    import numpy as np
+    """The most bytes of samples one run reads for a model with inputs ``io``."""
+    from mobilegen.datafiles import samples_budget
 
-    per_sample = 0
-    for spec in io.inputs:
-        itemsize = np.dtype(spec.dtype).itemsize if spec.dtype not in ("string", "bfloat16") else 2
-        per_sample += math.prod(d if isinstance(d, int) and d > 0 else DYNAMIC_DIM for d in spec.shape) * itemsize
-    return max(MIN_BYTES, min(MAX_BYTES, MAX_SAMPLES * per_sample))
+    return samples_budget(io.inputs, MAX_SAMPLES)
 
 
 def _read_source(where: Path, io: IOSpec) -> tuple[dict[str, np.ndarray], str]:

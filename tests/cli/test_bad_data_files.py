@@ -231,3 +231,17 @@ def test_dots_in_strings_and_comments_are_not_nesting(work: Path) -> None:
     (work / "mobilegen.toml").write_text(f'# {dots}\n[check]\nep = ["nnapi"]  # {dots}\nmodel = "m.onnx"\nandroid-api = 29\n')
     result = invoke("check", "--json")
     assert result.exit_code == 0, result.stderr
+
+
+# --- --sample (the verification gate's real inputs) -----------------------------------------------
+
+
+def test_a_sample_declaring_698_tib_or_a_fifo(work: Path, fifo: Path) -> None:
+    _npz_declaring(work / "huge.npz", (698, 1 << 18, 1 << 20))
+    result, took = _timed("export", "m.onnx", "-o", "e.onnx", "--sample", "huge.npz")
+    assert_fails(result, 2, "--sample huge.npz: array 'x' declares shape 698x262144x1048576 of float32 (698.0 TiB)")
+    assert took < BOUND_S and not (work / "e.onnx").exists()
+    code, stderr, took = _run(work, "export", "m.onnx", "-o", "e.onnx", "--sample", fifo.name)
+    assert code == 2, stderr
+    assert "--sample pipe.json is a FIFO (named pipe), not a regular file" in _one_line(stderr)
+    assert took < BOUND_S
