@@ -1,4 +1,5 @@
-"""The Swift ports of the native task steps are structurally the Kotlin ones (issue 26 items 7, 8).
+"""The Swift ports of the native task steps and of the streaming helper are structurally the Kotlin ones
+(issue 26 items 7, 8).
 
 There is no Swift toolchain here: the Kotlin ``ImageInput`` and ``AudioInput`` run on the JVM against
 ``mobilegen.tasks.reference`` (tests/integration/test_android_tasks.py), and Swift is held to the same
@@ -55,15 +56,28 @@ AUDIO = [
 ]
 
 
+# (Kotlin, Swift): the streaming helper (--state), in Task.kt / +Task.swift.
+STREAM = [
+    ("private var state0 = FloatArray(256)", "private var state0 = [Float](repeating: 0, count: 256)"),
+    ("fun reset()", "public func reset()"),
+    ("\n        state0 = FloatArray(256)", "\n            state0 = [Float](repeating: 0, count: 256)"),  # in reset()
+    ("fun pushPcm16(pcm: ShortArray): TinyCnn.Outputs = push(AudioInput.fromPcm16(pcm))", "try push(try AudioInput.fromPCM16(pcm))"),
+    ("fun pushFloat(samples: FloatArray): TinyCnn.Outputs = push(AudioInput.fromFloat(samples))", "try push(try AudioInput.fromFloat(samples))"),
+    ("val outputs = runWindow(values, state0)", "let output = try runWindow(values, state0)"),
+    ("state0 = outputs.stateN.copyOf()", "state0 = output.stateN"),
+]
+
+
 @pytest.fixture(scope="module")
 def sources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, str]]:
     root = tmp_path_factory.mktemp("ports")
     specs = task_specs(root / "specs")
     out = {}
-    for name in ("cls_topk", "audio_window"):
+    for name in ("cls_topk", "audio_window", "audio_stream"):
         render_android(specs[name], AndroidOptions(package=f"com.example.{name}"), root / f"a_{name}")
         render_ios(specs[name], IosOptions(), root / f"i_{name}")
-        kotlin = next((root / f"a_{name}").rglob("TaskSupport.kt")).read_text(encoding="utf-8")
+        kotlin_file = "TinyCnnTask.kt" if name == "audio_stream" else "TaskSupport.kt"
+        kotlin = next((root / f"a_{name}").rglob(kotlin_file)).read_text(encoding="utf-8")
         swift = next((root / f"i_{name}").rglob("*+Task.swift")).read_text(encoding="utf-8")
         out[name] = (kotlin, swift)
     return out
@@ -73,7 +87,7 @@ def _positions(text: str, needles: list[str]) -> list[int]:
     return [text.find(n) for n in needles]
 
 
-@pytest.mark.parametrize(("project", "pairs"), [("cls_topk", ANTIALIAS), ("audio_window", AUDIO)])
+@pytest.mark.parametrize(("project", "pairs"), [("cls_topk", ANTIALIAS), ("audio_window", AUDIO), ("audio_stream", STREAM)])
 def test_swift_ports_the_kotlin_statements_in_the_same_order(sources: dict[str, tuple[str, str]], project: str, pairs: list[tuple[str, str]]) -> None:
     kotlin, swift = sources[project]
     for language, text, needles in (("Kotlin", kotlin, [k for k, _ in pairs]), ("Swift", swift, [s for _, s in pairs])):
