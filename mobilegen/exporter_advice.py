@@ -18,13 +18,14 @@ Which exporter a build used depends on the input, not on the user's choice:
 - a pickled module that fell back to the TorchScript exporter (torch.export failed, said by the
   ``exporter-fallback`` notice) and a ``.pt2`` (no TorchScript form) have nothing to compare.
 
-Only the first provider of the first target is compared (the one the build is mostly for), and only
-when it has more than one partition: a build that is already whole pays nothing. The other exporter's
-model goes through the same ``prepare`` and graph passes as the build's; a ``--task`` wrapper and
-``--quantize`` are not applied to it, so with those the build's own fp32 model before them is the one
-compared (the fix stage's outcome). Not measured (no notice of a measurement): ``--const`` bindings (the
-converted program would need them re-bound) or an alternative exporter that fails — then the notice says
-how to try it by hand, without numbers.
+Triggered when some provider of the build gets more than one partition (a build whole everywhere pays
+nothing). The other exporter's model goes through the build's own ``stages.prepare`` and ``stages.fix``
+(fixed dims, graph passes per target) and is analysed for every target's providers; a ``--task``
+wrapper and ``--quantize`` are not applied to it, so the build's side of the comparison is its fp32
+model before them too (the fix stage's outcome). The notice is given when the other exporter places
+better on some provider and worse on none (fewer partitions, or as many with more nodes on the
+provider). Not measured: ``--const`` bindings (the converted program would need them re-bound), or an
+other exporter that fails — then the notice says how to try it by hand, without numbers.
 """
 
 from __future__ import annotations
@@ -69,25 +70,63 @@ class Placement:
 
 
 @dataclass(frozen=True)
-class Advice:
-    """What the advisor found for ``provider`` (a coverage label): the build's placement, the other
-    exporter's when measured (else ``why_not``), and the command(s) to get the better one."""
+class Comparison:
+    """One provider (a coverage label, e.g. ``nnapi``, ``coreml/mlprogram``): the build's placement and
+    the other exporter's, when measured."""
 
     provider: str
     built: Placement
     other: Placement | None
-    why_not: str  # why the other exporter was not measured ("" when it was)
-    commands: tuple[str, ...]
 
     @property
     def better(self) -> bool:
-        return self.other is not None and (self.other.partitions, -self.other.supported) < (self.built.partitions, -self.built.supported)
+        o, b = self.other, self.built
+        return o is not None and (o.partitions, -o.supported) < (b.partitions, -b.supported)
+
+    @property
+    def worse(self) -> bool:
+        o, b = self.other, self.built
+        return o is not None and (o.partitions, -o.supported) > (b.partitions, -b.supported)
+
+    def text(self) -> str:
+        if self.other is None:
+            return f"{self.provider} {self.built.text()}"
+        return f"{self.provider} {self.built.text()} → {self.other.text()}"
 
     def to_dict(self) -> dict[str, JSONValue]:
         return {
             "provider": self.provider,
             "built": self.built.to_dict(),
             "other": None if self.other is None else self.other.to_dict(),
+            "better": self.better,
+        }
+
+
+@dataclass(frozen=True)
+class Advice:
+    """What the advisor found: per provider of the build, its placement with the build's exporter and with
+    the other one (when measured, else ``why_not``), and the commands that get the other one's model."""
+
+    built_exporter: str
+    other_exporter: str
+    comparisons: tuple[Comparison, ...]
+    why_not: str  # why the other exporter was not measured ("" when it was)
+    commands: tuple[str, ...]
+
+    @property
+    def measured(self) -> bool:
+        return not self.why_not
+
+    @property
+    def better(self) -> bool:
+        """The other exporter places better on some provider and worse on none."""
+        return any(c.better for c in self.comparisons) and not any(c.worse for c in self.comparisons)
+
+    def to_dict(self) -> dict[str, JSONValue]:
+        return {
+            "built_exporter": self.built_exporter,
+            "other_exporter": self.other_exporter,
+            "providers": [c.to_dict() for c in self.comparisons],
             "better": self.better,
             "not_measured": self.why_not or None,
             "commands": list(self.commands),
@@ -97,13 +136,9 @@ class Advice:
 def advise(
     opts: BuildOptions, loaded: LoadedModel, exported: OnnxModel, coverage: Sequence[CoverageReport], chosen: Sequence[Chosen], fix_plan: FixPlan
 ) -> Advice | None:
-    """The advice for this build, or None (nothing to compare, or the first provider is whole)."""
-    if not coverage or not chosen:
-        return None
-    first = chosen[0]
-    report = next((r for r in coverage if r.target in ("", first.target.name)), coverage[0])
-    built = _built_placement(exported.exporter, report, fix_plan)
-    if built is None or built.partitions <= 1:
+    """The advice for this build, or None (nothing to compare, or every provider takes the model whole)."""
+    shown = _SHOWN.get(exported.exporter)
+    if shown is None or not coverage:
         return None
     if loaded.kind == "torchscript":
         other_exporter = TORCH_EXPORT
@@ -111,9 +146,11 @@ def advise(
         other_exporter = TORCHSCRIPT
     else:
         return None
+    built = [(r, _built_placement(shown, r, fix_plan)) for r in coverage]
+    if all(b.partitions <= 1 for _r, b in built):
+        return None
     why_not = ""
-    other: Placement | None = None
-    program_path = opts.model.with_name(opts.model.stem + ".pt2")
+    others: dict[tuple[str, str], Placement] = {}
     if opts.model_opts.consts:
         why_not = "not measured with --const (the other exporter's model would need the values bound again)"
     else:
@@ -121,30 +158,35 @@ def advise(
 
         progress.step("comparing exporters")
         try:
-            other = _measure(opts, first, report, other_exporter)
+            others = _measure(opts, chosen, other_exporter)
         except Exception as err:  # noqa: BLE001 — the other exporter is optional advice: any failure only means no numbers
             from mobilegen.errors import first_line
 
             why_not = f"the {other_exporter} exporter failed on it here: {first_line(err)}"
-    specs = _export_specs(opts, loaded)
-    commands = _commands(opts.model, program_path, other_exporter, specs)
-    return Advice(report.shown, built, other, why_not, commands)
+    comparisons = tuple(Comparison(r.shown, b, others.get((r.target, r.label))) for r, b in built)
+    commands = _commands(opts.model, other_exporter, _export_specs(opts, loaded))
+    return Advice(shown, other_exporter, comparisons, why_not, commands)
 
 
 def notices(advice: Advice | None) -> list[Notice]:
-    """One ``exporter-advice`` notice: the measured comparison and the command, or how to try by hand."""
-    if advice is None or (advice.other is not None and not advice.better):
+    """One ``exporter-advice`` notice: the measured comparison and the commands when the other exporter
+    places better, or (not measured) how to try it by hand; nothing when it measured no better."""
+    if advice is None or (advice.measured and not advice.better):
         return []
-    b, o = advice.built, advice.other
-    head = f"{advice.provider}: the {b.exporter} exporter's model runs in {b.text()}"
     todo = "; ".join(advice.commands)
-    if o is not None:
-        text = f"{head}; the {o.exporter} exporter's model of the same module, through the same graph passes, in {o.text()} (measured): {todo}"
+    if advice.measured:
+        changes = ", ".join(c.text() for c in advice.comparisons)
+        text = (
+            f"the {advice.other_exporter} exporter places this model better than the {advice.built_exporter} exporter "
+            f"(measured, same graph passes): {changes}; {todo}"
+        )
     else:
-        other = TORCH_EXPORT if b.exporter == TORCHSCRIPT else TORCHSCRIPT
-        tried = f" ({advice.why_not})" if advice.why_not else ""
-        text = f"{head}; {other} graphs often partition differently{tried}: {todo}"
-    return [Notice("exporter-advice", "warning", text, subject=advice.provider)]
+        split = ", ".join(c.text() for c in advice.comparisons if c.built.partitions > 1)
+        text = (
+            f"with the {advice.built_exporter} exporter: {split}; {advice.other_exporter} graphs often partition differently "
+            f"({advice.why_not}): {todo}"
+        )
+    return [Notice("exporter-advice", "warning", text)]
 
 
 def record(advice: Advice | None) -> dict[str, JSONValue]:
@@ -155,48 +197,48 @@ def record(advice: Advice | None) -> dict[str, JSONValue]:
 # ---------------------------------------------------------------------------------------------------
 
 
-def _built_placement(exporter: str, report: CoverageReport, fix_plan: FixPlan) -> Placement | None:
+def _built_placement(exporter: str, report: CoverageReport, fix_plan: FixPlan) -> Placement:
     """The build's model on ``report``'s provider before a task wrapper or quantization changed it: the
-    fix stage's outcome for that provider (its ``after``; ``before`` when no pass rewrote anything)."""
-    shown = _SHOWN.get(exporter)
-    if shown is None:
-        return None
+    fix stage's outcome for that target and provider (its ``after``; ``before`` when no pass rewrote
+    anything, else the shipped model's coverage)."""
     for t in fix_plan.targets:
-        if t.target not in ("", report.target) and report.target:
+        if report.target and t.target and t.target != report.target:
             continue
         for reps in (t.after, t.before):
             for r in reps or ():
                 if r.label == report.label:
-                    return Placement(shown, r.supported_nodes, r.total_nodes, len(r.partitions))
-    return Placement(shown, report.supported_nodes, report.total_nodes, len(report.partitions))
+                    return Placement(exporter, r.supported_nodes, r.total_nodes, len(r.partitions))
+    return Placement(exporter, report.supported_nodes, report.total_nodes, len(report.partitions))
 
 
-def _measure(opts: BuildOptions, first: Chosen, report: CoverageReport, other: str) -> Placement:
+def _measure(opts: BuildOptions, chosen: Sequence[Chosen], other: str) -> dict[tuple[str, str], Placement]:
     """Export ``opts.model`` with the other exporter (in memory), prepare and fix it as the build does
-    for the first target, and analyse the provider of ``report``."""
+    (``stages.prepare``, ``stages.fix``), and analyse every target's providers: (target, label) → placement."""
     import tempfile
 
     from mobilegen import stages
     from mobilegen.consts import bind_consts
     from mobilegen.load import load_model
-    from mobilegen.passes.stage import PassOptions, analyse_in_memory, plan
+    from mobilegen.passes.stage import analyse_in_memory
 
     export_opts = opts.model_opts.export_options()
     loaded = bind_consts(load_model(opts.model, opts.model_opts.load), export_opts.consts)
     with tempfile.TemporaryDirectory(prefix="mobilegen-advice-") as tmp:
-        out = Path(tmp) / "other.onnx"
-        model = _export_with(loaded, export_opts, out, other)
+        model = _export_with(loaded, export_opts, Path(tmp) / "other.onnx", other)
     del loaded
-    model, _ = stages.prepare(model, [first], keep_dynamic=opts.keep_dynamic)
-    ctx = stages._context(model, [first])
-    eps = [ep for ep in first.target.providers(first.opts, ctx) if ep.label == report.label]
-    fixes = plan(model, [(first.target.name, eps)], PassOptions(enabled=opts.fix, approximate=opts.approximate))
-    outcome = fixes.targets[0]
-    if model.proto is None:
-        raise RuntimeError("the export kept no model in memory")
-    reps = outcome.after or outcome.before or tuple(analyse_in_memory(model.proto, eps))
-    r = reps[0]
-    return Placement(other, r.supported_nodes, r.total_nodes, len(r.partitions))
+    model, _ = stages.prepare(model, chosen, keep_dynamic=opts.keep_dynamic)
+    fixes = stages.fix(model, chosen, opts)
+    ctx = stages._context(model, chosen)
+    out: dict[tuple[str, str], Placement] = {}
+    for c, outcome in zip(chosen, fixes.targets, strict=True):
+        reps = outcome.after or outcome.before
+        if reps is None:  # no pass rewrote anything: the prepared model as it is
+            if model.proto is None:
+                raise RuntimeError("the export kept no model in memory")
+            reps = tuple(analyse_in_memory(model.proto, c.target.providers(c.opts, ctx)))
+        for r in reps:
+            out[(c.target.name, r.label)] = Placement(other, r.supported_nodes, r.total_nodes, len(r.partitions))
+    return out
 
 
 def _export_with(loaded: LoadedModel, export_opts: Any, out: Path, other: str) -> OnnxModel:
@@ -238,9 +280,10 @@ def _export_specs(opts: BuildOptions, loaded: LoadedModel) -> list[TensorSpec]:
         return list(export_opts.inputs)
 
 
-def _commands(model: Path, program: Path, other: str, specs: Sequence[TensorSpec]) -> tuple[str, ...]:
+def _commands(model: Path, other: str, specs: Sequence[TensorSpec]) -> tuple[str, ...]:
     args = _example_args(specs)
     if other == TORCH_EXPORT:
+        program = _free_name(model, ".pt2")
         code = (
             f"import torch; from torch._export.converter import TS2EPConverter as C; m = torch.jit.load({json.dumps(str(model))}); "
             f"torch.export.save(C(m, {args}, {{}}).convert(), {json.dumps(str(program))})"
@@ -251,11 +294,22 @@ def _commands(model: Path, program: Path, other: str, specs: Sequence[TensorSpec
             f"from this TorchScript file: {convert}",
             f"then run the same mobilegen command on {program.name} (the program records its input shapes, so --input can go)",
         )
-    onnx_path = model.with_suffix(".onnx")
+    onnx_path = _free_name(model, ".onnx")
     return (
         f"export it with torch.onnx.export(model, {args}, {json.dumps(str(onnx_path))}, dynamo=False, input_names={json.dumps([s.name for s in specs])})",
         f"then run the same mobilegen command on {onnx_path.name}",
     )
+
+
+def _free_name(model: Path, suffix: str) -> Path:
+    """``model`` with ``suffix``, or ``<stem>-<n>`` + ``suffix`` when that file exists (a command to copy
+    must not overwrite the user's own ``.pt2``/``.onnx``)."""
+    path = model.with_suffix(suffix)
+    n = 2
+    while path.exists() and n < 100:
+        path = model.with_name(f"{model.stem}-{n}{suffix}")
+        n += 1
+    return path
 
 
 def _example_args(specs: Sequence[TensorSpec]) -> str:

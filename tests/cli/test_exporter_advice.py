@@ -15,7 +15,7 @@ from cli_helpers import invoke
 from torch import nn
 
 import mobilegen.exporter_advice as advice_mod
-from mobilegen.exporter_advice import Advice, Placement, notices
+from mobilegen.exporter_advice import Advice, Comparison, Placement, notices
 
 
 class Split(nn.Module):
@@ -60,18 +60,18 @@ def test_whole_model_gets_no_advice_and_no_second_export(tmp_path: Path, monkeyp
     doc = _build(_traced(Whole(), tmp_path / "whole.pt"), tmp_path / "out")
     assert doc["exporter_advice"] is None
     assert measured == []
-    assert not any("exporter's model" in w for w in doc["warnings"])
+    assert not any("exporter" in w for w in doc["warnings"])
 
 
 def test_split_model_is_measured_through_the_other_exporter(tmp_path: Path) -> None:
     doc = _build(_traced(Split(), tmp_path / "split.pt"), tmp_path / "out")
     adv = doc["exporter_advice"]
     nnapi = next(c for c in doc["coverage"] if c["ep"] == "nnapi")
-    assert adv["provider"] == "nnapi"
-    assert adv["built"]["exporter"] == "torchscript" and adv["built"]["partitions"] == len(nnapi["partitions"]) >= 2
-    assert adv["other"]["exporter"] == "torch.export" and adv["other"]["partitions"] >= 1  # measured
-    assert adv["not_measured"] is None
-    said = [w for w in doc["warnings"] if "exporter's model" in w]
+    assert (adv["built_exporter"], adv["other_exporter"], adv["not_measured"]) == ("torchscript", "torch.export", None)
+    [p] = adv["providers"]
+    assert p["provider"] == "nnapi" and p["built"]["partitions"] == len(nnapi["partitions"]) >= 2
+    assert p["other"]["exporter"] == "torch.export" and p["other"]["partitions"] >= 1  # measured
+    said = [w for w in doc["warnings"] if "exporter places this model better" in w]
     assert bool(said) == adv["better"]  # a notice only when the other exporter places better
     assert any("TS2EPConverter" in c and "split.pt2" in c for c in adv["commands"])
 
@@ -86,20 +86,20 @@ def test_other_exporter_failing_gives_the_commands_without_numbers(tmp_path: Pat
     monkeypatch.setattr(converter, "TS2EPConverter", Broken)
     doc = _build(_traced(Split(), tmp_path / "split.pt"), tmp_path / "out")
     adv = doc["exporter_advice"]
-    assert adv["other"] is None and "unsupported node prim::Foo" in adv["not_measured"]
-    [said] = [w for w in doc["warnings"] if w.startswith("nnapi: the torchscript exporter's model")]
+    assert adv["providers"][0]["other"] is None and "unsupported node prim::Foo" in adv["not_measured"]
+    [said] = [w for w in doc["warnings"] if w.startswith("with the torchscript exporter: nnapi ")]
     assert "torch.export graphs often partition differently" in said and "failed on it here" in said
     assert "torch.export.save(torch.export.export(model, (torch.zeros(1, 4, dtype=torch.float32),))" in said
 
 
-def _advice(built: int, other: int | None) -> Advice:
-    return Advice(
-        "nnapi",
-        Placement("torchscript", 500, 526, built),
-        None if other is None else Placement("torch.export", 532, 542, other),
-        "" if other is not None else "not measured with --const (…)",
-        ("cmd",),
-    )
+def _advice(built: int, other: int | None, *, also: tuple[int, int] | None = None) -> Advice:
+    comparisons = [
+        Comparison("nnapi", Placement("torchscript", 500, 526, built), None if other is None else Placement("torch.export", 532, 542, other))
+    ]
+    if also is not None:
+        comparisons.append(Comparison("coreml/mlprogram", Placement("torchscript", 200, 240, also[0]), Placement("torch.export", 200, 240, also[1])))
+    why = "" if other is not None else "not measured with --const (…)"
+    return Advice("torchscript", "torch.export", tuple(comparisons), why, ("cmd",))
 
 
 # (3, 3): as many partitions, more nodes on the provider (532 vs 500): better
@@ -108,12 +108,17 @@ def test_notice_only_when_better_or_unmeasured(built: int, other: int | None, sa
     out = notices(_advice(built, other))
     assert bool(out) == said
     if out and other is not None:
-        assert f"{built} partitions (500/526 nodes)" in out[0].text and f"in {other} partitions (532/542 nodes) (measured)" in out[0].text
+        assert f"nnapi {built} partitions (500/526 nodes) → {other} partitions (532/542 nodes)" in out[0].text
+
+
+def test_worse_on_another_provider_is_no_advice() -> None:
+    assert notices(_advice(8, 3, also=(2, 2)))  # better on nnapi, the same on coreml
+    assert notices(_advice(8, 3, also=(2, 4))) == []  # better on nnapi, worse on coreml
 
 
 def test_same_placement_is_no_advice() -> None:
     same = Placement("torchscript", 500, 526, 3)
-    assert notices(Advice("nnapi", same, Placement("torch.export", 500, 526, 3), "", ("cmd",))) == []
+    assert notices(Advice("torchscript", "torch.export", (Comparison("nnapi", same, Placement("torch.export", 500, 526, 3)),), "", ("cmd",))) == []
 
 
 @pytest.mark.slow
@@ -142,5 +147,6 @@ def test_traced_bert_places_better_through_torch_export(tmp_path: Path) -> None:
     r = invoke("android", tmp_path / "enc.pt", "--nnapi", "--input", "input_ids:1x16:int64", "--input", "attention_mask:1x16:int64", "-o", tmp_path / "out", "--json")
     assert r.exit_code == 0, r.stderr
     adv = json.loads(r.stdout)["exporter_advice"]
-    assert adv["better"] and adv["other"]["partitions"] < adv["built"]["partitions"], adv
-    assert any(w.startswith("nnapi: the torchscript exporter's model runs in") for w in json.loads(r.stdout)["warnings"])
+    [p] = adv["providers"]
+    assert adv["better"] and p["other"]["partitions"] < p["built"]["partitions"], adv
+    assert any(w.startswith("the torch.export exporter places this model better") for w in json.loads(r.stdout)["warnings"])
