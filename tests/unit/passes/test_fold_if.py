@@ -314,3 +314,51 @@ def test_fixed_dims_sizes_unnamed_dims_and_folds_the_ifs_that_test_them(tmp_path
     assert fixed_model.io.is_static
     assert ops(proto) == ["Squeeze"]
     assert any(n.startswith("fold-if: 4 node(s)") for n in fixed_model.notes)
+
+
+def _silero_onnx() -> Path | None:
+    import importlib.util
+
+    spec = importlib.util.find_spec("silero_vad")  # finds the package without importing it (torch)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / "data" / "silero_vad.onnx"
+    return path if path.is_file() else None
+
+
+@pytest.mark.skipif(_silero_onnx() is None, reason="the silero-vad package (MIT, ships silero_vad.onnx) is not installed")
+def test_silero_vad_with_sr_bound_and_dims_fixed_loses_every_if_and_keeps_its_numbers(tmp_path: Path) -> None:
+    from mobilegen.artifacts import OnnxModel
+    from mobilegen.load import onnx_io_spec
+    from mobilegen.passes.dims import fix_dynamic_dims
+
+    path = _silero_onnx()
+    assert path is not None
+    original = onnx.load(str(path))
+    proto = onnx.load(str(path))
+    sr = next(i for i in proto.graph.input if i.name == "sr")
+    proto.graph.input.remove(sr)
+    proto.graph.initializer.append(numpy_helper.from_array(np.array(16000, np.int64), "sr"))  # --const sr=16000
+    sizes = {"input_dim0": 1, "input_dim1": 512, "state_dim1": 1}
+    model = OnnxModel(path=tmp_path / "m.onnx", io=onnx_io_spec(proto), opset=16, exporter="passthrough", example_sizes=sizes, proto=proto)
+    fix_dynamic_dims(model)
+    assert not [g for g in graphs_of(proto) if any(n.op_type == "If" for n in g.node)]
+    audio = {"input": RNG.uniform(-1, 1, (1, 512)).astype(np.float32), "state": RNG.standard_normal((2, 1, 128)).astype(np.float32)}
+    want = run(original, {**audio, "sr": np.array(16000, np.int64)})
+    got = run(proto, audio)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6)
+    report = nnapi(proto)  # onnxruntime optimizes it (it fails to inline the nested Ifs itself)
+    assert report.settings["optimized"] is True
+    # what is left for the other passes (1-D Conv: conv1d-2d; the reflect Pad: pad) and the LSTM, nothing else
+    assert refused_ops_of(report) == {"Conv", "LSTM", "Pad"}
+
+
+def graphs_of(model: onnx.ModelProto) -> list[onnx.GraphProto]:
+    from mobilegen.passes.graph_util import graphs
+
+    return list(graphs(model.graph))
+
+
+def refused_ops_of(report: object) -> set[str]:
+    return {n.op_type for n in report.nodes if not n.supported}  # type: ignore[attr-defined]
