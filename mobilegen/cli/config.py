@@ -192,8 +192,10 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise UsageError(f"config file {path} does not exist", hint="check the --config path")
     if not path.is_file():
         raise UsageError(f"config file {path} is not a regular file", hint=hint)
+    from mobilegen.datafiles import open_data_file
+
     try:
-        with path.open("rb") as f:
+        with open_data_file(path, f"config file {path}", hint=hint) as f:  # no FIFO swapped in meanwhile
             data = f.read(MAX_CONFIG_BYTES + 1)
     except OSError as err:
         raise UsageError(f"cannot read config file {path}: {err.strerror or err}", hint="check its permissions") from err
