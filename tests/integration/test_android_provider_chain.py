@@ -12,8 +12,9 @@ against what the runtime did, not against what the wrapper asked for.
   provider that fails to initialise or to create the session is skipped with its reason
   (``skippedProviders``), ``activeProviders`` names the providers that hold the session;
 * item 5: a QNN session in which QNN took no node is reported as CPU, never as QNN (ORT's EP context file
-  is the signal), also when the cached context does not load; with ``disableCpuFallback`` no CPU-only
-  session is made;
+  is the signal), also when the cached context does not load, so the accelerated golden test's own check
+  (``expectedAccelerators``/``missingAccelerators``, compiled from the androidTest) fails on it; with
+  ``disableCpuFallback`` no CPU-only session is made;
 * item 6: on a device without arm64-v8a, ``newInstance`` skips QNN with the reason; when the APK has no ORT
   library for the ABI at all, it throws the wrapper's exception naming ``abiFilters``, not
   ``UnsatisfiedLinkError``.
@@ -59,8 +60,9 @@ fun skipped(model: Any): List<String> = try {
     listOf("<no skippedProviders>")
 }
 
-fun report(active: List<String>?, skipped: List<String>?, error: Throwable?) {
+fun report(active: List<String>?, skipped: List<String>?, error: Throwable?, missing: List<String>? = null) {
     val fields = ArrayList<String>()
+    if (missing != null) fields.add("\\"missing\\": " + missing.joinToString(",", "[", "]") { quote(it) })
     fields.add("\\"active\\": " + (active?.joinToString(",", "[", "]") { quote(it) } ?: "null"))
     fields.add("\\"skipped\\": " + (skipped?.joinToString(",", "[", "]") { quote(it) } ?: "null"))
     fields.add("\\"error\\": " + (error?.let { quote(it.javaClass.name + ": " + it.message) } ?: "null"))
@@ -86,6 +88,12 @@ fun main(args: Array<String>) {
             )
             com.example.chain.TinyCnn.create(model, options, nnapiOsSupport = opts["nnapiOs"] == "1").use {
                 report(it.activeProviders, skipped(it), null)
+            }
+        } else if (args[1] == "golden") {
+            // The accelerated golden test's own check (androidTest), on what the wrapper reports: API 34, QNN AAR.
+            com.example.chainqnn.TinyCnn.create(model, com.example.chainqnn.TinyCnn.Options()).use {
+                val expected = com.example.chainqnn.expectedAccelerators(34)
+                report(it.activeProviders, skipped(it), null, com.example.chainqnn.missingAccelerators(expected, it.activeProviders))
             }
         } else if (args[1] == "core") {
             val options = com.example.chainqnn.TinyCnn.Options(
@@ -141,6 +149,8 @@ def chain_jar(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         main = [p for p in tree.glob("*/src/main/kotlin/**/*.kt") if p.relative_to(tree).parts[0] != "app"]
         # The wrapper, ModelSupport and the Android layer (the task-free project has no other sources).
         sources += sorted(main)
+    # The accelerated golden test's expectedAccelerators / missingAccelerators (androidTest), run on the JVM.
+    sources += sorted(qnn.glob("*/src/androidTest/kotlin/**/TinyCnnGoldenTest.kt"))
     harness = root / "Harness.kt"
     harness.write_text(HARNESS, encoding="utf-8")
     jar = root / "chain.jar"
@@ -232,6 +242,15 @@ def test_qnn_that_takes_no_node_is_reported_as_cpu(chain_jar: dict[str, Path], t
         assert out["sessions"] == "CPU"  # one session: QNN was added but took no node
         assert len(out["skipped"]) == 1 and out["skipped"][0].startswith("QNN (took no node of the graph")
     assert not any((tmp_path / "cache").glob("*")), "no context cache from a QNN that compiled nothing"
+
+
+def test_the_accelerated_golden_test_fails_when_qnn_took_no_node(chain_jar: dict[str, Path]) -> None:
+    # What the generated androidTest checks before it compares outputs with ACCELERATED_ATOL: QNN must hold the
+    # session. A QNN that took no node leaves CPU results, which must not pass as QNN ones.
+    broken = _run_case(chain_jar, "qnn", "golden", {"fakeort.qnnNoNode": "1"})
+    assert broken["sessions"] == "CPU" and broken["missing"] == ["QNN"], broken
+    working = _run_case(chain_jar, "qnn", "golden", {})
+    assert working["sessions"] == "QNN,CPU" and working["missing"] == [], working
 
 
 def test_qnn_that_takes_the_graph_is_reported_and_cached(chain_jar: dict[str, Path], tmp_path: Path) -> None:
