@@ -343,11 +343,14 @@ def verdict(partitions: int, supported: int, total: int) -> str:
 
 _Summary = tuple[int, int, str]  # partitions, supported nodes, verdict
 _RANK = {"no": 0, "maybe": 1, "yes": 2}
+# What the If/Loop/Scan bodies add to a report's counts (partitions, supported nodes, nodes): suggestions
+# change only the main graph, but their numbers read like the report's, bodies included.
+_Extra = tuple[int, int, int]
 
 
-def _summary(out: _Outcome, total: int) -> _Summary:
-    s = sum(out.supported)
-    p = len(out.groups)
+def _summary(out: _Outcome, total: int, extra: _Extra = (0, 0, 0)) -> _Summary:
+    s = sum(out.supported) + extra[1]
+    p = len(out.groups) + extra[0]
     return p, s, verdict(p, s, total)
 
 
@@ -367,21 +370,29 @@ class WhatIf:
     """What a suggestion hook may ask: each node's rule reasons, and what taking more nodes would change."""
 
     def __init__(
-        self, graph: GraphInfo, provider: ExecutionProvider, target: EPTarget, rule_reasons: Sequence[Sequence[Reason]], now: _Summary
+        self,
+        graph: GraphInfo,
+        provider: ExecutionProvider,
+        target: EPTarget,
+        rule_reasons: Sequence[Sequence[Reason]],
+        now: _Summary,
+        extra: _Extra = (0, 0, 0),
     ) -> None:
         self.graph = graph
         self.rule_reasons = rule_reasons
         self._provider = provider
         self._target = target
         self._now = now
+        self._extra = extra
 
     def change_if_taken(self, nodes: Sequence[bool]) -> str | None:
         """How the partitions would change ("4 partitions → 2, 86% → 93% of nodes…") if the rules also took
         the marked nodes, when that is an improvement; None when it is not."""
-        total = len(self.graph.nodes)
-        make_ok = [not self.rule_reasons[i] or bool(nodes[i]) for i in range(total)]
-        trimmed = [[] if make_ok[i] else self.rule_reasons[i] for i in range(total)]
-        after = _summary(_partition(self.graph, self._provider, self._target, make_ok, trimmed), total)
+        n = len(self.graph.nodes)
+        total = n + self._extra[2]
+        make_ok = [not self.rule_reasons[i] or bool(nodes[i]) for i in range(n)]
+        trimmed = [[] if make_ok[i] else self.rule_reasons[i] for i in range(n)]
+        after = _summary(_partition(self.graph, self._provider, self._target, make_ok, trimmed), total, self._extra)
         return _fmt_change(self._now, after, total) if self._better(after) else None
 
     def _better(self, after: _Summary) -> bool:
@@ -394,12 +405,17 @@ class WhatIf:
 
 
 def _suggestions(
-    graph: GraphInfo, provider: ExecutionProvider, target: EPTarget, rule_reasons: list[list[Reason]], base: _Outcome
+    graph: GraphInfo,
+    provider: ExecutionProvider,
+    target: EPTarget,
+    rule_reasons: list[list[Reason]],
+    base: _Outcome,
+    extra: _Extra = (0, 0, 0),
 ) -> list[str]:
-    total = len(graph.nodes)
-    if total == 0:
+    if not graph.nodes:
         return []
-    whatif = WhatIf(graph, provider, target, rule_reasons, _summary(base, total))
+    total = len(graph.nodes) + extra[2]
+    whatif = WhatIf(graph, provider, target, rule_reasons, _summary(base, total, extra), extra)
     out: list[str] = []
     dyn = [bool(r) and all(x.category == DYNAMIC for x in r) for r in rule_reasons]
     if any(dyn):
@@ -435,12 +451,14 @@ def _report(prepared: Prepared, target: EPTarget) -> CoverageReport:
     settings = target.settings()
     settings["optimized"] = prepared.optimized
     notes = list(prepared.notes)
+    extra: _Extra = (0, 0, 0)
     if prepared.bodies:
         body_nodes, body_partitions, note = _judge_bodies(prepared.bodies, provider, table, target)
+        extra = (len(body_partitions), sum(1 for n in body_nodes if n.supported), len(body_nodes))
         nodes += body_nodes
         partitions += body_partitions
-        supported += sum(1 for n in body_nodes if n.supported)
-        total += len(body_nodes)
+        supported += extra[1]
+        total += extra[2]
         notes.append(note)
     if notes:
         settings["notes"] = notes
@@ -452,7 +470,7 @@ def _report(prepared: Prepared, target: EPTarget) -> CoverageReport:
         partitions=partitions,
         verdict=verdict(len(partitions), supported, total),
         nodes=nodes,
-        suggestions=tuple(_suggestions(graph, provider, target, rule_reasons, outcome)),
+        suggestions=tuple(_suggestions(graph, provider, target, rule_reasons, outcome, extra)),
         settings=settings,
         estimate=provider.estimate,
     )

@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from mobilegen.artifacts import OnnxModel
-from mobilegen.errors import InternalError
+from mobilegen.errors import InternalError, first_line
 
 if TYPE_CHECKING:
     import onnx
@@ -30,6 +30,7 @@ def fix_dynamic_dims(model: OnnxModel) -> tuple[OnnxModel, dict[str, int]]:
 
     from mobilegen.load import onnx_io_spec
     from mobilegen.passes import fold_if
+    from mobilegen.passes.stage import Snapshot
 
     dims = sorted({d for t in model.io.inputs for d in t.dynamic_dims})
     if not dims:
@@ -43,7 +44,13 @@ def fix_dynamic_dims(model: OnnxModel) -> tuple[OnnxModel, dict[str, int]]:
     _fix_unnamed(proto, fixed)
     fix_output_shapes(proto)
     notes = model.notes
-    folded = fold_if.apply(proto)
+    snap = Snapshot(proto)
+    try:
+        folded = fold_if.apply(proto)
+    except Exception as err:  # noqa: BLE001 — a bug folding one model must not cost the build: keep the Ifs
+        snap.restore(proto)
+        folded = 0
+        notes = (*notes, f"fold-if failed after fixing the dims and was skipped: {first_line(err, 200)}")
     if folded:
         notes = (
             *notes,

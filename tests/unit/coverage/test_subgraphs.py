@@ -116,3 +116,28 @@ def test_a_nested_body_is_named_by_its_path_and_a_loop_body_by_its_inputs() -> N
     assert sorted(names[4:]) == ["loop/body/inner/else_branch/neg", "loop/body/inner/then_branch/relu"]
     assert report.total_nodes == 6 and report.supported_nodes == 0
     assert report.nodes[0].reasons[0].startswith("Loop has no NNAPI builder; its 5 body node(s) stay on CPU")
+
+
+def test_suggestions_count_the_body_nodes_like_the_report() -> None:
+    """A Sum next to an If: "replace Sum" would join NNAPI's two partitions, and its percentages are of
+    every node, the bodies' included (2 -> 3 of 6: the If and its 2 body nodes stay refused), as the
+    report's are; of the main graph alone they would read 50% -> 75%."""
+    then_b = _body([helper.make_node("Relu", ["x"], ["t"], name="relu")], "t", [1, 4])
+    else_b = _body([helper.make_node("Neg", ["x"], ["e"], name="neg")], "e", [1, 4])
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"], name="pre"),
+        helper.make_node("Sum", ["r", "x"], ["s"], name="sum"),
+        helper.make_node("Relu", ["s"], ["y"], name="post"),
+        helper.make_node("If", ["c"], ["z"], name="branch", then_branch=then_b, else_branch=else_b),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", F, [1, 4]), helper.make_tensor_value_info("c", B, [])],
+        [helper.make_tensor_value_info("y", F, [1, 4]), helper.make_tensor_value_info("z", F, [1, 4])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    report = analyze(model, EPTarget("nnapi"), optimize=False)
+    assert (report.supported_nodes, report.total_nodes, len(report.partitions)) == (2, 6, 2)
+    sum_hint = next(s for s in report.suggestions if s.startswith("replace Sum"))
+    assert sum_hint.endswith("2 partitions → 1, 33% → 50% of nodes")

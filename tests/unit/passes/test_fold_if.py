@@ -362,3 +362,22 @@ def graphs_of(model: onnx.ModelProto) -> list[onnx.GraphProto]:
 
 def refused_ops_of(report: object) -> set[str]:
     return {n.op_type for n in report.nodes if not n.supported}  # type: ignore[attr-defined]
+
+
+def test_a_failing_fold_after_fixing_the_dims_keeps_the_ifs_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mobilegen.artifacts import OnnxModel
+    from mobilegen.load import onnx_io_spec
+    from mobilegen.passes import fold_if
+    from mobilegen.passes.dims import fix_dynamic_dims
+
+    def broken(model: onnx.ModelProto) -> int:
+        del model.graph.node[:]  # half done, then a bug
+        raise ValueError("boom")
+
+    monkeypatch.setattr(fold_if, "apply", broken)
+    proto = vad_like(16000)
+    proto.graph.input[0].type.tensor_type.shape.dim[0].dim_param = "batch"
+    model = OnnxModel(path=tmp_path / "m.onnx", io=onnx_io_spec(proto), opset=17, exporter="passthrough", example_sizes={"batch": 1}, proto=proto)
+    fixed_model, fixed = fix_dynamic_dims(model)
+    assert fixed == {"batch": 1} and ops(proto) == ["Constant", "Equal", "If"]
+    assert "fold-if failed after fixing the dims and was skipped: boom" in fixed_model.notes
