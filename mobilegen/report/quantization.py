@@ -102,6 +102,7 @@ def sections(models: Sequence[ShippedModel]) -> tuple[QuantSection, ...]:
             Row(("size", size_text(r))),
             Row(("quantized nodes", str(r.quantized_nodes))),
             Row(("gate", f"cosine ≥ {r.min_cosine:g} per output, top-1 agreement ≥ {r.min_top1:g} for classifier-shaped outputs, and exact agreement for integer ones (top-k indices: rank 1)")),
+            *golden_tolerance_rows(r),
         )
         accuracy = tuple(
             Row((a.artifact, a.output, num(None) if a.exact else f"{a.cosine:.6f}", num(None) if a.exact else num(a.max_abs),
@@ -111,6 +112,15 @@ def sections(models: Sequence[ShippedModel]) -> tuple[QuantSection, ...]:
         layers = tuple(Row((w.tensor, f"{w.sqnr_db:.1f}")) for w in r.worst_layers)
         out.append(QuantSection(title, f"{r.shipped}: {recipe_text(r)}", untrustworthy_text(r), facts, accuracy, layers))
     return tuple(out)
+
+
+def golden_tolerance_rows(r: QuantizationRecord) -> tuple[Row, ...]:
+    """How the tolerance of the model's own golden vectors (verify, device tests) was derived."""
+    how = r.golden_tolerance.get("how")
+    if not isinstance(how, str):
+        return ()
+    rtol = r.golden_tolerance.get("rtol")
+    return (Row(("golden tolerance", f"atol {r.golden_atol:.3g}" + (f", rtol {rtol:g}" if isinstance(rtol, float) else "") + f": {how}")),)
 
 
 def _result(cosine: float, top1: float | None, r: QuantizationRecord) -> str:

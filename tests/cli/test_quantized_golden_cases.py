@@ -102,6 +102,11 @@ def test_the_issue_repro_ships_golden_cases_its_int8_model_reproduces(tmp_path: 
     # and the device tolerance covers kernel differences, not the quantization error: no all-zero output passes
     for row in rows:
         assert row.atol < row.max_golden / 4
+    # ... and the package says how it was derived: tolerances.json, the manifest, the report
+    derivation = json.loads((out / "golden/tolerances.json").read_text(encoding="utf-8"))["derivation"]
+    assert derivation == _manifest(out)["models"][0]["quantization"]["golden_tolerance"]
+    assert derivation["atol"] == rows[0].atol and "not quantization error" in derivation["how"]
+    assert f"| golden tolerance | atol {rows[0].atol:.3g}, rtol 0.001: atol = the largest" in (out / "report/report.md").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize(
