@@ -39,7 +39,7 @@ import numpy as np
 import onnx
 
 from mobilegen.passes.base import GraphPass
-from mobilegen.passes.graph_util import GraphIndex, Names, graphs, is_op
+from mobilegen.passes.graph_util import GraphIndex, Names, drop_value_info, graphs, is_op
 
 _GRAPH = onnx.AttributeProto.GRAPH
 _GRAPHS = onnx.AttributeProto.GRAPHS
@@ -108,7 +108,23 @@ def _fold_in(graph: onnx.GraphProto, const: Callable[[str], np.ndarray | None], 
     copies = [onnx.NodeProto.FromString(n.SerializeToString()) for n in out]
     del graph.node[:]
     graph.node.extend(copies)
+    # the If's outputs were annotated with what either branch may give (symbolic where they differ): the
+    # branch's own shapes are inferred again; the condition's removed nodes lose theirs too
+    produced = {o for n in copies for o in n.output if o}
+    drop_value_info(
+        graph,
+        {o for n, _ in chosen for o in n.output if o} | (_annotated(graph) - produced - _defined(graph)),
+    )
     return len(chosen) + removed
+
+
+def _annotated(graph: onnx.GraphProto) -> set[str]:
+    return {v.name for v in graph.value_info}
+
+
+def _defined(graph: onnx.GraphProto) -> set[str]:
+    """Tensors a graph has without a node computing them: inputs and initializers (value_info may name them)."""
+    return {i.name for i in graph.input} | {t.name for t in graph.initializer}
 
 
 def _branch(node: onnx.NodeProto, name: str) -> onnx.GraphProto | None:
