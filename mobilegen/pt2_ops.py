@@ -10,6 +10,7 @@ only what is listed here, checked twice: on the names in the file before torch r
 
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from collections.abc import Callable, Iterator
@@ -86,6 +87,7 @@ MAX_EXPONENT = 64  # a symbolic power's exponent and a left shift's count: liter
 _GROWING = {"_operator.pow": "exponent", "_operator.lshift": "shift count"}
 
 
+@functools.cache
 def _symbolic_functions() -> dict[str, Callable[..., Any]]:
     import torch
 
@@ -147,7 +149,8 @@ def node_refusal(node: Any, owner: Any) -> str | None:
         if why is None:
             why = _subgraph_arguments_refusal(node, owner)
     elif target is operator.getitem:
-        why = None if isinstance(node.args[0], torch.fx.Node) and all(type(a) is int for a in node.args[1:]) else "indexes something other than a node's outputs"
+        args = node.args
+        why = None if len(args) == 2 and isinstance(args[0], torch.fx.Node) and type(args[1]) is int else "indexes something other than a node's outputs"
     else:
         names = {id(f): n for n, f in _symbolic_functions().items()}
         why = symbolic_arguments_refusal(names[id(target)], node.args) if id(target) in names else "is not an ATen or prims operator (only --trust-pickle lets a program call other functions)"
