@@ -11,13 +11,15 @@ PyTorch model that IO is mostly known before the export, which takes most of a b
   forward the export runs first anyway.
 
 :func:`check_task_early` runs the same ``resolve`` on that predicted IO, so the message is the one the
-build would give after the export. It stays quiet when it cannot know: an ONNX source (its passthrough
+build would give after the export; without a task, :func:`before_export` runs the targets' ``check_io``
+(dtypes the generated wrappers cannot carry) on it the same way. It stays quiet when it cannot know: an ONNX source (its passthrough
 export is quick and checked right after), outputs that are not tensors, a forward that fails (the
 export reports that itself), ``--state`` pairs (they name exported outputs, unknown before the export).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mobilegen.spec import IOSpec, TensorSpec
@@ -28,9 +30,27 @@ if TYPE_CHECKING:
     from mobilegen.tasks.spec import TaskSpec
 
 
+def before_export(loaded: LoadedModel, options: ExportOptions, *, task: TaskSpec | None, check_io: Sequence[Callable[[IOSpec], None]] = ()) -> None:
+    """The build's checks of the exported model's IO, run on the IO known before the export: the task's
+    (``resolve``) with ``--task``, else the targets' (``Target.check_io``: dtypes their API can carry;
+    with a task the wrapper's IO replaces the model's, checked after the export)."""
+    if task is not None:
+        check_task_early(loaded, options, task)
+        return
+    if loaded.kind not in _PYTORCH or not check_io:
+        return
+    io = predicted_io(loaded, options)
+    if io is not None:
+        for check in check_io:
+            check(io)
+
+
+_PYTORCH = ("pickle", "torchscript", "exported_program")
+
+
 def check_task_early(loaded: LoadedModel, options: ExportOptions, spec: TaskSpec) -> None:
     """Raise the UsageError ``resolve`` would raise after the export, when the IO known now shows it."""
-    if loaded.kind not in ("pickle", "torchscript", "exported_program") or getattr(spec, "state", None):  # --state (tasks, being added)
+    if loaded.kind not in _PYTORCH or getattr(spec, "state", None):  # --state (tasks, being added)
         return
     from mobilegen.tasks.spec import resolve
 
@@ -114,4 +134,4 @@ def _forward_outputs(loaded: LoadedModel, specs: list[TensorSpec], sizes: dict[s
     return result
 
 
-__all__ = ["check_task_early", "predicted_io"]
+__all__ = ["before_export", "check_task_early", "predicted_io"]

@@ -14,14 +14,16 @@ provider in ``mobilegen.providers``.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from mobilegen import artifacts, exporter_advice, progress, targets
+from mobilegen import artifacts, early_checks, exporter_advice, progress, targets
 from mobilegen.artifacts import BuildResult, LoadedModel, OnnxModel, ShippedModel, VerificationReport
 from mobilegen.errors import UsageError
-from mobilegen.export import export_onnx
+from mobilegen.export import ExportOptions, export_onnx
 from mobilegen.load import load_model
 from mobilegen.options import BuildOptions, ModelOptions
 from mobilegen.outputs import stage_zip, staged_output
@@ -29,7 +31,7 @@ from mobilegen.quantize import stage as quantize_stage
 from mobilegen.runtimes import RuntimeRelease
 from mobilegen.stages import reference_for
 from mobilegen.tasks import stage as task_stage
-from mobilegen.tasks.spec import TaskSpec, check_output_names
+from mobilegen.tasks.spec import check_output_names
 from mobilegen.warnings import Notice
 
 __all__ = ["BuildOptions", "ModelOptions", "build", "load_and_export", "reference_for"]
@@ -50,16 +52,14 @@ class Chosen:
 
 
 def load_and_export(
-    path: Path, opts: ModelOptions, out_path: Path, *, write: bool = True, task: TaskSpec | None = None
+    path: Path, opts: ModelOptions, out_path: Path, *, write: bool = True, before_export: Callable[[LoadedModel, ExportOptions], None] | None = None
 ) -> tuple[LoadedModel, OnnxModel]:
     export_opts = opts.export_options()  # parse flags before any heavy work
     from mobilegen.consts import bind_consts
 
     loaded = bind_consts(load_model(path, opts.load), export_opts.consts)  # the reference runs with them too
-    if task is not None:  # --task against the model's inputs/outputs known before the export
-        from mobilegen.early_checks import check_task_early
-
-        check_task_early(loaded, export_opts, task)
+    if before_export is not None:  # checks of the exported IO, on the IO known before the export (mobilegen.early_checks)
+        before_export(loaded, export_opts)
     return loaded, export_onnx(loaded, export_opts, out_path, write=write)
 
 
@@ -101,7 +101,8 @@ def build(opts: BuildOptions) -> BuildResult:
     with staged_output(out, force=opts.force, zip_path=zip_path, protect=(opts.model,)) as root:
         (root / "model").mkdir()
         progress.step("exporting")
-        loaded, onnx_model = load_and_export(opts.model, opts.model_opts, root / artifacts.MODEL_ONNX, write=False, task=opts.task)
+        early = partial(early_checks.before_export, task=opts.task, check_io=[c.target.check_io for c in chosen])
+        loaded, onnx_model = load_and_export(opts.model, opts.model_opts, root / artifacts.MODEL_ONNX, write=False, before_export=early)
         notices: list[Notice] = stages.export_notices(loaded, onnx_model, opts)
         exported, task = onnx_model, opts.task
         if task is not None:  # --task: the pre/post-processing nodes are part of the model from here on

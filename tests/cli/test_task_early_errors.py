@@ -93,3 +93,32 @@ def test_spaced_mean_says_commas(models: dict[str, tuple[Path, list[str]]], tmp_
     line = assert_fails(invoke("android", path, "--task", "image", flag, "0.5", "0.25", "0.125", "-o", tmp_path / "o"), 2, "comma-separated")
     assert f"write {flag} 0.5,0.25,0.125" in line
     assert "unexpected extra argument" not in line
+
+
+class HalfOut(nn.Module):
+    """x [1,4] → float16 [1,2]: an output dtype the Android wrapper cannot carry."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.lin(x).half()
+        return out
+
+
+@pytest.mark.parametrize("kind", ["torchscript", "pt2"])
+def test_target_dtype_refusal_before_the_export(exports: list[Any], tmp_path: Path, kind: str) -> None:
+    """Without --task the targets' IO checks run on the IO known before the export too."""
+    x = torch.randn(1, 4)
+    m = HalfOut().eval()
+    if kind == "torchscript":
+        path = tmp_path / "half.pt"
+        torch.jit.trace(m, (x,)).save(str(path))
+    else:
+        path = tmp_path / "half.pt2"
+        torch.export.save(torch.export.export(m, (x,)), path)
+    out = tmp_path / "out"
+    assert_fails(invoke("android", path, "--input", "x:1x4", "-o", out), 2, "the Android wrapper cannot express these tensors", "float16")
+    assert exports == []
+    assert not out.exists()
