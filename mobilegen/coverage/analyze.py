@@ -511,7 +511,10 @@ def _judge_bodies(
     inside = len(verdicts)
     where = ", ".join(b.path for b in bodies[:3]) + (f" and {len(bodies) - 3} more" if len(bodies) > 3 else "")
     if refusal is not None:
-        what = f"{provider.display_name} takes none of them ({provider.subgraph_source or 'not modelled: counted as refused'})"
+        what = (
+            f"{provider.display_name} takes none of them ({provider.subgraph_source or 'not modelled: counted as refused'}); "
+            "an If whose condition is constant (--const, fixed dims) is inlined by the builds' fold-if pass"
+        )
     else:
         taken = sum(1 for v in verdicts if v.supported)
         what = f"{provider.display_name} judges them like the others, each body partitioned on its own: {taken} taken"
