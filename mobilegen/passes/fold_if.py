@@ -55,6 +55,8 @@ def apply(model: onnx.ModelProto) -> int:
         if not done:
             break
         total += done
+    if not any(is_op(n, "If") for g in _subgraphs(model.graph) for n in g.node):
+        return total
     outer = GraphIndex(model.graph)
     for _ in range(_MAX_ROUNDS):  # folding in a body copies its nodes: look for the subgraphs again
         done = next(
