@@ -58,6 +58,8 @@ def nothing_left(tmp_path: Path, out: Path) -> None:
         (["--task", "image", "--layout", "nhwc"], "with --layout nhwc needs a 1xHxWx3 input"),
         (["--task", "image", "--top-k", "4"], "--top-k 4 is more than the model's 3 classes"),
         (["--task", "audio", "--sample-rate", "16000"], "--task audio needs a 1xSAMPLES input"),
+        (["--task", "image", "--resize-filter", "lanczos"], "unknown --resize-filter 'lanczos'"),
+        (["--task", "image", "--state", "a=b"], "--state is for --task audio"),
     ],
 )
 def test_flag_errors(model: Path, tmp_path: Path, extra: list[str], needle: str) -> None:
@@ -117,3 +119,20 @@ def test_audio_task(tmp_path: Path) -> None:
         pcm = np.frombuffer((out / "golden/task" / c["pcm"]).read_bytes(), dtype="<i2")
         case = decode_mgv((out / "golden/task" / c["vectors"]).read_bytes())
         assert np.array_equal(case.inputs["pcm"], pcm.astype(np.float32)[None]) and set(case.outputs) == {"scores", "indices"}
+
+
+def test_audio_classifier_labels_and_state_errors(tmp_path: Path, labels: Path) -> None:
+    """Issue 26 item 8: --labels works for audio (one per class; the package ships them and the task
+    golden cases carry the top classes); --state naming an output the model lacks is one line, exit 2."""
+    model = audio_classifier(tmp_path / "kws.onnx")
+    out = tmp_path / "out"
+    r = invoke("android", model, "-o", out, "--task", "audio", "--sample-rate", "16000", "--labels", labels)
+    assert r.exit_code == 0, r.stderr
+    assert (out / "model/labels.txt").read_text(encoding="utf-8").splitlines()[0] == 'cat "tabby"'
+    doc = json.loads((out / "golden/task/cases.json").read_text(encoding="utf-8"))
+    assert all(len(c["top_k"]) == 3 for c in doc["cases"])
+    task = json.loads((out / "manifest.json").read_text(encoding="utf-8"))["options"]["task"]
+    assert (task["labels"], task["sample_rate"], task["window"], task["audio_channels"]) == (3, 16000, 160, 1)
+    bad = tmp_path / "bad"
+    assert_fails(invoke("android", model, "-o", bad, "--task", "audio", "--sample-rate", "16000", "--state", "h=hN"), 2, "--state h=hN: the model has no input 'h'")
+    nothing_left(tmp_path, bad)
