@@ -73,17 +73,26 @@ def _body_info(model: onnx.ModelProto, sub: onnx.GraphProto, outer: GraphInfo) -
     wrapper.graph.CopyFrom(sub)
     info = build_graph_info(wrapper)
     defined = set(info.tensors) | set(info.producer) | set(info.graph_inputs)
-    for node in info.nodes:
-        for name in node.inputs:
-            if not name or name in defined:
-                continue
-            known = outer.tensors.get(name)
-            if known is not None:
-                info.tensors[name] = known
-            if name in outer.initializers:  # an enclosing graph's constant: a constant here too
-                info.initializers.add(name)
-                proto = outer._init_protos.get(name)
-                if proto is not None:
-                    info._init_protos[name] = proto
-            defined.add(name)
+    # what this body and the bodies inside it read from outside (a nested body sees the outer graphs
+    # through this one)
+    for name in sorted(_reads(sub) - defined):
+        known = outer.tensors.get(name)
+        if known is not None:
+            info.tensors[name] = known
+        if name in outer.initializers:  # an enclosing graph's constant: a constant here too
+            info.initializers.add(name)
+            proto = outer._init_protos.get(name)
+            if proto is not None:
+                info._init_protos[name] = proto
     return info
+
+
+def _reads(graph: onnx.GraphProto) -> set[str]:
+    """Every tensor name the nodes of ``graph`` and of its nested bodies read."""
+    out: set[str] = set()
+    for node in graph.node:
+        out.update(i for i in node.input if i)
+        for attr in node.attribute:
+            for sub in (attr.g,) if attr.type == onnx.AttributeProto.GRAPH else tuple(attr.graphs):
+                out |= _reads(sub)
+    return out

@@ -141,3 +141,31 @@ def test_suggestions_count_the_body_nodes_like_the_report() -> None:
     assert (report.supported_nodes, report.total_nodes, len(report.partitions)) == (2, 6, 2)
     sum_hint = next(s for s in report.suggestions if s.startswith("replace Sum"))
     assert sum_hint.endswith("2 partitions → 1, 33% → 50% of nodes")
+
+
+def test_a_nested_body_knows_the_main_graphs_tensors_it_reads() -> None:
+    """XNNPACK checks a Conv's input dims and constant weight: inside an If inside an If, reading the main
+    graph's input and weight (the outer body reads neither), it is still taken."""
+    inner_then = _body([helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1])], "c", [1, 8, 8, 8])
+    inner_else = _body([helper.make_node("Conv", ["x", "w"], ["d"], name="conv2", pads=[1, 1, 1, 1])], "d", [1, 8, 8, 8])
+    outer_then = _body(
+        [helper.make_node("If", ["c2"], ["o"], name="inner", then_branch=inner_then, else_branch=inner_else)], "o", [1, 8, 8, 8]
+    )
+    outer_else = _body([helper.make_node("Conv", ["x", "w"], ["e"], name="conv3", pads=[1, 1, 1, 1])], "e", [1, 8, 8, 8])
+    graph = helper.make_graph(
+        [helper.make_node("If", ["c1"], ["y"], name="outer", then_branch=outer_then, else_branch=outer_else)],
+        "g",
+        [
+            helper.make_tensor_value_info("x", F, [1, 4, 8, 8]),
+            helper.make_tensor_value_info("c1", B, []),
+            helper.make_tensor_value_info("c2", B, []),
+        ],
+        [helper.make_tensor_value_info("y", F, [1, 8, 8, 8])],
+        [numpy_helper.from_array(W, "w")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    report = analyze(model, EPTarget("xnnpack"))
+    by = {n.name: n for n in report.nodes}
+    assert by["outer/then_branch/inner/then_branch/conv"].supported, by["outer/then_branch/inner/then_branch/conv"].reasons
+    assert by["outer/else_branch/conv3"].supported
+    assert (report.supported_nodes, report.total_nodes) == (3, 5)
