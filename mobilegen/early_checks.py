@@ -45,7 +45,7 @@ def before_export(loaded: LoadedModel, options: ExportOptions, *, task: TaskSpec
             check(io)
 
 
-_PYTORCH = ("pickle", "torchscript", "exported_program")
+_PYTORCH = ("pickle", "state_dict", "torchscript", "exported_program")
 
 
 def check_task_early(loaded: LoadedModel, options: ExportOptions, spec: TaskSpec) -> None:

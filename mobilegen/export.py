@@ -307,7 +307,7 @@ def export_onnx(loaded: LoadedModel, options: ExportOptions, out_path: Path, *, 
                 hint="check --input names, shapes and dtypes against what the model's forward expects",
             ) from err
 
-    if torchscript_only and loaded.kind == "pickle":
+    if torchscript_only and loaded.kind in ("pickle", "state_dict"):
         program_model, exporter, fallback = _export_torchscript(loaded, args, names, dyn, options.opset, out_path), "torchscript", None
     else:
         program_model, exporter, fallback = _export_program(loaded, args, names, dyn, options.opset, out_path)

@@ -13,7 +13,7 @@ Which exporter a build used depends on the input, not on the user's choice:
   ExportedProgram; the advisor measures the build's path for that program (prepare, graph passes,
   coverage of the first provider) and, when it places better, gives the command that saves it as a
   ``.pt2`` — and the better route when the Python model is at hand, ``torch.export.export``;
-- a pickled module went through torch.export; the advisor measures the TorchScript exporter on the same
+- a pickled module (or a state_dict with ``--model-class``) went through torch.export; the advisor measures the TorchScript exporter on the same
   module and, when that places better, says how to export the ``.onnx`` with it;
 - a pickled module that fell back to the TorchScript exporter (torch.export failed, said by the
   ``exporter-fallback`` notice) and a ``.pt2`` (no TorchScript form) have nothing to compare.
@@ -142,7 +142,7 @@ def advise(
         return None
     if loaded.kind == "torchscript":
         other_exporter = TORCH_EXPORT
-    elif loaded.kind == "pickle" and exported.exporter == "dynamo":
+    elif loaded.kind in ("pickle", "state_dict") and exported.exporter == "dynamo":
         other_exporter = TORCHSCRIPT
     else:
         return None

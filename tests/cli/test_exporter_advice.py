@@ -92,6 +92,40 @@ def test_other_exporter_failing_gives_the_commands_without_numbers(tmp_path: Pat
     assert "torch.export.save(torch.export.export(model, (torch.zeros(1, 4, dtype=torch.float32),))" in said
 
 
+SPLIT_ARCH = """
+import torch
+from torch import nn
+
+
+class Split(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+        self.b = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.b(torch.cumsum(self.a(x), dim=1))
+"""
+
+
+def test_module_through_torch_export_is_measured_through_the_torchscript_exporter(tmp_path: Path) -> None:
+    """A state_dict + --model-class: torch.export exported it; the advisor runs the TorchScript exporter
+    on the same module and reports both (the commands export an .onnx with dynamo=False)."""
+    (tmp_path / "split_arch.py").write_text(SPLIT_ARCH, encoding="utf-8")
+    torch.manual_seed(0)
+    torch.save(Split().state_dict(), tmp_path / "weights.pt")
+    r = invoke("android", tmp_path / "weights.pt", "--model-class", f"{tmp_path / 'split_arch.py'}:Split", "--nnapi", "--input", "x:1x4", "-o", tmp_path / "out", "--json")
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["onnx"]["exporter"] == "dynamo"
+    adv = doc["exporter_advice"]
+    assert (adv["built_exporter"], adv["other_exporter"], adv["not_measured"]) == ("torch.export", "torchscript", None)
+    [p] = adv["providers"]
+    assert p["other"]["exporter"] == "torchscript" and p["other"]["partitions"] >= 1 and p["built"]["partitions"] >= 2
+    assert any("dynamo=False" in c and "weights.onnx" in c for c in adv["commands"])
+    assert bool([w for w in doc["warnings"] if "exporter places this model better" in w]) == adv["better"]
+
+
 def _advice(built: int, other: int | None, *, also: tuple[int, int] | None = None) -> Advice:
     comparisons = [
         Comparison("nnapi", Placement("torchscript", 500, 526, built), None if other is None else Placement("torch.export", 532, 542, other))
