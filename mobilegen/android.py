@@ -89,7 +89,7 @@ FIXED_CLASS_NAMES = frozenset(
     ReentrantReadWriteLock Result RunWith Runtime ScrollView SessionOptions Set Short ShortArray ShortBuffer
     StandardCharsets String System Test TextView Throwable Throws Type Unit ViewCompat WindowInsetsCompat
     Bitmap Classification CoroutineDispatcher FileChannel FileInputStream FileNotFoundException ImageInput Labels
-    RgbImage Scores TaskTest JSONObject Android Config MapMode File Os CRC32""".split()
+    RgbImage Scores TaskTest JSONObject Android Config MapMode File Os CRC32 ResizeFilter AudioInput""".split()
 )
 
 # Every name the templates declare in the scopes tensor-derived names live in, so that no derived name

@@ -89,6 +89,7 @@ GENERATED_MEMBERS = frozenset(
     ExecutionProvider SharedEnvironment xnnpackUnavailableReason appendXnnpack TaskError RGBImage ImageInput
     skippedProviders openSession appendProvider
     Classification Labels Scores classify classifications pcmInput run init deinit description debugDescription hash hashValue self Type
+    ResizeFilter AudioInput Stream graphInput runPCM16 runFloat classifyPCM16 classifyFloat
     Protocol
     """.split()
 )
