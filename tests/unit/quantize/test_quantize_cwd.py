@@ -83,3 +83,23 @@ def test_a_failed_quantization_leaves_the_current_folder_empty(tmp_path: Path, m
     assert list(cwd.iterdir()) == []
     assert Path.cwd() == cwd
     assert not (tmp_path / "q.onnx").exists()
+
+
+def test_a_build_from_a_temp_cwd_leaves_it_empty_after_success_and_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The whole CLI (``--quantize dynamic``): nothing outside -o and $TMPDIR, also when the gate fails."""
+    from cli_helpers import invoke
+
+    model = _unmergeable(tmp_path / "m.onnx")
+    tmpdir = tmp_path / "TMPDIR"
+    tmpdir.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmpdir))
+    monkeypatch.setattr("tempfile.tempdir", str(tmpdir))
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    ok = invoke("android", model, "--quantize", "dynamic", "-o", tmp_path / "out")
+    assert ok.exit_code == 0, ok.stderr
+    assert list(cwd.iterdir()) == [] and list(tmpdir.iterdir()) == []
+    failed = invoke("android", model, "--quantize", "dynamic", "--min-cosine", "1.0", "-o", tmp_path / "out2")
+    assert failed.exit_code == 5 and "cosine" in failed.stderr, failed.stderr  # the accuracy gate, after the quantizer ran
+    assert list(cwd.iterdir()) == [] and list(tmpdir.iterdir()) == [] and not (tmp_path / "out2").exists()
