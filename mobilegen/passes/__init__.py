@@ -3,7 +3,9 @@
 - :mod:`~mobilegen.passes.base`: the ``GraphPass`` contract (mutate in place, return the nodes rewritten);
 - :mod:`~mobilegen.passes.registry`: every pass by name (built-ins one line each, plus ``register``);
 - one module per pass (``layernorm.py``, ``gelu.py``...), each exposing ``PASS``;
-- :mod:`~mobilegen.passes.dims`: ``fixed-dims``, the build-wide fixed input dims for NNAPI;
+- :mod:`~mobilegen.passes.dims`: ``fixed-dims``, the build-wide fixed input dims for NNAPI (then ``fold-if``
+  on the Ifs the fixed shapes decide);
+- :mod:`~mobilegen.passes.bodies`: every pass run inside If/Loop/Scan bodies too;
 - :mod:`~mobilegen.passes.stage`: the fix stage: per target, run the passes its providers declare and
   keep each one only if the coverage analysis says it helps;
 - here: the CoreML cache key stamped into the bytes written.
