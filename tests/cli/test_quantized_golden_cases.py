@@ -162,3 +162,12 @@ def test_verify_fails_a_package_whose_further_case_the_model_does_not_reproduce(
     problems = info.value.details or [info.value.message]
     assert any("golden output y" in p and "golden/golden_case1.npz" in p for p in problems), problems
     assert not any("golden/golden.npz)" in p for p in problems), problems
+    # a package written before the manifest named its cases: the golden_case*.npz it lists are replayed
+    doc = _manifest(out)
+    assert doc["models"][0]["golden"].pop("cases") == ["golden/golden_case1.npz"]
+    doc["manifest_sha256"] = self_hash(doc)
+    (out / "manifest.json").write_text(canonical_json(doc), encoding="utf-8")
+    with pytest.raises(PackageVerifyError) as info:
+        verify_package(out)
+    problems = info.value.details or [info.value.message]
+    assert any("golden output y" in p and "golden/golden_case1.npz" in p for p in problems), problems
