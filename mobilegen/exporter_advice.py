@@ -24,7 +24,8 @@ nothing). The other exporter's model goes through the build's own ``stages.prepa
 wrapper and ``--quantize`` are not applied to it, so the build's side of the comparison is its fp32
 model before them too (the fix stage's outcome). The notice is given when the other exporter places
 better on some provider and worse on none (fewer partitions, or as many with more nodes on the
-provider). Not measured: ``--const`` bindings (the converted program would need them re-bound), or an
+provider). Not measured: ``--no-compare-exporters`` (the comparison costs one more export and fix
+stage), ``--const`` bindings (the converted program would need them re-bound), or an
 other exporter that fails — then the notice says how to try it by hand, without numbers.
 """
 
@@ -153,6 +154,8 @@ def advise(
     others: dict[tuple[str, str], Placement] = {}
     if opts.model_opts.consts:
         why_not = "not measured with --const (the other exporter's model would need the values bound again)"
+    elif not opts.compare_exporters:
+        why_not = "not measured: --no-compare-exporters"
     else:
         from mobilegen import progress
 

@@ -88,6 +88,7 @@ class BuildOptions:
     keep_dynamic: bool = False  # keep named dims even when a target's provider wants them fixed
     fix: bool = True  # the fix stage: graph passes per target, each kept only if it helps (--no-fix: off)
     approximate: tuple[str, ...] = ()  # --approximate words: approximate passes allowed (e.g. "gelu")
+    compare_exporters: bool = True  # measure the other PyTorch exporter when a provider splits (mobilegen.exporter_advice)
     style: str = "runtime"  # ORT-format optimization style
     force: bool = False
     zip: bool = False

@@ -27,6 +27,7 @@ from mobilegen.cli.options import (
     ModelClassOpt,
     ModelKwargsOpt,
     NameOpt,
+    NoCompareExportersOpt,
     NoFixOpt,
     OpsetOpt,
     OrtVersionOpt,
@@ -118,6 +119,7 @@ def _build(
     force: bool,
     zip_out: bool,
     no_fix: bool = False,
+    no_compare_exporters: bool = False,
     approximate: list[str] | None = None,
     ranges: list[str] | None = None,
     sample_only: bool = False,
@@ -136,6 +138,7 @@ def _build(
             verify=verify_options(atol, rtol, sample, ranges, sample_only, allow_degenerate),
             keep_dynamic=keep_dynamic,
             fix=not no_fix,
+            compare_exporters=not no_compare_exporters,
             approximate=tuple(approximate or ()),
             style=style,
             force=force,
@@ -264,6 +267,7 @@ def android(
     keep_dynamic: KeepDynamicOpt = False,
     android_api: AndroidApiOpt = None,
     no_fix: NoFixOpt = False,
+    no_compare_exporters: NoCompareExportersOpt = False,
     approximate: ApproximateOpt = None,
     quantize: QuantizeOpt = None,
     calibration: CalibrationOpt = None,
@@ -309,7 +313,7 @@ def android(
                              ort_version=ort_version, android_api=android_api, qnn=qnn, qnn_htp_arch=qnn_htp_arch)
         mopts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs, consts=const)
         return _build(model, output or default_out(model, "android"), mopts, targets={"android": a}, atol=atol, rtol=rtol, sample=sample, keep_dynamic=keep_dynamic,
-                      style=style, force=force, zip_out=zip_out, no_fix=no_fix, approximate=approximate,
+                      style=style, force=force, zip_out=zip_out, no_fix=no_fix, no_compare_exporters=no_compare_exporters, approximate=approximate,
                       ranges=range_, sample_only=sample_only, allow_degenerate=allow_degenerate,
                       quantize=quantize_options(quantize, calibration, calibration_method, eval_, min_cosine, min_top1),
                       task=task_spec(task, labels, resize, crop, mean, std, scale, channels, layout, sample_rate, softmax, top_k,
@@ -334,6 +338,7 @@ def ios(
     name: NameOpt = None,
     ort_version: OrtVersionOpt = None,
     no_fix: NoFixOpt = False,
+    no_compare_exporters: NoCompareExportersOpt = False,
     approximate: ApproximateOpt = None,
     quantize: QuantizeOpt = None,
     calibration: CalibrationOpt = None,
@@ -379,7 +384,7 @@ def ios(
                        xnnpack=xnnpack)
         mopts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs, consts=const)
         return _build(model, output or default_out(model, "ios"), mopts, targets={"ios": i}, atol=atol, rtol=rtol, sample=sample, keep_dynamic=True,
-                      style=style, force=force, zip_out=zip_out, no_fix=no_fix, approximate=approximate,
+                      style=style, force=force, zip_out=zip_out, no_fix=no_fix, no_compare_exporters=no_compare_exporters, approximate=approximate,
                       ranges=range_, sample_only=sample_only, allow_degenerate=allow_degenerate,
                       quantize=quantize_options(quantize, calibration, calibration_method, eval_, min_cosine, min_top1),
                       task=task_spec(task, labels, resize, crop, mean, std, scale, channels, layout, sample_rate, softmax, top_k,
@@ -414,6 +419,7 @@ def package(
     keep_dynamic: KeepDynamicOpt = False,
     android_api: AndroidApiOpt = None,
     no_fix: NoFixOpt = False,
+    no_compare_exporters: NoCompareExportersOpt = False,
     approximate: ApproximateOpt = None,
     quantize: QuantizeOpt = None,
     calibration: CalibrationOpt = None,
@@ -477,7 +483,7 @@ def package(
             raise UsageError("--coreml needs --ios", hint="add --ios")
         mopts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs, consts=const)
         return _build(model, output or default_out(model, "package"), mopts, targets=chosen, atol=atol, rtol=rtol, sample=sample, keep_dynamic=keep_dynamic,
-                      style=style, force=force, zip_out=zip_out, no_fix=no_fix, approximate=approximate,
+                      style=style, force=force, zip_out=zip_out, no_fix=no_fix, no_compare_exporters=no_compare_exporters, approximate=approximate,
                       ranges=range_, sample_only=sample_only, allow_degenerate=allow_degenerate,
                       quantize=quantize_options(quantize, calibration, calibration_method, eval_, min_cosine, min_top1),
                       task=task_spec(task, labels, resize, crop, mean, std, scale, channels, layout, sample_rate, softmax, top_k,

@@ -47,6 +47,13 @@ AllowDegenerateOpt = Annotated[
 OrtVersionOpt = Annotated[str | None, typer.Option("--ort-version", metavar="VERSION", help="Pin another published ONNX Runtime mobile version (checked against what the model needs).")]
 NameOpt = Annotated[str | None, typer.Option("--name", metavar="CLASS", help="Class name of the generated wrapper (default: from the model file name).")]
 NoFixOpt = Annotated[bool, typer.Option("--no-fix", help="Ship the exported graph as it is: no graph passes for the execution providers (fixed dims for NNAPI still follow --keep-dynamic).")]
+NoCompareExportersOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-compare-exporters",
+        help="Skip measuring the other PyTorch exporter when a provider splits the model (a TorchScript file or a module; see README, Exporters).",
+    ),
+]
 ApproximateOpt = Annotated[
     list[str] | None,
     typer.Option("--approximate", metavar="PASS", help="Allow an approximate graph pass by name, e.g. gelu (tanh GELU for NNAPI); its effect on the outputs is reported. Repeatable."),

@@ -92,6 +92,17 @@ def test_other_exporter_failing_gives_the_commands_without_numbers(tmp_path: Pat
     assert "torch.export.save(torch.export.export(model, (torch.zeros(1, 4, dtype=torch.float32),))" in said
 
 
+def test_no_compare_exporters_skips_the_measurement(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    measured: list[str] = []
+    monkeypatch.setattr(advice_mod, "_measure", lambda *a, **k: measured.append("x"))
+    path = _traced(Split(), tmp_path / "split.pt")
+    r = invoke("android", path, "--nnapi", "--input", "x:1x4", "-o", tmp_path / "out", "--json", "--no-compare-exporters")
+    assert r.exit_code == 0, r.stderr
+    adv = json.loads(r.stdout)["exporter_advice"]
+    assert measured == [] and adv["not_measured"] == "not measured: --no-compare-exporters"
+    assert adv["providers"][0]["other"] is None
+
+
 SPLIT_ARCH = """
 import torch
 from torch import nn
