@@ -225,10 +225,9 @@ def _measure(opts: BuildOptions, chosen: Sequence[Chosen], other: str) -> dict[t
     from mobilegen.passes.stage import analyse_in_memory
 
     export_opts = opts.model_opts.export_options()
-    loaded = bind_consts(load_model(opts.model, opts.model_opts.load), export_opts.consts)
     with tempfile.TemporaryDirectory(prefix="mobilegen-advice-") as tmp:
-        model = _export_with(loaded, export_opts, Path(tmp) / "other.onnx", other)
-    del loaded
+        # the loaded model is held by _export_with alone, which lets a TorchScript module go once converted
+        model = _export_with(bind_consts(load_model(opts.model, opts.model_opts.load), export_opts.consts), export_opts, Path(tmp) / "other.onnx", other)
     model, _ = stages.prepare(model, chosen, keep_dynamic=opts.keep_dynamic)
     fixes = stages.fix(model, chosen, opts)
     ctx = stages._context(model, chosen)
@@ -264,6 +263,7 @@ def _export_with(loaded: LoadedModel, export_opts: Any, out: Path, other: str) -
         program = TS2EPConverter(loaded.module, tuple(torch.from_numpy(arrays[s.name]) for s in specs), {}).convert()
     hint, hint_sizes = _exported_io_hint(program)
     converted = replace(loaded, kind="exported_program", module=program, io_hint=hint, example_sizes=hint_sizes)
+    del loaded  # the ScriptModule: the program holds what the export needs
     # the program's inputs carry the converter's names (input_ids_1): the user's --input shapes by position
     names = [t.name for t in hint.inputs] if hint is not None else []
     user = tuple(replace(s, name=n) for s, n in zip(export_opts.inputs, names, strict=False)) if len(names) == len(export_opts.inputs) else ()
