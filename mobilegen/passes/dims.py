@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from mobilegen.artifacts import OnnxModel
-from mobilegen.errors import InternalError, first_line
+from mobilegen.errors import InternalError
 
 if TYPE_CHECKING:
     import onnx
@@ -29,12 +29,13 @@ def fix_dynamic_dims(model: OnnxModel) -> tuple[OnnxModel, dict[str, int]]:
     from onnxruntime.tools.onnx_model_utils import fix_output_shapes, make_dim_param_fixed
 
     from mobilegen.load import onnx_io_spec
-    from mobilegen.passes import fold_if
-    from mobilegen.passes.stage import Snapshot
 
     dims = sorted({d for t in model.io.inputs for d in t.dynamic_dims})
-    if not dims:
-        return model, {}
+    if not dims:  # static already: only the Ifs its shapes decide
+        if model.proto is None:
+            return model, {}
+        notes = _fold(model.proto, model.notes)
+        return (model if notes == model.notes else replace(model, notes=notes)), {}
     if model.proto is None:
         raise InternalError("graph passes need the in-memory model; the export stage did not keep it")
     proto = model.proto
@@ -43,20 +44,19 @@ def fix_dynamic_dims(model: OnnxModel) -> tuple[OnnxModel, dict[str, int]]:
         make_dim_param_fixed(proto.graph, d, size)
     _fix_unnamed(proto, fixed)
     fix_output_shapes(proto)
-    notes = model.notes
-    snap = Snapshot(proto)
-    try:
-        folded = fold_if.apply(proto)
-    except Exception as err:  # noqa: BLE001 — a bug folding one model must not cost the build: keep the Ifs
-        snap.restore(proto)
-        folded = 0
-        notes = (*notes, f"fold-if failed after fixing the dims and was skipped: {first_line(err, 200)}")
+    return replace(model, io=onnx_io_spec(proto), notes=_fold(proto, model.notes)), fixed
+
+
+def _fold(proto: onnx.ModelProto, notes: tuple[str, ...]) -> tuple[str, ...]:
+    """``fold-if`` on the Ifs the (fixed) shapes decide; ``notes`` with what it did."""
+    from mobilegen.passes.fold_if import fold_unjudged
+
+    folded, error = fold_unjudged(proto)
+    if error is not None:
+        return (*notes, f"fold-if failed and was skipped: {error}")
     if folded:
-        notes = (
-            *notes,
-            f"fold-if: {folded} node(s) of If nodes whose condition is constant with the fixed dims inlined",
-        )
-    return replace(model, io=onnx_io_spec(proto), notes=notes), fixed
+        return (*notes, f"fold-if: {folded} node(s) of If nodes on a constant condition (the fixed shapes, --const) inlined")
+    return notes
 
 
 def _fix_unnamed(proto: onnx.ModelProto, fixed: dict[str, int]) -> None:

@@ -281,6 +281,22 @@ def _local(graph: onnx.GraphProto, outer: GraphIndex) -> Callable[[str], np.ndar
     return const
 
 
+def fold_unjudged(model: onnx.ModelProto) -> tuple[int, str | None]:
+    """:func:`apply` where it is not judged (after ``fixed-dims``, before the fix stage's first analysis):
+    (nodes rewritten, None), or (0, the error) with ``model`` as it was when folding failed."""
+    if not any(is_op(n, "If") for g in graphs(model.graph) for n in g.node):
+        return 0, None
+    from mobilegen.errors import first_line
+    from mobilegen.passes.stage import Snapshot
+
+    snap = Snapshot(model)
+    try:
+        return apply(model), None
+    except Exception as err:  # noqa: BLE001 — a bug folding one model must not cost the build: keep the Ifs
+        snap.restore(model)
+        return 0, first_line(err, 200)
+
+
 PASS = GraphPass(
     name="fold-if",
     summary="If with a constant condition -> the nodes of the branch it takes",

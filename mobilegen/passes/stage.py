@@ -344,12 +344,21 @@ def plan(
     analyse: Analyse = analyse_in_memory,
 ) -> FixPlan:
     """Decide, for each (target name, its providers), which passes help it. The base model's graph is
-    the same afterwards."""
+    the same afterwards, but for the Ifs on a constant, folded first for every target (``fold-if``,
+    unjudged: listed first in each target's ``tried``)."""
     from mobilegen import providers
+    from mobilegen.passes.fold_if import fold_unjudged
 
     proto = _proto(base)
     all_eps = [ep for _name, eps in targets for ep in eps]
     cache: list[tuple[CoverageReport, ...]] = []
+    # Ifs on a constant (a static model's shape tests; fixed-dims folded those of the dims it fixed):
+    # onnxruntime inlines them itself when it loads the model, and crashes on nested ones (silero-vad
+    # saved with static shapes), so they are folded for every target before the first analysis, unjudged
+    folded, fold_error = fold_unjudged(proto) if opts.enabled and all_eps else (0, None)
+    pre: tuple[Tried, ...] = ()
+    if folded:
+        pre = (Tried("fold-if", folded, True, "an If on a constant: onnxruntime would inline it when it loads the model"),)
 
     def base_reports(eps: Sequence[EPTarget]) -> Callable[[], Sequence[CoverageReport]]:
         def get() -> Sequence[CoverageReport]:
@@ -366,9 +375,12 @@ def plan(
     for name, eps in targets:
         declared = [f for ep in eps for f in providers.get(ep.ep).fixes]
         candidates = registry.candidates(declared, opts.approximate) if opts.enabled else ()
-        outcomes.append(improve(proto, eps, candidates, target=name, analyse=analyse, before=base_reports(eps), in_order=True))
+        outcome = improve(proto, eps, candidates, target=name, analyse=analyse, before=base_reports(eps), in_order=True)
+        outcomes.append(replace(outcome, tried=(*pre, *outcome.tried)) if pre else outcome)
         snap.restore(proto)
     notices = tuple(n for o in outcomes for n in o.notices)
+    if fold_error is not None:
+        notices = (_failed_notice("fold-if", "", fold_error), *notices)
     return FixPlan(tuple(outcomes), notices)
 
 

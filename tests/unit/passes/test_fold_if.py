@@ -383,4 +383,25 @@ def test_a_failing_fold_after_fixing_the_dims_keeps_the_ifs_and_says_so(tmp_path
     model = OnnxModel(path=tmp_path / "m.onnx", io=onnx_io_spec(proto), opset=17, exporter="passthrough", example_sizes={"batch": 1}, proto=proto)
     fixed_model, fixed = fix_dynamic_dims(model)
     assert fixed == {"batch": 1} and ops(proto) == ["Constant", "Equal", "If"]
-    assert "fold-if failed after fixing the dims and was skipped: boom" in fixed_model.notes
+    assert "fold-if failed and was skipped: boom" in fixed_model.notes
+
+
+def test_a_build_folds_a_static_models_constant_ifs_for_every_target_before_judging(tmp_path: Path) -> None:
+    """A model already static gets no fixed-dims: the fix stage folds its constant Ifs first (onnxruntime
+    would inline them at load, and crashes on nested ones, silero-vad saved with static shapes)."""
+    from mobilegen.artifacts import OnnxModel
+    from mobilegen.coverage import EPTarget
+    from mobilegen.load import onnx_io_spec
+    from mobilegen.passes.stage import PassOptions, plan
+
+    proto = vad_like(16000, nested=True)
+    base = OnnxModel(path=tmp_path / "m.onnx", io=onnx_io_spec(proto), opset=17, exporter="passthrough", proto=proto)
+    fix_plan = plan(base, [("android", [EPTarget("nnapi")]), ("ios", [EPTarget("coreml")])], PassOptions())
+    assert ops(proto) == ["Conv", "Relu", "Sigmoid"]
+    for target in fix_plan.targets:
+        assert target.tried[0].name == "fold-if" and target.tried[0].kept and target.tried[0].nodes == 5
+        assert "fold-if" not in target.key  # not re-applied when the models are written
+    off = vad_like(16000, nested=True)
+    base_off = OnnxModel(path=tmp_path / "n.onnx", io=onnx_io_spec(off), opset=17, exporter="passthrough", proto=off)
+    plan(base_off, [("android", [EPTarget("nnapi")])], PassOptions(enabled=False))  # --no-fix: as exported
+    assert "If" in ops(off)
