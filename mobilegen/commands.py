@@ -79,7 +79,7 @@ def convert_model(
     from mobilegen.pipeline import load_and_export
     from mobilegen.quantize.stage import quantize_convert
     from mobilegen.runtimes import check_loadable, default_release
-    from mobilegen.stages import reference_for
+    from mobilegen.stages import reference
     from mobilegen.verify import verify
 
     config_out = config_path_for(output)  # refuses an -o named like the config
@@ -94,8 +94,8 @@ def convert_model(
         for name in targets.names():  # the runtimes the generated apps pin by default
             channel = targets.get(name).channel
             check_loadable(default_release(channel), max_opset=ort_model.max_opset, ort_format_version=ort_model.ort_format_version, channel=channel)
-        ref, label = reference_for(loaded, onnx_model)
-        report = verify(ref, {"onnx": onnx_model.path, "ort": ort_model.path}, onnx_model, verify_opts, reference_label=label)
+        expected, loaded = reference(loaded, onnx_model, verify_opts)  # computed, then the reference is let go
+        report = verify(expected, {"onnx": onnx_model.path, "ort": ort_model.path}, onnx_model, verify_opts)
         quantized = None if quantize is None else quantize_convert(onnx_model, ort_model, quantize, work / "quantized", style)
         if quantized is not None:  # the fp32 model proved the export; the quantized one passed its accuracy gate
             ort_model = quantized.ort

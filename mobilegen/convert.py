@@ -9,16 +9,14 @@ see standard ONNX ops. ``Fixed`` stays available for CPU/XNNPACK-only apps.
 from __future__ import annotations
 
 import errno
-import logging
 import os
 import re
-import shutil
 from pathlib import Path
 
 from mobilegen.artifacts import OnnxModel, OrtModel
 from mobilegen.errors import ConversionError, InternalError, UsageError, first_line
 from mobilegen.export import quiet
-from mobilegen.ortformat import canonicalize, format_version
+from mobilegen.ortformat import canonicalize_file, format_version
 from mobilegen.outputs import temp_dir
 
 STYLES = ("runtime", "fixed")
@@ -26,8 +24,15 @@ LEVEL = "all"
 
 
 def ort_format_version(path: Path) -> int | None:
-    """The ``ort_version`` field of the InferenceSession FlatBuffer (ort.fbs), e.g. 6."""
-    return format_version(path.read_bytes())
+    """The ``ort_version`` field of the InferenceSession FlatBuffer (ort.fbs), e.g. 6 (read through a map:
+    only the pages of the root table are touched, not the weights)."""
+    import mmap
+
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return None
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return format_version(data)
 
 
 CONFIG_SUFFIX = ".required_operators.config"
@@ -47,23 +52,14 @@ def config_path_for(ort_path: Path) -> Path:
 
 def convert_to_ort(model: OnnxModel, out_ort: Path, out_config: Path, *, style: str = "runtime") -> OrtModel:
     import onnxruntime
-    from onnxruntime.tools.convert_onnx_models_to_ort import OptimizationStyle, convert_onnx_models_to_ort
 
     if style not in STYLES:
         raise UsageError(f"unknown optimization style {style!r}", hint="use runtime (for NNAPI/CoreML) or fixed")
-    ort_style = OptimizationStyle.Runtime if style == "runtime" else OptimizationStyle.Fixed
-    with temp_dir("ort") as work:  # a storage error in here names TMPDIR; the results are written after it
-        src = work / "model.onnx"
-        shutil.copyfile(model.path, src)
-        out_dir = work / "out"
-        old_level = os.environ.get("ORT_CONVERT_ONNX_MODELS_TO_ORT_OPTIMIZATION_LEVEL")
-        os.environ["ORT_CONVERT_ONNX_MODELS_TO_ORT_OPTIMIZATION_LEVEL"] = LEVEL
-        ort_logger = logging.getLogger("ort_format_model.utils")
-        old_log = ort_logger.level
-        ort_logger.setLevel(logging.WARNING)
+    with temp_dir("ort") as work:  # a storage error in here names TMPDIR; the results are written elsewhere
+        raw = work / "model.ort"
         try:
             with quiet():
-                convert_onnx_models_to_ort(src, output_dir=out_dir, optimization_styles=[ort_style])
+                ops = _convert(model.path, raw, work, runtime=style == "runtime")
         except Exception as err:  # noqa: BLE001 — ORT raises plain exceptions (Fail, RuntimeError, ...)
             if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT):
                 raise  # a full TMPDIR, not a model problem (temp_dir says so)
@@ -72,21 +68,11 @@ def convert_to_ort(model: OnnxModel, out_ort: Path, out_config: Path, *, style: 
                 hint="the model may use an op or opset this onnxruntime does not implement"
                 + ("; re-export it with another opset" if model.exporter == "passthrough" else "; try another --opset"),
             ) from err
-        finally:
-            ort_logger.setLevel(old_log)
-            if old_level is None:
-                os.environ.pop("ORT_CONVERT_ONNX_MODELS_TO_ORT_OPTIMIZATION_LEVEL", None)
-            else:
-                os.environ["ORT_CONVERT_ONNX_MODELS_TO_ORT_OPTIMIZATION_LEVEL"] = old_level
-        orts = sorted(out_dir.glob("*.ort"))
-        configs = sorted(out_dir.glob("*.config"))
-        if len(orts) != 1 or len(configs) != 1:
-            raise InternalError("the ORT converter did not write exactly one .ort and one config", hint="this is a bug; rerun with --debug")
-        # The converter's layout varies from run to run (hash-map order); rebuild it in sorted order.
-        ort_bytes = canonicalize(orts[0].read_bytes())
-        config_text = _clean_config(configs[0].read_text(encoding="utf-8"), out_ort.name)
-    tmp_ort = out_ort.with_name(out_ort.name + ".tmp")
-    tmp_ort.write_bytes(ort_bytes)
+        config_text = _clean_config(_config_text(ops), out_ort.name)
+        # The converter's layout varies from run to run (hash-map order); rebuild it in sorted order,
+        # file to file (the weights are never all in memory).
+        tmp_ort = out_ort.with_name(out_ort.name + ".tmp")
+        canonicalize_file(raw, tmp_ort)
     os.replace(tmp_ort, out_ort)
     out_config.write_text(config_text, encoding="utf-8")
     version = ort_format_version(out_ort)
@@ -101,6 +87,89 @@ def convert_to_ort(model: OnnxModel, out_ort: Path, out_config: Path, *, style: 
         converter_version=onnxruntime.__version__,
         max_opset=model.opset,  # the ai.onnx opset import, read when the model was exported
     )
+
+
+Ops = dict[str, dict[int, set[str]]]  # {domain: {opset: {op_type}}}, as onnxruntime's converter collects them
+
+
+def _convert(src: Path, out_ort: Path, work: Path, *, runtime: bool) -> Ops:
+    """What ``onnxruntime.tools.convert_onnx_models_to_ort`` does for one model (ORT 1.32: the same session
+    options, so the same ``.ort``), with less memory:
+
+    - the converting sessions skip weight prepacking (``session.disable_prepacking``): they are never
+      run, and prepacking happens after the model is saved, so the file is the same but a packed copy of
+      every MatMul/Conv weight is not made;
+    - the operators for the config are read from each ``.ort`` through a read-only map (the converter
+      reads each file into memory twice, and two files at once).
+
+    The Runtime style converts twice, like onnxruntime's converter: the saved model with runtime
+    optimizations, and a temporary Fixed one whose operators the config must list too (the runtime
+    optimizations may not be applied on the device). Returns the operators of the converted models."""
+    ops: Ops = {}
+    _save_ort(src, out_ort, minimal_build="save" if runtime else "")
+    _collect_ops(out_ort, ops)
+    if runtime:
+        fixed = work / "model.without_runtime_opt.ort"
+        _save_ort(src, fixed, minimal_build="apply")
+        _collect_ops(fixed, ops)
+        fixed.unlink()
+    return ops
+
+
+def _save_ort(src: Path, out: Path, *, minimal_build: str) -> None:
+    """One converting session (``convert_onnx_models_to_ort._convert``, target platform not given, level
+    from ``LEVEL``, NCHWc transformer excluded as the converter does for ARM targets)."""
+    import gc
+
+    import onnxruntime as ort
+    from onnxruntime.tools.onnx_model_utils import get_optimization_level
+
+    so = ort.SessionOptions()
+    so.optimized_model_filepath = str(out)
+    level = get_optimization_level(LEVEL)
+    so.graph_optimization_level = level
+    so.add_session_config_entry("session.qdqisint8allowed", "0")
+    so.add_session_config_entry("session.save_model_format", "ORT")
+    if minimal_build:
+        so.add_session_config_entry("optimization.minimal_build_optimizations", minimal_build)
+    so.add_session_config_entry("session.disable_prepacking", "1")  # never run: no packed copy of the weights
+    exclude = ["NchwcTransformer"] if level in (ort.GraphOptimizationLevel.ORT_ENABLE_ALL, ort.GraphOptimizationLevel.ORT_ENABLE_LAYOUT) else None
+    session = ort.InferenceSession(str(src), sess_options=so, providers=["CPUExecutionProvider"], disabled_optimizers=exclude)
+    del session  # its weights go before the next session or the canonical copy
+    gc.collect()
+
+
+def _collect_ops(ort_path: Path, ops: Ops) -> None:
+    """Add the operators of an ``.ort`` to ``ops`` with onnxruntime's own model processor (every graph,
+    subgraphs included), reading the file through a read-only map instead of two in-memory copies."""
+    import mmap
+
+    from onnxruntime.tools.ort_format_model import ort_model_processor
+
+    fbs = ort_model_processor.fbs
+    root = fbs.InferenceSession.InferenceSession
+
+    class Mapped(ort_model_processor.OrtFormatModelProcessor):  # type: ignore[misc]  # untyped onnxruntime.tools
+        def __init__(self, data: mmap.mmap) -> None:  # the processor's own __init__ reads the file (twice)
+            self._required_ops = ops
+            self._op_type_processors = None
+            self._model = root.GetRootAsInferenceSession(data, 0).Model()
+
+    with open(ort_path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        if not root.InferenceSessionBufferHasIdentifier(data, 0):
+            raise InternalError(f"{ort_path.name} is not a readable ORT-format file", hint="this is a bug; rerun with --debug")
+        Mapped(data).process()
+
+
+def _config_text(ops: Ops) -> str:
+    """``required_operators.config`` as onnxruntime's ``create_config_from_models`` writes it (no type
+    reduction); the model paths of its header are replaced by ``_clean_config``."""
+    lines = ["# Generated from model/s:"]
+    for domain in sorted(ops):
+        for opset in sorted(ops[domain]):
+            if ops[domain][opset]:
+                lines.append(f"{domain};{opset};{','.join(sorted(ops[domain][opset]))}")
+    return "\n".join(lines) + "\n"
 
 
 def _clean_config(text: str, ort_name: str) -> str:

@@ -13,13 +13,19 @@ the model subtree behind it is kept byte for byte. Field numbers follow ORT's sc
 
 from __future__ import annotations
 
+import mmap
+import os
+import shutil
 import struct
+from pathlib import Path
+
+Buffer = bytes | mmap.mmap  # a whole file read into memory, or mapped read-only
 
 IDENTIFIER = b"ORTM"
 
 
 class _Reader:
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: Buffer) -> None:
         self.d = data
 
     def u16(self, p: int) -> int:
@@ -77,30 +83,75 @@ def _read_resolver(r: _Reader, res: int) -> Resolver:
 def canonicalize(data: bytes) -> bytes:
     """The same ``.ort`` with its front part rebuilt deterministically (returned unchanged when its layout
     is not the one this function knows: model subtree behind root table and resolver)."""
+    front = _canonical_front(data)
+    if front is None:
+        return data
+    head, start = front
+    return head + data[start:]
+
+
+def canonicalize_file(src: Path, dest: Path) -> None:
+    """:func:`canonicalize` from file to file without holding the model in memory: the front part is read
+    through a read-only map (only its pages are touched), the model subtree behind it (the weights) is
+    copied file to file. ``dest`` gets the same bytes ``canonicalize(src.read_bytes())`` returns."""
+    with open(src, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        front = None
+        if size:
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                front = _canonical_front(data)
+        head, start = front if front is not None else (b"", 0)
+        try:
+            with open(dest, "wb") as out:
+                out.write(head)
+                f.seek(start)
+                shutil.copyfileobj(f, out, _COPY_CHUNK)
+        except OSError as err:  # a failed write names its file (a full disk says which one)
+            if err.filename is None:
+                err.filename = str(dest)
+            raise
+
+
+_COPY_CHUNK = 16 << 20
+
+
+def _canonical_front(data: Buffer) -> tuple[bytes, int] | None:
+    """The rebuilt front part (root table, resolver) and where the old buffer's model subtree starts:
+    the canonical file is ``front + data[start:]``; None when the layout is not the one known here.
+
+    The builder never reads the subtree: only its length matters (offsets into it are distances from
+    the end of the buffer, alignment is taken modulo 8), so the builder holds a stand-in of a few bytes
+    instead of the weights, and every offset into the subtree is shifted by the bytes left out (a
+    multiple of 8; a shifted offset may be negative, the relative offset written is the same). The front
+    it writes is byte for byte the one a builder holding the whole subtree writes."""
     import flatbuffers
 
     if len(data) < 16 or data[4:8] != IDENTIFIER:
-        return data
+        return None
     r = _Reader(data)
     root = r.u32(0)
     model = r.ref(root, 1)
     res = r.ref(root, 3)
     version = r.ref(root, 0)
     if not model or not res:
-        return data
+        return None
     start = min(model, r.vtable(model))  # the model subtree was built first: it is the back of the buffer
     if res >= start or version and version < start and version > res:
-        return data
+        return None
     resolver = sorted(_read_resolver(r, res), key=lambda e: e[0])
-    tail = data[start:]
-    b = flatbuffers.Builder(len(data) + 1024)
+    tail_len = len(data) - start
+    refs = [len(data) - p for p in (model, version) if p >= start]  # offsets into the subtree (from the end)
+    left_out = tail_len // 8 * 8  # a multiple of 8: alignment is unchanged
+    while left_out and any(d == left_out for d in refs):  # an offset of 0 would read as "field absent"
+        left_out -= 8
+    stand_in = tail_len - left_out
+    b = flatbuffers.Builder(stand_in + 1024)
     b.minalign = 8
-    b.Prep(1, len(tail))
-    b.head -= len(tail)
-    b.Bytes[b.head : b.head + len(tail)] = tail
+    b.Prep(1, stand_in)
+    b.head -= stand_in
 
     def from_end(pos: int) -> int:  # a position in the old buffer as a builder offset (distance from the end)
-        return len(data) - pos
+        return len(data) - pos - left_out
 
     version_off = from_end(version) if version >= start else (b.CreateString(r.string(version)) if version else 0)
     def table_vector(offsets: list[int]) -> int:
@@ -135,11 +186,12 @@ def canonicalize(data: bytes) -> bytes:
     b.StartObject(4)
     b.PrependUOffsetTRelativeSlot(3, res_off, 0)
     b.PrependUOffsetTRelativeSlot(1, from_end(model), 0)
-    if version_off:
+    if version:
         b.PrependUOffsetTRelativeSlot(0, version_off, 0)
     session = b.EndObject()
     b.Finish(session, file_identifier=IDENTIFIER)
-    return bytes(b.Output())
+    out = b.Output()
+    return bytes(out[: len(out) - stand_in]), start
 
 
 def resolver_entries(data: bytes) -> Resolver:
@@ -149,7 +201,7 @@ def resolver_entries(data: bytes) -> Resolver:
     return sorted(_read_resolver(r, r.ref(root, 3)), key=lambda e: e[0])
 
 
-def format_version(data: bytes) -> int | None:
+def format_version(data: Buffer) -> int | None:
     """The InferenceSession's ``ort_version`` (field 0, a decimal string such as "6"); None if unreadable."""
     if len(data) < 16 or data[4:8] != IDENTIFIER:
         return None

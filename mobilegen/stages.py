@@ -34,7 +34,7 @@ from mobilegen.errors import (
     first_line,
 )
 from mobilegen.targets import BuildContext
-from mobilegen.verify import Expected, VerifyOptions, ort_runner, torch_reference
+from mobilegen.verify import Expected, VerifyOptions, ort_runner, release_memory, torch_reference
 from mobilegen.warnings import Notice
 
 if TYPE_CHECKING:
@@ -171,20 +171,9 @@ def reference(loaded: LoadedModel, onnx_model: OnnxModel, opts: VerifyOptions) -
 
     runner, label = reference_for(loaded, onnx_model)
     expected = reference_outputs(runner, onnx_model, opts, reference_label=label)
+    del runner  # an ONNX reference's session (its weights, its arena) goes now
+    release_memory()
     return expected, replace(loaded, module=None)  # the caller lets go of the module; convert frees it
-
-
-def release_memory() -> None:
-    """Hand freed memory back to the OS before a heavy stage (glibc keeps freed heap pages otherwise, and
-    a 1 GB model's PyTorch weights would count again in the conversion's peak)."""
-    import ctypes
-    import gc
-
-    gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to do
-        pass
 
 
 def artifact_label(model: ShippedModel, kind: str, models: Sequence[ShippedModel]) -> str:

@@ -164,6 +164,10 @@ def ort_runner(path: Path, *, basic_only: bool = False) -> Callable[[dict[str, n
     so.log_severity_level = 4  # failures are reported by mobilegen, with their message; no log line of its own
     if basic_only:
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    # A few runs per session: no memory arena. The CPU arena's memory outlives the session in this process
+    # (it is reused, never returned: a large model's reference kept ~1x its weights through the rest of
+    # the build); without it, what a run allocates is freed with it. Same kernels, same results.
+    so.enable_cpu_mem_arena = False
     session = ort.InferenceSession(str(path), sess_options=so, providers=["CPUExecutionProvider"])
 
     def run(arrays: dict[str, np.ndarray]) -> list[np.ndarray]:
@@ -345,17 +349,12 @@ def verify(
     sorts (``--top-k``'s ``scores``): their argmax is the first column in every run, so the table shows no
     top-1 agreement for them (it would always be 1)."""
     out_names = [o.name for o in onnx_model.io.outputs]
-    runners: dict[str, Callable[[dict[str, np.ndarray]], list[np.ndarray]]] = {}
-    for label, path in artifacts.items():
-        try:
-            runners[label] = ort_runner(path)
-        except Exception as err:  # noqa: BLE001 — ORT load failures are plain exceptions
-            raise VerificationError(f"onnxruntime cannot load the {label} artifact: {first_line(err)}", hint="rerun with --debug") from err
     if not isinstance(reference, Expected):
         reference = reference_outputs(reference, onnx_model, options, reference_label=reference_label)
+    runs = _artifact_runs(reference, artifacts)
     degenerate = degenerate_outputs(reference, out_names, options.atol, options.rtol)
     accepted = {d.output: f"degenerate reference ({d.short}), accepted with --allow-degenerate" for d in degenerate if options.allow_degenerate}
-    rows = _rows(reference, runners, out_names, options, accepted, sorted_outputs)
+    rows = _rows(reference, runs, out_names, options, accepted, sorted_outputs)
     golden = [GoldenCase(dict(arrays), dict(zip(out_names, expected, strict=True))) for arrays, expected in zip(reference.cases, reference.outputs, strict=True)]
     npz = mgv = None
     cases: list[Path] = []
@@ -379,9 +378,49 @@ def verify(
     return report
 
 
+Run = list[np.ndarray] | Exception  # an artifact's outputs on one case, or what it raised
+
+
+def _artifact_runs(reference: Expected, artifacts: Mapping[str, Path]) -> dict[str, list[Run]]:
+    """Every artifact's outputs on every case, one onnxruntime session at a time: each session (and its
+    copy of the weights) is let go before the next one loads, so a large model's verification holds one
+    model in memory, not one per artifact."""
+    runs: dict[str, list[Run]] = {}
+    total = len(reference.cases) * len(artifacts)
+    for i, (label, path) in enumerate(artifacts.items()):
+        try:
+            run = ort_runner(path)
+        except Exception as err:  # noqa: BLE001 — ORT load failures are plain exceptions
+            raise VerificationError(f"onnxruntime cannot load the {label} artifact: {first_line(err)}", hint="rerun with --debug") from err
+        got: list[Run] = []
+        for k, arrays in enumerate(reference.cases, 1):
+            progress.count("verifying", i * len(reference.cases) + k, total)
+            try:
+                got.append(run(arrays))
+            except Exception as err:  # noqa: BLE001
+                got.append(err)
+        runs[label] = got
+        del run  # the session goes now, before the next artifact's loads
+        release_memory()
+    return runs
+
+
+def release_memory() -> None:
+    """Collect what was let go and hand freed heap pages back to the OS (glibc keeps them otherwise), so
+    a stage's peak does not count the previous stage's model."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to do
+        pass
+
+
 def _rows(
     reference: Expected,
-    runners: Mapping[str, Callable[[dict[str, np.ndarray]], list[np.ndarray]]],
+    runs: Mapping[str, list[Run]],
     out_names: list[str],
     options: VerifyOptions,
     accepted: Mapping[str, str],
@@ -389,13 +428,11 @@ def _rows(
 ) -> list[VerifyRow]:
     rows: list[VerifyRow] = []
     labels = list(reference.labels) or case_labels([Case(arrays, "") for arrays in reference.cases])
-    for k, (case, arrays, expected) in enumerate(zip(labels, reference.cases, reference.outputs, strict=True), 1):
-        progress.count("verifying", k, len(reference.cases))
-        for label, run in runners.items():
-            try:
-                got = run(arrays)
-            except Exception as err:  # noqa: BLE001
-                rows.append(VerifyRow(label, case, "*", math.inf, math.inf, 0.0, None, False, f"run failed: {first_line(err, 200)}"))
+    for k, (case, expected) in enumerate(zip(labels, reference.outputs, strict=True)):
+        for label, artifact_runs in runs.items():
+            got = artifact_runs[k]
+            if isinstance(got, Exception):
+                rows.append(VerifyRow(label, case, "*", math.inf, math.inf, 0.0, None, False, f"run failed: {first_line(got, 200)}"))
                 continue
             if len(got) != len(expected):
                 rows.append(VerifyRow(label, case, "*", math.inf, math.inf, 0.0, None, False, f"{_count(len(got), 'output')}, expected {len(expected)}"))

@@ -54,3 +54,60 @@ def test_canonicalize_is_idempotent_and_keeps_content(tmp_path: Path) -> None:
     assert canonicalize(data) == data
     assert resolver_entries(canonicalize(data)) == resolver_entries(data)
     assert canonicalize(b"not an ort file") == b"not an ort file"
+
+
+def _onnxruntime_converter(src: Path, out: Path, style: str) -> tuple[bytes, str]:
+    """The .ort and config onnxruntime's own converter writes (the .ort as written, not canonical)."""
+    import contextlib
+    import io
+    import os
+
+    from onnxruntime.tools.convert_onnx_models_to_ort import OptimizationStyle, convert_onnx_models_to_ort
+
+    os.environ["ORT_CONVERT_ONNX_MODELS_TO_ORT_OPTIMIZATION_LEVEL"] = "all"
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            convert_onnx_models_to_ort(src, output_dir=out, optimization_styles=[OptimizationStyle.Runtime if style == "runtime" else OptimizationStyle.Fixed])
+    finally:
+        os.environ.pop("ORT_CONVERT_ONNX_MODELS_TO_ORT_OPTIMIZATION_LEVEL", None)
+    (ort_file,) = out.glob("*.ort")
+    (config,) = out.glob("*.config")
+    return ort_file.read_bytes(), config.read_text(encoding="utf-8")
+
+
+def if_model(path: Path) -> Path:
+    """A model with a subgraph (its ops must be in the config too)."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    c = helper.make_tensor_value_info("c", TensorProto.BOOL, [])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    then_g = helper.make_graph([helper.make_node("Relu", ["x"], ["t"])], "then", [], [helper.make_tensor_value_info("t", TensorProto.FLOAT, [2, 3])])
+    else_g = helper.make_graph([helper.make_node("Sigmoid", ["x"], ["e"])], "else", [], [helper.make_tensor_value_info("e", TensorProto.FLOAT, [2, 3])])
+    node = helper.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g)
+    onnx.save(helper.make_model(helper.make_graph([node], "g", [x, c], [y]), opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    return path
+
+
+def test_conversion_matches_onnxruntimes_converter(tmp_path: Path) -> None:
+    """mobilegen's conversion (no prepacking, operators read through a map, canonicalized file to file)
+    writes what onnxruntime's converter writes, canonicalized, and the same operator config."""
+    from mobilegen.convert import _clean_config
+
+    for make in (small_model, if_model):
+        src = make(tmp_path / f"{make.__name__}.onnx")
+        for style in ("runtime", "fixed"):
+            raw, config = _onnxruntime_converter(src, tmp_path / f"ort-{make.__name__}-{style}", style)
+            ours = tmp_path / f"{make.__name__}-{style}.ort"
+            convert_to_ort(OnnxModel(path=src, io=IOSpec(()), opset=17, exporter="passthrough"), ours, tmp_path / "c.config", style=style)
+            assert ours.read_bytes() == canonicalize(raw)
+            assert (tmp_path / "c.config").read_text(encoding="utf-8") == _clean_config(config, ours.name)
+            assert ("Sigmoid" in config) == (make is if_model)  # a subgraph's op
+
+
+def test_canonicalize_file_is_canonicalize(tmp_path: Path) -> None:
+    from mobilegen.ortformat import canonicalize_file
+
+    raw, _ = _onnxruntime_converter(small_model(tmp_path / "m.onnx"), tmp_path / "out", "runtime")
+    for data in (raw, canonicalize(raw), b"not an ort file", b""):
+        (tmp_path / "in.ort").write_bytes(data)
+        canonicalize_file(tmp_path / "in.ort", tmp_path / "out.ort")
+        assert (tmp_path / "out.ort").read_bytes() == canonicalize(data)
