@@ -181,7 +181,7 @@ def notices(advice: Advice | None) -> list[Notice]:
         changes = ", ".join(c.text() for c in advice.comparisons)
         text = (
             f"the {advice.other_exporter} exporter places this model better than the {advice.built_exporter} exporter "
-            f"(measured, same graph passes): {changes}; {todo}"
+            f"(measured, same graph passes): {changes}; {todo} (--no-compare-exporters skips this measurement)"
         )
     else:
         split = ", ".join(c.text() for c in advice.comparisons if c.built.partitions > 1)
