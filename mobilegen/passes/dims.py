@@ -47,6 +47,18 @@ def fix_dynamic_dims(model: OnnxModel) -> tuple[OnnxModel, dict[str, int]]:
     return replace(model, io=onnx_io_spec(proto), notes=_fold(proto, model.notes)), fixed
 
 
+FOLD_NOTE = "fold-if: {} node(s) of If nodes on a constant condition (the fixed shapes, --const) inlined"
+
+
+def folded_nodes(model: OnnxModel) -> int:
+    """How many nodes :func:`fix_dynamic_dims` folded (its note says: the model carries no other record)."""
+    head, _, tail = FOLD_NOTE.partition("{}")
+    for note in model.notes:
+        if note.startswith(head) and note.endswith(tail) and note[len(head) : len(note) - len(tail)].isdigit():
+            return int(note[len(head) : len(note) - len(tail)])
+    return 0
+
+
 def _fold(proto: onnx.ModelProto, notes: tuple[str, ...]) -> tuple[str, ...]:
     """``fold-if`` on the Ifs the (fixed) shapes decide; ``notes`` with what it did."""
     from mobilegen.passes.fold_if import fold_unjudged
@@ -55,7 +67,7 @@ def _fold(proto: onnx.ModelProto, notes: tuple[str, ...]) -> tuple[str, ...]:
     if error is not None:
         return (*notes, f"fold-if failed and was skipped: {error}")
     if folded:
-        return (*notes, f"fold-if: {folded} node(s) of If nodes on a constant condition (the fixed shapes, --const) inlined")
+        return (*notes, FOLD_NOTE.format(folded))
     return notes
 
 

@@ -324,6 +324,9 @@ class FixPlan:
 
     targets: tuple[TargetFix, ...]
     notices: tuple[Notice, ...] = field(default=())
+    # passes already applied to the base before any target was judged (fold-if on constant Ifs): at the
+    # head of every target's ``applied``, not applied again when the models are written
+    pre: tuple[AppliedFix, ...] = ()
 
     def groups(self) -> list[tuple[tuple[str, ...], TargetFix]]:
         """(targets, the first one's outcome) per distinct list of kept passes, in target order."""
@@ -345,8 +348,9 @@ def plan(
 ) -> FixPlan:
     """Decide, for each (target name, its providers), which passes help it. The base model's graph is
     the same afterwards, but for the Ifs on a constant, folded first for every target (``fold-if``,
-    unjudged: listed first in each target's ``tried``)."""
+    unjudged: first in each target's ``applied`` and ``tried``, :attr:`FixPlan.pre`)."""
     from mobilegen import providers
+    from mobilegen.passes.dims import folded_nodes
     from mobilegen.passes.fold_if import fold_unjudged
 
     proto = _proto(base)
@@ -356,9 +360,8 @@ def plan(
     # onnxruntime inlines them itself when it loads the model, and crashes on nested ones (silero-vad
     # saved with static shapes), so they are folded for every target before the first analysis, unjudged
     folded, fold_error = fold_unjudged(proto) if opts.enabled and all_eps else (0, None)
-    pre: tuple[Tried, ...] = ()
-    if folded:
-        pre = (Tried("fold-if", folded, True, "an If on a constant: onnxruntime would inline it when it loads the model"),)
+    folded += folded_nodes(base)  # those fixed-dims folded (the same rewrite, for the same reason)
+    pre = (AppliedFix("fold-if", folded),) if folded else ()
 
     def base_reports(eps: Sequence[EPTarget]) -> Callable[[], Sequence[CoverageReport]]:
         def get() -> Sequence[CoverageReport]:
@@ -376,12 +379,16 @@ def plan(
         declared = [f for ep in eps for f in providers.get(ep.ep).fixes]
         candidates = registry.candidates(declared, opts.approximate) if opts.enabled else ()
         outcome = improve(proto, eps, candidates, target=name, analyse=analyse, before=base_reports(eps), in_order=True)
-        outcomes.append(replace(outcome, tried=(*pre, *outcome.tried)) if pre else outcome)
+        if pre:
+            why = "an If on a constant: onnxruntime would inline it when it loads the model (not judged)"
+            tried = (Tried("fold-if", folded, True, why), *outcome.tried)
+            outcome = replace(outcome, applied=(*pre, *outcome.applied), tried=tried)
+        outcomes.append(outcome)
         snap.restore(proto)
     notices = tuple(n for o in outcomes for n in o.notices)
     if fold_error is not None:
         notices = (_failed_notice("fold-if", "", fold_error), *notices)
-    return FixPlan(tuple(outcomes), notices)
+    return FixPlan(tuple(outcomes), notices, pre)
 
 
 def materialize(base: OnnxModel, fix_plan: FixPlan, root: Path, write: Callable[[OnnxModel], OnnxModel]) -> tuple[ShippedModel, ...]:
@@ -398,7 +405,7 @@ def materialize(base: OnnxModel, fix_plan: FixPlan, root: Path, write: Callable[
     for index, (names, outcome) in enumerate(groups):
         folder = model_folder(None if len(groups) == 1 else names[0])
         (root / folder).mkdir(parents=True, exist_ok=True)
-        for applied in outcome.applied:
+        for applied in outcome.applied[len(fix_plan.pre) :]:  # the plan's own are in the base already
             graph_pass = registry.get(applied.name)
             if apply_everywhere(graph_pass, proto) != applied.nodes:
                 raise InternalError(f"graph pass '{applied.name}' gave a different result on the same graph")

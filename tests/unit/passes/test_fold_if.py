@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -274,7 +275,7 @@ def test_fixed_dims_sizes_unnamed_dims_and_folds_the_ifs_that_test_them(tmp_path
     are folded with it (onnxruntime fails to inline nested ones itself)."""
     from mobilegen.artifacts import OnnxModel
     from mobilegen.load import onnx_io_spec
-    from mobilegen.passes.dims import fix_dynamic_dims
+    from mobilegen.passes.dims import fix_dynamic_dims, folded_nodes
 
     squeeze = _graph(
         [helper.make_node("Squeeze", ["x", "axis0"], ["sq"])],
@@ -317,6 +318,7 @@ def test_fixed_dims_sizes_unnamed_dims_and_folds_the_ifs_that_test_them(tmp_path
     assert fixed_model.io.is_static
     assert ops(proto) == ["Squeeze"]
     assert any(n.startswith("fold-if: 4 node(s)") for n in fixed_model.notes)
+    assert folded_nodes(fixed_model) == 4 and folded_nodes(model) == 0  # what the fix stage lists as fold-if
 
 
 def _silero_onnx() -> Path | None:
@@ -392,7 +394,7 @@ def test_a_build_folds_a_static_models_constant_ifs_for_every_target_before_judg
     from mobilegen.artifacts import OnnxModel
     from mobilegen.coverage import EPTarget
     from mobilegen.load import onnx_io_spec
-    from mobilegen.passes.stage import PassOptions, plan
+    from mobilegen.passes.stage import PassOptions, materialize, plan
 
     proto = vad_like(16000, nested=True)
     base = OnnxModel(path=tmp_path / "m.onnx", io=onnx_io_spec(proto), opset=17, exporter="passthrough", proto=proto)
@@ -400,7 +402,11 @@ def test_a_build_folds_a_static_models_constant_ifs_for_every_target_before_judg
     assert ops(proto) == ["Conv", "Relu", "Sigmoid"]
     for target in fix_plan.targets:
         assert target.tried[0].name == "fold-if" and target.tried[0].kept and target.tried[0].nodes == 5
-        assert "fold-if" not in target.key  # not re-applied when the models are written
+        assert target.applied[0].name == "fold-if"  # shown with the passes each provider's model got
+    assert [f.name for f in fix_plan.pre] == ["fold-if"]
+    written: list[OnnxModel] = []
+    shipped = materialize(base, fix_plan, tmp_path, lambda m: written.append(m) or replace(m, proto=None))
+    assert len(shipped) == 1 and ops(written[0].proto) == ["Conv", "Relu", "Sigmoid"]  # not folded twice
     off = vad_like(16000, nested=True)
     base_off = OnnxModel(path=tmp_path / "n.onnx", io=onnx_io_spec(off), opset=17, exporter="passthrough", proto=off)
     plan(base_off, [("android", [EPTarget("nnapi")])], PassOptions(enabled=False))  # --no-fix: as exported
