@@ -100,6 +100,17 @@ def _optimize(model: onnx.ModelProto | None, source: Path | None = None) -> tupl
                 raise InternalError(f"the model file {source} is missing")
             large = model_bytes(model) > _TWO_GB  # not ByteSize(): it raises EncodeError past 2 GiB
             onnx.save_model(model, str(src), save_as_external_data=large, location="model.onnx.data")
+        if model is not None and _nested_if(model.graph):
+            # onnxruntime (1.32) crashes the process instead of raising when it cannot inline a nested If
+            # (silero-vad with fixed dims: Graph::InlineIfSubgraph) and is asked to save the optimized model:
+            # load it once without saving, where the same failure is an exception
+            probe = ort.SessionOptions()
+            probe.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+            probe.log_severity_level = 3
+            try:
+                ort.InferenceSession(str(src), probe, providers=["CPUExecutionProvider"])
+            except Exception as err:  # noqa: BLE001 — as below
+                return None, f"onnxruntime could not load the model on CPU ({first_line(err)}); analysed the graph as given"
         so = ort.SessionOptions()
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
         so.optimized_model_filepath = str(dst)
@@ -112,6 +123,18 @@ def _optimize(model: onnx.ModelProto | None, source: Path | None = None) -> tupl
             first = first_line(err)
             return None, f"onnxruntime could not load the model on CPU ({first}); analysed the graph as given"
         return onnx.load(str(dst), load_external_data=False), None
+
+
+def _nested_if(graph: onnx.GraphProto, inside: bool = False) -> bool:
+    """Whether an If sits inside the body of a control-flow node."""
+    for node in graph.node:
+        if inside and node.op_type == "If":
+            return True
+        for a in node.attribute:
+            for sub in (a.g,) if a.type == onnx.AttributeProto.GRAPH else tuple(a.graphs):
+                if _nested_if(sub, True):
+                    return True
+    return False
 
 
 def _infer_shapes(model: onnx.ModelProto) -> tuple[onnx.ModelProto, str | None]:

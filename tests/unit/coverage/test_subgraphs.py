@@ -169,3 +169,19 @@ def test_a_nested_body_knows_the_main_graphs_tensors_it_reads() -> None:
     assert by["outer/then_branch/inner/then_branch/conv"].supported, by["outer/then_branch/inner/then_branch/conv"].reasons
     assert by["outer/else_branch/conv3"].supported
     assert (report.supported_nodes, report.total_nodes) == (3, 5)
+
+
+def test_an_if_inside_a_body_is_probed_before_onnxruntime_saves_the_optimized_model() -> None:
+    """onnxruntime crashes instead of raising when it cannot inline a nested If while saving the optimized
+    model (silero-vad with fixed dims, tests/unit/passes/test_fold_if.py): such models are loaded once
+    without saving first."""
+    from mobilegen.coverage.analyze import _nested_if
+
+    flat = vad_like(sr_bound=False)
+    assert not _nested_if(flat.graph)
+    inner = helper.make_node("If", ["c2"], ["o"], then_branch=_body([helper.make_node("Relu", ["x"], ["a"])], "a"),
+                             else_branch=_body([helper.make_node("Neg", ["x"], ["b"])], "b"))
+    nested = vad_like(sr_bound=False)
+    branch = next(a for a in nested.graph.node[1].attribute if a.name == "then_branch").g
+    branch.node.append(inner)
+    assert _nested_if(nested.graph)
