@@ -18,7 +18,7 @@ import contextlib
 import logging
 import os
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,8 +48,20 @@ class QuantizedModel:
     quantized_nodes: int  # ops inside QDQ units (int8), integer ops (dynamic), ops computing in fp16 (fp16)
 
 
-def quantize(src: Path, recipe: Recipe, calib: Calibration, dest: Path, *, method: CalibrationMethod = "minmax") -> QuantizedModel:
-    """Write ``dest``: ``src`` quantized as ``recipe`` says."""
+def quantize(
+    src: Path,
+    recipe: Recipe,
+    calib: Calibration,
+    dest: Path,
+    *,
+    method: CalibrationMethod = "minmax",
+    exclude: Sequence[str] = (),
+    ranges: Path | None = None,
+) -> QuantizedModel:
+    """Write ``dest``: ``src`` quantized as ``recipe`` says, the nodes named in ``exclude`` left float (int8;
+    :mod:`mobilegen.quantize.judged` narrows a recipe so). ``ranges``: a calibration cache (JSON) of the
+    activation ranges: written by the first int8 call that gets a path that does not exist yet, read by
+    the next ones (a narrowed recipe is calibrated once, not once per round)."""
     import onnx
 
     from mobilegen.export import quiet  # imports numpy: not at package import
@@ -65,7 +77,7 @@ def quantize(src: Path, recipe: Recipe, calib: Calibration, dest: Path, *, metho
                 else:
                     pre = _preprocess(src, work, recipe)
                     if recipe.mode == "int8":
-                        _static_for_provider(pre, out, recipe, calib, method)
+                        _static_for_provider(pre, out, recipe, calib, method, exclude, ranges or work / "ranges.json")
                     else:
                         _dynamic(pre, out, recipe)
         except (MemoryError, KeyboardInterrupt):
@@ -77,9 +89,10 @@ def quantize(src: Path, recipe: Recipe, calib: Calibration, dest: Path, *, metho
                 f"onnxruntime could not quantize the model ({recipe.mode}, {recipe.provider}): {first_line(err)}",
                 hint="try another --quantize mode, or ship fp32 (drop --quantize); rerun with --debug for the trace",
             ) from err
-        model = onnx.load_model(str(out), load_external_data=True)
+        model = onnx.load_model(str(out), load_external_data=False)  # only the nodes are counted
         _check_loads(src, out)
         count = _count(model, recipe)
+        del model
         tmp = dest.with_name(dest.name + ".tmp")
         shutil.copyfile(out, tmp)
         os.replace(tmp, dest)
@@ -152,9 +165,9 @@ def _preprocess(src: Path, work: Path, recipe: Recipe) -> Path:
         logging.getLogger(__name__).debug("quant_pre_process failed", exc_info=True)
         shutil.copyfile(src, pre)
     if recipe.provider == "nnapi" and recipe.mode == "int8":
-        return named_nodes(_maxpool_out_of_units(_flatten_as_reshape(pre, work), work), work)
+        return named_nodes(_own_biases(_maxpool_out_of_units(_flatten_as_reshape(pre, work), work), work), work)
     if recipe.mode == "int8" and recipe.op_types:
-        return named_nodes(pre, work)
+        return named_nodes(_own_biases(pre, work), work)
     if recipe.provider == "qnn" and recipe.mode == "int8":
         import onnx
         from onnxruntime.quantization.execution_providers.qnn import qnn_preprocess_model
@@ -214,6 +227,50 @@ def _maxpool_out_of_units(pre: Path, work: Path) -> Path:
     return out
 
 
+_BIAS_OPS = ("Conv", "Gemm", "ConvTranspose")  # input 2: the bias onnxruntime.quantization makes int32
+
+
+def _own_biases(pre: Path, work: Path) -> Path:
+    """``pre`` with a copy of its bias initializer for every Conv/Gemm whose bias is shared (with another
+    node, or used as another input too). onnxruntime.quantization quantizes a tensor once: a shared bias
+    (the exporter merges equal constants: zero-initialised Linear biases of a ``transformers`` model, or
+    the MatMul+Add that ``quant_pre_process`` fuses into a Gemm) gets the uint8 QDQ of its first consumer
+    instead of the int32 one a bias needs, ORT's Gemm/Conv selector then forms no node unit, and the float
+    Gemm left between the DQs — its B a DequantizeLinear output, not a constant, with transB=0 — is
+    refused by NNAPI (gemm_op_builder.cc): the ConvNeXt and ViT configs' int8 models split there."""
+    import onnx
+
+    model = onnx.load_model(str(pre), load_external_data=True)
+    g = model.graph
+    inits = {t.name: t for t in g.initializer}
+    uses: dict[str, int] = {}
+    for n in g.node:
+        for x in n.input:
+            uses[x] = uses.get(x, 0) + 1
+    changed = False
+    used = set(inits) | {o for n in g.node for o in n.output}
+    for n in g.node:
+        if n.op_type not in _BIAS_OPS or len(n.input) < 3 or n.input[2] not in inits or uses[n.input[2]] < 2:
+            continue
+        name, k = f"{n.input[2]}_{n.name or n.op_type}_bias", 0
+        while name in used:
+            k += 1
+            name = f"{n.input[2]}_{n.name or n.op_type}_bias{k}"
+        copy = onnx.TensorProto()
+        copy.CopyFrom(inits[n.input[2]])
+        copy.name = name
+        g.initializer.append(copy)
+        used.add(name)
+        uses[n.input[2]] -= 1
+        n.input[2] = name
+        changed = True
+    if not changed:
+        return pre
+    out = work / "pre-bias.onnx"
+    onnx.save_model(model, str(out))
+    return out
+
+
 def _qtype(name: str) -> Any:
     from onnxruntime.quantization import QuantType
 
@@ -234,29 +291,39 @@ def _method(method: CalibrationMethod) -> Any:
 _UNIT_ROUNDS = 3
 
 
-def _static_for_provider(pre: Path, out: Path, recipe: Recipe, calib: Calibration, method: CalibrationMethod) -> None:
+def _static_for_provider(
+    pre: Path, out: Path, recipe: Recipe, calib: Calibration, method: CalibrationMethod, exclude: Sequence[str], ranges: Path
+) -> None:
     """``_static``, then again without quantizing the consumers that made a unit the provider refuses.
 
     The recipe quantizes only ops whose units the provider takes, but a float op between a DQ and the Q its
     consumer adds for its own input (GlobalAveragePool or ReduceMean before a quantized Gemm) still forms
     an ORT node unit (``NodeGroup::CanCreateNodeGroup`` looks at the graph, not at what was meant), which the
     provider refuses whole. Where the provider takes that op in float and standalone Q/DQ (NNAPI), the
-    consumer is left float: the unit goes away and the op, the DQ and the Q run on the provider."""
-    exclude: list[str] = []
+    consumer is left float: the unit goes away and the op, the DQ and the Q run on the provider.
+    ``exclude``: nodes to leave float from the start; ``ranges``: the calibration cache every round shares."""
+    left = list(exclude)
     for _ in range(_UNIT_ROUNDS):
-        _static(pre, out, recipe, calib, method, exclude)
-        more = [name for name in refused_unit_breakers(out, recipe) if name not in exclude]
+        _static(pre, out, recipe, calib, method, left, ranges)
+        more = [name for name in refused_unit_breakers(out, recipe) if name not in left]
         if not more:
             return
-        exclude += more
-    _static(pre, out, recipe, calib, method, exclude)
+        left += more
+    _static(pre, out, recipe, calib, method, left, ranges)
 
 
 def _static(
-    pre: Path, out: Path, recipe: Recipe, calib: Calibration, method: CalibrationMethod, exclude: list[str] | None = None
+    pre: Path, out: Path, recipe: Recipe, calib: Calibration, method: CalibrationMethod, exclude: list[str] | None = None,
+    ranges: Path | None = None,
 ) -> None:
     from onnxruntime.quantization import QuantFormat, quantize_static
 
+    # The activation ranges are computed once and read back (onnxruntime's calibration cache): every round
+    # of a narrowed recipe calibrates the same tensors (leaving nodes float only drops some of them).
+    if method in ("entropy", "percentile"):
+        cache: Path | None = _histogram_ranges(pre, recipe, calib, method, ranges)
+    else:
+        cache = ranges
     if recipe.provider == "qnn":
         from onnxruntime.quantization.execution_providers.qnn import get_qnn_qdq_config
 
@@ -275,14 +342,14 @@ def _static(
             str(pre),
             str(out),
             config.calibration_data_reader,
-            calibration_cache_path=_entropy_ranges(pre, recipe, calib) if method == "entropy" else None,
+            calibration_cache_path=cache,
             calibrate_method=config.calibrate_method,
             quant_format=config.quant_format,
             activation_type=config.activation_type,
             weight_type=config.weight_type,
             op_types_to_quantize=config.op_types_to_quantize,
             nodes_to_quantize=config.nodes_to_quantize,
-            nodes_to_exclude=config.nodes_to_exclude,
+            nodes_to_exclude=list(dict.fromkeys([*(config.nodes_to_exclude or ()), *(exclude or ())])) or None,
             per_channel=config.per_channel,
             reduce_range=config.reduce_range,
             use_external_data_format=config.use_external_data_format,
@@ -294,7 +361,7 @@ def _static(
         str(pre),
         str(out),
         _reader(calib.samples),
-        calibration_cache_path=_entropy_ranges(pre, recipe, calib) if method == "entropy" else None,
+        calibration_cache_path=cache,
         quant_format=QuantFormat.QDQ,
         op_types_to_quantize=list(recipe.op_types) or None,
         nodes_to_exclude=list(exclude or ()) or None,
@@ -312,28 +379,40 @@ def _static(
     )
 
 
-def _entropy_ranges(pre: Path, recipe: Recipe, calib: Calibration) -> Path:
-    """Entropy (KL) ranges computed with 512 histogram bins, handed to ``quantize_static`` as its
+def _histogram_ranges(pre: Path, recipe: Recipe, calib: Calibration, method: CalibrationMethod, cache: Path | None = None) -> Path:
+    """Percentile ranges (onnxruntime's defaults), or entropy (KL) ranges computed with 512 histogram bins, handed to ``quantize_static`` as its
     calibration cache: through ``quantize_static`` the entropy calibrator keeps its defaults of 128 bins and
     128 quantized bins, whose only candidate threshold is the full range — min-max under another name
     (measured: identical scales). ``create_calibrator`` in onnxruntime/python/tools/quantization/calibrate.py.
     ORT's KL search is Python: 2048 bins (TensorRT's count) took 95 s on the 37-tensor transformer fixture,
-    512 bins 14 s."""
-    from onnxruntime.quantization import CalibrationMethod as OrtMethod
+    512 bins 14 s. Both histogram calibrators keep every tensor of every sample of one ``collect_data``
+    call (the model's whole activations, times the samples): they get a few samples at a time."""
     from onnxruntime.quantization.calibrate import create_calibrator, save_tensors_data
 
+    cache = cache or pre.with_name(f"{method}-ranges.json")
+    if cache.is_file():
+        return cache
     calibrator = create_calibrator(
         pre,
         list(recipe.op_types) or None,
-        augmented_model_path=str(pre.with_name("entropy-augmented.onnx")),
-        calibrate_method=OrtMethod.Entropy,
+        augmented_model_path=str(pre.with_name(f"{method}-augmented.onnx")),
+        calibrate_method=_method(method),
         providers=["CPUExecutionProvider"],
-        extra_options={"num_bins": 512, "num_quantized_bins": 128},
+        extra_options={"num_bins": 512, "num_quantized_bins": 128} if method == "entropy" else {},
     )
-    calibrator.collect_data(_reader(calib.samples))
-    cache = pre.with_name("entropy-ranges.json")
+    for batch in _batches(calib.samples):  # histograms of a few samples at a time: each run keeps every tensor
+        calibrator.collect_data(_reader(batch))
     save_tensors_data(calibrator.compute_data(), cache)
     return cache
+
+
+_BATCH = 4  # samples per collect_data call of the histogram (entropy) calibrator
+
+
+def _batches(samples: Mapping[str, np.ndarray]) -> Iterator[dict[str, np.ndarray]]:
+    n = int(next(iter(samples.values())).shape[0])
+    for i in range(0, n, _BATCH):
+        yield {k: v[i : i + _BATCH] for k, v in samples.items()}
 
 
 def _conv_per_channel(pre: Path) -> dict[str, list[dict[str, Any]]]:

@@ -77,6 +77,8 @@ class Refusal:
     mode: QuantizeMode
     provider: str
     reason: str
+    # a judged recipe refused (mobilegen.quantize.judged): the coverage that refused it (fp32, recipe, narrowed)
+    coverage: dict[str, JSONValue] | None = None
 
     def record(self) -> dict[str, JSONValue]:
         return {"mode": self.mode, "provider": self.provider, "refused": True, "reason": self.reason}

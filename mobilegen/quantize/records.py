@@ -80,6 +80,9 @@ class QuantizationRecord:
     output_step: float = 0.0  # the largest DequantizeLinear scale producing an output (golden_atol covers two)
     # how golden_atol was derived from the model's own golden outputs (mobilegen.quantize.golden.derive_tolerance)
     golden_tolerance: dict[str, JSONValue] = field(default_factory=dict)
+    # int8 judged on the target's first provider (mobilegen.quantize.judged.Judgement.record): provider, fp32 /
+    # recipe / quantized coverage counts, left_float, rounds, refused; {} when not judged (no provider, convert)
+    coverage: dict[str, JSONValue] = field(default_factory=dict)
 
     @property
     def quantized(self) -> bool:
@@ -95,6 +98,8 @@ class QuantizationRecord:
 
     def to_dict(self) -> dict[str, JSONValue]:
         out: dict[str, JSONValue] = {"mode": self.mode, "shipped": self.shipped, "reason": self.reason}
+        if self.coverage:
+            out["coverage"] = self.coverage
         if not self.quantized:
             return out
         return out | {

@@ -100,6 +100,7 @@ class _Group:
     targets: tuple[str, ...]
     recipe: Any  # Recipe, or None for fp32
     refusal: Any = None  # Refusal (for the record), when fp32 because of it
+    judged_on: EPTarget | None = None  # the first provider of the targets' chain: the recipe is judged on it
 
 
 def quantize_build(
@@ -173,7 +174,11 @@ def _plan(models: Sequence[ShippedModel], chosen: Sequence[Chosen], mode: Quanti
             key = (m.folder, json.dumps(decision.record(), sort_keys=True, default=str))
             recipe, refusal = decision, None
         old = groups.get(key)
-        groups[key] = _Group(m, (*old.targets, c.target.name) if old else (c.target.name,), recipe, refusal if old is None else old.refusal)
+        first = chain[0] if chain and recipe is not None and recipe.mode == "int8" else None  # judged (mobilegen.quantize.judged)
+        groups[key] = _Group(
+            m, (*old.targets, c.target.name) if old else (c.target.name,), recipe, refusal if old is None else old.refusal,
+            first if old is None else old.judged_on,
+        )  # fmt: skip
     return list(groups.values()), notices
 
 
@@ -183,7 +188,9 @@ def refused_notice(mode: str, display: str, reason: str, target: str) -> Notice:
 
 def _unquantized_ship_fp32(groups: list[_Group], built: dict[int, _Built], mode: QuantizeMode, notices: list[Notice]) -> tuple[list[_Group], dict[int, _Built]]:
     """A recipe that found none of its ops in the model (XNNPACK's int8 quantizes Conv/MaxPool/ConvTranspose
-    only: a transformer keeps every MatMul float) quantized nothing: that group ships its fp32 model, with the
+    only: a transformer keeps every MatMul float) quantized nothing, and one whose quantized model places
+    worse on the target's first provider than the fp32 model even after narrowing (``_Built.refused``,
+    :mod:`mobilegen.quantize.judged`) would slow the app down: that group ships its fp32 model, with the
     reason, like a provider's refusal. Returns the groups (fp32 groups of one model merged) and what stays built."""
     from mobilegen.quantize import Refusal
     from mobilegen.targets import get as target
@@ -192,16 +199,24 @@ def _unquantized_ship_fp32(groups: list[_Group], built: dict[int, _Built], mode:
     kept: dict[int, _Built] = {}
     for i, g in enumerate(groups):
         b = built.get(i)
-        if b is not None and not b.record.quantized_nodes:
+        if b is not None and (b.refused or not b.record.quantized_nodes):
             provider = str(getattr(g.recipe, "provider", "?"))
             ops = ", ".join(getattr(g.recipe, "op_types", ()) or ()) or "its default set"
-            reason = (
+            reason = b.refused or (
                 f"the model has none of the ops the {provider} recipe quantizes ({ops}), so nothing in it would be "
                 "quantized; choose another --quantize mode (dynamic suits transformer MatMuls) or drop --quantize"
             )
+            left = b.record.coverage.get("left_float")
+            if not b.refused and isinstance(left, list) and left:  # narrowing left every quantized op float
+                reason = (
+                    f"every op the {provider} recipe quantized had to be left float to keep the "
+                    f"{b.record.coverage.get('provider')} placement of the fp32 model "
+                    f"(left float: {', '.join(str(x) for x in left)[:300]}), so nothing would be quantized"
+                )
             for t in g.targets:
                 notices.append(refused_notice(mode, target(t).display_name, reason, t))
-            g, b = replace(g, recipe=None, refusal=Refusal(mode, provider, reason)), None
+            coverage = b.record.coverage
+            g, b = replace(g, recipe=None, refusal=Refusal(mode, provider, reason, coverage)), None
         same = next((k for k, o in enumerate(out) if g.recipe is None and o.recipe is None and o.source.folder == g.source.folder), None)
         if same is not None:  # one fp32 model for every target that ships it
             out[same] = replace(out[same], targets=(*out[same].targets, *g.targets))
@@ -223,7 +238,8 @@ def untrustworthy_notice(source: str, count: int) -> Notice:
 
 def _refused(g: _Group, mode: str) -> ShippedModel:
     reason = g.refusal.reason if g.refusal is not None else ""
-    return replace(g.source, targets=g.targets, quantization=QuantizationRecord(mode, "fp32", reason))
+    coverage = dict(getattr(g.refusal, "coverage", None) or {})
+    return replace(g.source, targets=g.targets, quantization=QuantizationRecord(mode, "fp32", reason, coverage=coverage))
 
 
 @dataclass(frozen=True)
@@ -234,6 +250,7 @@ class _Built:
     onnx: OnnxModel
     ort: OrtModel
     record: QuantizationRecord
+    refused: str = ""  # the judged recipe still places worse than fp32: ship fp32, for this reason
 
 
 def sorted_outputs(task: TaskSpec | None) -> tuple[str, ...]:
@@ -256,7 +273,16 @@ def _quantize_group(g: _Group, q: QuantizeOptions, calib: Any, work: Path, style
 
     work.mkdir(parents=True)
     src = g.source.onnx.path
-    qm = quantize(src, g.recipe, calib, work / "quantized.onnx", method=q.method)
+    judgement = None
+    if g.judged_on is not None:  # narrowed until it places no worse than fp32 on the first provider, or refused
+        from mobilegen.quantize.judged import judged_quantize
+
+        qm, judgement = judged_quantize(src, g.recipe, calib, work / "quantized.onnx", g.judged_on, method=q.method)
+        if judgement.refused or not qm.quantized_nodes:  # ships fp32: no conversion nor gate for a model not shipped
+            record = QuantizationRecord(str(q.mode), str(q.mode), quantized_nodes=int(qm.quantized_nodes), coverage=judgement.record())
+            return _Built(work, g.source.onnx, g.source.converted(), record, judgement.refused)
+    else:
+        qm = quantize(src, g.recipe, calib, work / "quantized.onnx", method=q.method)
     proto = onnx.load(str(qm.path))
     model = write_onnx(replace(g.source.onnx, path=work / MODEL_ONNX_NAME, opset=opset_of(proto), proto=proto))
     _check_io(g.source.onnx, model)
@@ -291,6 +317,7 @@ def _quantize_group(g: _Group, q: QuantizeOptions, calib: Any, work: Path, style
         min_cosine=float(q.min_cosine),
         min_top1=float(q.min_top1),
         output_step=step,  # golden_atol is derived from the model's own golden outputs (write_golden)
+        coverage=judgement.record() if judgement is not None else {},
     )
     return _Built(work, replace(model, path=work / MODEL_ONNX_NAME), ort, record)
 
@@ -357,13 +384,14 @@ def _place_fp32(g: _Group, park: Path, dest: Path, folder: str, mode: str, root:
     m = g.source
     ort = m.converted()
     reason = g.refusal.reason if g.refusal is not None else ""
+    coverage = dict(getattr(g.refusal, "coverage", None) or {})
     return replace(
         m,
         targets=g.targets,
         folder=folder,
         onnx=replace(m.onnx, path=dest / MODEL_ONNX_NAME),
         ort=replace(ort, path=dest / MODEL_ORT_NAME, config_path=dest / MODEL_OPS_CONFIG_NAME),
-        quantization=QuantizationRecord(mode, "fp32", reason),
+        quantization=QuantizationRecord(mode, "fp32", reason, coverage=coverage),
     )
 
 

@@ -76,9 +76,10 @@ def summary_lines(models: Sequence[ShippedModel]) -> list[str]:
         top1 = [a.top1 for a in r.accuracy if a.top1 is not None]
         agree = f", top-1 ≥ {min(top1):.3f}" if top1 else ""
         calib = r.calibration
+        placement = coverage_text(r)
         lines.append(
             f"{_who(m)}: {r.shipped} — {recipe_text(r)}; {m.ort_file}: {size_text(r)}; accuracy vs fp32 on {r.samples} samples: "
-            f"cosine ≥ {worst_cos:.4f}{agree}; {' '.join(calibration_fact(calib, r.mode))}"
+            f"cosine ≥ {worst_cos:.4f}{agree}; {' '.join(calibration_fact(calib, r.mode))}" + (f"; placement {placement}" if placement else "")
         )
     return lines
 
@@ -91,7 +92,7 @@ def sections(models: Sequence[ShippedModel]) -> tuple[QuantSection, ...]:
             continue
         title = f"{_who(m)} model ({m.ort_file})"
         if not r.quantized:
-            out.append(QuantSection(title, f"fp32: --quantize {r.mode} refused — {r.reason}", "", (), (), ()))
+            out.append(QuantSection(title, f"fp32: --quantize {r.mode} refused — {r.reason}", "", coverage_rows(r), (), ()))
             continue
         c = r.calibration
         facts = (
@@ -101,6 +102,7 @@ def sections(models: Sequence[ShippedModel]) -> tuple[QuantSection, ...]:
             Row(("accuracy samples", f"{r.samples} ({c.get('eval')})")),
             Row(("size", size_text(r))),
             Row(("quantized nodes", str(r.quantized_nodes))),
+            *coverage_rows(r),
             Row(("gate", f"cosine ≥ {r.min_cosine:g} per output, top-1 agreement ≥ {r.min_top1:g} for classifier-shaped outputs, and exact agreement for integer ones (top-k indices: rank 1)")),
             *golden_tolerance_rows(r),
         )
@@ -112,6 +114,40 @@ def sections(models: Sequence[ShippedModel]) -> tuple[QuantSection, ...]:
         layers = tuple(Row((w.tensor, f"{w.sqnr_db:.1f}")) for w in r.worst_layers)
         out.append(QuantSection(title, f"{r.shipped}: {recipe_text(r)}", untrustworthy_text(r), facts, accuracy, layers))
     return tuple(out)
+
+
+def _counts(c: object) -> str:
+    if not isinstance(c, Mapping):
+        return "?"
+    parts = c.get("partitions")
+    return f"{c.get('supported_nodes')}/{c.get('total_nodes')} nodes, {parts} partition{'' if parts == 1 else 's'}"
+
+
+def coverage_text(r: QuantizationRecord) -> str:
+    """``nnapi: fp32 352/352 nodes, 1 partition → int8 1068/1068 nodes, 1 partition`` (with the recipe as it
+    was, when narrowing changed it); "" when the recipe was not judged."""
+    c = r.coverage
+    if not c:
+        return ""
+    text = f"{c.get('provider')}: fp32 {_counts(c.get('fp32'))} → {r.mode} {_counts(c.get('quantized'))}"
+    left = c.get("left_float")
+    if isinstance(left, list) and left:
+        text += f" (the recipe as it was: {_counts(c.get('recipe'))}; narrowed in {c.get('rounds')} round(s))"
+    return text
+
+
+def coverage_rows(r: QuantizationRecord) -> tuple[Row, ...]:
+    """The placement of the quantized model on the target's first provider against the fp32 model's, and
+    the nodes the narrowing left float (:mod:`mobilegen.quantize.judged`)."""
+    text = coverage_text(r)
+    if not text:
+        return ()
+    rows = [Row(("placement", text))]
+    left = r.coverage.get("left_float")
+    if isinstance(left, list) and left:
+        shown = ", ".join(str(x) for x in left[:20]) + (f" (+{len(left) - 20} more)" if len(left) > 20 else "")
+        rows.append(Row(("left float", f"{len(left)} node(s) whose QDQ units {r.coverage.get('provider')} refuses or which split its partition: {shown}")))
+    return tuple(rows)
 
 
 def golden_tolerance_rows(r: QuantizationRecord) -> tuple[Row, ...]:

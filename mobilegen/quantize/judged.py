@@ -1,0 +1,193 @@
+"""Quantization recipes judged like graph passes: the quantized model's coverage on the target's first
+execution provider against the fp32 (fixed) model's, and a recipe that makes it worse narrowed or refused.
+
+The fix stage keeps a graph pass only when the coverage analysis says it helps (:mod:`mobilegen.passes.stage`);
+a recipe cannot help placement (it only adds QuantizeLinear/DequantizeLinear nodes), so it is held to
+*no worse*: no more partitions and no more refused nodes than the fp32 model on that provider (a provider
+that takes nothing of the fp32 model is not judged). A worse recipe is narrowed: the nodes the analysis
+refuses in the quantized model and not in the fp32 one (per-node verdicts; the op of a refused QDQ node
+unit, or, for a lone refused DequantizeLinear/QuantizeLinear, the op it feeds or comes from) are left float,
+and the model is quantized again (with the activation ranges of the first calibration) — until it is no
+worse, or no node is left to blame, or :data:`MAX_ROUNDS` passed: then the target ships its fp32 model with
+the reason (:class:`Judgement` ``refused``), as for a recipe that quantizes nothing.
+
+What the ViT and ConvNeXt configs of ``benchmarks/fix.py`` showed (NNAPI): a quantized batch MatMul of two
+activations (attention's Q·Kᵀ) is a unit NNAPI refuses — its quantized MatMul is 2-D with a constant B only
+(gemm_op_builder.cc), where the float batch MatMul runs on NNAPI from API 29 — a provider limit: narrowed.
+A Gemm whose bias initializer was shared got no unit (a recipe mistake, fixed in
+:func:`mobilegen.quantize.engine._own_biases`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mobilegen.artifacts import CoverageCounts, JSONValue
+
+if TYPE_CHECKING:
+    import onnx
+
+    from mobilegen.coverage import CoverageReport, EPTarget
+    from mobilegen.quantize.calibration import Calibration
+    from mobilegen.quantize.engine import QuantizedModel
+    from mobilegen.quantize.options import CalibrationMethod
+    from mobilegen.quantize.recipes import Recipe
+
+MAX_ROUNDS = 4  # narrowing rounds after the recipe as it is; each re-quantizes from the cached ranges
+_QDQ = ("QuantizeLinear", "DequantizeLinear")
+_SHOWN = 12  # node names a reason lists
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The coverage of one quantized model on its target's first provider: fp32's, the recipe's as it was,
+    and what ships (after narrowing); the nodes left float by the narrowing; ``refused``: why the model
+    ships fp32 ("" when the quantized model ships)."""
+
+    provider: str  # the coverage label ("nnapi")
+    fp32: CoverageCounts
+    recipe: CoverageCounts  # the recipe as it is, before any narrowing
+    quantized: CoverageCounts  # the last model quantized (what ships unless refused)
+    left_float: tuple[str, ...] = ()
+    rounds: int = 0  # narrowing rounds run
+    refused: str = ""
+
+    @property
+    def narrowed(self) -> bool:
+        return bool(self.left_float)
+
+    def record(self) -> dict[str, JSONValue]:
+        return {
+            "provider": self.provider,
+            "fp32": dict(self.fp32.to_dict()),
+            "recipe": dict(self.recipe.to_dict()),
+            "quantized": dict(self.quantized.to_dict()),
+            "left_float": list(self.left_float),
+            "rounds": self.rounds,
+            "refused": self.refused or None,
+        }
+
+
+def worse(fp32: CoverageCounts, quantized: CoverageCounts) -> bool:
+    """More partitions or more refused nodes than the fp32 model, on a provider that takes some of it."""
+    if fp32.partitions == 0:
+        return False
+    return quantized.partitions > fp32.partitions or quantized.cpu_nodes > fp32.cpu_nodes
+
+
+def counts_text(c: CoverageCounts) -> str:
+    return f"{c.supported_nodes}/{c.total_nodes} nodes, {c.partitions} partition{'s' if c.partitions != 1 else ''}"
+
+
+@dataclass
+class _State:
+    left: list[str] = field(default_factory=list)
+    first: CoverageCounts | None = None
+
+
+def judged_quantize(
+    src: Path, recipe: Recipe, calib: Calibration, dest: Path, target: EPTarget, *, method: CalibrationMethod = "minmax"
+) -> tuple[QuantizedModel, Judgement]:
+    """``src`` quantized as ``recipe`` says into ``dest``, narrowed until its coverage on ``target`` is no
+    worse than ``src``'s, or refused (``Judgement.refused``; ``dest`` then holds the last attempt)."""
+    from mobilegen.coverage import analyze_all
+    from mobilegen.outputs import temp_dir
+    from mobilegen.quantize.engine import quantize
+
+    (before,) = analyze_all(None, [target], source=src)
+    fp32 = CoverageCounts.of(before)
+    refused_fp32 = {n.name for n in before.nodes if not n.supported}
+    state = _State()
+    with temp_dir("judge") as work:
+        ranges = Path(work) / "ranges.json"
+        for round_ in range(MAX_ROUNDS + 1):
+            qm = quantize(src, recipe, calib, dest, method=method, exclude=tuple(state.left), ranges=ranges)
+            (after,) = analyze_all(None, [target], source=qm.path)
+            got = CoverageCounts.of(after)
+            state.first = state.first or got
+            judgement = Judgement(before.label, fp32, state.first, got, tuple(state.left), round_)
+            if not worse(fp32, got):
+                return qm, judgement
+            more = [n for n in offenders(after, refused_fp32, qm.path, state.left) if n not in state.left]
+            if not more or round_ == MAX_ROUNDS:
+                return qm, _refusal(judgement, after, refused_fp32, recipe, more)
+            state.left += more
+    raise AssertionError("unreachable")  # pragma: no cover - the loop returns on its last round
+
+
+def _refusal(j: Judgement, after: CoverageReport, refused_fp32: set[str], recipe: Recipe, more: list[str]) -> Judgement:
+    blamed = [n.name for n in after.nodes if not n.supported and n.name not in refused_fp32]
+    shown = ", ".join(blamed[:_SHOWN]) + (f" (+{len(blamed) - _SHOWN} more)" if len(blamed) > _SHOWN else "")
+    left = f" after leaving {len(j.left_float)} node(s) float ({', '.join(j.left_float[:_SHOWN])})" if j.left_float else ""
+    why = f"still refused: {shown}" if blamed else "no node the analysis refuses can be left float"
+    if more:
+        why += f" ({MAX_ROUNDS} narrowing rounds were not enough)"
+    reason = (
+        f"the {recipe.provider} int8 recipe makes {j.provider} placement worse than the fp32 model's "
+        f"({counts_text(j.fp32)} → {counts_text(j.quantized)}{left}; {why}), so this target ships its fp32 model "
+        "(a quantized model that splits the accelerator's partition runs slower than the fp32 one it replaces)"
+    )
+    return Judgement(j.provider, j.fp32, j.recipe, j.quantized, j.left_float, j.rounds, reason)
+
+
+def offenders(after: CoverageReport, refused_fp32: set[str], model_path: Path, left: Sequence[str] = ()) -> list[str]:
+    """Names of the quantized model's nodes to leave float: the ops the analysis refuses (not refused in
+    the fp32 model) — a refused QDQ node unit is refused with its op — or, when only lone Q/DQ nodes are
+    refused, the ops they feed (DequantizeLinear) or come from (QuantizeLinear). An op already left float
+    (in ``left``) that is still refused is still in a unit: its neighbours quantize its inputs and its
+    output (a quantized Add after attention's float Q·Kᵀ MatMul puts a Q on the MatMul's output), so the
+    ops that put a Q on its output are left float too, which breaks the unit. The analysis sees the
+    graph onnxruntime optimizes: a node it renamed (``name/Fusion``, ``name/duplicated``) is found by the
+    part before the first ``/``."""
+    import onnx
+
+    model = onnx.load_model(str(model_path), load_external_data=False)
+    nodes = {n.name: n for n in model.graph.node if n.name}
+    producer = {o: n for n in model.graph.node for o in n.output}
+    consumers: dict[str, list[onnx.NodeProto]] = {}
+    for n in model.graph.node:
+        for x in n.input:
+            consumers.setdefault(x, []).append(n)
+
+    def found(name: str) -> onnx.NodeProto | None:
+        return nodes.get(name) or nodes.get(name.split("/", 1)[0])
+
+    refused = [found(v.name) for v in after.nodes if not v.supported and v.name not in refused_fp32]
+    ops = [n.name for n in refused if n is not None and n.op_type not in _QDQ and n.name not in refused_fp32]
+    if ops:
+        picked = [x for x in ops if x not in left]
+        for x in ops:
+            if x in left:
+                picked += _quantizing_consumers(nodes[x], consumers)
+        return list(dict.fromkeys(picked))
+    out: list[str] = []
+    for n in refused:
+        if n is None:
+            continue
+        if n.op_type == "DequantizeLinear":
+            out += [c.name for c in consumers.get(n.output[0], []) if c.op_type not in _QDQ and c.name]
+        elif n.op_type == "QuantizeLinear":
+            p = producer.get(n.input[0])
+            if p is not None and p.op_type not in _QDQ and p.name:
+                out.append(p.name)
+    return list(dict.fromkeys(x for x in out if x not in refused_fp32))
+
+
+def _quantizing_consumers(node: onnx.NodeProto, consumers: dict[str, list[onnx.NodeProto]]) -> list[str]:
+    """The ops past ``node``'s QuantizeLinear/DequantizeLinear outputs: those that quantized its output."""
+    names: list[str] = []
+    todo = [o for o in node.output if o]
+    seen: set[str] = set(todo)
+    while todo:
+        for c in consumers.get(todo.pop(), []):
+            if c.op_type in _QDQ:
+                for o in c.output:
+                    if o not in seen:
+                        seen.add(o)
+                        todo.append(o)
+            elif c.name and any(x in seen and x not in node.output for x in c.input):
+                names.append(c.name)
+    return names
