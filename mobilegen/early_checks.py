@@ -31,30 +31,36 @@ if TYPE_CHECKING:
 
 
 def before_export(loaded: LoadedModel, options: ExportOptions, *, task: TaskSpec | None, check_io: Sequence[Callable[[IOSpec], None]] = ()) -> None:
-    """The build's checks of the exported model's IO, run on the IO known before the export: the task's
-    (``resolve``) with ``--task``, else the targets' (``Target.check_io``: dtypes their API can carry;
-    with a task the wrapper's IO replaces the model's, checked after the export)."""
-    if task is not None:
-        check_task_early(loaded, options, task)
-        return
-    if loaded.kind not in _PYTORCH or not check_io:
+    """The build's checks of the exported model's IO, run on the IO known before the export: the
+    ``--output-name`` count, then the task's (``resolve``) with ``--task``, else the targets'
+    (``Target.check_io``: dtypes their API can carry; with a task the wrapper's IO replaces the model's,
+    checked after the export)."""
+    if loaded.kind not in _PYTORCH or not (task is not None or check_io or options.output_names):
         return
     io = predicted_io(loaded, options)
-    if io is not None:
-        for check in check_io:
-            check(io)
+    if io is None:
+        return
+    if options.output_names and len(options.output_names) != len(io.outputs):
+        from mobilegen.export import rename_outputs_count_error
+
+        raise rename_outputs_count_error(len(options.output_names), len(io.outputs))
+    if task is not None:
+        check_task_early(loaded, options, task, io)
+        return
+    for check in check_io:
+        check(io)
 
 
 _PYTORCH = ("pickle", "state_dict", "torchscript", "exported_program")
 
 
-def check_task_early(loaded: LoadedModel, options: ExportOptions, spec: TaskSpec) -> None:
+def check_task_early(loaded: LoadedModel, options: ExportOptions, spec: TaskSpec, io: IOSpec | None = None) -> None:
     """Raise the UsageError ``resolve`` would raise after the export, when the IO known now shows it."""
     if loaded.kind not in _PYTORCH or getattr(spec, "state", None):  # --state (tasks, being added)
         return
     from mobilegen.tasks.spec import resolve
 
-    io = predicted_io(loaded, options)
+    io = io if io is not None else predicted_io(loaded, options)
     if io is not None:
         resolve(spec, io)
 

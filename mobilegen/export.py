@@ -413,7 +413,7 @@ def rename_outputs(model: Any, wanted: tuple[str, ...]) -> None:
     outs = list(model.graph.output)
     if wanted:
         if len(wanted) != len(outs):
-            raise UsageError(f"--output-name given {len(wanted)} time{'' if len(wanted) == 1 else 's'}, the model has {len(outs)} output{'' if len(outs) == 1 else 's'}", hint="name every output, in order")
+            raise rename_outputs_count_error(len(wanted), len(outs))
         _check_output_names(model, wanted)
         new = list(wanted)
     elif any(o.name.isdigit() for o in outs):
@@ -432,6 +432,12 @@ def rename_outputs(model: Any, wanted: tuple[str, ...]) -> None:
         o.name = mapping.get(o.name, o.name)
     for vi in model.graph.value_info:
         vi.name = mapping.get(vi.name, vi.name)
+
+
+def rename_outputs_count_error(given: int, outputs: int) -> UsageError:
+    """``--output-name`` given a number of times other than the model's output count (also said before
+    the export, mobilegen.early_checks)."""
+    return UsageError(f"--output-name given {given} time{'' if given == 1 else 's'}, the model has {outputs} output{'' if outputs == 1 else 's'}", hint="name every output, in order")
 
 
 def _check_output_names(model: Any, wanted: tuple[str, ...]) -> None:

@@ -122,3 +122,13 @@ def test_target_dtype_refusal_before_the_export(exports: list[Any], tmp_path: Pa
     assert_fails(invoke("android", path, "--input", "x:1x4", "-o", out), 2, "the Android wrapper cannot express these tensors", "float16")
     assert exports == []
     assert not out.exists()
+
+
+@pytest.mark.parametrize("kind", ["torchscript", "pt2"])
+def test_output_name_count_before_the_export(models: dict[str, tuple[Path, list[str]]], exports: list[Any], tmp_path: Path, kind: str) -> None:
+    path, extra = models[kind]
+    out = tmp_path / "out"
+    r = invoke("android", path, *extra, "--output-name", "logits", "--output-name", "extra", "-o", out)
+    assert_fails(r, 2, "--output-name given 2 times, the model has 1 output")
+    assert exports == []
+    assert not out.exists()
