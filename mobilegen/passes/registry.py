@@ -59,6 +59,7 @@ BUILTIN: dict[str, str] = {
     "gelu-tanh": "mobilegen.passes.gelu_tanh:PASS",
     "matmul-2d": "mobilegen.passes.matmul_2d:PASS",
     "conv1d-2d": "mobilegen.passes.conv1d_2d:PASS",
+    "lstm": "mobilegen.passes.lstm:PASS",
 }
 _NAME = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)*")
 

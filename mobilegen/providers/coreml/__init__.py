@@ -24,7 +24,7 @@ FORMATS = ("mlprogram", "neuralnetwork")
 # transformer-style models (rank-6 Reshape/Transpose, Pad forms, ReduceL2, Sum, the IsNaN/Where guard
 # torch.export puts after attention's Softmax). Not int64-indices: CoreML's
 # Gather takes int64 indices (gather_op_builder.cc checks only the data's type).
-FIXES = ("fold-if", "fold-constants", "nan-guard", "rank6", "sum-add", "flatten-reshape", "reduce", "pad")
+FIXES = ("fold-if", "fold-constants", "nan-guard", "rank6", "sum-add", "flatten-reshape", "reduce", "pad", "lstm")
 
 SETTINGS = (
     Setting(

@@ -61,6 +61,7 @@ FIXES = (
     "gelu-tanh",
     "matmul-2d",
     "conv1d-2d",
+    "lstm",
 )
 
 SETTINGS = (
