@@ -361,15 +361,16 @@ def _spaced_list(err: Any, message: str, args: Sequence[str]) -> tuple[str, list
         return None
     params = getattr(getattr(err.ctx, "command", None), "params", ())
     listy = {o for p in params if "," in str(getattr(p, "metavar", "") or "") for o in p.opts}
-    for i, arg in enumerate(args[:-2]):
-        if arg in listy:
-            values = [args[i + 1]]
-            for extra in args[i + 2 :]:
+    for i, arg in enumerate(args[:-1]):
+        flag, eq, joined = arg.partition("=")  # --mean=0.5 0.5 0.5 too
+        if flag in listy and (eq or i + 2 < len(args)):
+            values = [joined] if eq else [args[i + 1]]
+            for extra in args[i + (1 if eq else 2) :]:
                 if not _is_number(extra):
                     break
                 values.append(extra)
             if len(values) > 1 and _is_number(values[0].rstrip(",")):
-                return arg, [v.strip(",") for v in values]
+                return flag, [v.strip(",") for v in values]
     return None
 
 

@@ -87,10 +87,11 @@ def test_valid_task_flags_export(models: dict[str, tuple[Path, list[str]]], expo
     assert exports == [path]
 
 
-@pytest.mark.parametrize("flag", ["--mean", "--std"])
-def test_spaced_mean_says_commas(models: dict[str, tuple[Path, list[str]]], tmp_path: Path, flag: str) -> None:
+@pytest.mark.parametrize(("flag", "spelled"), [("--mean", ["--mean", "0.5"]), ("--std", ["--std", "0.5"]), ("--mean", ["--mean=0.5"]), ("--std", ["--std", "0.5,"])])
+def test_spaced_mean_says_commas(models: dict[str, tuple[Path, list[str]]], tmp_path: Path, flag: str, spelled: list[str]) -> None:
     path, _ = models["pt2"]
-    line = assert_fails(invoke("android", path, "--task", "image", flag, "0.5", "0.25", "0.125", "-o", tmp_path / "o"), 2, "comma-separated")
+    rest = ["0.25,", "0.125"] if spelled[-1].endswith(",") else ["0.25", "0.125"]
+    line = assert_fails(invoke("android", path, "--task", "image", *spelled, *rest, "-o", tmp_path / "o"), 2, "comma-separated")
     assert f"write {flag} 0.5,0.25,0.125" in line
     assert "unexpected extra argument" not in line
 
@@ -132,3 +133,9 @@ def test_output_name_count_before_the_export(models: dict[str, tuple[Path, list[
     assert_fails(r, 2, "--output-name given 2 times, the model has 1 output")
     assert exports == []
     assert not out.exists()
+
+
+def test_other_extra_arguments_keep_clicks_message(models: dict[str, tuple[Path, list[str]]], tmp_path: Path) -> None:
+    path, _ = models["pt2"]
+    line = assert_fails(invoke("android", path, "--task", "image", "--mean", "0.5", "extra", "-o", tmp_path / "o"), 2, "unexpected extra argument")
+    assert "comma" not in line
