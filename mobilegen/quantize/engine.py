@@ -28,7 +28,7 @@ from mobilegen.outputs import temp_dir
 from mobilegen.quantize.calibration import Calibration
 from mobilegen.quantize.options import CalibrationMethod
 from mobilegen.quantize.recipes import Recipe
-from mobilegen.quantize.units import named_nodes, refused_unit_breakers
+from mobilegen.quantize.units import named_nodes, own_biases, refused_unit_breakers
 
 if TYPE_CHECKING:
     import numpy as np
@@ -165,9 +165,9 @@ def _preprocess(src: Path, work: Path, recipe: Recipe) -> Path:
         logging.getLogger(__name__).debug("quant_pre_process failed", exc_info=True)
         shutil.copyfile(src, pre)
     if recipe.provider == "nnapi" and recipe.mode == "int8":
-        return named_nodes(_own_biases(_maxpool_out_of_units(_flatten_as_reshape(pre, work), work), work), work)
+        return named_nodes(own_biases(_maxpool_out_of_units(_flatten_as_reshape(pre, work), work), work), work)
     if recipe.mode == "int8" and recipe.op_types:
-        return named_nodes(_own_biases(pre, work), work)
+        return named_nodes(own_biases(pre, work), work)
     if recipe.provider == "qnn" and recipe.mode == "int8":
         import onnx
         from onnxruntime.quantization.execution_providers.qnn import qnn_preprocess_model
@@ -224,50 +224,6 @@ def _maxpool_out_of_units(pre: Path, work: Path) -> Path:
         return pre
     out = work / "pre-opset22.onnx"
     onnx.save_model(converted, str(out))
-    return out
-
-
-_BIAS_OPS = ("Conv", "Gemm", "ConvTranspose")  # input 2: the bias onnxruntime.quantization makes int32
-
-
-def _own_biases(pre: Path, work: Path) -> Path:
-    """``pre`` with a copy of its bias initializer for every Conv/Gemm whose bias is shared (with another
-    node, or used as another input too). onnxruntime.quantization quantizes a tensor once: a shared bias
-    (the exporter merges equal constants: zero-initialised Linear biases of a ``transformers`` model, or
-    the MatMul+Add that ``quant_pre_process`` fuses into a Gemm) gets the uint8 QDQ of its first consumer
-    instead of the int32 one a bias needs, ORT's Gemm/Conv selector then forms no node unit, and the float
-    Gemm left between the DQs — its B a DequantizeLinear output, not a constant, with transB=0 — is
-    refused by NNAPI (gemm_op_builder.cc): the ConvNeXt and ViT configs' int8 models split there."""
-    import onnx
-
-    model = onnx.load_model(str(pre), load_external_data=True)
-    g = model.graph
-    inits = {t.name: t for t in g.initializer}
-    uses: dict[str, int] = {}
-    for n in g.node:
-        for x in n.input:
-            uses[x] = uses.get(x, 0) + 1
-    changed = False
-    used = set(inits) | {o for n in g.node for o in n.output}
-    for n in g.node:
-        if n.op_type not in _BIAS_OPS or len(n.input) < 3 or n.input[2] not in inits or uses[n.input[2]] < 2:
-            continue
-        name, k = f"{n.input[2]}_{n.name or n.op_type}_bias", 0
-        while name in used:
-            k += 1
-            name = f"{n.input[2]}_{n.name or n.op_type}_bias{k}"
-        copy = onnx.TensorProto()
-        copy.CopyFrom(inits[n.input[2]])
-        copy.name = name
-        g.initializer.append(copy)
-        used.add(name)
-        uses[n.input[2]] -= 1
-        n.input[2] = name
-        changed = True
-    if not changed:
-        return pre
-    out = work / "pre-bias.onnx"
-    onnx.save_model(model, str(out))
     return out
 
 

@@ -4,7 +4,8 @@ execution provider against the fp32 (fixed) model's, and a recipe that makes it 
 The fix stage keeps a graph pass only when the coverage analysis says it helps (:mod:`mobilegen.passes.stage`);
 a recipe cannot help placement (it only adds QuantizeLinear/DequantizeLinear nodes), so it is held to
 *no worse*: no more partitions and no more refused nodes than the fp32 model on that provider (a provider
-that takes nothing of the fp32 model is not judged). A worse recipe is narrowed: the nodes the analysis
+that takes nothing of the fp32 model is not judged; refused QuantizeLinear/DequantizeLinear nodes count
+only through the partitions they split: :func:`worse`). A worse recipe is narrowed: the nodes the analysis
 refuses in the quantized model and not in the fp32 one (per-node verdicts; the op of a refused QDQ node
 unit, or, for a lone refused DequantizeLinear/QuantizeLinear, the op it feeds or comes from) are left float,
 and the model is quantized again (with the activation ranges of the first calibration) — until it is no
@@ -15,7 +16,7 @@ What the ViT and ConvNeXt configs of ``benchmarks/fix.py`` showed (NNAPI): a qua
 activations (attention's Q·Kᵀ) is a unit NNAPI refuses — its quantized MatMul is 2-D with a constant B only
 (gemm_op_builder.cc), where the float batch MatMul runs on NNAPI from API 29 — a provider limit: narrowed.
 A Gemm whose bias initializer was shared got no unit (a recipe mistake, fixed in
-:func:`mobilegen.quantize.engine._own_biases`).
+:func:`mobilegen.quantize.units.own_biases`).
 """
 
 from __future__ import annotations
@@ -71,11 +72,24 @@ class Judgement:
         }
 
 
-def worse(fp32: CoverageCounts, quantized: CoverageCounts) -> bool:
-    """More partitions or more refused nodes than the fp32 model, on a provider that takes some of it."""
+def worse(fp32: CoverageCounts, quantized: CoverageCounts, cpu_ops: tuple[int, int] | None = None) -> bool:
+    """More partitions or more refused nodes than the fp32 model, on a provider that takes some of it.
+    ``cpu_ops``: the refused ops other than QuantizeLinear/DequantizeLinear (fp32's, the quantized model's);
+    given, they are compared instead of all refused nodes: a lone Q or DQ at the edge of a partition the
+    fp32 model has too (XNNPACK leaves the input's QuantizeLinear to the CPU) costs one conversion, not a
+    partition, and the quantized model has more nodes to refuse than the fp32 one."""
     if fp32.partitions == 0:
         return False
-    return quantized.partitions > fp32.partitions or quantized.cpu_nodes > fp32.cpu_nodes
+    if quantized.partitions > fp32.partitions:
+        return True
+    if cpu_ops is not None:
+        return cpu_ops[1] > cpu_ops[0]
+    return quantized.cpu_nodes > fp32.cpu_nodes
+
+
+def refused_ops(report: CoverageReport) -> int:
+    """The nodes ``report``'s provider refuses, other than QuantizeLinear/DequantizeLinear."""
+    return sum(1 for n in report.nodes if not n.supported and n.op_type not in _QDQ)
 
 
 def counts_text(c: CoverageCounts) -> str:
@@ -109,7 +123,7 @@ def judged_quantize(
             got = CoverageCounts.of(after)
             state.first = state.first or got
             judgement = Judgement(before.label, fp32, state.first, got, tuple(state.left), round_)
-            if not worse(fp32, got):
+            if not worse(fp32, got, (refused_ops(before), refused_ops(after))):
                 return qm, judgement
             more = [n for n in offenders(after, refused_fp32, qm.path, state.left) if n not in state.left]
             if not more or round_ == MAX_ROUNDS:

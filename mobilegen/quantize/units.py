@@ -82,3 +82,47 @@ def named_nodes(pre: Path, work: Path) -> Path:
     out = work / "pre-named.onnx"
     onnx.save_model(model, str(out))
     return out
+
+
+_BIAS_OPS = ("Conv", "Gemm", "ConvTranspose")  # input 2: the bias onnxruntime.quantization makes int32
+
+
+def own_biases(pre: Path, work: Path) -> Path:
+    """``pre`` with a copy of its bias initializer for every Conv/Gemm whose bias is shared (with another
+    node, or used as another input too). onnxruntime.quantization quantizes a tensor once: a shared bias
+    (the exporter merges equal constants: zero-initialised Linear biases of a ``transformers`` model, or
+    the MatMul+Add that ``quant_pre_process`` fuses into a Gemm) gets the uint8 QDQ of its first consumer
+    instead of the int32 one a bias needs, ORT's Gemm/Conv selector then forms no node unit, and the float
+    Gemm left between the DQs — its B a DequantizeLinear output, not a constant, with transB=0 — is
+    refused by NNAPI (gemm_op_builder.cc): the ConvNeXt and ViT configs' int8 models split there."""
+    import onnx
+
+    model = onnx.load_model(str(pre), load_external_data=True)
+    g = model.graph
+    inits = {t.name: t for t in g.initializer}
+    uses: dict[str, int] = {}
+    for n in g.node:
+        for x in n.input:
+            uses[x] = uses.get(x, 0) + 1
+    changed = False
+    used = set(inits) | {o for n in g.node for o in n.output}
+    for n in g.node:
+        if n.op_type not in _BIAS_OPS or len(n.input) < 3 or n.input[2] not in inits or uses[n.input[2]] < 2:
+            continue
+        name, k = f"{n.input[2]}_{n.name or n.op_type}_bias", 0
+        while name in used:
+            k += 1
+            name = f"{n.input[2]}_{n.name or n.op_type}_bias{k}"
+        copy = onnx.TensorProto()
+        copy.CopyFrom(inits[n.input[2]])
+        copy.name = name
+        g.initializer.append(copy)
+        used.add(name)
+        uses[n.input[2]] -= 1
+        n.input[2] = name
+        changed = True
+    if not changed:
+        return pre
+    out = work / "pre-bias.onnx"
+    onnx.save_model(model, str(out))
+    return out

@@ -111,6 +111,9 @@ def test_worse_is_more_partitions_or_more_refused_nodes() -> None:
     assert worse(fp32, CoverageCounts(29, 30, 1))
     assert not worse(fp32, CoverageCounts(30, 30, 1))
     assert not worse(CoverageCounts(0, 10, 0), CoverageCounts(5, 30, 3))  # the provider took nothing of fp32
+    # refused ops other than Q/DQ: a lone Q at a partition edge fp32 has too is not worse; a refused op is
+    assert not worse(CoverageCounts(3, 5, 2), CoverageCounts(6, 10, 2), (2, 2))
+    assert worse(CoverageCounts(3, 5, 2), CoverageCounts(6, 10, 2), (2, 3))
 
 
 @pytest.mark.parametrize("own", [True, False])
@@ -119,8 +122,8 @@ def test_a_shared_bias_gets_an_int32_copy_per_gemm(tmp_path: Path, own: bool, mo
     NNAPI refused the float Gemm between DQs (B not constant, transB=0) — ConvNeXt's int8 split there."""
     import mobilegen.quantize.engine as engine
 
-    if not own:  # the recipe as it was: the test fails without engine._own_biases
-        monkeypatch.setattr(engine, "_own_biases", lambda pre, work: pre)
+    if not own:  # the recipe as it was: the test fails without units.own_biases
+        monkeypatch.setattr(engine, "own_biases", lambda pre, work: pre)
     rng = np.random.default_rng(0)
     inits = [numpy_helper.from_array(rng.normal(0, 0.3, (8, 8)).astype(np.float32), n) for n in ("w1", "w2")]
     inits.append(numpy_helper.from_array(np.zeros(8, np.float32), "b"))
