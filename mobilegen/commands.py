@@ -59,6 +59,7 @@ def export_model(model: Path, output: Path, opts: ModelOptions, verify_opts: Ver
     with staged_files([output], force=force, protect=(model,)) as (staged,), temp_dir("export") as tmp:
         progress.step("exporting")
         loaded, onnx_model = load_and_export(model, opts, tmp / "model.onnx")
+        onnx_model = replace(onnx_model, proto=None)  # written: the gate loads the file
         ref, label = reference_for(loaded, onnx_model)
         report = verify(ref, {"onnx": onnx_model.path}, onnx_model, verify_opts, reference_label=label)
         staged.copy_from(onnx_model.path)
@@ -75,6 +76,7 @@ def convert_model(
     ``NAME.required_operators.config`` beside it."""
     from mobilegen import targets
     from mobilegen.convert import config_path_for, convert_to_ort
+    from mobilegen.memory import release_memory
     from mobilegen.outputs import staged_files, temp_dir
     from mobilegen.pipeline import load_and_export
     from mobilegen.quantize.stage import quantize_convert
@@ -88,6 +90,8 @@ def convert_model(
     with staged_files([output, config_out], force=force, protect=(model,)) as (staged_ort, staged_config), temp_dir("convert") as work:
         progress.step("exporting")
         loaded, onnx_model = load_and_export(model, opts, work / "model.onnx")
+        onnx_model = replace(onnx_model, proto=None)  # written: from here on the file is the model
+        release_memory()  # the in-memory model's weights go before the conversion loads them again
         progress.step("converting")
         (work / "ort").mkdir()  # the final names, so the config's header names the .ort the user gets
         ort_model = convert_to_ort(onnx_model, work / "ort" / output.name, work / "ort" / config_out.name, style=style)

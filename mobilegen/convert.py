@@ -16,6 +16,7 @@ from pathlib import Path
 from mobilegen.artifacts import OnnxModel, OrtModel
 from mobilegen.errors import ConversionError, InternalError, UsageError, first_line
 from mobilegen.export import quiet
+from mobilegen.memory import release_memory
 from mobilegen.ortformat import canonicalize_file, format_version
 from mobilegen.outputs import temp_dir
 
@@ -96,9 +97,9 @@ def _convert(src: Path, out_ort: Path, work: Path, *, runtime: bool) -> Ops:
     """What ``onnxruntime.tools.convert_onnx_models_to_ort`` does for one model (ORT 1.32: the same session
     options, so the same ``.ort``), with less memory:
 
-    - the converting sessions skip weight prepacking (``session.disable_prepacking``): they are never
-      run, and prepacking happens after the model is saved, so the file is the same but a packed copy of
-      every MatMul/Conv weight is not made;
+    - the converting sessions skip weight prepacking (``session.disable_prepacking``) and the CPU memory
+      arena: they are never run, and prepacking happens after the model is saved, so the file is the
+      same but a packed copy of every MatMul/Conv weight is not made;
     - the operators for the config are read from each ``.ort`` through a read-only map (the converter
       reads each file into memory twice, and two files at once).
 
@@ -119,8 +120,6 @@ def _convert(src: Path, out_ort: Path, work: Path, *, runtime: bool) -> Ops:
 def _save_ort(src: Path, out: Path, *, minimal_build: str) -> None:
     """One converting session (``convert_onnx_models_to_ort._convert``, target platform not given, level
     from ``LEVEL``, NCHWc transformer excluded as the converter does for ARM targets)."""
-    import gc
-
     import onnxruntime as ort
     from onnxruntime.tools.onnx_model_utils import get_optimization_level
 
@@ -133,10 +132,11 @@ def _save_ort(src: Path, out: Path, *, minimal_build: str) -> None:
     if minimal_build:
         so.add_session_config_entry("optimization.minimal_build_optimizations", minimal_build)
     so.add_session_config_entry("session.disable_prepacking", "1")  # never run: no packed copy of the weights
+    so.enable_cpu_mem_arena = False  # nor an arena (its memory would outlive the session in this process)
     exclude = ["NchwcTransformer"] if level in (ort.GraphOptimizationLevel.ORT_ENABLE_ALL, ort.GraphOptimizationLevel.ORT_ENABLE_LAYOUT) else None
     session = ort.InferenceSession(str(src), sess_options=so, providers=["CPUExecutionProvider"], disabled_optimizers=exclude)
     del session  # its weights go before the next session or the canonical copy
-    gc.collect()
+    release_memory()
 
 
 def _collect_ops(ort_path: Path, ops: Ops) -> None:

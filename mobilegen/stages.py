@@ -33,8 +33,9 @@ from mobilegen.errors import (
     VerificationError,
     first_line,
 )
+from mobilegen.memory import release_memory
 from mobilegen.targets import BuildContext
-from mobilegen.verify import Expected, VerifyOptions, ort_runner, release_memory, torch_reference
+from mobilegen.verify import Expected, VerifyOptions, ort_runner, torch_reference
 from mobilegen.warnings import Notice
 
 if TYPE_CHECKING:

@@ -18,6 +18,7 @@ from mobilegen.errors import ReferenceFailedError, UsageError, VerificationError
 from mobilegen.export import quiet, torch_callable
 from mobilegen.export_errors import explain_gate_failure
 from mobilegen.golden import GoldenCase, encode_mgv, write_npz
+from mobilegen.memory import release_memory
 from mobilegen.spec import TensorSpec
 from mobilegen.verify_inputs import (
     Case,
@@ -403,19 +404,6 @@ def _artifact_runs(reference: Expected, artifacts: Mapping[str, Path]) -> dict[s
         del run  # the session goes now, before the next artifact's loads
         release_memory()
     return runs
-
-
-def release_memory() -> None:
-    """Collect what was let go and hand freed heap pages back to the OS (glibc keeps them otherwise), so
-    a stage's peak does not count the previous stage's model."""
-    import ctypes
-    import gc
-
-    gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc (macOS, musl): nothing to do
-        pass
 
 
 def _rows(
