@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import onnx
+import pytest
 from cli_helpers import invoke
 from onnx import TensorProto, helper, numpy_helper
 
@@ -33,7 +34,8 @@ def _build(model: Path, out: Path) -> dict[str, object]:
     return doc
 
 
-def test_a_recipe_that_would_split_nnapi_is_narrowed_and_reported(tmp_path: Path) -> None:
+def _conv_attention(path: Path) -> Path:
+    """x → Conv 1x1 → c; MatMul(c, c) (attention's Q·Kᵀ: no quantized batch MatMul on NNAPI) → Add → y."""
     rng = np.random.default_rng(0)
     inits = [
         numpy_helper.from_array(rng.normal(0, 0.5, (4, 4, 1, 1)).astype(np.float32), "w"),
@@ -42,10 +44,14 @@ def test_a_recipe_that_would_split_nnapi_is_narrowed_and_reported(tmp_path: Path
     ]
     nodes = [
         helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv"),
-        helper.make_node("MatMul", ["c", "c"], ["m"], name="mm"),  # attention's Q·Kᵀ: no quantized batch MatMul on NNAPI
+        helper.make_node("MatMul", ["c", "c"], ["m"], name="mm"),
         helper.make_node("Add", ["m", "bias"], ["y"], name="add"),
     ]
-    doc = _build(_save(tmp_path / "m.onnx", nodes, ["x"], inits), tmp_path / "a")
+    return _save(path, nodes, ["x"], inits)
+
+
+def test_a_recipe_that_would_split_nnapi_is_narrowed_and_reported(tmp_path: Path) -> None:
+    doc = _build(_conv_attention(tmp_path / "m.onnx"), tmp_path / "a")
     q = doc["models"][0]["quantization"]  # type: ignore[index]
     assert q["shipped"] == "int8"
     cov = q["coverage"]
@@ -69,3 +75,19 @@ def test_narrowing_that_leaves_nothing_quantized_ships_fp32_with_the_reason(tmp_
     assert plain.exit_code == 0, plain.output
     assert (tmp_path / "a/model/model.ort").read_bytes() == (tmp_path / "b/model/model.ort").read_bytes()
     assert "left float" in (tmp_path / "a/report/report.md").read_text()
+
+
+def test_a_worse_recipe_narrowing_cannot_fix_ships_fp32_with_the_coverage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """When no refused node can be left float (the analysis blames nodes the quantized model does not name:
+    here, simulated), the recipe is refused: fp32 ships, the reason gives both coverages."""
+    import mobilegen.quantize.judged as judged
+
+    monkeypatch.setattr(judged, "offenders", lambda *args, **kwargs: [])
+    doc = _build(_conv_attention(tmp_path / "m.onnx"), tmp_path / "a")
+    q = doc["models"][0]["quantization"]  # type: ignore[index]
+    assert q["shipped"] == "fp32" and q["coverage"]["refused"] == q["reason"]
+    assert "makes nnapi placement worse than the fp32 model's (3/3 nodes, 1 partition → " in q["reason"]
+    assert "still refused: " in q["reason"] and "mm" in q["reason"]
+    assert any("ships fp32" in w and "placement worse" in w for w in doc["warnings"])  # type: ignore[union-attr]
+    (nnapi,) = [r for r in doc["coverage"] if r["ep"] == "nnapi"]  # type: ignore[union-attr]
+    assert len(nnapi["partitions"]) == 1 and nnapi["total_nodes"] == 3  # the fp32 model's placement ships
