@@ -312,9 +312,12 @@ def export_onnx(loaded: LoadedModel, options: ExportOptions, out_path: Path, *, 
     else:
         program_model, exporter, fallback = _export_program(loaded, args, names, dyn, options.opset, out_path)
     model = bindings.bind_onnx_inputs(program_model, loaded.consts)  # a .pt2's bound inputs (modules had them traced in)
+    del program_model  # one reference: finish_model's result replaces it (see finish_model)
     _rename_dims(model, specs)
     rename_outputs(model, options.output_names)
-    model = finish_model(model, out_path, source=None, write=write)
+    model = finish_model(model, out_path, source=None, write=False)
+    if write:  # after the exported proto is gone (its memory is freed only with the whole message)
+        save_onnx(model, out_path)
     io_spec = _onnx_io(model)
     specialised: list[str] = []
     static_now = [s for s in io_spec.inputs if s.is_static]
@@ -452,7 +455,10 @@ def _check_output_names(model: Any, wanted: tuple[str, ...]) -> None:
 
 def finish_model(model: Any, out_path: Path, *, source: Path | None, write: bool = True) -> Any:
     """Check, infer shapes, and write one self-contained file (weights inlined). ``source`` is the ONNX
-    file the model came from (its problems are load errors), None for a model exported from PyTorch."""
+    file the model came from (its problems are load errors), None for a model exported from PyTorch.
+    ``model`` is left without its large weights (the result has them); protobuf frees their memory only
+    with the whole message, so a caller that writes the result drops ``model`` first and passes
+    ``write=False`` (the writer then does not hold two models' memory)."""
     import onnx
 
     from mobilegen import onnx_light

@@ -58,10 +58,13 @@ def _weights_lifted(model: onnx.ModelProto) -> Iterator[dict[str, _Lifted]]:
 
 
 def put_back(model: onnx.ModelProto, lifted: dict[str, _Lifted]) -> None:
+    """The lifted weights back into ``model``; each entry leaves ``lifted`` as it goes in (its bytes are
+    freed one tensor at a time, not after all of them are copied back)."""
     for t in model.graph.initializer:
         entry = lifted.get(t.name)
         if entry is None or t.data_location != 1:  # 1: onnx.TensorProto.EXTERNAL
             continue
+        del lifted[t.name]
         t.ClearField("external_data")
         t.raw_data = entry.raw_data
         if entry.had_location:

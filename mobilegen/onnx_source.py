@@ -21,6 +21,7 @@ from mobilegen.export import (
     refuse_large_examples,
     refuse_too_large,
     rename_outputs,
+    save_onnx,
 )
 from mobilegen.load import onnx_io_spec
 from mobilegen.onnx_checks import model_bytes
@@ -62,7 +63,9 @@ def passthrough(loaded: LoadedModel, options: ExportOptions, out_path: Path, mod
     notes = constant_initializers(model)
     rename_outputs(model, options.output_names)
     specs, sizes = check_onnx_inputs(onnx_io_spec(model), options, loaded.source, examples=examples)
-    model = finish_model(model, out_path, source=loaded.source, write=write)
+    model = finish_model(model, out_path, source=loaded.source, write=False)
+    if write:  # the source proto is gone now (see finish_model)
+        save_onnx(model, out_path)
     return OnnxModel(
         path=out_path,
         io=replace(onnx_io_spec(model), inputs=tuple(specs)),
