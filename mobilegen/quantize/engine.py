@@ -46,6 +46,7 @@ class QuantizedModel:
     size_before: int  # bytes of the fp32 .onnx
     size_after: int  # bytes of the quantized .onnx
     quantized_nodes: int  # ops inside QDQ units (int8), integer ops (dynamic), ops computing in fp16 (fp16)
+    left_float: tuple[str, ...] = ()  # int8: the nodes of the recipe's op types left float by name (exclude, unit breakers)
 
 
 def quantize(
@@ -66,6 +67,7 @@ def quantize(
 
     from mobilegen.export import quiet  # imports numpy: not at package import
 
+    left: list[str] = []
     src = Path(os.path.abspath(src))  # the quantizer's pre-processing runs in another current folder (_cwd)
     with temp_dir("quantize") as work:
         work = Path(os.path.abspath(work))
@@ -77,7 +79,7 @@ def quantize(
                 else:
                     pre = _preprocess(src, work, recipe)
                     if recipe.mode == "int8":
-                        _static_for_provider(pre, out, recipe, calib, method, exclude, ranges or work / "ranges.json")
+                        left = _static_for_provider(pre, out, recipe, calib, method, exclude, ranges or work / "ranges.json")
                     else:
                         _dynamic(pre, out, recipe)
         except (MemoryError, KeyboardInterrupt):
@@ -96,7 +98,7 @@ def quantize(
         tmp = dest.with_name(dest.name + ".tmp")
         shutil.copyfile(out, tmp)
         os.replace(tmp, dest)
-    return QuantizedModel(dest, recipe, src.stat().st_size, dest.stat().st_size, count)
+    return QuantizedModel(dest, recipe, src.stat().st_size, dest.stat().st_size, count, tuple(left))
 
 
 
@@ -249,7 +251,7 @@ _UNIT_ROUNDS = 3
 
 def _static_for_provider(
     pre: Path, out: Path, recipe: Recipe, calib: Calibration, method: CalibrationMethod, exclude: Sequence[str], ranges: Path
-) -> None:
+) -> list[str]:
     """``_static``, then again without quantizing the consumers that made a unit the provider refuses.
 
     The recipe quantizes only ops whose units the provider takes, but a float op between a DQ and the Q its
@@ -257,15 +259,17 @@ def _static_for_provider(
     an ORT node unit (``NodeGroup::CanCreateNodeGroup`` looks at the graph, not at what was meant), which the
     provider refuses whole. Where the provider takes that op in float and standalone Q/DQ (NNAPI), the
     consumer is left float: the unit goes away and the op, the DQ and the Q run on the provider.
-    ``exclude``: nodes to leave float from the start; ``ranges``: the calibration cache every round shares."""
+    ``exclude``: nodes to leave float from the start; ``ranges``: the calibration cache every round shares.
+    Returns the nodes left float by name."""
     left = list(exclude)
     for _ in range(_UNIT_ROUNDS):
         _static(pre, out, recipe, calib, method, left, ranges)
-        more = [name for name in refused_unit_breakers(out, recipe) if name not in left]
+        more = [name for name in refused_unit_breakers(out, recipe, exclude) if name not in left]
         if not more:
-            return
+            return left
         left += more
     _static(pre, out, recipe, calib, method, left, ranges)
+    return left
 
 
 def _static(

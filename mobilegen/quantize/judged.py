@@ -52,9 +52,12 @@ class Judgement:
     fp32: CoverageCounts
     recipe: CoverageCounts  # the recipe as it is, before any narrowing
     quantized: CoverageCounts  # the last model quantized (what ships unless refused)
-    left_float: tuple[str, ...] = ()
+    left_float: tuple[str, ...] = ()  # the ops the narrowing blamed
     rounds: int = 0  # narrowing rounds run
     refused: str = ""
+    # the ops left float with them because they would wrap a blamed op into a QDQ unit again (the quantized
+    # Add after attention's Q·Kᵀ puts a Q on the float MatMul's output): engine._static_for_provider
+    wrapping: tuple[str, ...] = ()
 
     @property
     def narrowed(self) -> bool:
@@ -67,6 +70,7 @@ class Judgement:
             "recipe": dict(self.recipe.to_dict()),
             "quantized": dict(self.quantized.to_dict()),
             "left_float": list(self.left_float),
+            "wrapping": list(self.wrapping),
             "rounds": self.rounds,
             "refused": self.refused or None,
         }
@@ -115,6 +119,7 @@ def judged_quantize(
     fp32 = CoverageCounts.of(before)
     refused_fp32 = {n.name for n in before.nodes if not n.supported}
     state = _State()
+    baseline: tuple[str, ...] = ()  # what the recipe as it is leaves float (its own unit breakers)
     with temp_dir("judge") as work:
         ranges = Path(work) / "ranges.json"
         for round_ in range(MAX_ROUNDS + 1):
@@ -122,7 +127,9 @@ def judged_quantize(
             (after,) = analyze_all(None, [target], source=qm.path)
             got = CoverageCounts.of(after)
             state.first = state.first or got
-            judgement = Judgement(before.label, fp32, state.first, got, tuple(state.left), round_)
+            baseline = baseline if round_ else qm.left_float
+            wrapping = tuple(n for n in qm.left_float if n not in baseline and n not in state.left)
+            judgement = Judgement(before.label, fp32, state.first, got, tuple(state.left), round_, "", wrapping)
             if not worse(fp32, got, (refused_ops(before), refused_ops(after))):
                 return qm, judgement
             more = [n for n in offenders(after, refused_fp32, qm.path, state.left) if n not in state.left]
@@ -144,7 +151,7 @@ def _refusal(j: Judgement, after: CoverageReport, refused_fp32: set[str], recipe
         f"({counts_text(j.fp32)} → {counts_text(j.quantized)}{left}; {why}), so this target ships its fp32 model "
         "(a quantized model that splits the accelerator's partition runs slower than the fp32 one it replaces)"
     )
-    return Judgement(j.provider, j.fp32, j.recipe, j.quantized, j.left_float, j.rounds, reason)
+    return Judgement(j.provider, j.fp32, j.recipe, j.quantized, j.left_float, j.rounds, reason, j.wrapping)
 
 
 def offenders(after: CoverageReport, refused_fp32: set[str], model_path: Path, left: Sequence[str] = ()) -> list[str]:

@@ -3,6 +3,7 @@ that none forms (:func:`mobilegen.quantize.engine.quantize`'s int8 path for NNAP
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,10 +19,12 @@ _QDQ_OPS = ("QuantizeLinear", "DequantizeLinear")
 _PROPAGATED = ("MaxPool", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Slice")
 
 
-def refused_unit_breakers(model_path: Path, recipe: Recipe) -> list[str]:
+def refused_unit_breakers(model_path: Path, recipe: Recipe, left_float: Collection[str] = ()) -> list[str]:
     """Names of the nodes whose quantization makes a QDQ unit ``recipe``'s provider refuses, where leaving
     them float lets the provider take the unit's nodes one by one; [] for providers without unit rules.
-    The units are those of the graph ORT runs (ORT_ENABLE_BASIC, as the coverage report sees it)."""
+    The units are those of the graph ORT runs (ORT_ENABLE_BASIC, as the coverage report sees it).
+    ``left_float``: nodes a judged recipe leaves float (:mod:`mobilegen.quantize.judged`) although their op
+    type is in the recipe: a unit around one of them is broken the same way."""
     from mobilegen.coverage.analyze import prepare
     from mobilegen.coverage.qdq import table_units
     from mobilegen.quantize.recipes import qdq_table, unit_ops
@@ -35,7 +38,7 @@ def refused_unit_breakers(model_path: Path, recipe: Recipe) -> list[str]:
     names: list[str] = []
     for unit in units.units if units is not None else ():
         target = graph.nodes[unit.target]
-        if unit.qlinear or target.op_type in taken or table.lookup(target.domain, target.op_type) is None:
+        if unit.qlinear or (target.op_type in taken and target.name not in left_float) or table.lookup(target.domain, target.op_type) is None:
             continue
         if target.op_type in recipe.op_types:  # a Relu/Clip the quantizer kept: leave it float
             names.append(target.name)

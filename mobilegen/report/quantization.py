@@ -146,7 +146,9 @@ def coverage_rows(r: QuantizationRecord) -> tuple[Row, ...]:
     left = r.coverage.get("left_float")
     if isinstance(left, list) and left:
         shown = ", ".join(str(x) for x in left[:20]) + (f" (+{len(left) - 20} more)" if len(left) > 20 else "")
-        rows.append(Row(("left float", f"{len(left)} node(s) whose QDQ units {r.coverage.get('provider')} refuses or which split its partition: {shown}")))
+        wrapping = r.coverage.get("wrapping")
+        also = f"; with them {len(wrapping)} op(s) that would wrap them into a unit again" if isinstance(wrapping, list) and wrapping else ""
+        rows.append(Row(("left float", f"{len(left)} node(s) whose QDQ units {r.coverage.get('provider')} refuses or which split its partition: {shown}{also}")))
     return tuple(rows)
 
 

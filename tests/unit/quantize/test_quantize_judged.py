@@ -79,7 +79,8 @@ def test_naive_recipe_splits_nnapi_and_the_judged_one_does_not(tmp_path: Path) -
     assert worse(fp32, _counts(naive.path))  # its quantized batch MatMul unit goes to the CPU
 
     qm, j = judged_quantize(src, _nnapi(), calib, tmp_path / "judged.onnx", NNAPI)
-    assert not j.refused and j.narrowed and "mm" in j.left_float
+    assert not j.refused and j.narrowed and j.left_float == ("mm",)
+    assert j.wrapping == ("add",)  # the quantized Add would put a Q on the float MatMul: left float with it
     assert j.recipe.partitions == 2 and j.quantized == _counts(qm.path)
     assert not worse(fp32, j.quantized) and j.quantized.partitions == 1 and j.quantized.cpu_nodes == 0
     assert "conv" in _quantized_ops(qm.path)  # the rest of the recipe still quantizes
