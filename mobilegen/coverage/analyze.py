@@ -117,6 +117,8 @@ def _optimize(model: onnx.ModelProto | None, source: Path | None = None) -> tupl
         so.log_severity_level = 3
         so.add_session_config_entry("session.optimized_model_external_initializers_file_name", "model.basic.onnx.data")
         so.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", str(_EXTERNAL_MIN_BYTES))
+        so.add_session_config_entry("session.disable_prepacking", "1")  # never run: no packed copy of the weights
+        so.enable_cpu_mem_arena = False  # nor an arena (its memory would outlive the session in this process)
         try:
             ort.InferenceSession(str(src), so, providers=["CPUExecutionProvider"])
         except Exception as err:  # noqa: BLE001 — ORT refuses the model (custom op, bad graph): analyse as given
