@@ -122,6 +122,7 @@ def build(opts: BuildOptions) -> BuildResult:
         fix_plan = stages.fix(onnx_model, chosen, opts)  # per target: the passes that help its providers
         notices += fix_plan.notices
         models = stages.write_models(onnx_model, fix_plan, root)  # from here on the files are the models
+        onnx_model = exported = replace(onnx_model, proto=None)  # the in-memory weights go before the conversion
         progress.step("converting")
         models = stages.convert(models, root, opts.style)
         verification = stages.verify(expected, models, opts.verify, root, quantize_stage.sorted_outputs(task))  # --top-k scores: no top-1
