@@ -87,6 +87,8 @@ def _compare(ref: np.ndarray, got: np.ndarray, atol: float, rtol: float) -> tupl
     if ref.dtype == bool or got.dtype == bool or not np.issubdtype(ref.dtype, np.number):
         same = bool(np.array_equal(ref, got))
         return (0.0 if same else 1.0), (0.0 if same else 1.0), (1.0 if same else 0.0), None, same, ""
+    if np.issubdtype(ref.dtype, np.integer) and np.issubdtype(got.dtype, np.integer):
+        return _compare_integers(ref, got)
     r = ref.astype(np.float64).ravel()
     g = got.astype(np.float64).ravel()
     if r.size == 0:
@@ -103,6 +105,18 @@ def _compare(ref: np.ndarray, got: np.ndarray, atol: float, rtol: float) -> tupl
     # the tolerance is for finite elements: NaN in atol + rtol·|NaN| failed a NaN matched by NaN
     passed = (not nonfinite_mismatch) and bool(np.all(diff[finite] <= atol + rtol * np.abs(r[finite])))
     return max_abs, max_rel, cosine, top1, passed, ("NaN/Inf differ" if nonfinite_mismatch else "")
+
+
+def _compare_integers(ref: np.ndarray, got: np.ndarray) -> tuple[float, float, float, float | None, bool, str]:
+    """Integer outputs (ids, indices, counts) pass only when equal: no tolerance, and no float64 on the way
+    (it cannot hold every int64, so 2**53 + 1 would equal 2**53)."""
+    same = bool(np.array_equal(ref, got))
+    if ref.size == 0:
+        return 0.0, 0.0, 1.0, None, True, "empty output"
+    wide = np.abs(ref.astype(object) - got.astype(object)).ravel()  # Python ints: no overflow for uint64 vs int64
+    max_abs = float(max(wide))
+    r, g = ref.astype(np.float64).ravel(), got.astype(np.float64).ravel()
+    return max_abs, relative_error(r, g, max_abs), cosine_similarity(r, g), None, same, ("" if same else "integers compared exactly")
 
 
 def relative_error(r: np.ndarray, g: np.ndarray, max_abs: float) -> float:

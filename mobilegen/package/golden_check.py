@@ -245,6 +245,6 @@ def ort_format_version(path: Path | None) -> int | None:
             if os.fstat(f.fileno()).st_size == 0:
                 return None
             with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                return format_version(data)  # type: ignore[arg-type]  # mmap slices like bytes
+                return format_version(data)  # mmap slices like bytes
     except (OSError, ValueError, Unreadable):
         return None

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from ci import missing_tool
 from android_specs import make_specs
+from ci import missing_tool
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ts_parsers import parser

@@ -7,7 +7,6 @@ line is a problem (e.g. a blocked external asset). A canary page proves the dete
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import struct
