@@ -302,42 +302,50 @@ def _worst_layers(fp32: Path, quantized: Path, feeds: list[dict[str, np.ndarray]
     return tuple(LayerNoise(t, v) for t, v in worst[:WORST_LAYERS])
 
 
+_CHUNK = 32  # activation pairs fetched per run: every run recomputes the model, and holds only these tensors
+
+
 def _activation_noise(dbg: Any, aug_f: Path, aug_q: Path, feeds: list[dict[str, np.ndarray]]) -> dict[str, float]:
     """SQNR (dB) of each activation of the QDQ model (after its QDQ) against the float model's, sample by
-    sample: ``qdq_loss_debug.collect_activations`` keeps every tensor of every sample of both models (for a
-    224x224 ConvNeXt config, 8 samples took 1.1 GB, twice the whole fp32 build's peak); the sums of squares
-    here give the same ratio as its ``compute_signal_to_quantization_noice_ratio`` on the concatenation."""
+    sample and a few tensors per run: ``qdq_loss_debug.collect_activations`` keeps every tensor of every
+    sample of both models (for a 224x224 ConvNeXt config, 8 samples took 1.1 GB, twice the whole fp32
+    build's peak; every tensor of one sample, 0.37 GB). The pairs are those of its
+    ``create_activation_matching``; the sums of squares give the ratio its
+    ``compute_signal_to_quantization_noice_ratio`` computes on the concatenation."""
     import numpy as np
     import onnxruntime as ort
 
     plain = ort.SessionOptions()
     plain.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL  # collect_activations' default
     cpu = ["CPUExecutionProvider"]
+    qdq = _session_options(reference=True)
+    for so in (plain, qdq):  # an arena would keep the largest run's tensors all along, for both sessions
+        so.enable_cpu_mem_arena = False
     sess_f = ort.InferenceSession(str(aug_f), plain, providers=cpu)
-    sess_q = ort.InferenceSession(str(aug_q), _session_options(reference=True), providers=cpu)
+    sess_q = ort.InferenceSession(str(aug_q), qdq, providers=cpu)
+    suffix = dbg._TENSOR_SAVE_POSTFIX
+    saved = [[o.name[: -len(suffix)] for o in sess.get_outputs() if o.name.endswith(suffix)] for sess in (sess_f, sess_q)]
+    # the matching on the names themselves: which float tensor goes with which QDQ one (it passes values through)
+    by_name = dbg.create_activation_matching({n: [n] for n in saved[1]}, {n: [n] for n in saved[0]})
+    pairs = [(t, m["float"][0], m["post_qdq"][0]) for t, m in by_name.items()
+             if m.get("float") and m.get("pre_qdq") is not None and m.get("post_qdq") is not None]  # fmt: skip
     signal: dict[str, float] = {}
     error: dict[str, float] = {}
     for feed in feeds:
-        matched = dbg.create_activation_matching(_saved(dbg, sess_q, feed), _saved(dbg, sess_f, feed))
-        for tensor, m in matched.items():
-            if "float" not in m or m.get("pre_qdq") is None or m.get("post_qdq") is None:
-                continue
-            ref = np.asarray(m["float"][0], dtype=np.float64).reshape(-1)
-            got = np.asarray(m["post_qdq"][0], dtype=np.float64).reshape(-1)
-            if ref.shape != got.shape:
-                continue
-            signal[tensor] = signal.get(tensor, 0.0) + float(np.dot(ref, ref))
-            error[tensor] = error.get(tensor, 0.0) + float(np.dot(ref - got, ref - got))
-        del matched
+        for k in range(0, len(pairs), _CHUNK):
+            chunk = pairs[k : k + _CHUNK]
+            refs = sess_f.run([f + suffix for _t, f, _q in chunk], dict(feed))
+            gots = sess_q.run([q + suffix for _t, _f, q in chunk], dict(feed))
+            for (tensor, _f, _q), r, g in zip(chunk, refs, gots, strict=True):
+                ref = np.asarray(r, dtype=np.float64).reshape(-1)
+                got = np.asarray(g, dtype=np.float64).reshape(-1)
+                if ref.shape != got.shape:
+                    continue
+                signal[tensor] = signal.get(tensor, 0.0) + float(np.dot(ref, ref))
+                error[tensor] = error.get(tensor, 0.0) + float(np.dot(ref - got, ref - got))
+            del refs, gots
     eps = float(np.finfo("float").eps)
     return {t: 20 * math.log10(max(math.sqrt(signal[t]), eps) / max(math.sqrt(error[t]), eps)) for t in signal}
-
-
-def _saved(dbg: Any, sess: Any, feed: Mapping[str, np.ndarray]) -> dict[str, list[np.ndarray]]:
-    """One sample's saved activations, named as ``collect_activations`` names them."""
-    suffix = dbg._TENSOR_SAVE_POSTFIX
-    names = [o.name for o in sess.get_outputs()]
-    return {n[: -len(suffix)]: [v] for n, v in zip(names, sess.run(None, dict(feed)), strict=True) if n.endswith(suffix)}
 
 
 def _weight_noise(fp32: Path, qdq: onnx.ModelProto) -> dict[str, float]:
