@@ -84,6 +84,24 @@ def model_bytes(model: Any) -> int:
         return max(inline + external, _TWO_GIB)
 
 
+def surely_under(model: Any, limit: int) -> bool:
+    """True when ``model`` (weights inline) is certainly smaller than ``limit`` bytes, told from its tensors'
+    dims and types without serializing it (``model_bytes`` costs a serialization: a copy of the weights
+    and ~0.3 s per GB). Raw data counts its size; other data fields up to 2.5x (varints); the graph
+    itself is allowed 256 MiB. False means "do measure it" (``model_bytes``), not "too large"."""
+    total = 256 << 20
+    for t in _all_tensors(model):
+        if _is_external(t):
+            return False
+        n = tensor_nbytes(t)
+        if n is None:
+            return False
+        total += n if t.HasField("raw_data") else n * 5 // 2
+        if total >= limit:
+            return False
+    return True
+
+
 _REEXPORT = "re-export or re-save the model (onnx.save_model writes its external data beside it)"
 
 

@@ -30,7 +30,7 @@ from mobilegen.coverage.rewrites import op_suggestions
 from mobilegen.coverage.rules import EPTable, NodeContext
 from mobilegen.coverage.target import EPTarget
 from mobilegen.errors import InternalError, first_line
-from mobilegen.onnx_checks import model_bytes
+from mobilegen.onnx_checks import model_bytes, surely_under
 from mobilegen.providers.base import DYNAMIC, GROUP, OP, ExecutionProvider, Reason
 
 log = logging.getLogger(__name__)
@@ -98,7 +98,7 @@ def _optimize(model: onnx.ModelProto | None, source: Path | None = None) -> tupl
         if src != source:
             if model is None:
                 raise InternalError(f"the model file {source} is missing")
-            large = model_bytes(model) > _TWO_GB  # not ByteSize(): it raises EncodeError past 2 GiB
+            large = not surely_under(model, _TWO_GB) and model_bytes(model) > _TWO_GB  # not ByteSize(): it raises EncodeError past 2 GiB
             onnx.save_model(model, str(src), save_as_external_data=large, location="model.onnx.data")
         if model is not None and _nested_if(model.graph):
             # onnxruntime (1.32) crashes the process instead of raising when it cannot inline a nested If

@@ -1,0 +1,36 @@
+"""``surely_under``: a model's size bound told from its tensors' dims, never above what model_bytes measures."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from mobilegen.onnx_checks import model_bytes, surely_under
+
+
+def _model(weights: list[onnx.TensorProto]) -> onnx.ModelProto:
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])
+    node = helper.make_node("Identity", ["x"], ["y"])
+    return helper.make_model(helper.make_graph([node], "g", [x], [y], weights), opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_surely_under_is_a_safe_bound() -> None:
+    raw = numpy_helper.from_array(np.zeros((1024, 1024), np.float32), "w")  # 4 MiB of raw_data
+    listed = helper.make_tensor("v", TensorProto.INT64, [4096], [-1] * 4096)  # varints: 10 bytes each, 8 by dims
+    for m in (_model([raw]), _model([listed]), _model([raw, listed])):
+        size = model_bytes(m)
+        assert surely_under(m, 1 << 31)
+        assert not surely_under(m, size)  # never claims "under" a limit the model reaches
+        assert not surely_under(m, (256 << 20) + 1)  # the graph's own allowance counts too
+
+
+def test_external_or_string_tensors_are_measured() -> None:
+    s = helper.make_tensor("s", TensorProto.STRING, [1], [b"a"])
+    assert not surely_under(_model([s]), 1 << 31)
+    ext = numpy_helper.from_array(np.zeros(4, np.float32), "e")
+    ext.data_location = TensorProto.EXTERNAL
+    ext.external_data.add(key="location", value="w.bin")
+    ext.ClearField("raw_data")
+    assert not surely_under(_model([ext]), 1 << 31)
