@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -80,14 +80,28 @@ class Comparison:
     other: Placement | None
 
     @property
-    def better(self) -> bool:
+    def verdict(self) -> str:
+        """``better``: the provider takes at least as many nodes in at most as many partitions, one of them
+        strictly; ``worse``: the reverse; ``same``; ``mixed`` (more nodes in more partitions, or fewer in
+        fewer — losing nodes on the provider is never better); ``""`` when not measured."""
         o, b = self.other, self.built
-        return o is not None and (o.partitions, -o.supported) < (b.partitions, -b.supported)
+        if o is None:
+            return ""
+        if (o.supported, o.partitions) == (b.supported, b.partitions):
+            return "same"
+        if o.supported >= b.supported and o.partitions <= b.partitions:
+            return "better"
+        if o.supported <= b.supported and o.partitions >= b.partitions:
+            return "worse"
+        return "mixed"
+
+    @property
+    def better(self) -> bool:
+        return self.verdict == "better"
 
     @property
     def worse(self) -> bool:
-        o, b = self.other, self.built
-        return o is not None and (o.partitions, -o.supported) > (b.partitions, -b.supported)
+        return self.verdict == "worse"
 
     def text(self) -> str:
         if self.other is None:
@@ -100,6 +114,7 @@ class Comparison:
             "built": self.built.to_dict(),
             "other": None if self.other is None else self.other.to_dict(),
             "better": self.better,
+            "verdict": self.verdict or None,
         }
 
 
@@ -120,8 +135,10 @@ class Advice:
 
     @property
     def better(self) -> bool:
-        """The other exporter places better on some provider and worse on none."""
-        return any(c.better for c in self.comparisons) and not any(c.worse for c in self.comparisons)
+        """The other exporter places better on some provider and worse on none; a mixed provider (fewer
+        nodes in fewer partitions, or more in more) counts against it too: the advice must not cost a
+        provider the nodes it takes."""
+        return any(c.better for c in self.comparisons) and all(c.verdict in ("better", "same") for c in self.comparisons)
 
     def to_dict(self) -> dict[str, JSONValue]:
         return {
@@ -134,19 +151,32 @@ class Advice:
         }
 
 
+def may_apply(loaded: LoadedModel, exported: OnnxModel) -> bool:
+    """Whether this build has another exporter to compare (the rest of :func:`advise` decides whether it
+    is compared)."""
+    return _other_exporter(loaded, exported) is not None
+
+
+def _other_exporter(loaded: LoadedModel, exported: OnnxModel) -> str | None:
+    if exported.exporter not in _SHOWN:
+        return None
+    if loaded.kind == "torchscript":
+        return TORCH_EXPORT
+    if loaded.kind in ("pickle", "state_dict") and exported.exporter == "dynamo":
+        return TORCHSCRIPT
+    return None
+
+
 def advise(
     opts: BuildOptions, loaded: LoadedModel, exported: OnnxModel, coverage: Sequence[CoverageReport], chosen: Sequence[Chosen], fix_plan: FixPlan
 ) -> Advice | None:
-    """The advice for this build, or None (nothing to compare, or every provider takes the model whole)."""
-    shown = _SHOWN.get(exported.exporter)
-    if shown is None or not coverage:
+    """The advice for this build, or None (nothing to compare, or every provider takes the model whole).
+    ``exported``: the build's model as the export wrote it (its input shapes go to the other exporter's);
+    ``coverage``: the build's fp32 models' (before ``--quantize``: the comparison quantizes neither side)."""
+    other_exporter = _other_exporter(loaded, exported)
+    if other_exporter is None or not coverage:
         return None
-    if loaded.kind == "torchscript":
-        other_exporter = TORCH_EXPORT
-    elif loaded.kind in ("pickle", "state_dict") and exported.exporter == "dynamo":
-        other_exporter = TORCHSCRIPT
-    else:
-        return None
+    shown = _SHOWN[exported.exporter]
     built = [(r, _built_placement(shown, r, fix_plan)) for r in coverage]
     if all(b.partitions <= 1 for _r, b in built):
         return None
@@ -161,7 +191,7 @@ def advise(
 
         progress.step("comparing exporters")
         try:
-            others = _measure(opts, chosen, other_exporter)
+            others = _measure(opts, chosen, other_exporter, exported)
         except Exception as err:  # noqa: BLE001 — the other exporter is optional advice: any failure only means no numbers
             from mobilegen.errors import first_line
 
@@ -214,9 +244,11 @@ def _built_placement(exporter: str, report: CoverageReport, fix_plan: FixPlan) -
     return Placement(exporter, report.supported_nodes, report.total_nodes, len(report.partitions))
 
 
-def _measure(opts: BuildOptions, chosen: Sequence[Chosen], other: str) -> dict[tuple[str, str], Placement]:
-    """Export ``opts.model`` with the other exporter (in memory), prepare and fix it as the build does
-    (``stages.prepare``, ``stages.fix``), and analyse every target's providers: (target, label) → placement."""
+def _measure(opts: BuildOptions, chosen: Sequence[Chosen], other: str, built: OnnxModel) -> dict[tuple[str, str], Placement]:
+    """Export ``opts.model`` with the other exporter (in memory), give its inputs the shapes of the build's
+    export (``built``: the ``--input`` shapes and example sizes, :func:`_shaped_as`), prepare and fix it as
+    the build does (``stages.prepare``, ``stages.fix``), and analyse every target's providers: (target,
+    label) → placement."""
     import tempfile
 
     from mobilegen import stages
@@ -228,6 +260,7 @@ def _measure(opts: BuildOptions, chosen: Sequence[Chosen], other: str) -> dict[t
     with tempfile.TemporaryDirectory(prefix="mobilegen-advice-") as tmp:
         # the loaded model is held by _export_with alone, which lets a TorchScript module go once converted
         model = _export_with(bind_consts(load_model(opts.model, opts.model_opts.load), export_opts.consts), export_opts, Path(tmp) / "other.onnx", other)
+    model = _shaped_as(model, built)
     model, _ = stages.prepare(model, chosen, keep_dynamic=opts.keep_dynamic)
     fixes = stages.fix(model, chosen, opts)
     ctx = stages._context(model, chosen)
@@ -243,9 +276,43 @@ def _measure(opts: BuildOptions, chosen: Sequence[Chosen], other: str) -> dict[t
     return out
 
 
-def _export_with(loaded: LoadedModel, export_opts: Any, out: Path, other: str) -> OnnxModel:
-    from dataclasses import replace
+def _shaped_as(model: OnnxModel, built: OnnxModel) -> OnnxModel:
+    """``model`` (the other exporter's) with the input shapes of the build's export, input by input in
+    order: a named dim where the build's is a number is fixed to it (TS2EPConverter's program leaves H
+    and W of an image named even when ``--input`` gave them), and a named dim where the build's is named
+    too gets the build's example size, so ``stages.prepare`` fixes it (or not) as it did the build's.
+    Inputs of another count or rank are left as they are."""
+    ins, theirs = model.io.inputs, built.io.inputs
+    if len(ins) != len(theirs):
+        return model
+    fixed: dict[str, int] = {}
+    sizes: dict[str, int] = {}
+    for mine, ref in zip(ins, theirs, strict=True):
+        if len(mine.shape) != len(ref.shape):
+            continue
+        for d, r in zip(mine.shape, ref.shape, strict=True):
+            if isinstance(d, str) and isinstance(r, int):
+                fixed.setdefault(d, r)
+            elif isinstance(d, str) and isinstance(r, str) and r in built.example_sizes:
+                sizes.setdefault(d, built.example_sizes[r])
+    if not fixed and not sizes:
+        return model
+    if fixed:
+        from onnxruntime.tools.onnx_model_utils import fix_output_shapes, make_dim_param_fixed
 
+        from mobilegen.load import onnx_io_spec
+
+        if model.proto is None:
+            raise RuntimeError("the export kept no model in memory")
+        for d, size in fixed.items():
+            make_dim_param_fixed(model.proto.graph, d, size)
+        fix_output_shapes(model.proto)
+        model = replace(model, io=onnx_io_spec(model.proto))
+    kept = {d: n for d, n in model.example_sizes.items() if d not in fixed}
+    return replace(model, example_sizes=kept | {d: n for d, n in sizes.items() if d not in fixed})
+
+
+def _export_with(loaded: LoadedModel, export_opts: Any, out: Path, other: str) -> OnnxModel:
     from mobilegen.export import export_onnx, resolve_inputs
 
     if other == TORCHSCRIPT:  # the same module through the TorchScript exporter

@@ -104,6 +104,7 @@ def build(opts: BuildOptions) -> BuildResult:
         early = partial(early_checks.before_export, task=opts.task, check_io=[c.target.check_io for c in chosen])
         loaded, onnx_model = load_and_export(opts.model, opts.model_opts, root / artifacts.MODEL_ONNX, write=False, before_export=early)
         notices: list[Notice] = stages.export_notices(loaded, onnx_model, opts)
+        as_exported = replace(onnx_model, proto=None)  # its input shapes: the exporter advice gives them to the other exporter's
         exported, task = onnx_model, opts.task
         if task is not None:  # --task: the pre/post-processing nodes are part of the model from here on
             onnx_model, task = task_stage.wrap_exported(onnx_model, task)
@@ -126,13 +127,16 @@ def build(opts: BuildOptions) -> BuildResult:
         progress.step("converting")
         models = stages.convert(models, root, opts.style)
         verification = stages.verify(expected, models, opts.verify, root, quantize_stage.sorted_outputs(task))  # --top-k scores: no top-1
+        quantizing = opts.quantize is not None and opts.quantize.mode is not None
+        # the advice compares fp32 models: with --quantize, the build's coverage before it (one more analysis)
+        fp32_coverage = stages.analyse(models, chosen) if quantizing and exporter_advice.may_apply(loaded, as_exported) else None
         models, quant_notices = quantize_stage.quantize_build(models, chosen, opts, root, verification.golden_cases)  # per target; fp32 when refused
         notices += quant_notices
         task_files = task_stage.write_files(root, task, onnx_model, models) if task is not None else None
         stages.check_runtimes(chosen, models)
         progress.step("analysing")
         coverage = stages.analyse(models, chosen)
-        advice = exporter_advice.advise(opts, loaded, onnx_model, coverage, chosen, fix_plan)  # the other exporter, measured
+        advice = exporter_advice.advise(opts, loaded, as_exported, fp32_coverage or coverage, chosen, fix_plan)  # the other exporter, measured
         notices += exporter_advice.notices(advice)
         notices += stages.fix_notices(fix_plan, models, verification)
         notices += stages.verification_notices(verification)

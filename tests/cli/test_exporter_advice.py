@@ -137,6 +137,50 @@ def test_module_through_torch_export_is_measured_through_the_torchscript_exporte
     assert bool([w for w in doc["warnings"] if "exporter places this model better" in w]) == adv["better"]
 
 
+class Residual(nn.Module):
+    """Conv → ReLU → Conv + skip → Conv: XNNPACK refuses the Add (2 partitions); every Conv needs C, H and W known."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Conv2d(3, 4, 3, padding=1)
+        self.b = nn.Conv2d(4, 4, 3, padding=1)
+        self.c = nn.Conv2d(4, 2, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.a(x))
+        out: torch.Tensor = self.c(y + self.b(y))
+        return out
+
+
+def test_other_exporter_is_measured_with_the_builds_input_shapes(tmp_path: Path) -> None:
+    """TS2EPConverter's program leaves C, H and W of the image named; measured as converted, XNNPACK
+    took none of its Convs (0/5 nodes, 0 partitions) and the advice called that better. With the build's
+    --input shapes applied, both exporters place the model alike: no advice."""
+    torch.manual_seed(0)
+    torch.jit.trace(Residual().eval(), (torch.randn(1, 3, 8, 8),)).save(str(tmp_path / "res.pt"))
+    r = invoke("android", tmp_path / "res.pt", "--xnnpack", "--input", "x:1x3x8x8", "-o", tmp_path / "out", "--json")
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    [p] = doc["exporter_advice"]["providers"]
+    assert p["built"]["partitions"] == 2 and p["other"] == {**p["built"], "exporter": "torch.export"}, p
+    assert p["verdict"] == "same" and not doc["exporter_advice"]["better"]
+    assert not any("exporter places this model better" in w for w in doc["warnings"])
+
+
+def test_quantized_build_is_compared_as_fp32(tmp_path: Path) -> None:
+    """--quantize int8 ships a QDQ model (more nodes on NNAPI); the comparison is of fp32 models on both
+    sides: the build's side is the one a build without --quantize measures."""
+    path = _traced(Split(), tmp_path / "split.pt")
+    plain = _build(path, tmp_path / "fp32")["exporter_advice"]["providers"]
+    r = invoke("android", path, "--nnapi", "--input", "x:1x4", "--quantize", "int8", "--calibration", "random", "-o", tmp_path / "int8", "--json")
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    [nnapi] = [c for c in doc["coverage"] if c["ep"] == "nnapi"]
+    [p] = doc["exporter_advice"]["providers"]
+    assert nnapi["total_nodes"] > p["built"]["total_nodes"]  # the shipped (quantized) model is not the one compared
+    assert p["built"] == plain[0]["built"] and p["other"] == plain[0]["other"]
+
+
 def _advice(built: int, other: int | None, *, also: tuple[int, int] | None = None) -> Advice:
     comparisons = [
         Comparison("nnapi", Placement("torchscript", 500, 526, built), None if other is None else Placement("torch.export", 532, 542, other))
@@ -147,7 +191,8 @@ def _advice(built: int, other: int | None, *, also: tuple[int, int] | None = Non
     return Advice("torchscript", "torch.export", tuple(comparisons), why, ("cmd",))
 
 
-# (3, 3): as many partitions, more nodes on the provider (532 vs 500): better
+# (3, 3): as many partitions, more nodes on the provider (532 vs 500): better; (3, 8): more nodes in
+# more partitions: mixed, no advice
 @pytest.mark.parametrize(("built", "other", "said"), [(8, 3, True), (3, 3, True), (3, 8, False), (8, None, True)])
 def test_notice_only_when_better_or_unmeasured(built: int, other: int | None, said: bool) -> None:
     out = notices(_advice(built, other))
@@ -159,6 +204,34 @@ def test_notice_only_when_better_or_unmeasured(built: int, other: int | None, sa
 def test_worse_on_another_provider_is_no_advice() -> None:
     assert notices(_advice(8, 3, also=(2, 2)))  # better on nnapi, the same on coreml
     assert notices(_advice(8, 3, also=(2, 4))) == []  # better on nnapi, worse on coreml
+
+
+@pytest.mark.parametrize(
+    ("built", "other", "verdict"),
+    [
+        ((25, 4), (1, 1), "mixed"),  # the QA case: fewer partitions, but XNNPACK lost 24 of its 25 nodes
+        ((25, 4), (0, 0), "mixed"),
+        ((25, 4), (25, 1), "better"),
+        ((25, 4), (27, 4), "better"),
+        ((25, 4), (24, 4), "worse"),
+        ((25, 4), (25, 5), "worse"),
+        ((25, 4), (27, 6), "mixed"),
+        ((25, 4), (25, 4), "same"),
+    ],
+)
+def test_losing_nodes_on_a_provider_is_never_better(built: tuple[int, int], other: tuple[int, int], verdict: str) -> None:
+    c = Comparison("xnnpack", Placement("torchscript", built[0], 29, built[1]), Placement("torch.export", other[0], 29, other[1]))
+    assert (c.verdict, c.better, c.worse) == (verdict, verdict == "better", verdict == "worse")
+    advice = Advice("torchscript", "torch.export", (c,), "", ("cmd",))
+    assert advice.better == (verdict == "better") and bool(notices(advice)) == advice.better
+    assert advice.to_dict()["providers"][0]["verdict"] == verdict  # type: ignore[index]
+
+
+def test_mixed_on_another_provider_is_no_advice() -> None:
+    nnapi = Comparison("nnapi", Placement("torchscript", 500, 526, 8), Placement("torch.export", 532, 542, 3))
+    fewer = Comparison("xnnpack", Placement("torchscript", 25, 29, 4), Placement("torch.export", 1, 29, 1))
+    assert Advice("torchscript", "torch.export", (nnapi,), "", ("cmd",)).better
+    assert not Advice("torchscript", "torch.export", (nnapi, fewer), "", ("cmd",)).better
 
 
 def test_same_placement_is_no_advice() -> None:
