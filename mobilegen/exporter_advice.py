@@ -22,9 +22,10 @@ Triggered when some provider of the build gets more than one partition (a build 
 nothing). The other exporter's model goes through the build's own ``stages.prepare`` and ``stages.fix``
 (fixed dims, graph passes per target) and is analysed for every target's providers; a ``--task``
 wrapper and ``--quantize`` are not applied to it, so the build's side of the comparison is its fp32
-model before them too (the fix stage's outcome). The notice is given when the other exporter places
-better on some provider and worse on none (fewer partitions, or as many with more nodes on the
-provider). Not measured: ``--no-compare-exporters`` (the comparison costs one more export and fix
+model before them too (the fix stage's outcome). The other exporter's inputs get the build's export shapes
+first (:func:`_shaped_as`). The notice is given when the other exporter places better on some provider
+(at least as many nodes in at most as many partitions, one strictly: losing nodes is never better) and
+better or the same on every other (:attr:`Comparison.verdict`). Not measured: ``--no-compare-exporters`` (the comparison costs one more export and fix
 stage), ``--const`` bindings (the converted program would need them re-bound), or an
 other exporter that fails — then the notice says how to try it by hand, without numbers.
 """
@@ -362,7 +363,8 @@ def _commands(model: Path, other: str, specs: Sequence[TensorSpec]) -> tuple[str
         return (
             f"with the Python model at hand, save it with torch.export.save(torch.export.export(model, {args}), {json.dumps(str(program))})",
             f"from this TorchScript file: {convert}",
-            f"then run the same mobilegen command on {program.name} (the program records its input shapes, so --input can go)",
+            f"then run the same mobilegen command on {program} (the converter renames the inputs and may leave dims named: "
+            f"mobilegen inspect {program} shows the shapes the program records)",
         )
     onnx_path = _free_name(model, ".onnx")
     return (
