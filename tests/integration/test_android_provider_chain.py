@@ -86,9 +86,13 @@ fun main(args: Array<String>) {
             val options = com.example.chain.TinyCnn.Options(
                 disableCpuFallback = opts["noCpu"] == "1", forceCpu = opts["forceCpu"] == "1",
             )
-            com.example.chain.TinyCnn.create(model, options, nnapiOsSupport = opts["nnapiOs"] == "1").use {
-                report(it.activeProviders, skipped(it), null)
+            // nnapiOs=none: create(bytes, options) as an app calls it, without nnapiOsSupport
+            val created = if (opts["nnapiOs"] == "none") {
+                com.example.chain.TinyCnn.create(byteArrayOf(1, 2, 3, 4), options)
+            } else {
+                com.example.chain.TinyCnn.create(model, options, nnapiOsSupport = opts["nnapiOs"] == "1")
             }
+            created.use { report(it.activeProviders, skipped(it), null) }
         } else if (args[1] == "golden") {
             // The accelerated golden test's own check (androidTest), on what the wrapper reports: API 34, QNN AAR.
             com.example.chainqnn.TinyCnn.create(model, com.example.chainqnn.TinyCnn.Options()).use {
@@ -218,6 +222,30 @@ def test_plan_skips_are_listed_and_a_healthy_chain_keeps_every_provider(chain_ja
     old_os = _run_case(chain_jar, "plain", "core", {})
     assert old_os["active"] == ["XNNPACK", "CPU"]
     assert old_os["skipped"] == ["NNAPI (needs Android API 27 or newer)"]
+
+
+def test_create_without_nnapi_os_support_says_it_was_not_passed(chain_jar: dict[str, Path]) -> None:
+    """create(bytes) on a device of any API level: the wrapper cannot know the OS has NNAPI; the reason
+    says the parameter was not passed (not "needs Android API 27", which would be false on API 34)."""
+    out = _run_case(chain_jar, "plain", "core", {}, nnapiOs="none")
+    assert out["error"] is None, out
+    assert out["active"] == ["XNNPACK", "CPU"] and out["sessions"] == "XNNPACK,CPU"
+    assert out["skipped"] == ["NNAPI (nnapiOsSupport not passed to create(); newInstance(context) passes it)"]
+
+
+def test_qnn_given_up_by_create_alone_says_its_setup_was_not_done(chain_jar: dict[str, Path], tmp_path: Path) -> None:
+    """QNN's ADSP_LIBRARY_PATH is set by newInstance(context), not by create(): a QNN that create() gives up
+    says so; through newInstance the same failure does not."""
+    core = _run_case(chain_jar, "qnn", "core", {"fakeort.failCreate": "QNN"})
+    assert core["active"] == ["CPU"], core
+    [reason] = core["skipped"]
+    assert reason.startswith("QNN (session creation with QNN failed: fake: QNN failed to compile")
+    assert reason.endswith("; ADSP_LIBRARY_PATH was not set up: create() does not do it, newInstance(context) does)")
+    props = {"fakeort.failCreate": "QNN", "fakeandroid.abis": "arm64-v8a"}
+    android = _run_case(chain_jar, "qnn", "android", props, files=str(tmp_path))
+    assert android["active"] == ["CPU"], android
+    [reason] = android["skipped"]
+    assert reason.startswith("QNN (session creation with QNN failed:") and "ADSP_LIBRARY_PATH" not in reason
 
 
 def test_disable_cpu_fallback_never_ends_on_the_cpu(chain_jar: dict[str, Path]) -> None:
