@@ -212,7 +212,7 @@ def _check_flag_kinds(kind: TaskKind, f: TaskFlags) -> None:
     if kind == "audio":
         wrong = [n for n in _IMAGE_FLAGS if getattr(f, n) is not None]
         if wrong:
-            raise UsageError(f"--{wrong[0].replace('_', '-')} is for image tasks, not --task audio", hint="drop it: audio takes --sample-rate, --labels, --softmax and --top-k")
+            raise UsageError(f"--{wrong[0].replace('_', '-')} is for image tasks, not --task audio", hint="drop it: audio takes --sample-rate, --labels, --softmax, --top-k and --state")
     elif f.sample_rate is not None:
         raise UsageError(f"--sample-rate is for --task audio, not --task {kind}", hint="drop --sample-rate")
     elif f.state is not None:
@@ -460,10 +460,17 @@ def _check_scores(spec: TaskSpec, io: IOSpec) -> None:
     if len(y.shape) != 2 or not _batch_ok(y.shape[0]) or not isinstance(y.shape[1], int):
         raise UsageError(f"{what} needs a 1xCLASSES output, {y.name!r} is {y.shape_str()}", hint="return the class scores as a [1, classes] tensor")
     classes = y.shape[1]
+    n_classes = f"{classes} class{'' if classes == 1 else 'es'}"
     if spec.is_classifier and len(spec.labels) != classes:
-        raise UsageError(f"--labels has {len(spec.labels)} labels but the model has {classes} classes (output {y.name!r} is {y.shape_str()})", hint="give one label per class, in class order")
+        n_labels = f"{len(spec.labels)} label{'' if len(spec.labels) == 1 else 's'}"
+        raise UsageError(f"--labels has {n_labels} but the model has {n_classes} (output {y.name!r} is {y.shape_str()})", hint="give one label per class, in class order")
     if spec.top_k is not None and spec.top_k > classes:
-        raise UsageError(f"--top-k {spec.top_k} is more than the model's {classes} classes", hint=f"give --top-k ≤ {classes}")
+        raise UsageError(f"--top-k {spec.top_k} is more than the model's {n_classes}", hint=f"give --top-k ≤ {classes}")
+    if spec.softmax and classes == 1:  # checked before the export too (mobilegen.early_checks): a softmax over one score is 1
+        raise UsageError(
+            f"--softmax over one class: output {y.name!r} is {y.shape_str()}, and a softmax over one class is always 1",
+            hint="drop --softmax (a single logit's probability is its sigmoid: apply torch.sigmoid in forward)",
+        )
 
 
 def describe(rec: Mapping[str, object]) -> str:

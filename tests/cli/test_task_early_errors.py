@@ -139,3 +139,27 @@ def test_other_extra_arguments_keep_clicks_message(models: dict[str, tuple[Path,
     path, _ = models["pt2"]
     line = assert_fails(invoke("android", path, "--task", "image", "--mean", "0.5", "extra", "-o", tmp_path / "o"), 2, "unexpected extra argument")
     assert "comma" not in line
+
+
+class OneLogit(nn.Module):
+    """x [1,4] → y [1,1]: one class."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.lin(x)
+        return out
+
+
+def test_softmax_over_one_class_before_the_export(exports: list[Any], tmp_path: Path) -> None:
+    """--softmax on a [1, 1] output is always 1 (it failed late as a degenerate verification): refused before the export."""
+    path = tmp_path / "one.pt"
+    torch.jit.trace(OneLogit().eval(), (torch.randn(1, 4),)).save(str(path))
+    out = tmp_path / "out"
+    r = invoke("android", path, "--input", "x:1x4", "--task", "audio", "--sample-rate", "8000", "--softmax", "-o", out)
+    line = assert_fails(r, 2, "--softmax over one class:", "a softmax over one class is always 1")
+    assert "degenerate" not in line
+    assert exports == []
+    assert not out.exists()

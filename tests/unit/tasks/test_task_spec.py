@@ -127,6 +127,12 @@ def test_flag_errors(tmp_path: Path, kw: dict[str, object], needle: str | None) 
     assert needle in e.value.message and "\n" not in e.value.message and e.value.hint
 
 
+def test_audio_image_flag_hint_lists_every_audio_flag(tmp_path: Path) -> None:
+    with pytest.raises(UsageError) as e:
+        task_from_flags(flags(tmp_path, task="audio", sample_rate=16000, crop="2x2"))
+    assert e.value.hint == "drop it: audio takes --sample-rate, --labels, --softmax, --top-k and --state"
+
+
 def test_labels_are_data(tmp_path: Path) -> None:
     """Quotes, $, backslashes, template syntax, right-to-left text and emoji are kept byte for byte; a BOM,
     CRLF line ends and one final newline are not part of any label."""
@@ -209,6 +215,10 @@ def test_resolve_fills_the_crop_and_fixes_batch() -> None:
         # an audio classifier: one label per class, one [1, classes] output
         (TaskSpec("audio", ("yes", "no"), sample_rate=8000), io((1, 100), out=(1, 3)), "--labels has 2 labels but the model has 3 classes"),
         (TaskSpec("audio", ("yes", "no"), sample_rate=8000), io((1, 100), out=(1, 2, 5)), "--task audio with --labels needs a 1xCLASSES output"),
+        # a softmax over one class is always 1; and one class is "1 class"
+        (TaskSpec("image", softmax=True), io((1, 3, 8, 8), out=(1, 1)), "--softmax over one class: output 'y' is 1x1, and a softmax over one class is always 1"),
+        (replace(SPEC, labels=("a",)), io((1, 3, 8, 8), out=(1, 4)), "--labels has 1 label but the model has 4 classes"),
+        (TaskSpec("image", top_k=2), io((1, 3, 8, 8), out=(1, 1)), "--top-k 2 is more than the model's 1 class"),
     ],
 )
 def test_resolve_errors(spec: TaskSpec, model_io: IOSpec, needle: str) -> None:
