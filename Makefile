@@ -12,7 +12,7 @@ PYTEST_ARGS ?= -q --durations=25
 # Under CI (CI=true, set by .ci/run) a test tool that cannot be installed fails the run instead of skipping tests.
 CI ?=
 
-.PHONY: install tools demo test test-fast lint lock clean
+.PHONY: install tools demo test test-fast lint lock clean distclean
 
 install: $(VENV)/.installed
 

@@ -324,10 +324,16 @@ def describe_usage_error(err: Any, args: Sequence[str], *, command: str | None =
         return message, f"{hint}; {see}"
     spaced = _spaced_list(err, message, args)
     if spaced is not None:
-        flag, values = spaced
+        flag, typed, metavar = spaced
+        values = [v.strip(",") for v in typed]
+        counts = (1, len(metavar.split(",")))  # A,B,C: one value for every channel, or one each
+        if len(values) in counts:
+            fix = f"write {flag} {','.join(values)}"
+        else:  # joining them would be refused too: the forms that are valid
+            fix = f"write one value ({flag} {values[0]}) or {counts[1]} comma-separated ({flag} {metavar})"
         return (
-            f"{flag} takes its values as one comma-separated list, got {' '.join(values)} (separated by spaces)",
-            f"write {flag} {','.join(values)}; {see}",
+            f"{flag} takes its values as one comma-separated list, got {' '.join(typed)!r} (separated by spaces)",
+            f"{fix}; {see}",
         )
     flag_value = _value_given_to_flag(err, message, args)
     if flag_value is not None:
@@ -353,14 +359,15 @@ def _value_given_to_flag(err: Any, message: str, args: Sequence[str]) -> tuple[s
     return None
 
 
-def _spaced_list(err: Any, message: str, args: Sequence[str]) -> tuple[str, list[str]] | None:
-    """(option, values) when Click's extra arguments are the rest of a comma-list option's values written
-    with spaces (``--mean 0.5 0.5 0.5``: Click takes ``0.5`` and leaves two extra arguments), else None.
-    The options are those whose placeholder is a comma list (``A,B,C``)."""
+def _spaced_list(err: Any, message: str, args: Sequence[str]) -> tuple[str, list[str], str] | None:
+    """(option, its values as typed, its placeholder) when Click's extra arguments are the rest of a
+    comma-list option's values written with spaces (``--mean 0.5 0.5 0.5``: Click takes ``0.5`` and
+    leaves two extra arguments), else None. The options are those whose placeholder is a comma list
+    (``A,B,C``)."""
     if "unexpected extra argument" not in message:
         return None
     params = getattr(getattr(err.ctx, "command", None), "params", ())
-    listy = {o for p in params if "," in str(getattr(p, "metavar", "") or "") for o in p.opts}
+    listy = {o: str(p.metavar) for p in params if "," in str(getattr(p, "metavar", "") or "") for o in p.opts}
     for i, arg in enumerate(args[:-1]):
         flag, eq, joined = arg.partition("=")  # --mean=0.5 0.5 0.5 too
         if flag in listy and (eq or i + 2 < len(args)):
@@ -370,7 +377,7 @@ def _spaced_list(err: Any, message: str, args: Sequence[str]) -> tuple[str, list
                     break
                 values.append(extra)
             if len(values) > 1 and _is_number(values[0].rstrip(",")):
-                return flag, [v.strip(",") for v in values]
+                return flag, values, listy[flag]
     return None
 
 

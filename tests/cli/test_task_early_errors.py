@@ -135,6 +135,20 @@ def test_output_name_count_before_the_export(models: dict[str, tuple[Path, list[
     assert not out.exists()
 
 
+def test_spaced_mean_is_quoted_as_typed(models: dict[str, tuple[Path, list[str]]], tmp_path: Path) -> None:
+    path, _ = models["pt2"]
+    line = assert_fails(invoke("android", path, "--task", "image", "--mean", "0.5,", "0.5,", "0.5", "-o", tmp_path / "o"), 2, "comma-separated")
+    assert "got '0.5, 0.5, 0.5'" in line and "write --mean 0.5,0.5,0.5" in line
+
+
+def test_spaced_mean_of_two_hints_only_valid_forms(models: dict[str, tuple[Path, list[str]]], tmp_path: Path) -> None:
+    """--mean 0.5,0.5 is refused ("needs one finite value or three"): the hint must not suggest it."""
+    path, _ = models["pt2"]
+    line = assert_fails(invoke("android", path, "--task", "image", "--mean", "0.5", "0.25", "-o", tmp_path / "o"), 2, "got '0.5 0.25'")
+    assert "0.5,0.25" not in line
+    assert "write one value (--mean 0.5) or 3 comma-separated (--mean A,B,C)" in line
+
+
 def test_other_extra_arguments_keep_clicks_message(models: dict[str, tuple[Path, list[str]]], tmp_path: Path) -> None:
     path, _ = models["pt2"]
     line = assert_fails(invoke("android", path, "--task", "image", "--mean", "0.5", "extra", "-o", tmp_path / "o"), 2, "unexpected extra argument")
