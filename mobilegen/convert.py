@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+import shutil
 from pathlib import Path
 
 from mobilegen.artifacts import OnnxModel, OrtModel
@@ -57,10 +58,12 @@ def convert_to_ort(model: OnnxModel, out_ort: Path, out_config: Path, *, style: 
     if style not in STYLES:
         raise UsageError(f"unknown optimization style {style!r}", hint="use runtime (for NNAPI/CoreML) or fixed")
     with temp_dir("ort") as work:  # a storage error in here names TMPDIR; the results are written elsewhere
+        src = work / "model.onnx"
+        shutil.copyfile(model.path, src)  # a full TMPDIR fails here, with its name (onnxruntime's own write would not say)
         raw = work / "model.ort"
         try:
             with quiet():
-                ops = _convert(model.path, raw, work, runtime=style == "runtime")
+                ops = _convert(src, raw, work, runtime=style == "runtime")
         except Exception as err:  # noqa: BLE001 — ORT raises plain exceptions (Fail, RuntimeError, ...)
             if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT):
                 raise  # a full TMPDIR, not a model problem (temp_dir says so)
