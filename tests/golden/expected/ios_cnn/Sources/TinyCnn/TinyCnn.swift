@@ -149,8 +149,14 @@ public final class TinyCnn: @unchecked Sendable {
 
     /// The configuration this instance was created with.
     public let configuration: Configuration
-    /// Providers the session was created with, highest priority first (always ends with `.cpu`).
+    /// Providers that hold the session, highest priority first (always ends with `.cpu`). A requested
+    /// provider that failed to be appended or made session creation fail is not here: `skippedProviders`
+    /// says why.
     public let activeExecutionProviders: [ExecutionProvider]
+    /// Requested providers the session does not use, each with the reason, in the order they were given up:
+    /// "CoreML (session creation with CoreML, XNNPACK failed: …)", "XNNPACK (failed to initialise: …)".
+    /// Empty when every requested provider holds the session.
+    public let skippedProviders: [String]
     /// Why CoreML is not among `activeExecutionProviders` although it was requested; nil otherwise.
     public let coreMLUnavailableReason: String?
     /// Why XNNPACK is not among `activeExecutionProviders` although it was requested; nil otherwise.
@@ -192,47 +198,70 @@ public final class TinyCnn: @unchecked Sendable {
         } catch {
             throw TinyCnnError.runtime(error.localizedDescription)
         }
-        var reason: String? = nil
-        var xnnpackReason: String? = nil
-        var xnnpackAdded = false
-        var created: ORTSession? = nil
+        let opened = try Self.openSession(env: env, modelPath: url.path, configuration)
+        self.session = opened.session
+        self.activeExecutionProviders = opened.providers
+        self.configuration = configuration
+        self.skippedProviders = opened.skipped.map { "\($0.provider.rawValue) (\($0.reason))" }
+        self.coreMLUnavailableReason = opened.skipped.first { $0.provider == .coreML }?.reason
+        self.xnnpackUnavailableReason = opened.skipped.first { $0.provider == .xnnpack }?.reason
+    }
+
+    /// The provider chain, tried in order at session creation: with [CoreML, XNNPACK] the session is created
+    /// with both; if that fails, with XNNPACK; then on the CPU provider alone. A provider that cannot be
+    /// appended is left out (the link starts again from fresh options); when creating the session fails, the
+    /// first provider of the link is given up. Each provider given up is returned with the reason; only a
+    /// failure on the CPU alone throws.
+    private static func openSession(
+        env: ORTEnv, modelPath: String, _ configuration: Configuration
+    ) throws -> (session: ORTSession, providers: [ExecutionProvider], skipped: [(provider: ExecutionProvider, reason: String)]) {
+        var chain: [ExecutionProvider] = []
+        var skipped: [(provider: ExecutionProvider, reason: String)] = []
         if configuration.useCoreML {
             if ORTIsCoreMLExecutionProviderAvailable() {
-                do {
-                    let options = try Self.sessionOptions(configuration)
-                    do {
-                        try options.appendCoreMLExecutionProvider(withOptionsV2: Self.coreMLOptions(configuration))
-                    } catch {
-                        // A runtime that rejects an option (e.g. no ModelCacheDirectory): CoreML without the cache.
-                        try options.appendCoreMLExecutionProvider(
-                            withOptionsV2: Self.coreMLOptions(configuration, cache: false))
-                    }
-                    xnnpackAdded = Self.appendXnnpack(to: options, configuration, reason: &xnnpackReason)
-                    created = try ORTSession(env: env, modelPath: url.path, sessionOptions: options)
-                } catch {
-                    // CPU is always the fallback: a CoreML failure never stops the model from loading.
-                    reason = error.localizedDescription
-                }
+                chain.append(.coreML)
             } else {
-                reason = "this ONNX Runtime build has no CoreML execution provider"
+                skipped.append((.coreML, "this ONNX Runtime build has no CoreML execution provider"))
             }
         }
-        if let session = created {
-            self.session = session
-            self.activeExecutionProviders = [.coreML] + (xnnpackAdded ? [.xnnpack] : []) + [.cpu]
-        } else {
+        if configuration.useXnnpack {
+            chain.append(.xnnpack)
+        }
+        while true {
+            let options: ORTSessionOptions
             do {
-                let options = try Self.sessionOptions(configuration)
-                xnnpackAdded = Self.appendXnnpack(to: options, configuration, reason: &xnnpackReason)
-                self.session = try ORTSession(env: env, modelPath: url.path, sessionOptions: options)
+                options = try sessionOptions(configuration)
             } catch {
                 throw TinyCnnError.runtime(error.localizedDescription)
             }
-            self.activeExecutionProviders = (xnnpackAdded ? [.xnnpack] : []) + [.cpu]
+            var notAppended: ExecutionProvider? = nil
+            for provider in chain {
+                do {
+                    try appendProvider(provider, to: options, configuration)
+                } catch {
+                    skipped.append((provider, "failed to initialise: \(error.localizedDescription)"))
+                    notAppended = provider
+                    break
+                }
+            }
+            if let provider = notAppended {
+                chain.removeAll { $0 == provider }
+                continue
+            }
+            do {
+                let session = try ORTSession(env: env, modelPath: modelPath, sessionOptions: options)
+                return (session, chain + [.cpu], skipped)
+            } catch {
+                guard let first = chain.first else {
+                    let notUsed = skipped.map { "\($0.provider.rawValue) (\($0.reason))" }
+                    let suffix = notUsed.isEmpty ? "" : "; skipped: " + notUsed.joined(separator: ", ")
+                    throw TinyCnnError.runtime(error.localizedDescription + suffix)
+                }
+                let names = chain.map(\.rawValue).joined(separator: ", ")
+                skipped.append((first, "session creation with \(names) failed: \(error.localizedDescription)"))
+                chain.removeFirst()
+            }
         }
-        self.configuration = configuration
-        self.coreMLUnavailableReason = reason
-        self.xnnpackUnavailableReason = xnnpackReason
     }
 
     /// Creates the model off the caller's thread (CoreML compilation can take a while).
@@ -304,29 +333,30 @@ public final class TinyCnn: @unchecked Sendable {
         return options
     }
 
-    /// Appends XNNPACK when the configuration asks for it, the way ONNX Runtime recommends
+    /// Appends `provider` to `options`. XNNPACK the way ONNX Runtime recommends
     /// (xnnpack_execution_provider.cc): XNNPACK owns the thread pool, ORT's intra-op pool has one thread
-    /// and does not spin. False when not asked for, or when this build refuses it (`reason` says why):
-    /// the CPU provider then runs those nodes.
-    private static func appendXnnpack(
-        to options: ORTSessionOptions, _ configuration: Configuration, reason: inout String?
-    ) -> Bool {
-        guard configuration.useXnnpack else { return false }
-        let xnnpack = ORTXnnpackExecutionProviderOptions()
-        let cores = max(ProcessInfo.processInfo.activeProcessorCount, 1)
-        xnnpack.intra_op_num_threads = Int32(configuration.xnnpackThreads > 0 ? configuration.xnnpackThreads : min(cores, 4))
-        do {
-            // The threading first, the provider last: once appended, XNNPACK is active, so a throw after
-            // it would leave XNNPACK running while reported as not added.
+    /// and does not spin. Throws when this build refuses the provider; the caller then starts again from
+    /// fresh options, so the threading of a refused XNNPACK never stays behind.
+    private static func appendProvider(
+        _ provider: ExecutionProvider, to options: ORTSessionOptions, _ configuration: Configuration
+    ) throws {
+        switch provider {
+        case .coreML:
+            do {
+                try options.appendCoreMLExecutionProvider(withOptionsV2: coreMLOptions(configuration))
+            } catch {
+                // A runtime that rejects an option (e.g. no ModelCacheDirectory): CoreML without the cache.
+                try options.appendCoreMLExecutionProvider(withOptionsV2: coreMLOptions(configuration, cache: false))
+            }
+        case .xnnpack:
+            let xnnpack = ORTXnnpackExecutionProviderOptions()
+            let cores = max(ProcessInfo.processInfo.activeProcessorCount, 1)
+            xnnpack.intra_op_num_threads = Int32(configuration.xnnpackThreads > 0 ? configuration.xnnpackThreads : min(cores, 4))
             try options.addConfigEntry(withKey: "session.intra_op.allow_spinning", value: "0")
             try options.setIntraOpNumThreads(1)
             try options.appendXnnpackExecutionProvider(with: xnnpack)
-            return true
-        } catch {
-            reason = error.localizedDescription
-            // Not added: give ORT's intra-op pool back its configured size (0 = ORT's default).
-            _ = try? options.setIntraOpNumThreads(Int32(configuration.intraOpThreads ?? 0))
-            return false
+        case .cpu:
+            break
         }
     }
 

@@ -104,6 +104,20 @@ struct GoldenVectors {
         return problems
     }
 
+    /// Every position where an integer output differs from the golden one at all: class indices, counts
+    /// and flags have no rounding error, so no tolerance applies (1001 is not 1000). Compared in their own
+    /// type: a Double holds integers exactly only up to 2^53.
+    static func compareExact<T: BinaryInteger>(
+        _ name: String, actual: [T], actualShape: [Int], expected: [T], expectedShape: [Int]
+    ) -> [String] {
+        guard actualShape == expectedShape, actual.count == expected.count else {
+            return ["\(name): shape \(actualShape) (\(actual.count) values), expected \(expectedShape) (\(expected.count) values)"]
+        }
+        let bad = actual.indices.filter { actual[$0] != expected[$0] }
+        guard let first = bad.first else { return [] }
+        return ["\(name): \(bad.count) of \(actual.count) values differ (integers are compared exactly); first at [\(first)]: got \(actual[first]), expected \(expected[first])"]
+    }
+
     /// Positions where a TopK's class indices (best first) disagree with the golden ones beyond a near-tie;
     /// empty when the rankings agree. A different class at position i is accepted when the golden scores
     /// (in `expectedIndices`' order) of the two swapped classes are within atol + rtol·|golden score at i|

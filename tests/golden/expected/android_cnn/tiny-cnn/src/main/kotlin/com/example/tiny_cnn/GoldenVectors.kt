@@ -44,6 +44,19 @@ class GoldenTensor(val name: String, val isInput: Boolean, val dtype: Int, val s
         else -> throw IllegalStateException("golden tensor '$name' has unsupported ONNX type $dtype")
     }
 
+    /** Every element of an integer or bool tensor widened to long, exactly (uint64 keeps its bits): compared exactly. */
+    fun toLongs(): LongArray = when (dtype) {
+        7, 13 -> asLongArray()
+        6 -> ModelSupport.toLongs(asIntArray())
+        12 -> asIntArray().let { v -> LongArray(v.size) { v[it].toLong() and 0xFFFFFFFFL } }
+        5 -> ModelSupport.toLongs(asShortArray())
+        4 -> asShortArray().let { v -> LongArray(v.size) { (v[it].toInt() and 0xFFFF).toLong() } }
+        3 -> ModelSupport.toLongs(asByteArray())
+        2 -> ModelSupport.unsignedToLongs(asByteArray())
+        9 -> ModelSupport.toLongs(asBooleanArray())
+        else -> throw IllegalStateException("golden tensor '$name' has ONNX type $dtype, not an integer or bool type")
+    }
+
     private companion object {
         fun unsignedLongToDouble(v: Long): Double =
             if (v >= 0) v.toDouble() else (v ushr 1).toDouble() * 2.0 + (v and 1L).toDouble()

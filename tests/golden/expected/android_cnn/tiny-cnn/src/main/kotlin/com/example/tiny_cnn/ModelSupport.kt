@@ -69,13 +69,19 @@ object ModelSupport {
         }
     }
 
-    /** Decides the providers to add from the options and what the device and the ORT build offer. */
+    /** Why NNAPI is left out when the caller did not say whether the OS has it. */
+    const val NNAPI_OS_SUPPORT_NOT_PASSED: String = "nnapiOsSupport not passed to create(); newInstance(context) passes it"
+
+    /**
+     * Decides the providers to add from the options and what the device and the ORT build offer.
+     * [nnapiOsSupport]: whether the OS has NNAPI; null when the caller did not say (NNAPI is left out).
+     */
     @JvmStatic
     fun planProviders(
         useNnapi: Boolean,
         useXnnpack: Boolean,
         forceCpu: Boolean,
-        nnapiOsSupport: Boolean,
+        nnapiOsSupport: Boolean?,
         nnapiInBuild: Boolean,
         xnnpackInBuild: Boolean,
         useQnn: Boolean = false,
@@ -94,6 +100,7 @@ object ModelSupport {
         }
         if (useNnapi) {
             when {
+                nnapiOsSupport == null -> skipped.add("NNAPI ($NNAPI_OS_SUPPORT_NOT_PASSED)")
                 !nnapiOsSupport -> skipped.add("NNAPI (needs Android API $NNAPI_MIN_SDK or newer)")
                 !nnapiInBuild -> skipped.add("NNAPI (not in this ONNX Runtime build)")
                 else -> add.add(ExecutionProvider.NNAPI)
@@ -170,6 +177,14 @@ object ModelSupport {
     @JvmStatic fun toDoubles(values: BooleanArray): DoubleArray = DoubleArray(values.size) { if (values[it]) 1.0 else 0.0 }
     @JvmStatic fun unsignedToDoubles(values: ByteArray): DoubleArray = DoubleArray(values.size) { (values[it].toInt() and 0xFF).toDouble() }
 
+    // Integer and bool outputs widened to long, exactly (a double holds integers only up to 2^53).
+    @JvmStatic fun toLongs(values: LongArray): LongArray = values.copyOf()
+    @JvmStatic fun toLongs(values: IntArray): LongArray = LongArray(values.size) { values[it].toLong() }
+    @JvmStatic fun toLongs(values: ShortArray): LongArray = LongArray(values.size) { values[it].toLong() }
+    @JvmStatic fun toLongs(values: ByteArray): LongArray = LongArray(values.size) { values[it].toLong() }
+    @JvmStatic fun toLongs(values: BooleanArray): LongArray = LongArray(values.size) { if (values[it]) 1L else 0L }
+    @JvmStatic fun unsignedToLongs(values: ByteArray): LongArray = LongArray(values.size) { (values[it].toInt() and 0xFF).toLong() }
+
     /** Largest |expected - actual| (two NaNs count as equal; one NaN gives infinity). */
     @JvmStatic
     fun maxAbsError(expected: DoubleArray, actual: DoubleArray): Double {
@@ -185,8 +200,27 @@ object ModelSupport {
     }
 
     /**
+     * Indices where an integer or bool output differs from the golden one at all, at most [limit]; empty when
+     * every element is equal. Class indices, counts and flags have no rounding error: they are compared
+     * exactly (1001 is not 1000), never within the float outputs' atol + rtol·|expected|.
+     */
+    @JvmStatic
+    @JvmOverloads
+    fun mismatches(expected: LongArray, actual: LongArray, limit: Int = 10): List<Int> {
+        require(expected.size == actual.size) { "sizes differ: ${expected.size} vs ${actual.size}" }
+        val bad = ArrayList<Int>()
+        for (i in expected.indices) {
+            if (expected[i] != actual[i]) {
+                bad.add(i)
+                if (bad.size >= limit) break
+            }
+        }
+        return bad
+    }
+
+    /**
      * Indices where |actual - expected| > atol + rtol * |expected| (numpy.allclose), at most [limit].
-     * Empty when every element is within tolerance.
+     * Empty when every element is within tolerance. For float outputs: integer ones take the LongArray overload.
      */
     @JvmStatic
     @JvmOverloads

@@ -34,8 +34,19 @@ class TextModelException(message: String, cause: Throwable? = null) : Exception(
 class TextModel private constructor(
     private val session: OrtSession,
     private val sessionOptions: OrtSession.SessionOptions,
-    /** Execution providers really added to the session, in priority order; always ends with "CPU". */
+    /**
+     * Execution providers that hold the session, in priority order; always ends with "CPU". A requested
+     * provider that failed to initialise, made session creation fail, or (QNN) took no node of the graph
+     * is not here: [skippedProviders] says why.
+     */
     val activeProviders: List<String>,
+    /**
+     * Requested execution providers the session does not use, each with the reason, in the order they were
+     * given up: "NNAPI (needs Android API 27 or newer)", "NNAPI (nnapiOsSupport not passed to create(); …)",
+     * "QNN (failed to initialise: …)",
+     * "NNAPI (session creation with NNAPI, XNNPACK failed: …)". Empty when every requested provider holds the session.
+     */
+    val skippedProviders: List<String>,
 ) : AutoCloseable {
 
     /** NNAPI options (mirrors ai.onnxruntime.providers.NNAPIFlags without exposing ORT types). */
@@ -59,7 +70,10 @@ class TextModel private constructor(
         val qnnPerformanceMode: String = "default",
         /** Directory where QNN's compiled graph is cached (ep.context_file_path); null: compile at every launch. */
         val qnnContextCacheDir: String? = null,
-        /** session.disable_cpu_ep_fallback: session creation fails unless the accelerators take every node. */
+        /**
+         * session.disable_cpu_ep_fallback for every accelerated attempt: a session is only created when the
+         * accelerators take every node, and the provider chain never ends on the CPU alone ([create] throws).
+         */
         val disableCpuFallback: Boolean = false,
         /** XNNPACK thread-pool size; 0 picks min(cores, 4). */
         val xnnpackThreads: Int = 0,
@@ -208,19 +222,30 @@ class TextModel private constructor(
         fun create(
             modelBytes: ByteArray,
             options: Options = Options(),
-            nnapiOsSupport: Boolean = false,
+            nnapiOsSupport: Boolean? = null,
             log: (String) -> Unit = {},
+            supportedAbis: List<String>? = null,
         ): TextModel {
             val model = ByteBuffer.allocateDirect(modelBytes.size).put(modelBytes)
             model.flip()
-            return create(model, options, nnapiOsSupport, log)
+            return create(model, options, nnapiOsSupport, log, supportedAbis)
         }
 
         /**
          * Loads the model (.ort or .onnx) from [model], a direct buffer such as a memory-mapped file
          * (ORT's `createSession(ByteBuffer)` refuses heap buffers); nothing is copied into a Java array.
-         * [nnapiOsSupport] says whether the OS has NNAPI (API >= 27); the Android layer passes it.
-         * [log] receives one line naming the execution providers really added.
+         * [nnapiOsSupport] says whether the OS has NNAPI (API >= 27); null (not passed) leaves NNAPI out, and
+         * [skippedProviders] says it was not passed. [supportedAbis] are the device's ABIs
+         * (`Build.SUPPORTED_ABIS`; null: not checked): QNN is skipped where arm64-v8a is missing. The Android
+         * layer (`newInstance(context)`) passes both, and sets up what QNN needs on Android (the QNN libraries'
+         * ADSP_LIBRARY_PATH, a context cache in the app's files dir); called directly, this does neither, and a
+         * QNN given up says so in its reason.
+         *
+         * The requested providers form a chain, tried in order at session creation: with [P1, P2, …] the
+         * session is created with P1, P2, …; if that fails, with P2, …; and so on down to the CPU provider
+         * alone. A provider whose setup throws is left out; QNN is not reported when it takes no node of
+         * the graph (see [QnnContext]). Each provider given up is in [skippedProviders] with the reason,
+         * and [log] receives one line naming the providers that hold the session and those skipped.
          */
         @JvmStatic
         @JvmOverloads
@@ -228,12 +253,25 @@ class TextModel private constructor(
         fun create(
             model: ByteBuffer,
             options: Options = Options(),
-            nnapiOsSupport: Boolean = false,
+            nnapiOsSupport: Boolean? = null,
             log: (String) -> Unit = {},
+            supportedAbis: List<String>? = null,
         ): TextModel {
             require(model.isDirect) { "the model buffer must be direct (ByteBuffer.allocateDirect or a mapped file)" }
-            val env = OrtEnvironment.getEnvironment()
-            val available = OrtEnvironment.getAvailableProviders()
+            val skipped = ArrayList<String>()
+            val abiProblem = if (options.useQnn && !options.forceCpu) qnnAbiProblem(supportedAbis) else null
+            if (abiProblem != null) skipped.add("QNN ($abiProblem)")
+            val env: OrtEnvironment
+            val available: Set<OrtProvider>
+            try {
+                // The first use of ORT's classes loads its native libraries (OnnxRuntime.init in their static
+                // initialisers, System.loadLibrary on Android): a device whose ABI the runtime lacks throws an
+                // UnsatisfiedLinkError (a LinkageError) here, which becomes this wrapper's exception.
+                env = OrtEnvironment.getEnvironment()
+                available = OrtEnvironment.getAvailableProviders()
+            } catch (e: LinkageError) {
+                throw TextModelException(nativeLibraryMessage(e, supportedAbis, skipped), e)
+            }
             val plan = ModelSupport.planProviders(
                 useNnapi = options.useNnapi,
                 useXnnpack = options.useXnnpack,
@@ -241,61 +279,172 @@ class TextModel private constructor(
                 nnapiOsSupport = nnapiOsSupport,
                 nnapiInBuild = OrtProvider.NNAPI in available,
                 xnnpackInBuild = OrtProvider.XNNPACK in available,
-                useQnn = options.useQnn,
+                useQnn = options.useQnn && abiProblem == null,
                 qnnInBuild = OrtProvider.QNN in available,
             )
+            skipped.addAll(plan.skipped)
+            val chain = ArrayList(plan.toAdd)
+            while (true) {
+                val opened = tryChain(env, model, options, chain, skipped, log)
+                if (opened != null) {
+                    val (session, sessionOptions, active) = opened
+                    val notUsed = if (skipped.isEmpty()) "" else "; skipped: " + skipped.joinToString()
+                    log("$TAG: execution providers: " + active.joinToString() + notUsed)
+                    return TextModel(session, sessionOptions, active, skipped.toList())
+                }
+            }
+        }
+
+        /**
+         * One link of the provider chain: a session with the providers of [chain], and their names. Null
+         * when the chain must go on: a provider failed to initialise (removed from [chain], with the reason in
+         * [skipped]), or session creation failed with accelerators (the first of them is given up). QNN that
+         * took no node is removed from the names with the reason. Throws when the CPU-only link fails, or when
+         * [Options.disableCpuFallback] leaves no accelerator.
+         */
+        private fun tryChain(
+            env: OrtEnvironment,
+            model: ByteBuffer,
+            options: Options,
+            chain: MutableList<ExecutionProvider>,
+            skipped: MutableList<String>,
+            log: (String) -> Unit,
+        ): Triple<OrtSession, OrtSession.SessionOptions, List<String>>? {
             val sessionOptions = OrtSession.SessionOptions()
-            val active = ArrayList<String>()
-            val skipped = ArrayList<String>(plan.skipped)
+            val added = ArrayList<ExecutionProvider>()
+            val names = ArrayList<String>()
+            var context: QnnContext? = null
             try {
-                for (provider in plan.toAdd) {
-                    when (provider) {
-                        ExecutionProvider.QNN -> try {
-                            sessionOptions.addQnn(qnnProviderOptions(options))
-                            active.add("QNN(${options.qnnBackend})")
-                        } catch (e: OrtException) {
-                            skipped.add("QNN (${e.message})")
-                        }
-                        ExecutionProvider.NNAPI -> try {
-                            sessionOptions.addNnapi(nnapiFlags(options.nnapiFlags))
-                            active.add(if (options.nnapiFlags.isEmpty()) "NNAPI" else "NNAPI${options.nnapiFlags.sorted()}")
-                        } catch (e: OrtException) {
-                            skipped.add("NNAPI (${e.message})")
-                        }
-                        ExecutionProvider.XNNPACK -> try {
-                            val threads = if (options.xnnpackThreads > 0) {
-                                options.xnnpackThreads
-                            } else {
-                                ModelSupport.defaultXnnpackThreads(Runtime.getRuntime().availableProcessors())
-                            }
-                            // ORT's recommended XNNPACK setup: XNNPACK owns the thread pool, ORT's
-                            // intra-op pool has one thread and does not spin.
-                            sessionOptions.addConfigEntry("session.intra_op.allow_spinning", "0")
-                            sessionOptions.addXnnpack(mapOf("intra_op_num_threads" to threads.toString()))
-                            sessionOptions.setIntraOpNumThreads(1)
-                            active.add("XNNPACK")
-                        } catch (e: OrtException) {
-                            skipped.add("XNNPACK (${e.message})")
-                        }
-                        ExecutionProvider.CPU -> Unit
+                for (provider in chain.toList()) {
+                    try {
+                        names.add(addProvider(sessionOptions, provider, options))
+                        added.add(provider)
+                    } catch (e: OrtException) {
+                        // Left out of the chain; the link starts again from fresh options, so nothing this
+                        // provider's setup changed stays behind.
+                        skipped.add(skipReason(provider, "failed to initialise: ${e.message}"))
+                        chain.remove(provider)
+                        sessionOptions.close()
+                        return null
                     }
                 }
-                if ("XNNPACK" !in active && options.intraOpThreads > 0) {
+                if (ExecutionProvider.XNNPACK !in added && options.intraOpThreads > 0) {
                     sessionOptions.setIntraOpNumThreads(options.intraOpThreads)
                 }
                 if (options.disableCpuFallback) {
+                    if (added.isEmpty()) {
+                        throw TextModelException(
+                            "no accelerator is left and disableCpuFallback forbids a CPU-only session" + skippedText(skipped),
+                        )
+                    }
+                    // onnxruntime_session_options_config_keys.h: with "1", session creation fails when any
+                    // node is assigned to the CPU provider (inference_session.cc checks every node's provider).
                     sessionOptions.addConfigEntry("session.disable_cpu_ep_fallback", "1")
                 }
-                val cache = if (active.any { it.startsWith("QNN") }) qnnContextFile(options, model) else null
-                active.add("CPU")
-                val session = openSession(env, model, sessionOptions, cache, log)
-                val notAdded = if (skipped.isEmpty()) "" else "; not added: " + skipped.joinToString()
-                log("$TAG: execution providers added: " + active.joinToString() + notAdded)
-                return TextModel(session, sessionOptions, active.toList())
+                if (ExecutionProvider.QNN in added) context = qnnContextFile(options, model)
+                val session = openSession(env, model, sessionOptions, context, log)
+                if (context != null && !context.tookNodes()) {
+                    // The session is kept: QNN holds no node of it, so it runs on the link's other providers
+                    // and the CPU, and is reported as such.
+                    context.discard()
+                    skipped.add(
+                        skipReason(
+                            ExecutionProvider.QNN,
+                            "took no node of the graph: ONNX Runtime wrote no compiled QNN context, so every node " +
+                                "runs on the other providers; ORT's log says why, e.g. 'QNN SetupBackend failed'",
+                        ),
+                    )
+                    chain.remove(ExecutionProvider.QNN)
+                    names.removeAt(added.indexOf(ExecutionProvider.QNN))
+                }
+                context?.release()
+                return Triple(session, sessionOptions, names + "CPU")
             } catch (e: OrtException) {
                 sessionOptions.close()
-                throw TextModelException("could not create the ONNX Runtime session: ${e.message}", e)
+                context?.release()
+                if (added.isEmpty()) {
+                    throw TextModelException("could not create the ONNX Runtime session: ${e.message}" + skippedText(skipped), e)
+                }
+                val givenUp = added[0]
+                skipped.add(skipReason(givenUp, "session creation with ${added.joinToString { it.name }} failed: ${e.message}"))
+                chain.remove(givenUp)
+                return null
+            } catch (e: TextModelException) {
+                sessionOptions.close()
+                throw e
             }
+        }
+
+        /**
+         * Set by the Android layer's `setQnnLibraryPath` (called by `newInstance(context)`): QNN's HTP backend
+         * finds its libraries through ADSP_LIBRARY_PATH, which [create] alone does not set.
+         */
+        @Volatile
+        internal var qnnLibraryPathSet: Boolean = false
+
+        /** "[provider] ([why])"; for QNN without the Android layer's setup, [why] says it was not done. */
+        private fun skipReason(provider: ExecutionProvider, why: String): String {
+            val setup = if (provider == ExecutionProvider.QNN && !qnnLibraryPathSet) {
+                "; ADSP_LIBRARY_PATH was not set up: create() does not do it, newInstance(context) does"
+            } else {
+                ""
+            }
+            return "${provider.name} ($why$setup)"
+        }
+
+        /** Adds [provider] to [sessionOptions]; returns its name in [activeProviders]. */
+        private fun addProvider(sessionOptions: OrtSession.SessionOptions, provider: ExecutionProvider, options: Options): String =
+            when (provider) {
+                ExecutionProvider.QNN -> {
+                    sessionOptions.addQnn(qnnProviderOptions(options))
+                    "QNN(${options.qnnBackend})"
+                }
+                ExecutionProvider.NNAPI -> {
+                    sessionOptions.addNnapi(nnapiFlags(options.nnapiFlags))
+                    if (options.nnapiFlags.isEmpty()) "NNAPI" else "NNAPI${options.nnapiFlags.sorted()}"
+                }
+                ExecutionProvider.XNNPACK -> {
+                    val threads = if (options.xnnpackThreads > 0) {
+                        options.xnnpackThreads
+                    } else {
+                        ModelSupport.defaultXnnpackThreads(Runtime.getRuntime().availableProcessors())
+                    }
+                    // ORT's recommended XNNPACK setup: XNNPACK owns the thread pool, ORT's intra-op pool has
+                    // one thread and does not spin.
+                    sessionOptions.addConfigEntry("session.intra_op.allow_spinning", "0")
+                    sessionOptions.addXnnpack(mapOf("intra_op_num_threads" to threads.toString()))
+                    sessionOptions.setIntraOpNumThreads(1)
+                    "XNNPACK"
+                }
+                ExecutionProvider.CPU -> "CPU"
+            }
+
+        /** The ABI the QNN runtime (onnxruntime-android-qnn and com.qualcomm.qti:qnn-runtime) is built for. */
+        const val QNN_ABI: String = "arm64-v8a"
+
+        /**
+         * Why QNN cannot run on a device with [supportedAbis] (null: not checked), or null. ORT's
+         * tools/ci_build/github/android/default_qnn_aar_build_settings.json builds the QNN AAR for
+         * "arm64-v8a" only.
+         */
+        @JvmStatic
+        fun qnnAbiProblem(supportedAbis: List<String>?): String? =
+            if (supportedAbis == null || QNN_ABI in supportedAbis) {
+                null
+            } else {
+                "the QNN runtime is built for $QNN_ABI only; this device supports ${supportedAbis.joinToString().ifEmpty { "no ABI" }}"
+            }
+
+        private fun skippedText(skipped: List<String>): String =
+            if (skipped.isEmpty()) "" else "; skipped: " + skipped.joinToString()
+
+        private fun nativeLibraryMessage(e: LinkageError, supportedAbis: List<String>?, skipped: List<String>): String {
+            val abis = supportedAbis?.let { " (device ABIs: ${it.joinToString()})" } ?: ""
+            val hint = ""
+            // An UnsatisfiedLinkError names the library; an ExceptionInInitializerError (the JVM's loader) has no
+            // message of its own, its cause says what failed.
+            val what = generateSequence<Throwable>(e) { it.cause }.mapNotNull { it.message }.firstOrNull() ?: e.toString()
+            return "ONNX Runtime's native library could not be loaded$abis: $what$hint" + skippedText(skipped)
         }
 
         /** QNN provider options (keys of onnxruntime/core/providers/qnn/qnn_execution_provider.cc). */
@@ -305,30 +454,41 @@ class TextModel private constructor(
             "htp_performance_mode" to options.qnnPerformanceMode,
         )
 
-        /** The QNN context cache for this model and runtime: a new model or ORT/QNN version compiles again. */
-        private fun qnnContextFile(options: Options, model: ByteBuffer): File? {
-            val dir = options.qnnContextCacheDir ?: return null
-            return File(dir, "qnn-text_model-1.24.2-" + java.lang.Long.toHexString(ModelSupport.crc32(model)) + ".onnx")
+        /**
+         * Where ORT writes QNN's compiled context (ep.context_file_path): the cache for this model and runtime
+         * in [Options.qnnContextCacheDir] (a new model or ORT/QNN version compiles again), else a temporary
+         * file deleted once the session exists (written only to learn whether QNN took any node).
+         */
+        private fun qnnContextFile(options: Options, model: ByteBuffer): QnnContext {
+            val dir = options.qnnContextCacheDir
+                ?: return QnnContext(File.createTempFile("qnn-text_model-", ".onnx").also { it.delete() }, temporary = true)
+            return QnnContext(
+                File(dir, "qnn-text_model-1.24.2-" + java.lang.Long.toHexString(ModelSupport.crc32(model)) + ".onnx"),
+                temporary = false,
+            )
         }
 
         /**
          * The session: from QNN's cached context model when there is one, else from [model], asking ORT
-         * to write the compiled NPU graph to [cache] (ep.context_enable) for the next launch.
+         * to write the compiled NPU graph to [context] (ep.context_enable) for the next launch.
          */
         private fun openSession(
             env: OrtEnvironment,
             model: ByteBuffer,
             sessionOptions: OrtSession.SessionOptions,
-            cache: File?,
+            context: QnnContext?,
             log: (String) -> Unit,
         ): OrtSession {
-            if (cache == null) return env.createSession(model, sessionOptions)
-            if (cache.isFile) {
+            if (context == null) return env.createSession(model, sessionOptions)
+            val cache = context.file
+            if (!context.temporary && cache.isFile) {
                 try {
-                    return env.createSession(cache.path, sessionOptions)
+                    val session = env.createSession(cache.path, sessionOptions)
+                    context.loadedFromCache = true
+                    return session
                 } catch (e: OrtException) {
                     log("$TAG: the QNN context cache ${cache.name} did not load (${e.message}); compiling again")
-                    cache.parentFile?.listFiles()?.filter { it.name.startsWith(cache.nameWithoutExtension) }?.forEach { it.delete() }
+                    context.discard()
                 }
             }
             cache.parentFile?.mkdirs()
@@ -355,6 +515,33 @@ class TextModel private constructor(
         private fun outputTensor(result: OrtSession.Result, name: String): OnnxTensor =
             result.get(name).orElse(null) as? OnnxTensor
                 ?: throw TextModelException("output '$name' is missing or is not a tensor")
+    }
+}
+
+/**
+ * QNN's compiled context model for one session creation, and what it tells about QNN's share of the graph.
+ * With ep.context_enable=1 ORT writes the file during session creation only when an execution provider
+ * compiled nodes: onnxruntime/core/framework/graph_partitioner.cc (CreateEpContextModel) returns without
+ * writing when no EPContext node was generated ("Unable to compile any nodes. ONNX Runtime will not generate
+ * a compiled model", the default action for session-option compilation in ep_context_options.h). When QNN's
+ * backend fails to start, qnn_execution_provider.cc's GetCapability logs "QNN SetupBackend failed" and returns
+ * no capability, so every node runs on the CPU provider and no file is written. A session loaded from the
+ * cached context holds EPContext nodes, which only QNN runs.
+ */
+private class QnnContext(val file: File, val temporary: Boolean) {
+    var loadedFromCache: Boolean = false
+
+    /** Whether QNN holds nodes of the session just created with this context. */
+    fun tookNodes(): Boolean = loadedFromCache || file.isFile
+
+    /** Deletes the context model and the files ORT wrote next to it (QNN's `<name>_qnn.bin`). */
+    fun discard() {
+        file.parentFile?.listFiles()?.filter { it.name.startsWith(file.nameWithoutExtension) }?.forEach { it.delete() }
+    }
+
+    /** After the session exists: a temporary context is deleted, a cache kept. */
+    fun release() {
+        if (temporary) discard()
     }
 }
 

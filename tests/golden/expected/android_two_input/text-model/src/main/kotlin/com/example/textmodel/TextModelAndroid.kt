@@ -18,8 +18,9 @@ import kotlinx.coroutines.withContext
 
 /**
  * Loads the bundled model from this library's assets and creates the wrapper. NNAPI is only
- * offered to ONNX Runtime on Android 8.1 (API 27) and newer. Blocking: call it off the main thread
- * (or use [load]).
+ * offered to ONNX Runtime on Android 8.1 (API 27) and newer, QNN only on devices whose
+ * `Build.SUPPORTED_ABIS` include arm64-v8a; a provider that fails is skipped down the chain
+ * ([TextModel.skippedProviders] says why). Blocking: call it off the main thread (or use [load]).
  *
  * The `.ort` asset is stored uncompressed (`noCompress += "ort"` in build.gradle.kts), so it is
  * memory-mapped and handed to ONNX Runtime as a direct buffer: it is never copied into a Java array.
@@ -35,6 +36,7 @@ fun TextModel.Companion.newInstance(
         options = if (options.useQnn) qnnReady(context, options) else options,
         nnapiOsSupport = Build.VERSION.SDK_INT >= ModelSupport.NNAPI_MIN_SDK,
         log = log,
+        supportedAbis = Build.SUPPORTED_ABIS.toList(),
     )
 }
 
@@ -56,6 +58,7 @@ internal fun qnnReady(context: Context, options: TextModel.Options): TextModel.O
  */
 internal fun setQnnLibraryPath(context: Context) {
     Os.setenv("ADSP_LIBRARY_PATH", context.applicationInfo.nativeLibraryDir, true)
+    TextModel.qnnLibraryPathSet = true
 }
 
 /** [newInstance] on [dispatcher] (default: [Dispatchers.Default]), for coroutines. */

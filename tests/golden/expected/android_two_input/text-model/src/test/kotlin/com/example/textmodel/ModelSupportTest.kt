@@ -46,6 +46,9 @@ class ModelSupportTest {
         assertEquals(listOf(ExecutionProvider.NNAPI, ExecutionProvider.XNNPACK), ok.toAdd)
         val cpu = ModelSupport.planProviders(true, true, true, nnapiOsSupport = true, nnapiInBuild = true, xnnpackInBuild = true)
         assertTrue(cpu.toAdd.isEmpty())
+        // not passed: NNAPI is left out, and the reason says why (not "needs API 27", which may be false)
+        val unknown = ModelSupport.planProviders(true, false, false, nnapiOsSupport = null, nnapiInBuild = true, xnnpackInBuild = true)
+        assertEquals(listOf("NNAPI (" + ModelSupport.NNAPI_OS_SUPPORT_NOT_PASSED + ")"), unknown.skipped)
     }
 
     @Test
@@ -64,6 +67,16 @@ class ModelSupportTest {
         assertTrue(ModelSupport.mismatches(expected, doubleArrayOf(1.05, 100.5, 0.01), atol = 0.1, rtol = 0.01).isEmpty())
         assertEquals(listOf(0), ModelSupport.mismatches(expected, doubleArrayOf(1.2, 100.0, 0.0), atol = 0.1, rtol = 0.0))
         assertEquals(0.5, ModelSupport.maxAbsError(expected, doubleArrayOf(1.0, 100.5, 0.0)), 0.0)
+    }
+
+    @Test
+    fun integerOutputsAreComparedExactly() {
+        // atol + rtol·|e| would accept 1001 for 1000, and doubles make 2^53 + 1 equal 2^53: neither may pass.
+        assertEquals(listOf(0), ModelSupport.mismatches(longArrayOf(1000L, 7L), longArrayOf(1001L, 7L)))
+        assertEquals(listOf(1), ModelSupport.mismatches(longArrayOf(0L, 9007199254740993L), longArrayOf(0L, 9007199254740992L)))
+        assertTrue(ModelSupport.mismatches(ModelSupport.toLongs(intArrayOf(3, -1)), longArrayOf(3L, -1L)).isEmpty())
+        assertEquals(listOf(0), ModelSupport.mismatches(ModelSupport.unsignedToLongs(byteArrayOf(-1)), longArrayOf(-1L)))
+        assertEquals(listOf(1), ModelSupport.mismatches(ModelSupport.toLongs(booleanArrayOf(true, false)), longArrayOf(1L, 1L)))
     }
 
     @Test

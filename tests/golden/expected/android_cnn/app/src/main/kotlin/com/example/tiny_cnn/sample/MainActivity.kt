@@ -75,6 +75,7 @@ class MainActivity : ComponentActivity() {
             return buildString {
                 appendLine("Model: " + TinyCnn.MODEL_NAME)
                 appendLine("Execution providers: " + model.activeProviders.joinToString())
+                for (reason in model.skippedProviders) appendLine("Skipped: $reason")
                 // An accelerator may compute in float16: its outputs are held to the accelerated tolerance.
                 val accelerated = model.activeProviders.any { it != "CPU" }
                 val atol = if (accelerated) TinyCnn.ACCELERATED_ATOL else TinyCnn.ATOL

@@ -83,6 +83,7 @@ class MainActivity : ComponentActivity() {
             return buildString {
                 appendLine("Model: " + TextModel.MODEL_NAME)
                 appendLine("Execution providers: " + model.activeProviders.joinToString())
+                for (reason in model.skippedProviders) appendLine("Skipped: $reason")
                 // An accelerator may compute in float16: its outputs are held to the accelerated tolerance.
                 val accelerated = model.activeProviders.any { it != "CPU" }
                 val atol = if (accelerated) TextModel.ACCELERATED_ATOL else TextModel.ATOL
