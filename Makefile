@@ -8,7 +8,8 @@ LOCK := requirements.lock
 KOTLIN_VERSION ?= 2.4.20
 KOTLINC := .tools/node_modules/kotlin-compiler/bin/kotlinc
 DEMO_OUT ?= out/demo
-PYTEST_ARGS ?= -q --durations=25
+# -n 2: both cores (pytest-xdist; a file's tests stay on one worker, so module fixtures are built once)
+PYTEST_ARGS ?= -q --durations=25 -n 2 --dist loadfile
 # Under CI (CI=true, set by .ci/run) a test tool that cannot be installed fails the run instead of skipping tests.
 CI ?=
 

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 import onnx
 
 from mobilegen.passes.base import GraphPass
-from mobilegen.passes.graph_util import GraphIndex, graphs, reserved_names
+from mobilegen.passes.graph_util import GraphIndex, all_names, graphs, reserved_names
 
 _GRAPH = onnx.AttributeProto.GRAPH
 _GRAPHS = onnx.AttributeProto.GRAPHS
@@ -35,7 +35,7 @@ def apply_everywhere(graph_pass: GraphPass, model: onnx.ModelProto) -> int:
     if not graph_pass.in_bodies or not has_bodies(model.graph):
         return count
     types = _types(model)
-    every = _all_names(model.graph)
+    every = all_names(model.graph)
     for body, consts in list(_bodies(model.graph, {})):
         count += _apply_to_body(graph_pass, model, body, consts, types, every)
     return count
@@ -85,17 +85,6 @@ def _types(model: onnx.ModelProto) -> dict[str, onnx.ValueInfoProto]:
     return out
 
 
-def _all_names(graph: onnx.GraphProto) -> set[str]:
-    names: set[str] = set()
-    for g in graphs(graph):
-        names.update(t.name for t in g.initializer)
-        names.update(v.name for v in (*g.input, *g.output, *g.value_info))
-        for n in g.node:
-            names.update(n.input)
-            names.update(n.output)
-            names.add(n.name)
-    names.discard("")
-    return names
 
 
 def _apply_to_body(
@@ -138,5 +127,5 @@ def _apply_to_body(
     body.initializer.extend(g.initializer[own + borrowed :])
     del body.value_info[:]
     body.value_info.extend(v for v in g.value_info if v.name not in consts)
-    every.update(_all_names(body))
+    every.update(all_names(body))
     return count

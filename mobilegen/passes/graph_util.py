@@ -167,6 +167,20 @@ def graphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
 _RESERVED: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("mobilegen_reserved_names", default=frozenset())
 
 
+def all_names(graph: onnx.GraphProto) -> set[str]:
+    """Every tensor and node name of ``graph`` and of its subgraphs, at any depth ("" left out)."""
+    names: set[str] = set()
+    for g in graphs(graph):
+        names.update(t.name for t in g.initializer)
+        names.update(v.name for v in (*g.input, *g.output, *g.value_info))
+        for node in g.node:
+            names.update(node.input)
+            names.update(node.output)
+            names.add(node.name)
+    names.discard("")
+    return names
+
+
 @contextlib.contextmanager
 def reserved_names(names: Iterable[str]) -> Iterator[None]:
     """While a pass runs on a body handed to it as a graph of its own (:mod:`mobilegen.passes.bodies`),
@@ -183,15 +197,7 @@ class Names:
     other, nor with the :func:`reserved_names`); with ``prefix``, each is ``<prefix>/<base>``."""
 
     def __init__(self, graph: onnx.GraphProto, *, prefix: str = "") -> None:
-        used: set[str] = set(_RESERVED.get())
-        for g in graphs(graph):
-            used.update(t.name for t in g.initializer)
-            used.update(v.name for v in (*g.input, *g.output, *g.value_info))
-            for node in g.node:
-                used.update(node.input)
-                used.update(node.output)
-                used.add(node.name)
-        self._used = used
+        self._used = set(_RESERVED.get()) | all_names(graph)
         self._prefix = prefix
 
     def __contains__(self, name: str) -> bool:
