@@ -8,8 +8,9 @@ LOCK := requirements.lock
 KOTLIN_VERSION ?= 2.4.20
 KOTLINC := .tools/node_modules/kotlin-compiler/bin/kotlinc
 DEMO_OUT ?= out/demo
-# -n 2: both cores (pytest-xdist; a file's tests stay on one worker, so module fixtures are built once)
-PYTEST_ARGS ?= -q --durations=25 -n 2 --dist loadfile
+# -n 2: both cores (pytest-xdist; a file's tests stay on one worker, so module fixtures are built once);
+# a worker that crashes ends the run instead of being replaced
+PYTEST_ARGS ?= -q --durations=25 -n 2 --dist loadfile --max-worker-restart=0
 # Under CI (CI=true, set by .ci/run) a test tool that cannot be installed fails the run instead of skipping tests.
 CI ?=
 

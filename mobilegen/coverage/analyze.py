@@ -101,16 +101,11 @@ def _optimize(model: onnx.ModelProto | None, source: Path | None = None) -> tupl
             large = not surely_under(model, _TWO_GB) and model_bytes(model) > _TWO_GB  # not ByteSize(): it raises EncodeError past 2 GiB
             onnx.save_model(model, str(src), save_as_external_data=large, location="model.onnx.data")
         if model is not None and _nested_if(model.graph):
-            # onnxruntime (1.32) crashes the process instead of raising when it cannot inline a nested If
-            # (silero-vad with fixed dims: Graph::InlineIfSubgraph) and is asked to save the optimized model:
-            # load it once without saving, where the same failure is an exception
-            probe = ort.SessionOptions()
-            probe.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
-            probe.log_severity_level = 3
-            try:
-                ort.InferenceSession(str(src), probe, providers=["CPUExecutionProvider"])
-            except Exception as err:  # noqa: BLE001 — as below
-                return None, f"onnxruntime could not load the model on CPU ({first_line(err)}); analysed the graph as given"
+            # onnxruntime (1.32) may crash the process instead of raising when it cannot inline a nested If
+            # (silero-vad with fixed dims: Graph::InlineIfSubgraph): try the load in a child process first
+            problem = _probe_in_child(src)
+            if problem is not None:
+                return None, f"onnxruntime could not load the model on CPU ({problem}); analysed the graph as given"
         so = ort.SessionOptions()
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
         so.optimized_model_filepath = str(dst)
@@ -125,6 +120,36 @@ def _optimize(model: onnx.ModelProto | None, source: Path | None = None) -> tupl
             first = first_line(err)
             return None, f"onnxruntime could not load the model on CPU ({first}); analysed the graph as given"
         return onnx.load(str(dst), load_external_data=False), None
+
+
+_PROBE = """
+import sys
+import onnxruntime as ort
+so = ort.SessionOptions()
+so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+so.log_severity_level = 3
+try:
+    ort.InferenceSession(sys.argv[1], so, providers=["CPUExecutionProvider"])
+except Exception as err:
+    print(str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__)
+    sys.exit(3)
+"""
+
+
+def _probe_in_child(src: Path) -> str | None:
+    """None when onnxruntime loads ``src`` (ORT_ENABLE_BASIC) in a child process; else why not, including a crash."""
+    import subprocess
+    import sys
+
+    try:
+        done = subprocess.run([sys.executable, "-c", _PROBE, str(src)], capture_output=True, text=True, timeout=600, check=False)
+    except subprocess.TimeoutExpired:
+        return "it did not finish loading within 10 minutes"
+    if done.returncode == 0:
+        return None
+    if done.returncode == 3:
+        return done.stdout.strip() or "it refused the model"
+    return f"it crashed loading the model (exit status {done.returncode})"
 
 
 def _nested_if(graph: onnx.GraphProto, inside: bool = False) -> bool:

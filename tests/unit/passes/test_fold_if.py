@@ -351,7 +351,8 @@ def test_silero_vad_with_sr_bound_and_dims_fixed_loses_every_if_and_keeps_its_nu
             dim.dim_value = size
     as_given = nnapi(unfolded)  # no crash (onnxruntime's, when it saves the optimized model): a note instead
     assert as_given.settings["optimized"] is False
-    assert "is not If node's input" in " ".join(str(n) for n in as_given.settings["notes"])  # type: ignore[attr-defined]
+    # onnxruntime 1.32 raises ("... is not If node's input") or crashes (SIGSEGV) on it: the probe runs in a child
+    assert "onnxruntime could not load the model on CPU" in " ".join(str(n) for n in as_given.settings["notes"])  # type: ignore[attr-defined]
     model = OnnxModel(path=tmp_path / "m.onnx", io=onnx_io_spec(proto), opset=16, exporter="passthrough", example_sizes=sizes, proto=proto)
     fix_dynamic_dims(model)
     assert not [g for g in graphs_of(proto) if any(n.op_type == "If" for n in g.node)]
