@@ -40,6 +40,7 @@ MAX_BUDGET = 4 << 30
 MIN_BUDGET = 64 << 20
 
 _KINDS = (
+    (stat.S_ISLNK, "a symbolic link"),  # only from lstat (a package listing); stat and fstat follow links
     (stat.S_ISFIFO, "a FIFO (named pipe)"),
     (stat.S_ISSOCK, "a socket"),
     (stat.S_ISCHR, "a character device"),
@@ -56,7 +57,8 @@ class DeclaredTooLarge(UsageError):
     """An array whose header declares more bytes than the budget (or than its entry holds)."""
 
 
-def _kind(mode: int) -> str:
+def kind(mode: int) -> str:
+    """What a non-regular file is, for a message ("a FIFO (named pipe)", "a folder", ...)."""
     return next((text for test, text in _KINDS if test(mode)), "a special file")
 
 
@@ -78,7 +80,7 @@ def open_data_file(path: Path, label: str, *, hint: str) -> IO[bytes]:
     except OSError as err:
         raise UsageError(f"{label} cannot be read: {err.strerror or err}", hint=hint) from err
     if not stat.S_ISREG(st.st_mode):
-        raise NotRegularFile(f"{label} is {_kind(st.st_mode)}, not a regular file", hint=hint)
+        raise NotRegularFile(f"{label} is {kind(st.st_mode)}, not a regular file", hint=hint)
     try:
         fd = os.open(path, os.O_RDONLY | _O_NONBLOCK | _O_BINARY)
     except OSError as err:
@@ -86,7 +88,7 @@ def open_data_file(path: Path, label: str, *, hint: str) -> IO[bytes]:
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):  # swapped for something else since the stat above
-            raise NotRegularFile(f"{label} is {_kind(mode)}, not a regular file", hint=hint)
+            raise NotRegularFile(f"{label} is {kind(mode)}, not a regular file", hint=hint)
         return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)

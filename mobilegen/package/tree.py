@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from mobilegen.artifacts import MANIFEST
+from mobilegen.datafiles import kind
 from mobilegen.errors import PackageError
 from mobilegen.package.manifest import FileEntry
 
@@ -24,19 +25,6 @@ _O_BINARY = getattr(os, "O_BINARY", 0)
 
 class Unreadable(Exception):
     """One file of a package cannot be checked; the text completes ``"<path>: "``."""
-
-
-def kind(mode: int) -> str:
-    """What a non-regular file is, for a message."""
-    kinds = (
-        (stat.S_ISLNK, "a symbolic link"),
-        (stat.S_ISFIFO, "a FIFO (named pipe)"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISDIR, "a folder"),
-    )
-    return next((text for test, text in kinds if test(mode)), "a special file")
 
 
 def show(name: str, limit: int = 200) -> str:

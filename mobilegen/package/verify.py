@@ -26,6 +26,7 @@ from typing import NoReturn
 
 from mobilegen import __version__
 from mobilegen.artifacts import GOLDEN_MGV, GOLDEN_NPZ, MANIFEST
+from mobilegen.datafiles import kind
 from mobilegen.errors import PackageVerifyError, UsageError
 from mobilegen.package.golden_check import GoldenCheck, RuntimeCheck, check_runtimes, rerun_golden
 from mobilegen.package.manifest import (
@@ -35,7 +36,7 @@ from mobilegen.package.manifest import (
     ManifestError,
     parse_manifest,
 )
-from mobilegen.package.tree import FolderSource, Source, Unreadable, kind, open_regular, scan, show
+from mobilegen.package.tree import FolderSource, Source, Unreadable, open_regular, scan, show
 from mobilegen.package.zip_reader import (
     MAX_ENTRIES,
     ZIP_ERRORS,
