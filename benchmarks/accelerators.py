@@ -102,7 +102,7 @@ def _build(opts: Any) -> Any:
     import io
 
     import mobilegen
-    from mobilegen.progress import Reporter, reporting
+    from mobilegen.infra.progress import Reporter, reporting
 
     with reporting(Reporter(io.StringIO())):
         return mobilegen.build(opts)

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mobilegen.progress import Reporter, reporting
+from mobilegen.infra.progress import Reporter, reporting
 
 NNAPI, COREML = "nnapi", "coreml/mlprogram"
 

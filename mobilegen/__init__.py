@@ -51,36 +51,36 @@ __all__ = [
 ]
 
 _LAZY = {
-    "AndroidOptions": "mobilegen.android",
+    "AndroidOptions": "mobilegen.targets.android.project",
     "BuildOptions": "mobilegen.options",
     "BuildResult": "mobilegen.artifacts",
-    "CheckOptions": "mobilegen.checking",
-    "CheckResult": "mobilegen.checking",
-    "Const": "mobilegen.consts",
-    "IosOptions": "mobilegen.ios",
-    "LoadOptions": "mobilegen.load",
+    "CheckOptions": "mobilegen.commands.check",
+    "CheckResult": "mobilegen.commands.check",
+    "Const": "mobilegen.export.const_inputs",
+    "IosOptions": "mobilegen.targets.ios.project",
+    "LoadOptions": "mobilegen.load.loader",
     "MobilegenError": "mobilegen.errors",
     "ModelOptions": "mobilegen.options",
     "PackageVerification": "mobilegen.package",
     "TaskSpec": "mobilegen.tasks.spec",
-    "VerifyOptions": "mobilegen.verify",
+    "VerifyOptions": "mobilegen.verify.gate",
     "build": "mobilegen.pipeline",
-    "check": "mobilegen.checking",
+    "check": "mobilegen.commands.check",
     "verify_package": "mobilegen.package",
 }
 
 if TYPE_CHECKING:
-    from mobilegen.android import AndroidOptions
     from mobilegen.artifacts import BuildResult
-    from mobilegen.checking import CheckOptions, CheckResult, check
-    from mobilegen.consts import Const
+    from mobilegen.commands.check import CheckOptions, CheckResult, check
     from mobilegen.errors import MobilegenError
-    from mobilegen.ios import IosOptions
-    from mobilegen.load import LoadOptions
+    from mobilegen.export.const_inputs import Const
+    from mobilegen.load.loader import LoadOptions
     from mobilegen.options import BuildOptions, ModelOptions
     from mobilegen.package import PackageVerification, verify_package
     from mobilegen.pipeline import build
-    from mobilegen.verify import VerifyOptions
+    from mobilegen.targets.android.project import AndroidOptions
+    from mobilegen.targets.ios.project import IosOptions
+    from mobilegen.verify.gate import VerifyOptions
 
 
 def __getattr__(name: str) -> Any:

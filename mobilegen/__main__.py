@@ -4,7 +4,7 @@ import sys
 
 
 def run() -> None:
-    from mobilegen import signals
+    from mobilegen.infra import signals
 
     signals.install()  # before the CLI's own imports: Ctrl-C is handled the same way from the first moment
     try:

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 from mobilegen.runtimes import QNN_CHANNEL
 
 if TYPE_CHECKING:
-    from mobilegen.android import AndroidOptions
-    from mobilegen.warnings import Notice
+    from mobilegen.notices import Notice
+    from mobilegen.targets.android.project import AndroidOptions
 
 QNN_ARTIFACT = "com.microsoft.onnxruntime:onnxruntime-android-qnn"
 ORT_ARTIFACT = "com.microsoft.onnxruntime:onnxruntime-android"
@@ -56,7 +56,7 @@ _BENCH_CONFIGS = {"xnnpack": ("xnnpack",), "nnapi": ("nnapi", "nnapi-fp16", "nna
 def notices(opts: AndroidOptions) -> tuple[Notice, ...]:
     """``--qnn`` with ``--nnapi``/``--xnnpack``: the QNN AAR the project then pins has neither, so the app's
     session gets QNN and the CPU only (their coverage is shown for what it would be on onnxruntime-android)."""
-    from mobilegen.warnings import Notice  # noqa: F811 (at run time; the annotation's import is TYPE_CHECKING only)
+    from mobilegen.notices import Notice  # noqa: F811 (at run time; the annotation's import is TYPE_CHECKING only)
 
     others = [name for flag, name in ((opts.nnapi, "NNAPI"), (opts.xnnpack, "XNNPACK")) if flag]
     if not opts.qnn or not others:
@@ -83,7 +83,7 @@ def bench_configs(opts: AndroidOptions) -> list[str]:
 
 def channel(opts: AndroidOptions) -> str:
     """The Maven channel the project pins its runtime from."""
-    from mobilegen.android import CHANNEL
+    from mobilegen.targets.android.project import CHANNEL
 
     return QNN_CHANNEL if opts.qnn else CHANNEL
 

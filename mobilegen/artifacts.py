@@ -12,8 +12,8 @@ from mobilegen.spec import IOSpec, TensorSpec
 if TYPE_CHECKING:
     import onnx
 
-    from mobilegen.consts import BoundConst
     from mobilegen.coverage.model import CoverageReport
+    from mobilegen.export.const_inputs import BoundConst
     from mobilegen.quantize.stage import QuantizationRecord
     from mobilegen.tasks.spec import TaskSpec
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 JSONValue = str | int | float | bool | None | list["JSONValue"] | dict[str, "JSONValue"]
 
 if TYPE_CHECKING:
-    from mobilegen.warnings import Notice
+    from mobilegen.notices import Notice
 
 # What a loaded artifact was, detected by content.
 KINDS = ("torchscript", "exported_program", "pickle", "state_dict", "onnx", "ort")
@@ -36,8 +36,8 @@ class LoadedModel:
     io_hint: IOSpec | None = None  # shapes recorded in the artifact itself, when there are any
     onnx_path: Path | None = None  # for kind == "onnx"
     example_sizes: dict[str, int] = field(default_factory=dict)  # example size of each named dim in io_hint
-    consts: tuple[BoundConst, ...] = ()  # inputs bound to a value (--const; mobilegen.consts), not model inputs
-    # A traced TorchScript file's example inputs (mobilegen.traced_inputs): for the --input hint only, never used as shapes.
+    consts: tuple[BoundConst, ...] = ()  # inputs bound to a value (--const; mobilegen.export.const_inputs), not model inputs
+    # A traced TorchScript file's example inputs (mobilegen.load.traced_inputs): for the --input hint only, never used as shapes.
     traced_inputs: tuple[TensorSpec, ...] = ()
 
 
@@ -50,7 +50,7 @@ class OnnxModel:
     fallback_reason: str | None = None  # set only for a real fallback (never for a TorchScript file)
     example_sizes: dict[str, int] = field(default_factory=dict)  # example size per named dim
     notes: tuple[str, ...] = ()
-    fallback_cause: str = ""  # the fallback's known cause (mobilegen.export_errors.KnownCause.key), or ""
+    fallback_cause: str = ""  # the fallback's known cause (mobilegen.export.errors.KnownCause.key), or ""
     # The onnx.ModelProto, parsed once by the export and handed on in memory (graph passes change it
     # before the build writes ``path`` once); None when only the file is known.
     proto: onnx.ModelProto | None = field(default=None, compare=False, repr=False)
@@ -287,7 +287,7 @@ class BuildResult:
     targets: tuple[str, ...]  # "android", "ios"
     options: dict[str, JSONValue]  # JSON-able: EPs and flags, opset, optimization style, tolerances...
     runtimes: dict[str, str]  # channel ("maven", "swiftpm") -> pinned onnxruntime version
-    warnings: tuple[Notice, ...] = ()  # every warning, computed once (mobilegen.warnings.collect)
+    warnings: tuple[Notice, ...] = ()  # every warning, computed once (mobilegen.notices.collect)
     zip_path: Path | None = None
     # Every model shipped (``onnx``/``ort`` above are the first one's); empty: one model, ``onnx``/``ort``.
     models: tuple[ShippedModel, ...] = ()
@@ -324,7 +324,7 @@ MODEL_ONNX = f"{MODEL_DIR}/{MODEL_ONNX_NAME}"  # one model for every target
 MODEL_ORT = f"{MODEL_DIR}/{MODEL_ORT_NAME}"
 MODEL_OPS_CONFIG = f"{MODEL_DIR}/{MODEL_OPS_CONFIG_NAME}"
 GOLDEN_NPZ = "golden/golden.npz"  # every verification case (first case = device case)
-GOLDEN_MGV = "golden/golden.mgv"  # device case, binary format of mobilegen.golden
+GOLDEN_MGV = "golden/golden.mgv"  # device case, binary format of mobilegen.verify.golden
 GOLDEN_TOLERANCES = "golden/tolerances.json"
 ANDROID_DIR = "android"
 IOS_DIR = "ios"

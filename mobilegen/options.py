@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mobilegen.consts import Const, check_consts
 from mobilegen.errors import UsageError
-from mobilegen.export import MAX_DEFAULT_OPSET, ExportOptions
-from mobilegen.load import LoadOptions
+from mobilegen.export.const_inputs import Const, check_consts
+from mobilegen.export.exporter import MAX_DEFAULT_OPSET, ExportOptions
+from mobilegen.load.loader import LoadOptions
 from mobilegen.spec import apply_dynamic, parse_dynamic_spec, parse_input_spec
-from mobilegen.verify import VerifyOptions
+from mobilegen.verify.gate import VerifyOptions
 
 if TYPE_CHECKING:
     from mobilegen.quantize import QuantizeOptions
@@ -38,7 +38,7 @@ class ModelOptions:
     opset: int | None = None
     output_names: tuple[str, ...] = ()
     load: LoadOptions = LoadOptions()
-    consts: tuple[Const, ...] = ()  # --const: inputs bound to a value, baked into the model (mobilegen.consts)
+    consts: tuple[Const, ...] = ()  # --const: inputs bound to a value, baked into the model (mobilegen.export.const_inputs)
 
     def export_options(self) -> ExportOptions:
         specs = [parse_input_spec(t) for t in self.inputs]
@@ -88,7 +88,7 @@ class BuildOptions:
     keep_dynamic: bool = False  # keep named dims even when a target's provider wants them fixed
     fix: bool = True  # the fix stage: graph passes per target, each kept only if it helps (--no-fix: off)
     approximate: tuple[str, ...] = ()  # --approximate words: approximate passes allowed (e.g. "gelu")
-    compare_exporters: bool = True  # measure the other PyTorch exporter when a provider splits (mobilegen.exporter_advice)
+    compare_exporters: bool = True  # measure the other PyTorch exporter when a provider splits (mobilegen.export.advice)
     style: str = "runtime"  # ORT-format optimization style
     force: bool = False
     zip: bool = False

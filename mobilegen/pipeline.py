@@ -6,7 +6,7 @@
 
 Each stage is a function from one frozen artifact (``mobilegen.artifacts``) to the next; the model is
 parsed once, by the export, and handed on in memory. Everything is written into a staging folder beside
-the output (``mobilegen.outputs``) and renamed into place at the end, so a failure at any stage leaves no
+the output (``mobilegen.infra.outputs``) and renamed into place at the end, so a failure at any stage leaves no
 partial output. What varies by platform lives in ``mobilegen.targets``, what varies by execution
 provider in ``mobilegen.providers``.
 """
@@ -14,78 +14,41 @@ provider in ``mobilegen.providers``.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
-from typing import Any
 
-from mobilegen import artifacts, early_checks, exporter_advice, progress, targets
-from mobilegen.artifacts import BuildResult, LoadedModel, OnnxModel, ShippedModel, VerificationReport
+from mobilegen import artifacts
+from mobilegen import notices as build_notices
+from mobilegen.artifacts import BuildResult, ShippedModel, VerificationReport
+from mobilegen.convert import stage as convert_stage
+from mobilegen.coverage import stage as coverage_stage
 from mobilegen.errors import UsageError
-from mobilegen.export import ExportOptions, export_onnx
-from mobilegen.load import load_model
+from mobilegen.export import advice as exporter_advice
+from mobilegen.export import early_checks
+from mobilegen.export.stage import load_and_export
+from mobilegen.infra import progress
+from mobilegen.infra.outputs import stage_zip, staged_output
+from mobilegen.notices import Notice
 from mobilegen.options import BuildOptions, ModelOptions
-from mobilegen.outputs import stage_zip, staged_output
+from mobilegen.package.options import options_record
+from mobilegen.passes import stage as fix_stage
 from mobilegen.quantize import stage as quantize_stage
-from mobilegen.runtimes import RuntimeRelease
-from mobilegen.stages import reference_for
+from mobilegen.render import stage as render_stage
+from mobilegen.targets.chosen import check_runtimes, choose_targets
 from mobilegen.tasks import stage as task_stage
 from mobilegen.tasks.spec import check_output_names
-from mobilegen.warnings import Notice
+from mobilegen.verify import stage as verify_stage
 
-__all__ = ["BuildOptions", "ModelOptions", "build", "load_and_export", "reference_for"]
-
-
-@dataclass(frozen=True)
-class Chosen:
-    """One target of a build with its options (validated) and its pinned runtime."""
-
-    target: targets.Target[Any]
-    opts: object  # the target's own options type (Target[Opts])
-    runtime: RuntimeRelease
-
-    @property
-    def channel(self) -> str:
-        """The channel ``runtime`` is published on (the manifest's ``mobile_runtimes`` key)."""
-        return self.target.runtime_channel(self.opts)
-
-
-def load_and_export(
-    path: Path, opts: ModelOptions, out_path: Path, *, write: bool = True, before_export: Callable[[LoadedModel, ExportOptions], None] | None = None
-) -> tuple[LoadedModel, OnnxModel]:
-    export_opts = opts.export_options()  # parse flags before any heavy work
-    from mobilegen.consts import bind_consts
-
-    loaded = bind_consts(load_model(path, opts.load), export_opts.consts)  # the reference runs with them too
-    if before_export is not None:  # checks of the exported IO, on the IO known before the export (mobilegen.early_checks)
-        before_export(loaded, export_opts)
-    return loaded, export_onnx(loaded, export_opts, out_path, write=write)
-
-
-def choose_targets(opts: BuildOptions) -> list[Chosen]:
-    """The build's targets in registry order, each validated, with its runtime; refuses an empty build."""
-    unknown = [n for n in opts.targets if n not in targets.names()]
-    if unknown:
-        targets.get(unknown[0])  # raises the UsageError listing the known targets
-    chosen = []
-    for name in targets.names():
-        if name in opts.targets:
-            target = targets.get(name)
-            target.validate(opts.targets[name])
-            chosen.append(Chosen(target, opts.targets[name], target.runtime(opts.targets[name])))
-    if not chosen:
-        raise UsageError("nothing to build", hint="pass --android and/or --ios")
-    return chosen
+__all__ = ["BuildOptions", "ModelOptions", "build", "load_and_export"]
 
 
 def build(opts: BuildOptions) -> BuildResult:
-    from mobilegen import stages
     from mobilegen.package import finalize_package, source_date_epoch
 
     chosen = choose_targets(opts)
     opts.model_opts.export_options()  # flag errors before any heavy work
-    stages.check_fix_options(opts)
+    fix_stage.check_fix_options(opts)
     quantize_stage.check_options(opts)  # --quantize flags (calibration, thresholds) before any heavy work
     check_output_names(opts.task, opts.model_opts.output_names)  # --output-name with --top-k: the task names the outputs
     source_date_epoch()  # a malformed SOURCE_DATE_EPOCH fails now, not after the whole build
@@ -103,7 +66,7 @@ def build(opts: BuildOptions) -> BuildResult:
         progress.step("exporting")
         early = partial(early_checks.before_export, task=opts.task, check_io=[c.target.check_io for c in chosen])
         loaded, onnx_model = load_and_export(opts.model, opts.model_opts, root / artifacts.MODEL_ONNX, write=False, before_export=early)
-        notices: list[Notice] = stages.export_notices(loaded, onnx_model, opts)
+        notices: list[Notice] = build_notices.from_export(loaded, onnx_model, opts)
         as_exported = replace(onnx_model, proto=None)  # its input shapes: the exporter advice gives them to the other exporter's
         exported, task = onnx_model, opts.task
         if task is not None:  # --task: the pre/post-processing nodes are part of the model from here on
@@ -112,37 +75,37 @@ def build(opts: BuildOptions) -> BuildResult:
             notices += task_stage.notices(task)
         for c in chosen:
             c.target.check_io(onnx_model.io)
-        onnx_model, prepare_notices = stages.prepare(onnx_model, chosen, keep_dynamic=opts.keep_dynamic)
+        onnx_model, prepare_notices = fix_stage.prepare(onnx_model, chosen, keep_dynamic=opts.keep_dynamic)
         notices += prepare_notices
         if task is not None:  # the original model inside mobilegen.tasks' reference pre/post-processing
             expected, loaded = task_stage.reference(loaded, exported, onnx_model, task, opts.verify)
         else:
-            expected, loaded = stages.reference(loaded, onnx_model, opts.verify)  # PyTorch runs now, then is let go
+            expected, loaded = verify_stage.reference(loaded, onnx_model, opts.verify)  # PyTorch runs now, then is let go
         exported = onnx_model  # the unwrapped model's proto is not needed any more
         progress.step("fixing")
-        fix_plan = stages.fix(onnx_model, chosen, opts)  # per target: the passes that help its providers
+        fix_plan = fix_stage.fix(onnx_model, chosen, opts)  # per target: the passes that help its providers
         notices += fix_plan.notices
-        models = stages.write_models(onnx_model, fix_plan, root)  # from here on the files are the models
+        models = convert_stage.write_models(onnx_model, fix_plan, root)  # from here on the files are the models
         onnx_model = exported = replace(onnx_model, proto=None)  # the in-memory weights go before the conversion
         progress.step("converting")
-        models = stages.convert(models, root, opts.style)
-        verification = stages.verify(expected, models, opts.verify, root, quantize_stage.sorted_outputs(task))  # --top-k scores: no top-1
+        models = convert_stage.convert(models, root, opts.style)
+        verification = verify_stage.verify(expected, models, opts.verify, root, quantize_stage.sorted_outputs(task))  # --top-k scores: no top-1
         quantizing = opts.quantize is not None and opts.quantize.mode is not None
         # the advice compares fp32 models: with --quantize, the build's coverage before it (one more analysis)
-        fp32_coverage = stages.analyse(models, chosen) if quantizing and exporter_advice.may_apply(loaded, as_exported) else None
+        fp32_coverage = coverage_stage.analyse(models, chosen) if quantizing and exporter_advice.may_apply(loaded, as_exported) else None
         models, quant_notices = quantize_stage.quantize_build(models, chosen, opts, root, verification.golden_cases)  # per target; fp32 when refused
         notices += quant_notices
         task_files = task_stage.write_files(root, task, onnx_model, models) if task is not None else None
-        stages.check_runtimes(chosen, models)
+        check_runtimes(chosen, models)
         progress.step("analysing")
-        coverage = stages.analyse(models, chosen)
+        coverage = coverage_stage.analyse(models, chosen)
         advice = exporter_advice.advise(opts, loaded, as_exported, fp32_coverage or coverage, chosen, fix_plan)  # the other exporter, measured
         notices += exporter_advice.notices(advice)
-        notices += stages.fix_notices(fix_plan, models, verification)
-        notices += stages.verification_notices(verification)
-        warnings = stages.finish_notices(notices, models[0].onnx, coverage, loaded)
+        notices += verify_stage.fix_notices(fix_plan, models, verification)
+        notices += verify_stage.verification_notices(verification)
+        warnings = build_notices.finish(notices, models[0].onnx, coverage, loaded)
         progress.step("rendering")
-        tolerances = stages.render(chosen, root, opts, models, coverage, warnings, task_files)
+        tolerances = render_stage.render(chosen, root, opts, models, coverage, warnings, task_files)
         result = BuildResult(
             out_dir=root,
             model_name=opts.model.stem,
@@ -152,7 +115,7 @@ def build(opts: BuildOptions) -> BuildResult:
             ort=models[0].converted(),
             coverage=tuple(coverage),
             targets=tuple(c.target.name for c in chosen),
-            options=stages.options_record(opts, chosen, models, tolerances) | {"task": task_stage.record(task, task_files, root)} | exporter_advice.record(advice),
+            options=options_record(opts, chosen, models, tolerances) | {"task": task_stage.record(task, task_files, root)} | exporter_advice.record(advice),
             runtimes={c.channel: c.runtime.version for c in chosen},
             channels={c.target.name: c.channel for c in chosen},
             warnings=warnings,

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from project_specs import FAKE_ORT, base_specs, coverage
 
-from mobilegen.android import AndroidOptions
 from mobilegen.artifacts import ProjectSpec
 from mobilegen.coverage.model import NodeVerdict
+from mobilegen.targets.android.project import AndroidOptions
 
 __all__ = ["FAKE_ORT", "make_specs"]
 

@@ -12,7 +12,7 @@ from project_specs import FAKE_ORT, base_specs, coverage
 
 from mobilegen.artifacts import ProjectSpec
 from mobilegen.coverage.model import NodeVerdict
-from mobilegen.ios import IosOptions
+from mobilegen.targets.ios.project import IosOptions
 
 __all__ = ["COREML_COVERAGE", "FAKE_ORT", "NAMES", "make_specs"]
 

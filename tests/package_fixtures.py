@@ -7,7 +7,7 @@ layout constants) with:
   node names with characters that need escaping in Markdown and HTML);
 * its ``.ort`` conversion (``onnxruntime.tools.convert_onnx_models_to_ort``, in-process) and
   ``required_operators.config`` (absolute path in its comment header replaced by the file name);
-* golden vectors computed with onnxruntime, written with ``mobilegen.golden``;
+* golden vectors computed with onnxruntime, written with ``mobilegen.verify.golden``;
 * small fake ``android/`` and ``ios/`` projects (``android/gradlew`` executable);
 
 and returns a BuildResult with a hand-built VerificationReport and hand-built CoverageReports
@@ -50,11 +50,11 @@ from mobilegen.artifacts import (
     VerificationReport,
     VerifyRow,
 )
+from mobilegen.convert.ortformat import canonicalize
 from mobilegen.coverage.model import CoverageReport, NodeVerdict
-from mobilegen.golden import GoldenCase, encode_mgv, write_npz
-from mobilegen.ortformat import canonicalize
+from mobilegen.notices import Notice, collect
 from mobilegen.spec import IOSpec, TensorSpec
-from mobilegen.warnings import Notice, collect
+from mobilegen.verify.golden import GoldenCase, encode_mgv, write_npz
 
 MODEL_NAME = "Tiny <Net> & friends"
 OPSET = 17

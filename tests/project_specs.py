@@ -9,8 +9,8 @@ import numpy as np
 
 from mobilegen.artifacts import ProjectSpec
 from mobilegen.coverage.model import CoverageReport, NodeVerdict
-from mobilegen.golden import GoldenCase, encode_mgv
 from mobilegen.spec import IOSpec, TensorSpec
+from mobilegen.verify.golden import GoldenCase, encode_mgv
 
 FAKE_ORT = b"ORTM-fake-model-for-golden-tests\x00\x01\x02"
 

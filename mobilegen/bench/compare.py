@@ -15,7 +15,7 @@ from typing import Any
 
 from mobilegen.bench.profile import CPU_PROVIDER
 from mobilegen.bench.schema import BenchResult, Configuration
-from mobilegen.markdown import md_escape
+from mobilegen.render.markdown import md_escape
 
 MAX_LISTED = 20  # node names listed per difference; the count is always whole
 

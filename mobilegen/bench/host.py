@@ -29,7 +29,7 @@ from mobilegen.artifacts import GOLDEN_MGV, MANIFEST
 from mobilegen.bench.profile import read_profile
 from mobilegen.bench.schema import BenchResult, Configuration, Device, Placement, WarmStats
 from mobilegen.errors import LoadError, UsageError, first_line
-from mobilegen.load import sha256_file
+from mobilegen.load.loader import sha256_file
 
 if TYPE_CHECKING:
     import numpy as np
@@ -137,8 +137,8 @@ def _unzip_hint(path: Path) -> str:
 
 
 def _package_target(root: Path, target: str | None) -> Target:
-    from mobilegen.golden import decode_mgv
     from mobilegen.package.manifest import ManifestError, load_json
+    from mobilegen.verify.golden import decode_mgv
 
     manifest = root / MANIFEST
     if not manifest.is_file():
@@ -157,8 +157,8 @@ def _package_target(root: Path, target: str | None) -> Target:
     mgv = root / golden
     if not (root / ort).is_file() or not mgv.is_file():
         raise UsageError(f"{root}: the package lacks {ort} or {golden}", hint="run mobilegen verify on it")
-    from mobilegen.datafiles import read_data_file
     from mobilegen.errors import MobilegenError
+    from mobilegen.infra.datafiles import read_data_file
 
     data = read_data_file(mgv, str(mgv), limit=MAX_MGV_BYTES, hint="run mobilegen verify on the package")
     try:

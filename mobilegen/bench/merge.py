@@ -11,7 +11,7 @@
 4. ``manifest.json`` gets the new file list and its self-hash, so ``mobilegen verify`` passes. When every
    result was merged already, nothing is written.
 
-The merge runs in place under the transaction every build's output goes through (``mobilegen.outputs``):
+The merge runs in place under the transaction every build's output goes through (``mobilegen.infra.outputs``):
 from the verification to the end it holds the package's writer lock (``.NAME.lock`` beside it, the lock
 a build into the same folder finishes under), so a second ``report`` into the package waits and then
 merges on top of the first; the new tree is staged beside the package (its unchanged files hard-linked,
@@ -93,7 +93,7 @@ def merge_results(package: Path, result_files: Sequence[Path]) -> MergeResult:
     if not (package / MANIFEST).is_file():
         raise UsageError(f"{package}: no {MANIFEST}: not a mobilegen package folder", hint="pass the folder mobilegen package / android / ios wrote")
     results = [(Path(f), read_result(Path(f))) for f in result_files]  # exit 2 for anything unreadable
-    from mobilegen.outputs import locked_package
+    from mobilegen.infra.outputs import locked_package
 
     with locked_package(package):  # a second report (or a build finishing into it) waits
         return _merge_locked(package, results)
@@ -197,7 +197,7 @@ def _read_json(path: Path) -> dict[str, object]:
 def _commit(root: Path, writes: dict[str, str]) -> None:
     """The package with ``writes`` applied and its manifest updated, staged beside it and moved into its
     place (the caller holds the package's lock): complete or not at all, never a temporary file inside."""
-    from mobilegen.outputs import staged_output, write_error
+    from mobilegen.infra.outputs import staged_output, write_error
 
     with staged_output(root, force=True, lock_held=True) as staged:
         try:

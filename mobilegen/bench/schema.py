@@ -326,7 +326,7 @@ def _no_constant(text: str) -> Any:
 
 def read_result(path: Path) -> BenchResult:
     """Read a result file; UsageError (exit 2, one line) when it cannot be read or is not a result."""
-    from mobilegen.datafiles import open_data_file
+    from mobilegen.infra.datafiles import open_data_file
 
     shown = str(path)
     if Path(path).is_dir():

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
-from mobilegen import __version__, signals
+from mobilegen import __version__
 from mobilegen.cli.clickext import LazyTyper
+from mobilegen.infra import signals
 
 # json, traceback, rich and mobilegen.errors are imported where they are used: `mobilegen --help` needs none.
 app = LazyTyper(
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from mobilegen.errors import MobilegenError
-    from mobilegen.progress import Reporter
+    from mobilegen.infra.progress import Reporter
 
 # Off a terminal rich would fit tables into 80 columns and split cells across lines; logs and pipes
 # get every value whole on its line instead.
@@ -72,14 +73,14 @@ def progress_reporter(json_out: bool) -> Reporter | None:
     """Stage status lines on stderr: only on a terminal, and never with --json."""
     if json_out or not _isatty(sys.stderr):
         return None
-    from mobilegen.progress import Reporter
+    from mobilegen.infra.progress import Reporter
 
     return Reporter(sys.stderr)
 
 
 @contextmanager
 def _progress(json_out: bool) -> Iterator[None]:
-    from mobilegen import progress
+    from mobilegen.infra import progress
 
     with progress.reporting(progress_reporter(json_out)):
         yield
@@ -131,7 +132,7 @@ def run_command(
     from mobilegen.errors import InternalError, MobilegenError
 
     try:
-        from mobilegen.outputs import no_torch_cache_leftover
+        from mobilegen.infra.outputs import no_torch_cache_leftover
 
         with _progress(json_out), no_torch_cache_leftover():
             result = action()

@@ -132,9 +132,9 @@ def _package_holding(model: Path, output: Path) -> Path | None:
 
 
 def _write_result(output: Path, data: bytes, *, force: bool) -> None:
-    """Write ``output`` the way every -o is written (``mobilegen.outputs``): atomically, its missing parent
+    """Write ``output`` the way every -o is written (``mobilegen.infra.outputs``): atomically, its missing parent
     folders created, and none of them left behind by a failed write."""
-    from mobilegen.outputs import staged_files, write_error
+    from mobilegen.infra.outputs import staged_files, write_error
 
     with staged_files([output], force=force) as (staged,):
         try:

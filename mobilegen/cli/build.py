@@ -149,7 +149,7 @@ def _build(
     )
 
 
-# The package documents list every notice; the CLI says the build-scope ones (mobilegen.warnings).
+# The package documents list every notice; the CLI says the build-scope ones (mobilegen.notices).
 _SEVERITY_STYLE = {"warning": "yellow", "severe": "bold red"}
 
 
@@ -184,7 +184,7 @@ def _human_build(r: Any, console: Console) -> None:
 
     for line in summary_lines(r.shipped):
         console.print(f"quantization: {esc(line)}")
-    from mobilegen.warnings import build_notices
+    from mobilegen.notices import build_notices
 
     for w in build_notices(r.warnings):
         style = _SEVERITY_STYLE[w.severity]
@@ -207,8 +207,8 @@ def _human_fixes(r: Any, console: Console) -> None:
 
 
 def _json_build(r: Any) -> dict[str, Any]:
+    from mobilegen.notices import build_notices, texts
     from mobilegen.report.facts import fix_fields
-    from mobilegen.warnings import build_notices, texts
 
     return {
         "output": str(r.out_dir),
@@ -227,7 +227,7 @@ def _json_build(r: Any) -> dict[str, Any]:
         "verification": r.verification.to_dict(),
         "runtimes": r.runtimes,
         "task": r.options.get("task"),  # --task: the spec and its files (as the manifest's options.task)
-        "exporter_advice": r.options.get("exporter_advice"),  # the other exporter's placement (mobilegen.exporter_advice)
+        "exporter_advice": r.options.get("exporter_advice"),  # the other exporter's placement (mobilegen.export.advice)
         "models": [
             {
                 "targets": list(m.targets),
@@ -307,7 +307,7 @@ def android(
     """Build a Gradle project (Kotlin wrapper, model in assets, EPs with CPU fallback, golden-vector tests)."""
 
     def action() -> Any:
-        from mobilegen.android import AndroidOptions
+        from mobilegen.targets.android.project import AndroidOptions
 
         a = AndroidOptions(nnapi=nnapi, nnapi_flags=_nnapi_flags(nnapi_flags), xnnpack=xnnpack, package=package, class_name=name,
                              ort_version=ort_version, android_api=android_api, qnn=qnn, qnn_htp_arch=qnn_htp_arch)
@@ -378,7 +378,7 @@ def ios(
     """Build a Swift Package (typed wrapper, model as a resource, CoreML EP with CPU fallback, golden-vector XCTests)."""
 
     def action() -> Any:
-        from mobilegen.ios import IosOptions
+        from mobilegen.targets.ios.project import IosOptions
 
         i = IosOptions(coreml=coreml, coreml_format=coreml_format, compute_units=compute_units, class_name=name, ort_version=ort_version,
                        xnnpack=xnnpack)
@@ -465,7 +465,7 @@ def package(
             raise UsageError("package needs a target", hint="pass --android, --ios, or both")
         chosen: dict[str, Any] = {}
         if android_:
-            from mobilegen.android import AndroidOptions
+            from mobilegen.targets.android.project import AndroidOptions
 
             chosen["android"] = AndroidOptions(nnapi=nnapi, nnapi_flags=_nnapi_flags(nnapi_flags), xnnpack=xnnpack, package=package_name,
                                                  class_name=name, ort_version=android_ort_version, android_api=android_api,
@@ -475,7 +475,7 @@ def package(
         elif qnn or qnn_htp_arch is not None:
             raise UsageError("--qnn/--qnn-htp-arch need --android", hint="add --android")
         if ios_:
-            from mobilegen.ios import IosOptions
+            from mobilegen.targets.ios.project import IosOptions
 
             chosen["ios"] = IosOptions(coreml=coreml, coreml_format=coreml_format, compute_units=compute_units, class_name=name, ort_version=ios_ort_version,
                                        xnnpack=xnnpack)

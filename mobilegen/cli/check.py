@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from typer._click import Context, HelpFormatter
 
-    from mobilegen.checking import CheckResult
+    from mobilegen.commands.check import CheckResult
     from mobilegen.providers import SettingValue
 
 
@@ -126,7 +126,7 @@ def check(
     """Which nodes each execution provider will run, each refusal with its reason, and the partitions."""
 
     def action() -> CheckResult:
-        from mobilegen.checking import CheckOptions, check
+        from mobilegen.commands.check import CheckOptions, check
 
         settings: dict[str, SettingValue | None] = {
             "coreml_format": coreml_format,

@@ -192,7 +192,7 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise UsageError(f"config file {path} does not exist", hint="check the --config path")
     if not path.is_file():
         raise UsageError(f"config file {path} is not a regular file", hint=hint)
-    from mobilegen.datafiles import open_data_file
+    from mobilegen.infra.datafiles import open_data_file
 
     try:
         with open_data_file(path, f"config file {path}", hint=hint) as f:  # no FIFO swapped in meanwhile

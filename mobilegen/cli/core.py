@@ -64,8 +64,8 @@ def _human_inspect(r: Inspection, console: Console) -> None:
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from mobilegen.commands import ConvertResult, ExportResult
-    from mobilegen.inspection import Inspection
+    from mobilegen.commands.export_convert import ConvertResult, ExportResult
+    from mobilegen.commands.inspection import Inspection
 
 
 @app.command()
@@ -84,7 +84,7 @@ def inspect(
     """Show a model's inputs/outputs, opset, op histogram and parameter count (.pt, .pt2, .onnx, .ort)."""
 
     def action() -> Inspection:
-        from mobilegen.inspection import inspect_model
+        from mobilegen.commands.inspection import inspect_model
 
         return inspect_model(model, model_options(input, dynamic, opset, None, trust_pickle, model_class, model_kwargs, consts=const))
 
@@ -152,7 +152,7 @@ def export(
     """Export MODEL to one self-contained .onnx file, verified against PyTorch."""
 
     def action() -> ExportResult:
-        from mobilegen.commands import export_model
+        from mobilegen.commands.export_convert import export_model
 
         opts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs, consts=const)
         vopts = verify_options(atol, rtol, sample, range_, sample_only, allow_degenerate)
@@ -209,7 +209,7 @@ def convert(
     """Convert MODEL (.onnx or any PyTorch artifact) to ORT format (.ort), verified against the reference."""
 
     def action() -> ConvertResult:
-        from mobilegen.commands import convert_model
+        from mobilegen.commands.export_convert import convert_model
 
         opts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs, consts=const)
         vopts = verify_options(atol, rtol, sample, range_, sample_only, allow_degenerate)

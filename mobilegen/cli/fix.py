@@ -37,7 +37,7 @@ from mobilegen.cli.options import (
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from mobilegen.fix import FixResult
+    from mobilegen.commands.fix import FixResult
 
 
 def _human(result: FixResult, console: Console) -> None:
@@ -104,7 +104,7 @@ def fix(
     write OUT.onnx and show each provider's coverage before and after."""
 
     def action() -> FixResult:
-        from mobilegen.fix import FixOptions, fix_model
+        from mobilegen.commands.fix import FixOptions, fix_model
 
         settings = {"coreml_format": coreml_format, "android_api": android_api, "require_static_shapes": require_static_shapes or None}
         opts = FixOptions(eps=tuple(ep), settings=settings, approximate=tuple(approximate or ()), keep_dynamic=keep_dynamic)

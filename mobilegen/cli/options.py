@@ -77,7 +77,7 @@ MinTop1Opt = Annotated[float, typer.Option("--min-top1", metavar="X", help="Quan
 if TYPE_CHECKING:
     from mobilegen.options import ModelOptions
     from mobilegen.quantize import QuantizeOptions
-    from mobilegen.verify import VerifyOptions
+    from mobilegen.verify.gate import VerifyOptions
 
 
 def unique(values: list[str] | None) -> list[str] | None:
@@ -88,7 +88,7 @@ def unique(values: list[str] | None) -> list[str] | None:
 def verify_options(
     atol: float, rtol: float, sample: Path | None, ranges: list[str] | None, sample_only: bool, allow_degenerate: bool
 ) -> VerifyOptions:  # imported lazily: keeps --help fast
-    from mobilegen.verify import VerifyOptions
+    from mobilegen.verify.gate import VerifyOptions
 
     return VerifyOptions(atol=atol, rtol=rtol, sample=sample, ranges=tuple(ranges or ()), sample_only=sample_only, allow_degenerate=allow_degenerate)
 
@@ -103,8 +103,8 @@ def model_options(
     model_kwargs: str | None,
     consts: list[str] | None = None,
 ) -> ModelOptions:  # imported lazily: keeps --help fast
-    from mobilegen.consts import parse_const
-    from mobilegen.load import LoadOptions
+    from mobilegen.export.const_inputs import parse_const
+    from mobilegen.load.loader import LoadOptions
     from mobilegen.options import ModelOptions
 
     return ModelOptions(

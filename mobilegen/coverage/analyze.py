@@ -30,7 +30,7 @@ from mobilegen.coverage.rewrites import op_suggestions
 from mobilegen.coverage.rules import EPTable, NodeContext
 from mobilegen.coverage.target import EPTarget
 from mobilegen.errors import InternalError, first_line
-from mobilegen.onnx_checks import model_bytes, surely_under
+from mobilegen.export.onnx_checks import model_bytes, surely_under
 from mobilegen.providers.base import DYNAMIC, GROUP, OP, ExecutionProvider, Reason
 
 log = logging.getLogger(__name__)
@@ -90,7 +90,7 @@ def _optimize(model: onnx.ModelProto | None, source: Path | None = None) -> tupl
     which ORT then reads instead of a copy written here."""
     import onnxruntime as ort  # lazy: heavy import
 
-    from mobilegen.outputs import temp_dir  # a full TMPDIR is named as such, never blamed on -o
+    from mobilegen.infra.outputs import temp_dir  # a full TMPDIR is named as such, never blamed on -o
 
     with temp_dir("coverage") as tmp:
         src = source if source is not None and source.is_file() else Path(tmp) / "model.onnx"
@@ -179,7 +179,7 @@ def _infer_shapes(model: onnx.ModelProto) -> tuple[onnx.ModelProto, str | None]:
 def _infer_shapes_inner(model: onnx.ModelProto) -> tuple[onnx.ModelProto, str | None]:
     try:
         if model_bytes(model) > _TWO_GB:
-            from mobilegen.outputs import temp_dir
+            from mobilegen.infra.outputs import temp_dir
 
             with temp_dir("shapes") as tmp:
                 p = tmp / "m.onnx"

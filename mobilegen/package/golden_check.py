@@ -18,15 +18,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mobilegen.artifacts import GOLDEN_MGV, GOLDEN_NPZ, MANIFEST, MODEL_ORT
+from mobilegen.convert.ortformat import format_version
 from mobilegen.errors import MobilegenError
-from mobilegen.ortformat import format_version
 from mobilegen.package.manifest import OrtInfo
 from mobilegen.package.tree import Unreadable, open_regular, read_regular, show, show_repr
 from mobilegen.package.zip_reader import MAX_ENTRIES, ZIP_ERRORS, data_problem, total_cap
 from mobilegen.report import jsonable
 
 if TYPE_CHECKING:
-    from mobilegen.golden import GoldenCase
+    from mobilegen.verify.golden import GoldenCase
 
 MAX_IN_MEMORY = 2 << 30  # golden.mgv is decoded in memory
 
@@ -81,7 +81,7 @@ def read_golden_npz(path: Path) -> GoldenCase:
     allocate whatever an .npy header declares) and that the entries are no zip bomb."""
     import numpy as np
 
-    from mobilegen.golden import read_npz
+    from mobilegen.verify.golden import read_npz
 
     try:
         with open_regular(path) as f, zipfile.ZipFile(f) as zf:
@@ -131,8 +131,8 @@ def rerun_golden(
     --allow-degenerate) is checked as any other, and its row says it is unverified."""
     import numpy as np
 
-    from mobilegen.golden import decode_mgv
-    from mobilegen.verify import compare  # the gate's own comparison, so verify and build agree
+    from mobilegen.verify.gate import compare  # the gate's own comparison, so verify and build agree
+    from mobilegen.verify.golden import decode_mgv
 
     try:
         case = read_golden_npz(npz_path)

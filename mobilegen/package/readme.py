@@ -1,8 +1,8 @@
 """The package's ``README.md`` for the app team, rendered from ``templates/package/README.md.jinja``.
 
 This module builds the context only; the template escapes every model-derived value (model, tensor and
-file names, EP labels, verdicts, warnings) with the ``md`` filter (:func:`mobilegen.markdown.md_escape`)
-or puts it in a code span with ``code`` (:func:`mobilegen.markdown.md_code`). Numbers arrive formatted.
+file names, EP labels, verdicts, warnings) with the ``md`` filter (:func:`mobilegen.render.markdown.md_escape`)
+or puts it in a code span with ``code`` (:func:`mobilegen.render.markdown.md_code`). Numbers arrive formatted.
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from mobilegen.artifacts import (
     BuildResult,
 )
 from mobilegen.errors import InternalError
-from mobilegen.markdown import md_code, md_escape
 from mobilegen.package.manifest import MANIFEST_SCHEMA_VERSION
-from mobilegen.render import templates_root
+from mobilegen.render.markdown import md_code, md_escape
+from mobilegen.render.tree import templates_root
 from mobilegen.report import tool_versions, warning_texts
 from mobilegen.report.facts import fixes_text
 from mobilegen.report.quantization import readme_lines as quantization_lines

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from mobilegen.artifacts import MANIFEST
-from mobilegen.datafiles import kind
 from mobilegen.errors import PackageError
+from mobilegen.infra.datafiles import kind
 from mobilegen.package.manifest import FileEntry
 
 CHUNK = 1 << 20

@@ -26,8 +26,8 @@ from typing import NoReturn
 
 from mobilegen import __version__
 from mobilegen.artifacts import GOLDEN_MGV, GOLDEN_NPZ, MANIFEST
-from mobilegen.datafiles import kind
 from mobilegen.errors import PackageVerifyError, UsageError
+from mobilegen.infra.datafiles import kind
 from mobilegen.package.golden_check import GoldenCheck, RuntimeCheck, check_runtimes, rerun_golden
 from mobilegen.package.manifest import (
     MAX_MANIFEST_BYTES,

@@ -28,7 +28,7 @@ def fix_dynamic_dims(model: OnnxModel) -> tuple[OnnxModel, dict[str, int]]:
     Returns the new model and the sizes it fixed (empty: nothing to fix, the model is returned as is)."""
     from onnxruntime.tools.onnx_model_utils import fix_output_shapes, make_dim_param_fixed
 
-    from mobilegen.load import onnx_io_spec
+    from mobilegen.load.loader import onnx_io_spec
 
     dims = sorted({d for t in model.io.inputs for d in t.dynamic_dims})
     if not dims:  # static already: only the Ifs its shapes decide
@@ -73,7 +73,7 @@ def _fold(proto: onnx.ModelProto, notes: tuple[str, ...]) -> tuple[str, ...]:
 
 def _fix_unnamed(proto: onnx.ModelProto, fixed: dict[str, int]) -> None:
     """A dim an input declares with neither a size nor a name is known to mobilegen as
-    ``<input>_dim<axis>`` (:func:`mobilegen.load.onnx_io_spec`): give it its size in the graph too
+    ``<input>_dim<axis>`` (:func:`mobilegen.load.loader.onnx_io_spec`): give it its size in the graph too
     (``make_dim_param_fixed`` only finds named dims; silero-vad's ``input`` has two unnamed ones)."""
     for vi in proto.graph.input:
         if not vi.type.HasField("tensor_type") or not vi.type.tensor_type.HasField("shape"):

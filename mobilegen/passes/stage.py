@@ -49,16 +49,19 @@ from mobilegen.artifacts import (
     ShippedModel,
     model_folder,
 )
-from mobilegen.errors import InternalError, MobilegenError, first_line
+from mobilegen.errors import InternalError, MobilegenError, UsageError, first_line
+from mobilegen.notices import Notice
 from mobilegen.passes import registry
 from mobilegen.passes.base import GraphPass
-from mobilegen.warnings import Notice
 
 if TYPE_CHECKING:
     import onnx
 
     from mobilegen.coverage.model import CoverageReport
     from mobilegen.coverage.target import EPTarget
+    from mobilegen.options import BuildOptions
+    from mobilegen.targets import BuildContext
+    from mobilegen.targets.chosen import Chosen
 
 Analyse = Callable[["onnx.ModelProto", Sequence["EPTarget"]], Sequence["CoverageReport"]]
 
@@ -395,7 +398,7 @@ def materialize(base: OnnxModel, fix_plan: FixPlan, root: Path, write: Callable[
     """The models to ship: per distinct list of kept passes, the base with those passes applied, written
     by ``write`` (which returns the model without its in-memory proto) into ``root/model/`` when every
     target agrees, else ``root/model/<target>/`` per group of targets."""
-    from mobilegen.export import opset_of
+    from mobilegen.export.exporter import opset_of
     from mobilegen.passes.bodies import apply_everywhere
 
     proto = _proto(base)
@@ -442,3 +445,53 @@ def _proto(model: OnnxModel) -> onnx.ModelProto:
     if model.proto is None:
         raise InternalError("the fix stage needs the in-memory model; the export stage did not keep it")
     return model.proto
+
+
+# --- the fix stage of a build: prepare (fixed dims) and the per-target plan -----------------------
+
+
+def check_fix_options(opts: BuildOptions) -> None:
+    """``--approximate`` names approximate passes, and is not given with ``--no-fix`` (before heavy work)."""
+    if opts.approximate and not opts.fix:
+        raise UsageError("--approximate has no effect with --no-fix", hint="drop one of them")
+    registry.check_approximate(opts.approximate)
+
+
+def prepare(exported: OnnxModel, chosen: Sequence[Chosen], *, keep_dynamic: bool) -> tuple[OnnxModel, list[Notice]]:
+    """What every target's model gets, in memory: the providers' notices, and ``fixed-dims`` when a
+    target's provider declares it (unless ``keep_dynamic``) — for the whole build, as the inputs change.
+    (The CoreML cache key is stamped when a model is written: it hashes the bytes written.)"""
+    from mobilegen import notices as build_notices
+    from mobilegen import providers
+    from mobilegen.passes.dims import fix_dynamic_dims
+
+    notices: list[Notice] = []
+    model = exported
+    from mobilegen.targets.chosen import build_context
+
+    ctx = build_context(model, chosen)
+    for c in chosen:
+        notices.extend(c.target.notices(c.opts))
+        for ep in c.target.providers(c.opts, ctx):
+            # about the target that chose the provider: its README lists it, the other target's does not
+            notices.extend(replace(n, subject=n.subject or c.target.name) for n in providers.get(ep.ep).notices)
+        if _wants_fixed_dims(c, ctx) and not model.io.is_static and not keep_dynamic:
+            model, fixed = fix_dynamic_dims(model)
+            if fixed:
+                also = [o.target.display_name for o in chosen if o is not c and not _wants_fixed_dims(o, ctx)]
+                notices.append(build_notices.dims_fixed(build_notices.dims_fixed_text(fixed), shipped_by=also))
+    return model, notices
+
+
+def _wants_fixed_dims(c: Chosen, ctx: BuildContext) -> bool:
+    return registry.wants_fixed_dims(ep.ep for ep in c.target.providers(c.opts, ctx))
+
+
+def fix(base: OnnxModel, chosen: Sequence[Chosen], opts: BuildOptions) -> FixPlan:
+    """Per target, the graph passes that help its providers (decided on ``base``, which is unchanged)."""
+    from mobilegen.targets.chosen import build_context
+
+    ctx = build_context(base, chosen)
+    per_target = [(c.target.name, c.target.providers(c.opts, ctx)) for c in chosen]
+    return plan(base, per_target, PassOptions(enabled=opts.fix, approximate=opts.approximate))
+

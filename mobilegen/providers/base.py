@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from mobilegen.coverage.partition import Support
     from mobilegen.coverage.rules import EPTable
     from mobilegen.coverage.target import EPTarget
-    from mobilegen.warnings import Notice
+    from mobilegen.notices import Notice
 
 SettingValue = bool | int | str | tuple[str, ...]
 

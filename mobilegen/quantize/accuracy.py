@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from mobilegen.artifacts import JSONValue
 from mobilegen.errors import InternalError, VerificationError
-from mobilegen.outputs import temp_dir
+from mobilegen.infra.outputs import temp_dir
 from mobilegen.quantize.calibration import Calibration
 from mobilegen.quantize.options import QuantizeOptions
 
@@ -288,7 +288,7 @@ def _worst_layers(fp32: Path, quantized: Path, feeds: list[dict[str, np.ndarray]
         return ()
     from onnxruntime.quantization import qdq_loss_debug as dbg
 
-    from mobilegen.export import quiet
+    from mobilegen.export.exporter import quiet
     from mobilegen.quantize.engine import _ort_logs_quiet
 
     noise: dict[str, float] = {}

@@ -26,7 +26,7 @@ MIN_HELD_OUT = 2  # the gate's least samples split off a calibration set: one sa
 # Integer arrays whose every value a float32 holds exactly: taken for a float input (microphone PCM is int16).
 _EXACT_IN_FLOAT = ("int8", "uint8", "int16", "uint16")
 _HINT = "save one array per model input with numpy.savez(path, **{input_name: array}); leading axis = samples"
-# What one run may read: at most MAX_SAMPLES samples of the model's inputs (mobilegen.datafiles.
+# What one run may read: at most MAX_SAMPLES samples of the model's inputs (mobilegen.infra.datafiles.
 # samples_budget), checked from the .npy headers before any array is allocated.
 MAX_SAMPLES = 10_000
 # Files a calibration folder may hold that are refused rather than skipped: images are never decoded
@@ -133,7 +133,7 @@ def _count(data: Mapping[str, np.ndarray]) -> int:
 
 def byte_budget(io: IOSpec) -> int:
     """The most bytes of samples one run reads for a model with inputs ``io``."""
-    from mobilegen.datafiles import samples_budget
+    from mobilegen.infra.datafiles import samples_budget
 
     return samples_budget(io.inputs, MAX_SAMPLES)
 
@@ -181,7 +181,7 @@ def _shape(shape: tuple[int, ...]) -> str:
 def _read_npz(path: Path, io: IOSpec, *, flag: str, budget: int | None = None) -> dict[str, np.ndarray]:
     """The file's arrays, checked against the model's inputs; ``budget``: the most bytes they may hold
     (default: :func:`byte_budget`), known from the .npy headers before anything is allocated."""
-    from mobilegen.datafiles import load_npz
+    from mobilegen.infra.datafiles import load_npz
 
     arrays = load_npz(path, f"{flag} {path}", max_bytes=byte_budget(io) if budget is None else budget, hint=_HINT)
     names = [t.name for t in io.inputs]

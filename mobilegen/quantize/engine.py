@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mobilegen.errors import ConversionError, InternalError, first_line
-from mobilegen.outputs import temp_dir
+from mobilegen.infra.outputs import temp_dir
 from mobilegen.quantize.calibration import Calibration
 from mobilegen.quantize.options import CalibrationMethod
 from mobilegen.quantize.recipes import Recipe
@@ -65,7 +65,7 @@ def quantize(
     the next ones (a narrowed recipe is calibrated once, not once per round)."""
     import onnx
 
-    from mobilegen.export import quiet  # imports numpy: not at package import
+    from mobilegen.export.exporter import quiet  # imports numpy: not at package import
 
     left: list[str] = []
     src = Path(os.path.abspath(src))  # the quantizer's pre-processing runs in another current folder (_cwd)

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     import onnx
 
     from mobilegen.quantize.records import QuantizationRecord
-    from mobilegen.verify import VerifyOptions
+    from mobilegen.verify.gate import VerifyOptions
 
 GOLDEN_DIR = "golden"
 GOLDEN_NPZ_NAME = "golden.npz"
@@ -243,8 +243,8 @@ def write_golden(models: Sequence[ShippedModel], root: Path, verify: VerifyOptio
     (``cases``: the reference's case files, ``golden.npz`` first), under the same names in its golden
     folder, with the tolerance derived from them (:func:`derive_tolerance`); returns the models with that
     tolerance in their records."""
-    from mobilegen.golden import GoldenCase, encode_mgv, read_npz, write_npz
-    from mobilegen.verify import ort_runner
+    from mobilegen.verify.gate import ort_runner
+    from mobilegen.verify.golden import GoldenCase, encode_mgv, read_npz, write_npz
 
     if not cases:
         cases = [root / GOLDEN_DIR / GOLDEN_NPZ_NAME]

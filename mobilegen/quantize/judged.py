@@ -112,7 +112,7 @@ def judged_quantize(
     """``src`` quantized as ``recipe`` says into ``dest``, narrowed until its coverage on ``target`` is no
     worse than ``src``'s, or refused (``Judgement.refused``; ``dest`` then holds the last attempt)."""
     from mobilegen.coverage import analyze_all
-    from mobilegen.outputs import temp_dir
+    from mobilegen.infra.outputs import temp_dir
     from mobilegen.quantize.engine import quantize
 
     (before,) = analyze_all(None, [target], source=src)

@@ -42,6 +42,7 @@ from mobilegen.artifacts import (
     model_folder,
 )
 from mobilegen.errors import InternalError, VerificationError
+from mobilegen.notices import Notice
 from mobilegen.quantize.golden import (
     GOLDEN_DIR,
     golden_folder,
@@ -58,13 +59,12 @@ from mobilegen.quantize.records import (
     options_record,
     worst_layers,
 )
-from mobilegen.warnings import Notice
 
 if TYPE_CHECKING:
     from mobilegen.coverage.target import EPTarget
     from mobilegen.options import BuildOptions
-    from mobilegen.pipeline import Chosen
     from mobilegen.quantize import QuantizeMode, QuantizeOptions
+    from mobilegen.targets.chosen import Chosen
     from mobilegen.tasks.spec import TaskSpec
 
 # the records and the golden-vector helpers live in their own modules; these names are imported from here too
@@ -111,13 +111,13 @@ def quantize_build(
     q = getattr(opts, "quantize", None)
     if q is None or q.mode is None:
         return tuple(models), []
-    from mobilegen import progress
+    from mobilegen.infra import progress
 
     progress.step("quantizing")
     groups, notices = _plan(models, chosen, q.mode)
     if not any(g.recipe is not None for g in groups):
         return tuple(_refused(g, q.mode) for g in groups), notices
-    from mobilegen.outputs import temp_dir
+    from mobilegen.infra.outputs import temp_dir
 
     calib = samples_for(q, models[0].onnx.io)
     if not calib.trustworthy:
@@ -266,10 +266,10 @@ def sorted_outputs(task: TaskSpec | None) -> tuple[str, ...]:
 def _quantize_group(g: _Group, q: QuantizeOptions, calib: Any, work: Path, style: str, ranked: Sequence[str] = ()) -> _Built:
     import onnx
 
-    from mobilegen.convert import convert_to_ort
-    from mobilegen.export import opset_of
+    from mobilegen.convert.stage import write_onnx
+    from mobilegen.convert.to_ort import convert_to_ort
+    from mobilegen.export.exporter import opset_of
     from mobilegen.quantize import accuracy, gate, quantize
-    from mobilegen.stages import write_onnx
 
     work.mkdir(parents=True)
     src = g.source.onnx.path
@@ -324,7 +324,7 @@ def _quantize_group(g: _Group, q: QuantizeOptions, calib: Any, work: Path, style
 
 def _check_io(fp32: OnnxModel, quantized: OnnxModel) -> None:
     """Quantization stays inside the graph: the wrappers' inputs and outputs keep their names and dtypes."""
-    from mobilegen.load import onnx_io_spec
+    from mobilegen.load.loader import onnx_io_spec
 
     if quantized.proto is not None:
         io = onnx_io_spec(quantized.proto)
@@ -413,7 +413,7 @@ def quantize_convert(onnx_model: OnnxModel, ort_model: OrtModel, q: QuantizeOpti
     None without ``--quantize``."""
     if q.mode is None:
         return None
-    from mobilegen import progress
+    from mobilegen.infra import progress
     from mobilegen.quantize import Refusal, recipe_for
 
     progress.step("quantizing")

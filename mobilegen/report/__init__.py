@@ -16,6 +16,7 @@ from typing import Any
 
 from mobilegen import __version__
 from mobilegen.artifacts import NNAPI_DEPRECATION, BuildResult
+from mobilegen.notices import texts
 from mobilegen.report.context import ReportContext, build_context
 from mobilegen.report.facts import (
     CPU,
@@ -31,7 +32,6 @@ from mobilegen.report.facts import (
 )
 from mobilegen.report.picture import CPU_COLOR, PALETTE, PartitionPicture, partition_picture
 from mobilegen.report.render import render_html_text, render_markdown_text
-from mobilegen.warnings import texts
 
 __all__ = [
     "CPU",
@@ -82,7 +82,7 @@ def warning_texts(result: BuildResult) -> list[str]:
     return texts(result.warnings)
 
 
-# Kept for callers written before mobilegen.warnings: the list is no longer re-derived, only read.
+# Kept for callers written before mobilegen.notices: the list is no longer re-derived, only read.
 derived_warnings = warning_texts
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mobilegen.artifacts import BuildResult
+from mobilegen.notices import Notice
 from mobilegen.report.facts import (
     CPU,
     coverage_headline,
@@ -29,7 +30,6 @@ from mobilegen.report.picture import PartitionPicture, partition_picture
 from mobilegen.report.quantization import QuantSection
 from mobilegen.report.quantization import sections as quant_sections
 from mobilegen.report.quantization import summary_fact as quant_summary
-from mobilegen.warnings import Notice
 
 if TYPE_CHECKING:
     from mobilegen.coverage.model import CoverageReport

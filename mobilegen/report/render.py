@@ -13,8 +13,8 @@ import html
 from typing import TYPE_CHECKING
 
 from mobilegen.errors import InternalError
-from mobilegen.markdown import md_escape
-from mobilegen.render import templates_root
+from mobilegen.render.markdown import md_escape
+from mobilegen.render.tree import templates_root
 from mobilegen.report.context import ReportContext
 
 if TYPE_CHECKING:

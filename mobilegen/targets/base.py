@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 if TYPE_CHECKING:
     from mobilegen.artifacts import JSONValue, ProjectSpec
     from mobilegen.coverage.target import EPTarget
+    from mobilegen.notices import Notice
     from mobilegen.runtimes import RuntimeRelease
     from mobilegen.spec import IOSpec
-    from mobilegen.warnings import Notice
 
 Opts = TypeVar("Opts")  # the target's own frozen options type
 

@@ -14,7 +14,7 @@ Format (``<golden folder>/task/``, one per shipped model: ``golden/task`` or ``g
     NAME.rgba       width × height × 4 bytes: RGBA8, row-major, top row first, alpha 255 (opaque, so
                     premultiplied and straight alpha read the same)
     NAME.pcm        samples × 2 bytes: int16 little-endian, mono
-    NAME.mgv        mobilegen.golden's device format (as golden.mgv): the graph's input — for an image the
+    NAME.mgv        mobilegen.verify.golden's device format (as golden.mgv): the graph's input — for an image the
                     exact output of the native resize/crop (``mobilegen.tasks.reference.resize_crop``), so
                     a port can be checked value for value — and the built model's outputs for it
 
@@ -30,9 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
-from mobilegen.golden import GoldenCase, encode_mgv
 from mobilegen.tasks.reference import classifications, resize_crop
 from mobilegen.tasks.spec import TaskSpec
+from mobilegen.verify.golden import GoldenCase, encode_mgv
 
 FORMAT = 1
 TASK_GOLDEN = "task"  # the folder inside a model's golden folder

@@ -37,7 +37,7 @@ def wrap(model: onnx.ModelProto, spec: TaskSpec) -> onnx.ModelProto:
     """A copy of ``model`` (one float32 input, checked by ``spec.resolve``) with the task's nodes around it."""
     from onnxruntime.tools.onnx_model_utils import fix_output_shapes, make_dim_param_fixed
 
-    from mobilegen.onnx_light import check_and_infer
+    from mobilegen.export.onnx_io import check_and_infer
 
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
     if opset < MIN_OPSET:
@@ -71,7 +71,7 @@ def wrap(model: onnx.ModelProto, spec: TaskSpec) -> onnx.ModelProto:
         del g.output[:]
         g.output.extend([*outs, *kept])
     del g.value_info[:]  # stale hints (named dims now fixed); shape inference below gives them again
-    out, _size = check_and_infer(out, out.ir_version)  # checked; large weights not copied (mobilegen.onnx_light)
+    out, _size = check_and_infer(out, out.ir_version)  # checked; large weights not copied (mobilegen.export.onnx_io)
     fix_output_shapes(out)
     return out
 

@@ -466,7 +466,7 @@ def _check_scores(spec: TaskSpec, io: IOSpec) -> None:
         raise UsageError(f"--labels has {n_labels} but the model has {n_classes} (output {y.name!r} is {y.shape_str()})", hint="give one label per class, in class order")
     if spec.top_k is not None and spec.top_k > classes:
         raise UsageError(f"--top-k {spec.top_k} is more than the model's {n_classes}", hint=f"give --top-k ≤ {classes}")
-    if spec.softmax and classes == 1:  # checked before the export too (mobilegen.early_checks): a softmax over one score is 1
+    if spec.softmax and classes == 1:  # checked before the export too (mobilegen.export.early_checks): a softmax over one score is 1
         raise UsageError(
             f"--softmax over one class: output {y.name!r} is {y.shape_str()}, and a softmax over one class is always 1",
             hint="drop --softmax (a single logit's probability is its sigmoid: apply torch.sigmoid in forward)",

@@ -17,9 +17,9 @@ if TYPE_CHECKING:
     import numpy as np
 
     from mobilegen.artifacts import JSONValue, LoadedModel, OnnxModel, ShippedModel
+    from mobilegen.notices import Notice
     from mobilegen.tasks.golden import GoldenInput
-    from mobilegen.verify import Expected, VerifyOptions
-    from mobilegen.warnings import Notice
+    from mobilegen.verify.gate import Expected, VerifyOptions
 
 LABELS_FILE = "model/labels.txt"  # package-relative; the renderers ship it as a data file
 # The seeded verification inputs of the wrapped graph span the input's whole range.
@@ -37,7 +37,7 @@ class TaskFiles:
 def wrap_exported(exported: OnnxModel, spec: TaskSpec) -> tuple[OnnxModel, TaskSpec]:
     """The exported model wrapped in the task's nodes (in memory), and the spec resolved against it."""
     from mobilegen.errors import InternalError
-    from mobilegen.load import onnx_io_spec
+    from mobilegen.load.loader import onnx_io_spec
     from mobilegen.tasks.graph import wrap
 
     resolved = resolve(spec, exported.io)
@@ -50,7 +50,7 @@ def wrap_exported(exported: OnnxModel, spec: TaskSpec) -> tuple[OnnxModel, TaskS
 def notices(spec: TaskSpec) -> list[Notice]:
     """A warning when labels repeat: accepted (a dataset may name two classes alike, as ImageNet's two
     "crane"s), but ``classify`` then returns the same name for different classes."""
-    from mobilegen.warnings import Notice
+    from mobilegen.notices import Notice
 
     dups = duplicate_labels(spec.labels)
     if not dups:
@@ -95,9 +95,9 @@ def reference(loaded: LoadedModel, exported: OnnxModel, wrapped: OnnxModel, spec
     """``stages.reference`` for a wrapped model: mobilegen.tasks.reference's pre-processing, the original
     model (PyTorch, or the source ONNX model), its post-processing — on the seeded inputs and on the task
     golden images/sounds, which the gate then verifies every artifact on too."""
-    from mobilegen.stages import reference_for
     from mobilegen.tasks.reference import wrap_reference
-    from mobilegen.verify import Expected, reference_outputs
+    from mobilegen.verify.gate import Expected, reference_outputs
+    from mobilegen.verify.stage import reference_for
 
     inner, label = reference_for(loaded, exported)
     data_input = next(t.name for t in exported.io.inputs if t.name not in spec.state_inputs)
@@ -121,7 +121,7 @@ def reference(loaded: LoadedModel, exported: OnnxModel, wrapped: OnnxModel, spec
 def task_reference_label(label: str) -> str:
     """The reference's name in the gate's messages, as a noun phrase: "the PyTorch model wrapped in
     mobilegen.tasks' reference pre/post-processing" (a parenthesised remark of the inner label stays last)."""
-    from mobilegen.verify import reference_subject
+    from mobilegen.verify.gate import reference_subject
 
     subject, paren, remark = reference_subject(label).partition(" (")
     return f"{subject} wrapped in mobilegen.tasks' reference pre/post-processing" + (f" ({remark}" if paren else "")
@@ -133,7 +133,7 @@ def write_files(root: Path, spec: TaskSpec, wrapped: OnnxModel, models: Sequence
     ``.onnx`` with every graph optimisation fuses QDQ into host integer kernels, which saturate on x86
     without VNNI and can flip a class the ``.ort`` does not)."""
     from mobilegen.tasks.golden import write_task_golden
-    from mobilegen.verify import ort_runner
+    from mobilegen.verify.gate import ort_runner
 
     labels = None
     if spec.labels:

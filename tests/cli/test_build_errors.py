@@ -84,7 +84,7 @@ def test_model_errors_propagate(tmp_path: Path) -> None:
 def test_failing_render_names_template_and_variable(tmp_path: Path) -> None:
     # a template mobilegen ships that needs a value its context lacks is a bug: internal error (exit 1)
     from mobilegen.errors import InternalError
-    from mobilegen.render import render_tree
+    from mobilegen.render.tree import render_tree
 
     tpl = tmp_path / "tpl"
     (tpl / "src").mkdir(parents=True)
@@ -95,7 +95,7 @@ def test_failing_render_names_template_and_variable(tmp_path: Path) -> None:
 
 
 def test_render_copies_non_templates_byte_exact_with_mode(tmp_path: Path) -> None:
-    from mobilegen.render import render_tree
+    from mobilegen.render.tree import render_tree
 
     tpl = tmp_path / "tpl"
     (tpl / "{{ pkg }}").mkdir(parents=True)
@@ -113,7 +113,7 @@ def test_render_copies_non_templates_byte_exact_with_mode(tmp_path: Path) -> Non
 
 
 def test_scripts_become_executable_even_without_mode(tmp_path: Path) -> None:
-    from mobilegen.render import render_tree
+    from mobilegen.render.tree import render_tree
 
     tpl = tmp_path / "tpl"
     tpl.mkdir()

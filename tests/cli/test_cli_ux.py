@@ -17,8 +17,9 @@ from onnx import TensorProto, helper
 from typer.testing import Result
 
 import mobilegen.cli as cli
-from mobilegen import progress, providers
+from mobilegen import providers
 from mobilegen.cli import app
+from mobilegen.infra import progress
 
 STATUS = re.compile(r"^\s*\d+\.\ds  (\S.*)$")
 

@@ -14,8 +14,8 @@ import torch
 from cli_helpers import invoke
 from torch import nn
 
-import mobilegen.exporter_advice as advice_mod
-from mobilegen.exporter_advice import Advice, Comparison, Placement, notices
+import mobilegen.export.advice as advice_mod
+from mobilegen.export.advice import Advice, Comparison, Placement, notices
 
 
 class Split(nn.Module):

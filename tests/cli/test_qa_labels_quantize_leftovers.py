@@ -14,7 +14,7 @@ from model_files import mean_matmul_classifier
 from onnx import TensorProto, helper, numpy_helper
 
 from mobilegen.errors import UsageError
-from mobilegen.outputs import staged_files
+from mobilegen.infra.outputs import staged_files
 from mobilegen.report.quantization import calibration_fact
 from mobilegen.tasks.spec import duplicate_labels, read_labels
 

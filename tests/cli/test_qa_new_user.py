@@ -47,7 +47,7 @@ _IO = IOSpec(inputs=(TensorSpec("x", "float32", (1, 3, 8, 8)),), outputs=(Tensor
 
 
 def test_no_output_name_hint_when_the_task_names_the_outputs() -> None:
-    from mobilegen.stages import export_notices
+    from mobilegen.notices import from_export as export_notices
 
     loaded = LoadedModel(source=Path("m.pt"), kind="pickle", sha256="0" * 64)
     exported = OnnxModel(path=Path("m.onnx"), io=_IO, opset=17, exporter="dynamo")
@@ -217,7 +217,7 @@ def test_latency_rows_name_the_model_and_the_result_file() -> None:
 )
 def test_task_reference_reads_as_one_noun_phrase(inner: str, want: str) -> None:
     from mobilegen.tasks.stage import task_reference_label
-    from mobilegen.verify import reference_subject
+    from mobilegen.verify.gate import reference_subject
 
     label = task_reference_label(inner)
     assert label == want

@@ -13,8 +13,7 @@ import pytest
 from cli_helpers import assert_fails, invoke
 
 from mobilegen.coverage.model import CoverageReport
-from mobilegen.stages import notices_for
-from mobilegen.warnings import Notice
+from mobilegen.notices import Notice, notices_for
 
 ROOT = Path(__file__).resolve().parents[2]
 CNN = ROOT / "examples" / "mobilenet_tiny.pt"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from cli_helpers import invoke
 
-from mobilegen.outputs import locked_package
+from mobilegen.infra.outputs import locked_package
 
 
 def _results(pkg: Path, tmp_path: Path) -> tuple[Path, Path]:

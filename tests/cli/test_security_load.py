@@ -34,9 +34,9 @@ from model_files import LinearRelu
 from torch._export.verifier import SpecViolationError
 from torch_defects import torch_serde_log_off  # noqa: F401 — a fixture
 
-from mobilegen import pt2_safety
 from mobilegen.errors import LoadError
-from mobilegen.load import LoadOptions, load_model
+from mobilegen.load import pt2_safety
+from mobilegen.load.loader import LoadOptions, load_model
 
 
 class _Payload:
@@ -288,7 +288,7 @@ def test_real_shape_guards_are_accepted(tmp_path: Path) -> None:
 
 
 def test_backstop_blocks_a_pickle_the_checks_did_not_foresee(clean: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from mobilegen import pt2_safety
+    from mobilegen.load import pt2_safety
 
     path, marker, _ = hostile("sample_inputs", clean, tmp_path)
     monkeypatch.setattr(pt2_safety, "archive_refusal", lambda p: None)  # as if the pre-check missed it
@@ -299,7 +299,7 @@ def test_backstop_blocks_a_pickle_the_checks_did_not_foresee(clean: Path, tmp_pa
 
 
 def test_backstop_is_idle_outside_a_load(tmp_path: Path) -> None:
-    from mobilegen import pt2_safety
+    from mobilegen.load import pt2_safety
 
     marker = tmp_path / "ran"
     data = pickle.dumps(_Payload(_touch_then(marker, "1")))

@@ -20,8 +20,8 @@ import pytest
 from onnx import TensorProto, helper
 from typer.testing import CliRunner
 
-from mobilegen import outputs, staging
 from mobilegen.cli import app
+from mobilegen.infra import outputs, staging
 
 runner = CliRunner()
 
@@ -332,7 +332,7 @@ def test_stale_staging_of_dead_processes_is_removed(model: Path, tmp_path: Path,
 DEFERRED = """
 import os, signal, sys, time
 sys.path.insert(0, sys.argv[1])
-from mobilegen.signals import install
+from mobilegen.infra.signals import install
 install()
 try:
     import slow_native_init
@@ -358,7 +358,7 @@ def test_an_error_raised_after_a_signal_is_an_interrupt(monkeypatch: pytest.Monk
     import typer
 
     import mobilegen.cli as cli
-    from mobilegen import signals
+    from mobilegen.infra import signals
 
     def broken() -> None:
         raise ImportError("initialization failed")  # what a native module makes of a KeyboardInterrupt

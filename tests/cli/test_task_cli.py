@@ -113,7 +113,7 @@ def test_audio_task(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.stderr
     doc = json.loads((out / "golden/task/cases.json").read_text(encoding="utf-8"))
     assert doc["input"] == "pcm" and {c["samples"] for c in doc["cases"]} == {160}
-    from mobilegen.golden import decode_mgv
+    from mobilegen.verify.golden import decode_mgv
 
     for c in doc["cases"]:
         pcm = np.frombuffer((out / "golden/task" / c["pcm"]).read_bytes(), dtype="<i2")

@@ -14,7 +14,7 @@ import torch
 from cli_helpers import assert_fails, invoke
 from torch import nn
 
-import mobilegen.pipeline
+import mobilegen.export.stage
 
 
 class Classifier(nn.Module):
@@ -46,13 +46,13 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, li
 def exports(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """Every call of the build's export function."""
     calls: list[Any] = []
-    real = mobilegen.pipeline.export_onnx
+    real = mobilegen.export.stage.export_onnx
 
     def spy(*args: Any, **kwargs: Any) -> Any:
         calls.append(args[0].source)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(mobilegen.pipeline, "export_onnx", spy)
+    monkeypatch.setattr(mobilegen.export.stage, "export_onnx", spy)
     return calls
 
 

@@ -14,8 +14,8 @@ import pytest
 from cli_helpers import invoke
 from onnx import TensorProto, helper, numpy_helper
 
-from mobilegen.golden import decode_mgv
-from mobilegen.verify import ort_runner
+from mobilegen.verify.gate import ort_runner
+from mobilegen.verify.golden import decode_mgv
 
 pytestmark = pytest.mark.slow  # a quantized build: ~14 s
 

@@ -11,7 +11,7 @@ import pytest
 from android_specs import make_specs
 from golden_trees import assert_tree_matches, tree
 
-from mobilegen.android import render_android
+from mobilegen.targets.android.project import render_android
 
 NAMES = ("android_cnn", "android_two_input")
 

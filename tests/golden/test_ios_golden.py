@@ -10,7 +10,7 @@ from golden_trees import assert_tree_matches, tree
 from ios_specs import FAKE_ORT, NAMES, make_specs
 
 from mobilegen.errors import UsageError
-from mobilegen.ios import render_ios
+from mobilegen.targets.ios.project import render_ios
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -2,7 +2,7 @@
 
 * every .kt / .kts parses with tree-sitter-kotlin (no ERROR / MISSING nodes);
 * the ORT-only core and the JVM helpers compile with kotlinc against tests/shims/ort_java;
-* the compiled golden-vector reader reads .mgv files written by mobilegen.golden, value for value;
+* the compiled golden-vector reader reads .mgv files written by mobilegen.verify.golden, value for value;
 * hostile tensor / model / package names always give a tree that parses and compiles, with no code
   injected (hypothesis; all examples are compiled in one kotlinc run).
 
@@ -26,12 +26,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ts_parsers import parser
 
-from mobilegen.android import KOTLIN_TYPES, AndroidOptions, render_android
 from mobilegen.artifacts import ProjectSpec
 from mobilegen.errors import UsageError
-from mobilegen.golden import GoldenCase, decode_mgv, encode_mgv
-from mobilegen.lang import kotlin as kt
+from mobilegen.render.lang import kotlin as kt
 from mobilegen.spec import IOSpec, TensorSpec
+from mobilegen.targets.android.project import KOTLIN_TYPES, AndroidOptions, render_android
+from mobilegen.verify.golden import GoldenCase, decode_mgv, encode_mgv
 
 pytestmark = pytest.mark.slow
 

@@ -31,7 +31,7 @@ import pytest
 from android_specs import make_specs
 from test_android_kotlin import SHIM, _kotlinc, _missing_tool, _run, _stdlib
 
-from mobilegen.android import AndroidOptions, render_android
+from mobilegen.targets.android.project import AndroidOptions, render_android
 
 pytestmark = pytest.mark.slow
 

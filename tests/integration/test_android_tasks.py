@@ -34,8 +34,8 @@ import pytest
 from task_specs import HOSTILE_LABELS, PROJECTS, task_specs
 from test_android_kotlin import SHIM, _kotlinc, _missing_tool, _run, _stdlib
 
-from mobilegen.android import AndroidOptions, render_android
 from mobilegen.errors import UsageError
+from mobilegen.targets.android.project import AndroidOptions, render_android
 from mobilegen.tasks.reference import float_input, pcm16_input, resize_crop, stream, top_k
 from mobilegen.tasks.spec import TaskSpec
 

@@ -24,10 +24,10 @@ from ci import missing_tool
 from ios_specs import make_specs as ios_specs
 from ts_parsers import parser
 
-from mobilegen.android import render_android
-from mobilegen.golden import GoldenCase, encode_mgv
-from mobilegen.ios import render_ios
 from mobilegen.spec import IOSpec, TensorSpec
+from mobilegen.targets.android.project import render_android
+from mobilegen.targets.ios.project import render_ios
+from mobilegen.verify.golden import GoldenCase, encode_mgv
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_KOTLINC = REPO / ".tools" / "node_modules" / "kotlin-compiler" / "bin" / "kotlinc"

@@ -92,7 +92,7 @@ def _device_ops(ort_path: Path, tmp_path: Path) -> tuple[set[str], set[str]]:
     the generated wrappers use) has loaded and optimized it — the CPU EP standing in for NNAPI."""
     import onnxruntime as ort
 
-    from mobilegen import ortformat
+    from mobilegen.convert import ortformat
 
     in_ort = {op for _, op in ortformat.summary(ort_path.read_bytes())[1]}
     so = ort.SessionOptions()

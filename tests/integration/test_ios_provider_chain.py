@@ -24,7 +24,7 @@ import pytest
 from ios_specs import make_specs
 from ts_parsers import parser
 
-from mobilegen.ios import IosOptions, render_ios
+from mobilegen.targets.ios.project import IosOptions, render_ios
 
 if TYPE_CHECKING:
     from tree_sitter import Node

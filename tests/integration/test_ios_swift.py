@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from ios_specs import NAMES, make_specs
 from ts_parsers import parser
 
-from mobilegen.ios import IosOptions, render_ios
-from mobilegen.lang import swift
+from mobilegen.render.lang import swift
 from mobilegen.spec import IOSpec, TensorSpec
+from mobilegen.targets.ios.project import IosOptions, render_ios
 
 if TYPE_CHECKING:
     from tree_sitter import Node

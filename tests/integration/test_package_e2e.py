@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from cli_helpers import invoke
 
-from mobilegen.golden import decode_mgv
+from mobilegen.verify.golden import decode_mgv
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]

@@ -19,11 +19,11 @@ import torch
 from cli_helpers import invoke
 from task_fixtures import LABELS, SIZE, SPEC, synthetic_images, write_classifier
 
-from mobilegen.golden import decode_mgv
 from mobilegen.options import ModelOptions
 from mobilegen.pipeline import load_and_export
 from mobilegen.tasks.reference import classifications, postprocess_outputs, preprocess, resize_crop
 from mobilegen.tasks.stage import wrap_exported
+from mobilegen.verify.golden import decode_mgv
 
 pytestmark = pytest.mark.slow
 

@@ -17,10 +17,15 @@ from android_specs import make_specs
 from cli_helpers import assert_fails, invoke
 from onnx import TensorProto, helper
 
-from mobilegen.android import AndroidOptions, android_context, render_android, validate_android_options
 from mobilegen.errors import UsageError
 from mobilegen.runtimes import QNN_CHANNEL, default_release
 from mobilegen.targets.android import TARGET
+from mobilegen.targets.android.project import (
+    AndroidOptions,
+    android_context,
+    render_android,
+    validate_android_options,
+)
 
 
 def test_the_provider_chain_puts_qnn_first_with_its_htp_arch() -> None:
@@ -54,7 +59,7 @@ def test_bad_qnn_options(opts: AndroidOptions, needle: str, hint: str) -> None:
 
 
 def test_the_manifest_channel_is_the_one_the_pin_comes_from() -> None:
-    from mobilegen.pipeline import Chosen
+    from mobilegen.targets.chosen import Chosen
     from mobilegen.targets.ios import TARGET as IOS
 
     def chosen(target: Any, opts: Any) -> Chosen:
@@ -67,8 +72,8 @@ def test_the_manifest_channel_is_the_one_the_pin_comes_from() -> None:
 
 @pytest.mark.parametrize(("arch", "shipped"), [(75, "float16"), (None, "float16"), (69, None)])
 def test_fp16_recipe_takes_the_android_htp_arch(arch: int | None, shipped: str | None) -> None:
-    from mobilegen.pipeline import Chosen
     from mobilegen.quantize.stage import _plan
+    from mobilegen.targets.chosen import Chosen
 
     opts = AndroidOptions(qnn=True, qnn_htp_arch=arch)
     model = SimpleNamespace(targets=("android",), folder="model", onnx=SimpleNamespace(io=SimpleNamespace(is_static=True)))

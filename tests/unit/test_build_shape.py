@@ -9,8 +9,8 @@ import onnx
 import pytest
 
 import mobilegen
-from mobilegen.android import AndroidOptions
-from mobilegen.ios import IosOptions
+from mobilegen.targets.android.project import AndroidOptions
+from mobilegen.targets.ios.project import IosOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,9 +33,9 @@ def test_model_onnx_written_once_and_never_reparsed(tmp_path: Path, monkeypatch:
         return real_load_model(f, *a, **k)  # type: ignore[arg-type]
 
     writes: list[str] = []
-    import mobilegen.outputs
+    import mobilegen.infra.outputs
 
-    real_write = mobilegen.outputs.write_bytes_atomic
+    real_write = mobilegen.infra.outputs.write_bytes_atomic
 
     def write_bytes(path: Path, *chunks: bytes) -> None:
         writes.append(str(path))
@@ -44,7 +44,7 @@ def test_model_onnx_written_once_and_never_reparsed(tmp_path: Path, monkeypatch:
     monkeypatch.setattr(onnx, "save_model", save)
     monkeypatch.setattr(onnx, "load", load)
     monkeypatch.setattr(onnx, "load_model", load_model)
-    monkeypatch.setattr(mobilegen.outputs, "write_bytes_atomic", write_bytes)
+    monkeypatch.setattr(mobilegen.infra.outputs, "write_bytes_atomic", write_bytes)
     result = mobilegen.build(
         mobilegen.BuildOptions(
             model=ROOT / "examples" / "encoder_tiny.pt2",  # dynamic dims: NNAPI fixes them (a graph pass)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mobilegen.verify import _compare
+from mobilegen.verify.gate import _compare
 
 
 @pytest.mark.parametrize(

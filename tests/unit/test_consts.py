@@ -1,4 +1,4 @@
-"""--const parsing and binding (mobilegen.consts), and one size per named dim (mobilegen.spec)."""
+"""--const parsing and binding (mobilegen.export.const_inputs), and one size per named dim (mobilegen.spec)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 from onnx import TensorProto, helper
 
 from mobilegen.artifacts import LoadedModel
-from mobilegen.consts import Const, bind_consts, bind_onnx_inputs, check_consts, parse_const
 from mobilegen.errors import UsageError
-from mobilegen.load import onnx_io_spec
+from mobilegen.export.const_inputs import Const, bind_consts, bind_onnx_inputs, check_consts, parse_const
+from mobilegen.load.loader import onnx_io_spec
 from mobilegen.options import ModelOptions
 from mobilegen.spec import TensorSpec, apply_dynamic, parse_dynamic_spec, parse_input_spec, rename_shared_dims
 

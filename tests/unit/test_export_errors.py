@@ -13,10 +13,10 @@ import pytest
 import torch
 from torch import nn
 
-from mobilegen import export as export_mod
 from mobilegen.artifacts import LoadedModel, OnnxModel, VerificationReport, VerifyRow
 from mobilegen.errors import VerificationError
-from mobilegen.export_errors import (
+from mobilegen.export import exporter as export_mod
+from mobilegen.export.errors import (
     KNOWN_CAUSES,
     diagnose,
     explain_gate_failure,

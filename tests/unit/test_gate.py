@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from mobilegen.errors import ReferenceFailedError, UsageError
-from mobilegen.export import example_arrays
+from mobilegen.export.exporter import example_arrays
 from mobilegen.spec import TensorSpec
-from mobilegen.verify import (
+from mobilegen.verify.gate import (
     CONSTANT,
     NEAR_ZERO,
     NON_FINITE,
@@ -25,7 +25,7 @@ from mobilegen.verify import (
     degenerate_outputs,
     reference_cause,
 )
-from mobilegen.verify_inputs import (
+from mobilegen.verify.inputs import (
     case_labels,
     describe_inputs,
     parse_ranges,

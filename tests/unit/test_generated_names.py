@@ -21,9 +21,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from ios_specs import make_specs as ios_specs
 
-from mobilegen import android, ios
 from mobilegen.artifacts import ProjectSpec
 from mobilegen.spec import IOSpec, TensorSpec
+from mobilegen.targets.android import project as android
+from mobilegen.targets.ios import project as ios
 
 KOTLIN_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -298,7 +299,7 @@ def test_ios_reserved_names_cover_the_template(tmp_path: Path) -> None:
 def test_android_class_names_cannot_shadow_a_type_the_templates_use() -> None:
     # Every capitalised name the Kotlin templates use as a type (before `(`, `<`, `?`, `.`, `::`, after
     # `: ` or `is `/`as `) is reserved: a model named after it ("int" -> Int) must not shadow it.
-    from mobilegen.lang import kotlin as kt
+    from mobilegen.render.lang import kotlin as kt
 
     root = Path(android.__file__).resolve().parent.parent / "templates" / "android"
     used: set[str] = set()

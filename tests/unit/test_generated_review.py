@@ -23,8 +23,8 @@ from android_specs import make_specs as android_specs
 from task_specs import task_specs
 
 from mobilegen import android_qnn
-from mobilegen.android import AndroidOptions, render_android
-from mobilegen.ios import IosOptions, render_ios
+from mobilegen.targets.android.project import AndroidOptions, render_android
+from mobilegen.targets.ios.project import IosOptions, render_ios
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mobilegen.errors import MobilegenError
-from mobilegen.golden import GoldenCase, decode_mgv, encode_mgv, read_npz, write_npz
+from mobilegen.verify.golden import GoldenCase, decode_mgv, encode_mgv, read_npz, write_npz
 
 DTYPES = ["float32", "float64", "int64", "int32", "uint8", "int8", "bool", "float16"]
 

@@ -16,8 +16,8 @@ from onnx import TensorProto, helper
 from torch import nn
 
 from mobilegen.artifacts import OnnxModel
-from mobilegen.convert import convert_to_ort
-from mobilegen.inspection import format_size
+from mobilegen.commands.inspection import format_size
+from mobilegen.convert.to_ort import convert_to_ort
 from mobilegen.spec import IOSpec
 
 

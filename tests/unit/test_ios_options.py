@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from ios_specs import make_specs
 
-from mobilegen import ios
 from mobilegen.errors import UsageError
 from mobilegen.spec import IOSpec, TensorSpec
+from mobilegen.targets.ios import project as ios
 
 
 def test_defaults_are_valid() -> None:

@@ -27,9 +27,9 @@ from data import ort_objc_symbols as ort
 from ios_specs import make_specs
 from ts_parsers import parser
 
-from mobilegen import ios
 from mobilegen.artifacts import ProjectSpec
 from mobilegen.spec import IOSpec, TensorSpec
+from mobilegen.targets.ios import project as ios
 
 if TYPE_CHECKING:
     from tree_sitter import Node

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mobilegen.android import FP16_TOLERANCE, AndroidOptions, accelerated_tolerances
 from mobilegen.artifacts import ProjectSpec
-from mobilegen.lang import kotlin as kt
+from mobilegen.render.lang import kotlin as kt
 from mobilegen.spec import IOSpec, TensorSpec
+from mobilegen.targets.android.project import FP16_TOLERANCE, AndroidOptions, accelerated_tolerances
 
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -82,7 +82,7 @@ def test_disambiguate_groups_never_collides(bases: list[str], taken: set[str]) -
     assert not set(derived) & taken
 
 
-# --- accelerated tolerances (mobilegen.android) ----------------------------------------------------
+# --- accelerated tolerances (mobilegen.targets.android.project) ----------------------------------------------------
 
 
 def _spec(atol: float = 1e-4, rtol: float = 1e-3, **kw: float) -> ProjectSpec:
@@ -237,7 +237,7 @@ def test_filters_exported() -> None:
 
 
 def test_android_context_carries_both_tolerances() -> None:
-    from mobilegen.android import android_context
+    from mobilegen.targets.android.project import android_context
 
     ctx = android_context(_spec(), AndroidOptions(nnapi=True, nnapi_flags=("fp16",)))
     assert (ctx["atol"], ctx["rtol"], ctx["accel_atol"], ctx["accel_rtol"]) == ("0.0001", "0.001", "0.01", "0.01")

@@ -9,7 +9,7 @@ import pytest
 from model_files import hostile_pickle, hostile_torch_save, write_all, write_bad
 
 from mobilegen.errors import LoadError, UsageError
-from mobilegen.load import LoadOptions, detect_kind, load_model
+from mobilegen.load.loader import LoadOptions, detect_kind, load_model
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,9 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from mobilegen import onnx_light, passes
+from mobilegen import passes
 from mobilegen.artifacts import OnnxModel
+from mobilegen.export import onnx_io as onnx_light
 from mobilegen.spec import IOSpec
 
 

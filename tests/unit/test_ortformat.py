@@ -10,8 +10,8 @@ import onnxruntime as ort
 from onnx import TensorProto, helper
 
 from mobilegen.artifacts import OnnxModel
-from mobilegen.convert import convert_to_ort
-from mobilegen.ortformat import canonicalize, resolver_entries
+from mobilegen.convert.ortformat import canonicalize, resolver_entries
+from mobilegen.convert.to_ort import convert_to_ort
 from mobilegen.spec import IOSpec
 
 
@@ -90,7 +90,7 @@ def if_model(path: Path) -> Path:
 def test_conversion_matches_onnxruntimes_converter(tmp_path: Path) -> None:
     """mobilegen's conversion (no prepacking, operators read through a map, canonicalized file to file)
     writes what onnxruntime's converter writes, canonicalized, and the same operator config."""
-    from mobilegen.convert import _clean_config
+    from mobilegen.convert.to_ort import _clean_config
 
     for make in (small_model, if_model):
         src = make(tmp_path / f"{make.__name__}.onnx")
@@ -104,7 +104,7 @@ def test_conversion_matches_onnxruntimes_converter(tmp_path: Path) -> None:
 
 
 def test_canonicalize_file_is_canonicalize(tmp_path: Path) -> None:
-    from mobilegen.ortformat import canonicalize_file
+    from mobilegen.convert.ortformat import canonicalize_file
 
     raw, _ = _onnxruntime_converter(small_model(tmp_path / "m.onnx"), tmp_path / "out", "runtime")
     for data in (raw, canonicalize(raw), b"not an ort file", b""):

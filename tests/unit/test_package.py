@@ -27,7 +27,6 @@ from package_fixtures import (
 
 from mobilegen.artifacts import GOLDEN_MGV, GOLDEN_NPZ, MANIFEST, MODEL_OPS_CONFIG, MODEL_ORT
 from mobilegen.errors import InternalError, PackageError, PackageVerifyError, UsageError
-from mobilegen.golden import GoldenCase, read_npz, write_npz
 from mobilegen.package import (
     MANIFEST_SCHEMA_VERSION,
     canonical_json,
@@ -39,6 +38,7 @@ from mobilegen.package import (
     zip_date_time,
     zip_prefix,
 )
+from mobilegen.verify.golden import GoldenCase, read_npz, write_npz
 
 SOURCE_FILE = "android/app/src/main/java/com/example/tinynet/MainActivity.kt"
 
@@ -200,7 +200,7 @@ def test_finalize_refuses_symlinks(tmp_path: Path) -> None:
 
 
 def test_reproducible_folder_and_zip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # Each build converts the model again (fresh): the .ort goes through mobilegen.ortformat.canonicalize.
+    # Each build converts the model again (fresh): the .ort goes through mobilegen.convert.ortformat.canonicalize.
     a = tmp_path / "first" / "TinyOut"
     build_package(a, fresh=True)
     write_zip(a, a.with_suffix(".zip"))

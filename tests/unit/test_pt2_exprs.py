@@ -6,7 +6,13 @@ import pytest
 import sympy
 from torch.utils._sympy import functions as tf
 
-from mobilegen.pt2_exprs import guard_refusal, is_inert_string, is_safe_guard, is_safe_sympy, sympy_refusal
+from mobilegen.load.pt2_exprs import (
+    guard_refusal,
+    is_inert_string,
+    is_safe_guard,
+    is_safe_sympy,
+    sympy_refusal,
+)
 
 s0 = sympy.Symbol("s0", positive=True, integer=True)
 s1 = sympy.Symbol("s77", integer=True, nonnegative=True)

@@ -1,5 +1,5 @@
-"""The operator policy for untrusted torch.export programs (mobilegen.pt2_ops) and the pytree-spec check
-(mobilegen.pt2_safety.spec_refusal): one accepted and one refused case per rule."""
+"""The operator policy for untrusted torch.export programs (mobilegen.load.pt2_ops) and the pytree-spec check
+(mobilegen.load.pt2_safety.spec_refusal): one accepted and one refused case per rule."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import os
 import pytest
 import torch
 
-from mobilegen.pt2_ops import CONTROL_FLOW, REFUSED_OPERATORS, node_refusal, target_name_refusal
-from mobilegen.pt2_safety import SPEC_TYPES, spec_refusal
+from mobilegen.load.pt2_ops import CONTROL_FLOW, REFUSED_OPERATORS, node_refusal, target_name_refusal
+from mobilegen.load.pt2_safety import SPEC_TYPES, spec_refusal
 
 
 @pytest.mark.parametrize(

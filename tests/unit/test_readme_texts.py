@@ -12,10 +12,10 @@ import pytest
 from android_specs import make_specs as android_specs
 from ios_specs import make_specs as ios_specs
 
-from mobilegen.android import render_android
-from mobilegen.ios import render_ios
+from mobilegen.notices import dims_fixed, dims_fixed_text
 from mobilegen.runtimes import default_release
-from mobilegen.warnings import dims_fixed, dims_fixed_text
+from mobilegen.targets.android.project import render_android
+from mobilegen.targets.ios.project import render_ios
 
 REPO_README = Path(__file__).resolve().parents[2] / "README.md"
 # "pass --flag", "add --flag", "use --flag", "run with --flag" addressed to the reader, without a mobilegen re-run

@@ -21,7 +21,8 @@ from package_fixtures import (
 
 from mobilegen.artifacts import BuildResult
 from mobilegen.coverage.model import CoverageReport, NodeVerdict
-from mobilegen.markdown import md_code, md_escape
+from mobilegen.notices import Notice, collect
+from mobilegen.render.markdown import md_code, md_escape
 from mobilegen.report import (
     NNAPI_DEPRECATION,
     coverage_json,
@@ -34,7 +35,6 @@ from mobilegen.report import (
     runs,
     warning_texts,
 )
-from mobilegen.warnings import Notice, collect
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mobilegen import outputs
+from mobilegen.infra import outputs
 
 
 @pytest.mark.parametrize("where", ["mkdtemp", "owner"])

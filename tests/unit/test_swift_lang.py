@@ -7,7 +7,7 @@ import re
 import pytest
 
 from mobilegen.errors import RenderError, UsageError
-from mobilegen.lang import swift
+from mobilegen.render.lang import swift
 
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

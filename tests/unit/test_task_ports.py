@@ -13,8 +13,8 @@ from __future__ import annotations
 import pytest
 from task_specs import task_specs
 
-from mobilegen.android import AndroidOptions, render_android
-from mobilegen.ios import IosOptions, render_ios
+from mobilegen.targets.android.project import AndroidOptions, render_android
+from mobilegen.targets.ios.project import IosOptions, render_ios
 
 # (Kotlin, Swift): the antialias resize, steps 3a, 4a, 5a, in source order.
 ANTIALIAS = [

@@ -27,13 +27,13 @@ from task_specs import HOSTILE_LABELS, task_specs
 from test_ios_ort_symbols import scan
 from ts_parsers import parser
 
-from mobilegen import task_wrappers as tw
-from mobilegen.android import AndroidOptions, render_android
 from mobilegen.errors import InternalError
-from mobilegen.ios import IosOptions, render_ios
+from mobilegen.render import task_wrappers as tw
 from mobilegen.spec import IOSpec, TensorSpec
+from mobilegen.targets.android.project import AndroidOptions, render_android
 from mobilegen.targets.base import BuildContext
 from mobilegen.targets.ios import TARGET as IOS_TARGET
+from mobilegen.targets.ios.project import IosOptions, render_ios
 from mobilegen.tasks.spec import TaskSpec
 
 if TYPE_CHECKING:

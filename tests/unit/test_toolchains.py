@@ -1,4 +1,4 @@
-"""The generated projects' toolchain pins (mobilegen.toolchains): every pinned pair lies inside the
+"""The generated projects' toolchain pins (mobilegen.targets.toolchains): every pinned pair lies inside the
 published compatibility tables kept next to them, the Gradle checksum is recorded with its source, the
 templates print the pins (never their own numbers), ``./gradlew`` without the jar stops with one line that
 names the exact command, and the Swift side stays Swift-6-clean while usable from Swift 5.9 tools."""
@@ -16,9 +16,9 @@ import yaml
 from android_specs import make_specs as android_specs
 from ios_specs import make_specs as ios_specs
 
-from mobilegen import toolchains
-from mobilegen.android import render_android
-from mobilegen.ios import render_ios
+from mobilegen.targets import toolchains
+from mobilegen.targets.android.project import render_android
+from mobilegen.targets.ios.project import render_ios
 
 PINS = toolchains.android_versions()
 
@@ -71,7 +71,7 @@ def test_every_pinned_pair_is_inside_the_published_tables() -> None:
                 "Kotlin 2.2.0 fully supports AGP 7.3.1–8.10.0, pinned 9.0.1",
             ],
         ),
-        ({"agp": "9.2.1"}, ["AGP 9.2.1: no published compatibility row in mobilegen.toolchains.AGP_TABLE"]),
+        ({"agp": "9.2.1"}, ["AGP 9.2.1: no published compatibility row in mobilegen.targets.toolchains.AGP_TABLE"]),
         ({"kotlin": "2.5.0"}, ["Kotlin 2.5.0: no row in Kotlin's published compatibility table"]),
     ],
 )

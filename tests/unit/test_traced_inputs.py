@@ -1,4 +1,4 @@
-"""A traced TorchScript file's example inputs, read without running code from it (mobilegen.traced_inputs):
+"""A traced TorchScript file's example inputs, read without running code from it (mobilegen.load.traced_inputs):
 torch 2.13's own archives give shapes and dtypes; anything else gives nothing."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from mobilegen.load.traced_inputs import MAX_ENTRY_BYTES, input_flags, read_traced_inputs
 from mobilegen.spec import TensorSpec
-from mobilegen.traced_inputs import MAX_ENTRY_BYTES, input_flags, read_traced_inputs
 
 
 class Two(nn.Module):

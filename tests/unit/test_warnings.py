@@ -1,4 +1,4 @@
-"""mobilegen.warnings: one typed list of warnings, computed once; the CLI colours it by severity."""
+"""mobilegen.notices: one typed list of warnings, computed once; the CLI colours it by severity."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ from rich.console import Console
 
 from mobilegen.artifacts import NNAPI_DEPRECATION, BuildResult, LoadedModel, OnnxModel
 from mobilegen.coverage.model import CoverageReport, NodeVerdict
-from mobilegen.spec import IOSpec, TensorSpec
-from mobilegen.warnings import (
+from mobilegen.notices import (
     NNAPI_DEPRECATED,
     Notice,
     build_notices,
@@ -24,6 +23,7 @@ from mobilegen.warnings import (
     export_notices,
     texts,
 )
+from mobilegen.spec import IOSpec, TensorSpec
 
 IO = IOSpec(inputs=(TensorSpec("x", "float32", (1, 4)),), outputs=(TensorSpec("logits", "float32", (1, 4)),))
 

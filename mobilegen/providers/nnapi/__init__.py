@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING
 
+from mobilegen.notices import NNAPI_DEPRECATED
 from mobilegen.providers.base import (
     API,
     DYNAMIC,
@@ -19,7 +20,6 @@ from mobilegen.providers.base import (
     Setting,
     SettingValue,
 )
-from mobilegen.warnings import NNAPI_DEPRECATED
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

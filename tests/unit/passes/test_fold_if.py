@@ -274,7 +274,7 @@ def test_fixed_dims_sizes_unnamed_dims_and_folds_the_ifs_that_test_them(tmp_path
     ``input_dim0``/``input_dim1``): ``fixed-dims`` sizes them in the graph, and the Ifs testing the shape
     are folded with it (onnxruntime fails to inline nested ones itself)."""
     from mobilegen.artifacts import OnnxModel
-    from mobilegen.load import onnx_io_spec
+    from mobilegen.load.loader import onnx_io_spec
     from mobilegen.passes.dims import fix_dynamic_dims, folded_nodes
 
     squeeze = _graph(
@@ -334,7 +334,7 @@ def _silero_onnx() -> Path | None:
 @pytest.mark.skipif(_silero_onnx() is None, reason="the silero-vad package (MIT, ships silero_vad.onnx) is not installed")
 def test_silero_vad_with_sr_bound_and_dims_fixed_loses_every_if_and_keeps_its_numbers(tmp_path: Path) -> None:
     from mobilegen.artifacts import OnnxModel
-    from mobilegen.load import onnx_io_spec
+    from mobilegen.load.loader import onnx_io_spec
     from mobilegen.passes.dims import fix_dynamic_dims
 
     path = _silero_onnx()
@@ -379,7 +379,7 @@ def refused_ops_of(report: object) -> set[str]:
 
 def test_a_failing_fold_after_fixing_the_dims_keeps_the_ifs_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from mobilegen.artifacts import OnnxModel
-    from mobilegen.load import onnx_io_spec
+    from mobilegen.load.loader import onnx_io_spec
     from mobilegen.passes import fold_if
     from mobilegen.passes.dims import fix_dynamic_dims
 
@@ -401,7 +401,7 @@ def test_a_build_folds_a_static_models_constant_ifs_for_every_target_before_judg
     would inline them at load, and crashes on nested ones, silero-vad saved with static shapes)."""
     from mobilegen.artifacts import OnnxModel
     from mobilegen.coverage import EPTarget
-    from mobilegen.load import onnx_io_spec
+    from mobilegen.load.loader import onnx_io_spec
     from mobilegen.passes.stage import PassOptions, materialize, plan
 
     proto = vad_like(16000, nested=True)

@@ -68,11 +68,11 @@ def all_taken(report: CoverageReport) -> bool:
 def device_ops(model: onnx.ModelProto, tmp_path: Path) -> tuple[list[str], list[str]]:
     """The op types of the ``.ort`` mobilegen ships for ``model``, and of that ``.ort`` once the app's
     session has loaded it (``optimized_model_filepath``)."""
-    from mobilegen import ortformat
     from mobilegen.artifacts import OnnxModel
-    from mobilegen.convert import convert_to_ort
-    from mobilegen.export import opset_of
-    from mobilegen.load import onnx_io_spec
+    from mobilegen.convert import ortformat
+    from mobilegen.convert.to_ort import convert_to_ort
+    from mobilegen.export.exporter import opset_of
+    from mobilegen.load.loader import onnx_io_spec
 
     src = tmp_path / "model.onnx"
     onnx.save(model, src)

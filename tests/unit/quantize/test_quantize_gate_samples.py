@@ -138,8 +138,8 @@ def test_android_and_ios_device_tests_of_a_quantized_model_do_not_claim_float32(
     import android_specs
     import ios_specs
 
-    from mobilegen import ios
-    from mobilegen.android import AndroidOptions, android_context
+    from mobilegen.targets.android.project import AndroidOptions, android_context
+    from mobilegen.targets.ios import project as ios
 
     spec, _ = android_specs.make_specs(tmp_path / "a")["android_cnn"]
     fp32 = android_context(replace(spec, ort_version=""), AndroidOptions(nnapi=True))["accel_tolerance_reason"]

@@ -44,7 +44,7 @@ def _recipe(mode: str, chain: tuple[str, ...]) -> Recipe:
 
 
 def _ort_size(onnx_path: Path, tmp_path: Path, io: IOSpec) -> int:
-    from mobilegen.convert import config_path_for, convert_to_ort
+    from mobilegen.convert.to_ort import config_path_for, convert_to_ort
 
     out = tmp_path / (onnx_path.stem + ".ort")
     convert_to_ort(OnnxModel(onnx_path, io, 17, "torchscript"), out, config_path_for(out))

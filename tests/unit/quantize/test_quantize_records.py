@@ -20,7 +20,7 @@ QUANTIZE_DIR = Path(mobilegen.quantize.__file__).parent
 
 
 def test_the_stage_keeps_its_public_names_and_every_module_stays_under_500_lines() -> None:
-    # mobilegen/stages.py, package/finalize.py, artifacts.py, report/quantization.py and tests import these from the stage
+    # mobilegen/convert/stage.py, package/finalize.py, artifacts.py, report/quantization.py and tests import these from the stage
     for name in ("AccuracyRow", "LayerNoise", "QuantizationRecord", "options_record"):
         assert getattr(stage, name) is getattr(records, name)
     for name in ("tolerances_of", "golden_folder"):

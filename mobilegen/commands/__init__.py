@@ -1,0 +1,1 @@
+"""Library side of the non-build commands: inspect, check, fix, export, convert."""

@@ -1,0 +1,1 @@
+"""Convert stage: OnnxModel → ORT format (.ort)."""

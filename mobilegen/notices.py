@@ -1,0 +1,185 @@
+"""Every warning a build gives, as typed :class:`Notice` objects computed once.
+
+The pipeline collects them as the build goes (:func:`export_notices`, :data:`NNAPI_DEPRECATED`,
+:func:`dims_fixed`, :func:`coverage_notices`) and finishes the list with :func:`collect`, which adds the
+facts read off the finished result. ``BuildResult.warnings`` holds that one list; the CLI, the project
+READMEs, the package README, the report and the manifest all read it and nothing re-derives a warning
+from another one's text.
+
+Two scopes keep today's outputs: ``build`` notices are said by the CLI and in every README;
+``package`` notices (facts only the package documents list: report, package README, manifest) come
+after them there.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Literal
+
+from mobilegen import providers
+from mobilegen.artifacts import NNAPI_DEPRECATION
+
+if TYPE_CHECKING:
+    from mobilegen.artifacts import LoadedModel, OnnxModel
+    from mobilegen.coverage.model import CoverageReport
+    from mobilegen.options import BuildOptions
+
+Severity = Literal["warning", "severe"]
+Scope = Literal["build", "package"]
+
+_GENERIC_OUTPUT = re.compile(r"output(_\d+)?")
+
+
+@dataclass(frozen=True)
+class Notice:
+    """One warning: a stable ``code``, how loud it is, its one-line ``text`` (raw; escape per format)."""
+
+    code: str  # e.g. "nnapi-deprecated", "cpu-fallback"
+    severity: Severity  # "severe" when the build is of little use as asked (e.g. NNAPI takes nothing)
+    text: str
+    scope: Scope = "build"
+    subject: str = ""  # what it is about when a code repeats: an EP label, an input name
+
+
+NNAPI_DEPRECATED = Notice("nnapi-deprecated", "warning", NNAPI_DEPRECATION)
+
+
+def texts(notices: Iterable[Notice]) -> list[str]:
+    """Every notice's text, in order (the manifest's ``warnings``)."""
+    return [n.text for n in notices]
+
+
+def build_notices(notices: Iterable[Notice]) -> tuple[Notice, ...]:
+    """The notices said at build time: by the CLI and in the generated projects' READMEs."""
+    return tuple(n for n in notices if n.scope == "build")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Builders, in the order the pipeline meets them
+
+
+def export_notices(loaded: LoadedModel, onnx_model: OnnxModel, *, output_names_given: bool, task_names_outputs: bool = False) -> list[Notice]:
+    """What the export said (its notes), the output-name hint, and an exporter fallback (a module that
+    torch.export failed on; a TorchScript file takes the TorchScript exporter by design, which is no
+    fallback and no warning: its ``fallback_reason`` is None). No output-name hint when the task's
+    post-processing names the shipped outputs (``--top-k``: scores, indices)."""
+    out = [Notice("export-note", "warning", note) for note in onnx_model.notes]
+    generic = all(_GENERIC_OUTPUT.fullmatch(o.name) for o in onnx_model.io.outputs)
+    if onnx_model.exporter != "passthrough" and not output_names_given and not task_names_outputs and not generic:
+        names = ", ".join(o.name for o in onnx_model.io.outputs)
+        out.append(
+            Notice(
+                "output-names",
+                "warning",
+                f"output names come from the exporter ({names}) and name the wrappers' properties; to choose them, re-run mobilegen with --output-name",
+            )
+        )
+    if onnx_model.fallback_reason and loaded.kind != "torchscript":
+        out.append(_exporter_fallback(onnx_model, onnx_model.fallback_reason, "build"))
+    return out
+
+
+def dims_fixed_text(fixed: Mapping[str, int]) -> str:
+    """The note ``fix_dynamic_dims`` leaves on the model (dim name → the size it was fixed to)."""
+    dims = ", ".join(f"{d}={n}" for d, n in fixed.items())
+    return f"dynamic dims fixed for NNAPI (which takes no symbolic dims): {dims}; to keep them, re-run mobilegen with --keep-dynamic"
+
+
+def dims_fixed(note: str, *, shipped_by: Sequence[str] = ()) -> Notice:
+    """The fixed-dims note; targets of the same build that did not ask for fixed dims (``shipped_by``,
+    display names) ship that model too."""
+    also = "".join(f" (the {name} package ships the same fixed-size model)" for name in shipped_by)
+    return Notice("dims-fixed", "warning", note + also)
+
+
+def coverage_notices(coverage: Sequence[CoverageReport]) -> list[Notice]:
+    """Per analysed EP: nothing taken by NNAPI (severe), or nodes left to the CPU EP / a split graph."""
+    out: list[Notice] = []
+    for rep in coverage:
+        provider = providers.get(rep.ep)
+        if provider.severe_if_none_taken and rep.supported_nodes == 0:
+            text = f"{provider.display_name} takes 0 nodes of this model: everything runs on the CPU (see the coverage report)"
+            out.append(Notice(f"{rep.ep}-no-nodes", "severe", text, subject=rep.shown))
+        elif rep.supported_nodes < rep.total_nodes or len(rep.partitions) > 1:
+            cpu = rep.total_nodes - rep.supported_nodes
+            parts = len(rep.partitions)
+            text = (
+                f"{rep.shown}: {cpu} of {rep.total_nodes} nodes fall back to the CPU EP; "
+                f"{parts} partition{'s' if parts != 1 else ''} (verdict {rep.verdict})"
+            )
+            out.append(Notice("cpu-fallback", "warning", text, subject=rep.shown))
+    return out
+
+
+def collect(
+    notices: Iterable[Notice],
+    onnx_model: OnnxModel,
+    coverage: Sequence[CoverageReport],
+    *,
+    source_kind: str,
+) -> tuple[Notice, ...]:
+    """The build's notices, then the facts only the package documents add (``scope="package"``): an
+    exporter fallback not said yet, the NNAPI deprecation when NNAPI was analysed, inputs left with
+    dynamic dims, and EPs that leave nodes outside every partition without a build notice of their own."""
+    out = list(notices)
+    codes = {n.code for n in out}
+    if onnx_model.fallback_reason and "exporter-fallback" not in codes:
+        out.append(_exporter_fallback(onnx_model, onnx_model.fallback_reason, "package"))
+    for ep in dict.fromkeys(c.ep for c in coverage):  # what a provider says wherever it is chosen
+        for n in providers.get(ep).notices:
+            if n.code not in codes:
+                out.append(replace(n, scope="package"))
+                codes.add(n.code)
+    for t in onnx_model.io.inputs:
+        if t.dynamic_dims:
+            text = (
+                f"input {t.name} has dynamic dims ({', '.join(t.dynamic_dims)}): NNAPI and CoreML need "
+                "static shapes and run such nodes on the CPU unless the dims are fixed"
+            )
+            out.append(Notice("dynamic-input", "warning", text, "package", subject=t.name))
+    said = {n.subject for n in out if n.code == "cpu-fallback"}
+    for c in coverage:
+        placed = {name for names in c.partitions for name in names}
+        cpu = c.total_nodes - sum(1 for n in c.nodes if n.name in placed)
+        if cpu and c.shown not in said:
+            parts = len(c.partitions)
+            text = f"{c.shown}: {cpu} of {c.total_nodes} nodes fall back to the CPU EP ({parts} partition{'s' if parts != 1 else ''} on {c.ep})"
+            out.append(Notice("cpu-fallback", "warning", text, "package", subject=c.shown))
+            said.add(c.shown)
+    return tuple(out)
+
+
+def _exporter_fallback(onnx_model: OnnxModel, reason: str, scope: Scope) -> Notice:
+    text = f"ONNX export fell back to the {onnx_model.exporter} exporter: {reason}"
+    return Notice("exporter-fallback", "warning", text, scope)
+
+
+def from_export(loaded: LoadedModel, exported: OnnxModel, opts: BuildOptions) -> list[Notice]:
+    """:func:`export_notices` for a build's options."""
+    named_by_task = opts.task is not None and bool(opts.task.output_names)
+    return export_notices(loaded, exported, output_names_given=bool(opts.model_opts.output_names), task_names_outputs=named_by_task)
+
+
+def finish(notices: list[Notice], onnx_model: OnnxModel, coverage: Sequence[CoverageReport], loaded: LoadedModel) -> tuple[Notice, ...]:
+    """The build's notices with the coverage's and the finished result's added (:func:`collect`)."""
+    return collect([*notices, *coverage_notices(coverage)], onnx_model, coverage, source_kind=loaded.kind)
+
+
+def notices_for(target: str, notices: Sequence[Notice], coverage: Sequence[CoverageReport], targets: set[str]) -> list[Notice]:
+    """The notices a target's README lists: those about no target in particular, or about ``target``.
+    A subject names targets ("ios", "android and ios") or a coverage label, whose report says its target
+    ("xnnpack (ios)", "nnapi"); the package README keeps every notice."""
+    owners: dict[str, set[str]] = {}
+    for r in coverage:
+        if r.target:
+            owners.setdefault(r.shown, set()).add(r.target)
+
+    def concerns(n: Notice) -> bool:
+        named = {t.strip() for t in n.subject.replace(",", " and ").split(" and ")} - {""}
+        about = named if named and named <= targets else owners.get(n.subject)
+        return not about or target in about
+
+    return [n for n in notices if concerns(n)]
+

@@ -1,0 +1,1 @@
+"""Render stage: template trees → project files (Jinja), and the text escapers of generated code."""

@@ -1,0 +1,57 @@
+"""The render stage of a build: every target's project, each with its own model."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from mobilegen import __version__
+from mobilegen.artifacts import ProjectSpec, ShippedModel
+from mobilegen.notices import Notice
+from mobilegen.targets.chosen import model_of
+
+if TYPE_CHECKING:
+    from mobilegen.coverage.model import CoverageReport
+    from mobilegen.options import BuildOptions
+    from mobilegen.targets.chosen import Chosen
+    from mobilegen.tasks.stage import TaskFiles
+
+
+def render(
+    chosen: Sequence[Chosen],
+    root: Path,
+    opts: BuildOptions,
+    models: Sequence[ShippedModel],
+    coverage: Sequence[CoverageReport],
+    warnings: Sequence[Notice],
+    task_files: TaskFiles | None = None,
+) -> dict[str, tuple[float, float]]:
+    """Render every target's project with its own model; returns what each one's accelerated device tests assert."""
+    from mobilegen.notices import build_notices, notices_for, texts
+    from mobilegen.quantize.stage import tolerances_of
+
+    tolerances: dict[str, tuple[float, float]] = {}
+    for c in chosen:
+        model = model_of(models, c)
+        atol, rtol = tolerances_of(model, opts.verify.atol, opts.verify.rtol)  # a quantized model's own golden vectors
+        spec = ProjectSpec(
+            model_name=opts.model.stem,
+            io=model.onnx.io,
+            model_file=model.converted().path,
+            golden_mgv=root / model.golden_mgv,
+            atol=atol,
+            rtol=rtol,
+            coverage=tuple(r for r in coverage if r.target == c.target.name),
+            ort_version=c.runtime.version,
+            mobilegen_version=__version__,
+            notes=tuple(texts(notices_for(c.target.name, build_notices(warnings), coverage, {x.target.name for x in chosen}))),
+            task=opts.task,  # resolved against the model by the pipeline (crop filled in)
+            labels_file=task_files.labels if task_files else None,
+            task_golden=task_files.golden.get(c.target.name) if task_files else None,
+            quantization=model.quantization.shipped if model.quantization is not None and model.quantization.quantized else "",
+        )
+        c.target.render(spec, c.opts, root / c.target.folder)
+        tolerances[c.target.tolerance_key] = c.target.device_tolerances(spec, c.opts)
+    return tolerances
+

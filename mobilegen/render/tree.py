@@ -1,0 +1,108 @@
+"""Render a template tree: ``*.jinja`` files are rendered (suffix dropped), every other file is copied
+byte-exact with its mode (exec bit kept, e.g. ``gradlew``). Path components may be templates too
+(``{{ package_path }}/{{ class_name }}.kt.jinja``); a component that renders empty skips the file.
+
+Templates never compute: callers pass a ready context (safe identifiers, escaped literals) and the
+language filters from ``mobilegen.render.lang``.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Mapping
+from importlib import resources
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import jinja2
+
+from mobilegen.errors import InternalError, RenderError
+
+TEMPLATE_SUFFIX = ".jinja"
+
+
+def templates_root() -> Path:
+    """``templates/`` of the source tree, or the ``mobilegen.templates`` data package of a wheel."""
+    src = Path(__file__).resolve().parents[2] / "templates"  # mobilegen/render/tree.py -> the repository root
+    if src.is_dir():
+        return src
+    return Path(str(resources.files("mobilegen.templates")))
+
+
+def _environment(loader: jinja2.BaseLoader | None, filters: Mapping[str, Callable[..., Any]]) -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=loader,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(filters)
+    return env
+
+
+def _render_path(env: jinja2.Environment, rel: PurePosixPath, context: Mapping[str, Any]) -> PurePosixPath | None:
+    parts: list[str] = []
+    for comp in rel.parts:
+        if "{{" in comp or "{%" in comp:
+            try:
+                value = env.from_string(comp).render(context)
+            except jinja2.UndefinedError as err:
+                raise InternalError(f"template path {rel}: {err.message}", hint="this is a bug in mobilegen's templates or context") from err
+            if not value:
+                return None
+            parts.extend(p for p in value.split("/") if p)
+        else:
+            parts.append(comp)
+    out = PurePosixPath(*parts)
+    if out.is_absolute() or ".." in out.parts:
+        raise RenderError(f"template path {rel} renders outside the project: {out}")
+    return out
+
+
+def render_tree(
+    template_dir: Path,
+    context: Mapping[str, Any],
+    dest: Path,
+    *,
+    filters: Mapping[str, Callable[..., Any]] | None = None,
+) -> list[PurePosixPath]:
+    """Render ``template_dir`` into ``dest`` (which must not exist yet). Returns the written paths, sorted."""
+    filters = dict(filters or {})
+    env = _environment(jinja2.FileSystemLoader(str(template_dir)), filters)
+    path_env = _environment(None, filters)
+    written: list[PurePosixPath] = []
+    for src in sorted(p for p in template_dir.rglob("*") if p.is_file()):
+        rel = PurePosixPath(src.relative_to(template_dir).as_posix())
+        if "__pycache__" in rel.parts:
+            continue
+        is_template = rel.name.endswith(TEMPLATE_SUFFIX)
+        if is_template:
+            rel = rel.with_name(rel.name[: -len(TEMPLATE_SUFFIX)])
+        target_rel = _render_path(path_env, rel, context)
+        if target_rel is None:
+            continue
+        target = dest.joinpath(*target_rel.parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if is_template:
+            name = src.relative_to(template_dir).as_posix()
+            try:
+                text = env.get_template(name).render(context)
+            except jinja2.UndefinedError as err:
+                raise InternalError(
+                    f"template {name}: {err.message}",
+                    hint="this is a bug in mobilegen's templates or context; please report it",
+                ) from err
+            except jinja2.TemplateError as err:
+                raise InternalError(f"template {name}: {err}", hint="this is a bug in mobilegen's templates") from err
+            target.write_text(text, encoding="utf-8", newline="\n")
+            shutil.copymode(src, target)
+        else:
+            shutil.copyfile(src, target)
+            shutil.copymode(src, target)
+        if target.read_bytes()[:2] == b"#!":
+            # Scripts stay executable even where the template's mode was lost (e.g. some wheel installers).
+            target.chmod(target.stat().st_mode | 0o111)
+        written.append(target_rel)
+    return sorted(written)

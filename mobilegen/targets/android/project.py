@@ -1,0 +1,446 @@
+"""Render the Android project (``templates/android``) for one model.
+
+Everything the templates print is computed here: safe identifiers and escaped literals come from
+:mod:`mobilegen.render.lang.kotlin`, versions from :mod:`mobilegen.runtimes` and :data:`TOOLCHAIN`. The
+templates only place values.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from mobilegen import android_qnn
+from mobilegen.artifacts import FP16_TOLERANCE, ProjectSpec
+from mobilegen.errors import InternalError, UsageError
+from mobilegen.render import task_wrappers as tw
+from mobilegen.render.lang import kotlin as kt
+from mobilegen.render.markdown import coverage_rows, md_escape
+from mobilegen.render.tree import render_tree, templates_root
+from mobilegen.runtimes import RuntimeRelease, find_release
+from mobilegen.spec import IOSpec, TensorSpec
+from mobilegen.targets import toolchains
+
+CHANNEL = "maven"
+
+# Android build toolchain and library versions pinned in the generated project: one sourced table,
+# checked against the published compatibility tables, in mobilegen.targets.toolchains.
+TOOLCHAIN: dict[str, str] = toolchains.android_versions()
+COMPILE_SDK = int(TOOLCHAIN["compile_sdk"])
+TARGET_SDK = int(TOOLCHAIN["target_sdk"])
+MIN_SDK = int(TOOLCHAIN["min_sdk"])  # every official ORT Android sample; the full AAR itself is built for 21+
+NNAPI_MIN_SDK = 27  # Android 8.1: NNAPI feature level 1 (below it ORT silently runs everything on CPU)
+
+# --nnapi-flags spelling → ai.onnxruntime.providers.NNAPIFlags constant.
+NNAPI_FLAGS: dict[str, str] = {
+    "fp16": "USE_FP16",
+    "nchw": "USE_NCHW",
+    "cpu-disabled": "CPU_DISABLED",
+    "cpu-only": "CPU_ONLY",
+}
+
+# Classes the generated package always defines (plus Android's generated R / BuildConfig).
+FIXED_CLASS_NAMES = frozenset(
+    {
+        "Inputs",
+        "Outputs",
+        "Options",
+        "NnapiFlag",
+        "R",
+        "BuildConfig",
+        "ModelSupport",
+        "GoldenVectors",
+        "GoldenTensor",
+        "ExecutionProvider",
+        "ProviderPlan",
+        "MainActivity",
+        "Companion",
+        # the benchmark (androidTest: <package>.bench and <Class>BenchmarkTest)
+        "BenchmarkTest",
+        "BenchConfig",
+        "BenchConfigs",
+        "DeviceInfo",
+        "ModelBenchmark",
+        "Placement",
+        "Json",
+        "Obj",
+        "Reader",
+        # the wrapper's file-private QNN context helper (issue 26 item 5)
+        "QnnContext",
+    }
+) | frozenset(
+    # java.* / android.* / JUnit types the benchmark names
+    "Assume File HashSet Instrumentation LinkageError MessageDigest StringBuilder Triple".split()
+) | frozenset(
+    # Types the templates name without a package (Kotlin's built-ins, java.*, android.*, ONNX Runtime's):
+    # a wrapper class of the same name would shadow them in its package (a model called "int" -> Int).
+    # tests/unit/test_generated_names.py checks the templates name no other capitalised type.
+    """Activity AndroidJUnit4 Any Array ArrayList Assert AutoCloseable Boolean BooleanArray
+    BufferUnderflowException Build Bundle Byte ByteArray ByteArrayOutputStream ByteBuffer ByteOrder
+    CancellationException Char Charsets ComponentActivity Context Dispatchers Double DoubleArray DoubleBuffer
+    EnumSet Exception ExecutorService Executors Float
+    FloatArray FloatBuffer GoldenTest GoldenVectorsTest IllegalArgumentException IllegalStateException Ignore
+    InstrumentationRegistry Int IntArray IntBuffer JvmField JvmName JvmOverloads JvmStatic LinkedHashMap List
+    Log Long LongArray LongBuffer Map Math ModelSupportTest MutableList MutableMap NoSuchElementException
+    NNAPIFlags Nothing Number OnnxJavaType OnnxTensor OrtEnvironment OrtException OrtProvider OrtSession Pair Path
+    ReentrantReadWriteLock Result RunWith Runtime ScrollView SessionOptions Set Short ShortArray ShortBuffer
+    StandardCharsets String System Test TextView Throwable Throws Type Unit ViewCompat WindowInsetsCompat
+    Bitmap Classification CoroutineDispatcher FileChannel FileInputStream FileNotFoundException ImageInput Labels
+    RgbImage Scores TaskTest JSONObject Android Config MapMode File Os CRC32 ResizeFilter AudioInput""".split()
+)
+
+# Every name the templates declare in the scopes tensor-derived names live in, so that no derived name
+# can ever equal one of them (tests/unit/test_generated_names.py checks this list against the rendered
+# wrapper). lowerCamel namespace: members of the wrapper class, its companion and its Inputs/Outputs
+# (including Any's), the Android extension, and the file-private helpers of the wrapper file.
+RESERVED_MEMBERS = frozenset(
+    """
+    equals hashCode toString copy close run create newInstance inputs outputs options session sessionOptions
+    activeProviders lock closed nnapiFlags outputTensor boolBytes floats doubles ints longs shorts bytes
+    booleans env feeds result labels qnnProviderOptions qnnContextFile openSession skippedProviders tryChain
+    addProvider qnnAbiProblem skippedText nativeLibraryMessage supportedAbis tookNodes discard release loadedFromCache
+    qnnLibraryPathSet skipReason
+    """.split()
+)
+# SCREAMING_SNAKE namespace: the fixed companion constants, Options.CPU_ONLY and the NnapiFlag entries.
+FIXED_CONSTANTS = frozenset(
+    """
+    TAG MODEL_NAME MODEL_ASSET GOLDEN_ASSET INPUT_NAMES OUTPUT_NAMES ATOL RTOL ACCELERATED_ATOL
+    ACCELERATED_RTOL CPU_ONLY USE_FP16 USE_NCHW CPU_DISABLED LABELS_ASSET QNN_ABI
+    """.split()
+)
+# Derived names of one tensor: property + shape property, name constant + shape constant.
+PROP_SUFFIXES = ("", "Shape")
+CONST_SUFFIXES = ("_NAME", "_SHAPE")
+
+
+
+@dataclass(frozen=True)
+class KotlinType:
+    array: str  # Kotlin array type of a tensor's data
+    buffer: str | None  # java.nio buffer class used to build the input tensor (None: byte-based)
+    java_type: str | None  # OnnxJavaType constant for ByteBuffer-based tensors
+    reader: str  # ModelSupport function reading an OnnxTensor's copy into ``array``
+    golden: str  # GoldenTensor accessor giving ``array``
+    to_doubles: str  # ModelSupport function widening ``array`` to DoubleArray
+    to_longs: str | None = None  # integer and bool types: ModelSupport function widening ``array`` to LongArray, exactly
+
+
+# ONNX dtype → how the ORT Java API carries it (OnnxJavaType: FLOAT DOUBLE INT8 INT16 INT32 INT64
+# BOOL STRING UINT8 FLOAT16 BFLOAT16; OnnxTensor.createTensor overloads for Float/Double/Int/Long/
+# Short/ByteBuffer).
+KOTLIN_TYPES: dict[str, KotlinType] = {
+    "float32": KotlinType("FloatArray", "FloatBuffer", None, "floats", "asFloatArray", "toDoubles"),
+    "float64": KotlinType("DoubleArray", "DoubleBuffer", None, "doubles", "asDoubleArray", "toDoubles"),
+    "int32": KotlinType("IntArray", "IntBuffer", None, "ints", "asIntArray", "toDoubles", "toLongs"),
+    "int64": KotlinType("LongArray", "LongBuffer", None, "longs", "asLongArray", "toDoubles", "toLongs"),
+    "int16": KotlinType("ShortArray", "ShortBuffer", None, "shorts", "asShortArray", "toDoubles", "toLongs"),
+    "int8": KotlinType("ByteArray", None, "INT8", "bytes", "asByteArray", "toDoubles", "toLongs"),
+    "uint8": KotlinType("ByteArray", None, "UINT8", "bytes", "asByteArray", "unsignedToDoubles", "unsignedToLongs"),
+    "bool": KotlinType("BooleanArray", None, "BOOL", "booleans", "asBooleanArray", "toDoubles", "toLongs"),
+}
+_UNSUPPORTED_DTYPES = {
+    "uint16": "the ORT Java API has no unsigned 16-bit type (OnnxJavaType)",
+    "uint32": "the ORT Java API has no unsigned 32-bit type (OnnxJavaType)",
+    "uint64": "the ORT Java API has no unsigned 64-bit type (OnnxJavaType)",
+    "float16": "the generated wrapper does not carry float16 (the Java API only offers raw 16-bit shorts)",
+    "bfloat16": "the generated wrapper does not carry bfloat16 (the Java API only offers raw 16-bit shorts)",
+    "string": "the generated wrapper and golden vectors do not carry string tensors",
+}
+
+
+@dataclass(frozen=True)
+class AndroidOptions:
+    nnapi: bool = False
+    nnapi_flags: tuple[str, ...] = ()
+    xnnpack: bool = False
+    package: str | None = None
+    class_name: str | None = None
+    ort_version: str | None = None
+    android_api: int | None = None  # API level the NNAPI analysis targets (None: the provider's default)
+    qnn: bool = False  # Qualcomm QNN (Hexagon NPU) first in the provider chain, on onnxruntime-android-qnn
+    qnn_htp_arch: int | None = None  # Hexagon generation the QNN estimate assumes (None: mobilegen.providers.qnn's default)
+
+
+def validate_android_options(opts: AndroidOptions) -> None:
+    """Refuse bad ``--package`` / ``--name`` / ``--nnapi-flags`` (UsageError, exit 2), listing every problem."""
+    details: list[str] = []
+    if opts.package is not None:
+        for p in kt.package_problems(opts.package):
+            details.append(f"--package {opts.package!r} {p}")
+    if opts.class_name is not None:
+        for p in kt.class_name_problems(opts.class_name, reserved=FIXED_CLASS_NAMES):
+            details.append(f"--name {opts.class_name!r} {p}")
+    unknown = [f for f in opts.nnapi_flags if f not in NNAPI_FLAGS]
+    for f in unknown:
+        details.append(f"--nnapi-flags: unknown flag {f!r} (known: {', '.join(NNAPI_FLAGS)})")
+    if "cpu-disabled" in opts.nnapi_flags and "cpu-only" in opts.nnapi_flags:
+        details.append("--nnapi-flags: cpu-disabled and cpu-only exclude each other (ORT refuses the pair)")
+    if opts.nnapi_flags and not opts.nnapi:
+        details.append("--nnapi-flags given without --nnapi")
+    if opts.android_api is not None and not opts.nnapi:
+        details.append("--android-api given without --nnapi (it sets the API level of the NNAPI analysis)")
+    if opts.android_api is not None:
+        from mobilegen import providers
+
+        providers.validate_settings({"android_api": opts.android_api})  # the NNAPI provider's declared range
+    details += android_qnn.problems(opts)
+    if not details:
+        return
+    hints = []
+    if any(d.startswith("--package") for d in details):
+        hints.append("use a Java package such as com.example.mymodel (two or more segments, letters first, no keywords)")
+    if any(d.startswith("--name") for d in details):
+        hints.append("use a PascalCase class name such as MyModel")
+    if any(d.startswith("--nnapi-flags") for d in details):
+        hints.append("pass --nnapi with --nnapi-flags taken from: " + ", ".join(NNAPI_FLAGS))
+    if any(d.startswith("--android-api") for d in details):
+        hints.append("add --nnapi, or drop --android-api")
+    if (qnn_hint := android_qnn.hint(details)) is not None:
+        hints.append(qnn_hint)
+    raise UsageError(
+        "invalid Android options: " + "; ".join(details),
+        hint="; ".join(hints),
+        details=details,
+    )
+
+
+def check_android_io(io: IOSpec) -> None:
+    """Refuse model inputs/outputs the generated Kotlin cannot carry, naming every such tensor."""
+    details = []
+    for role, tensors in (("input", io.inputs), ("output", io.outputs)):
+        for t in tensors:
+            if t.dtype not in KOTLIN_TYPES:
+                reason = _UNSUPPORTED_DTYPES.get(t.dtype, "no Java API mapping")
+                details.append(f"{role} {t.name!r} has dtype {t.dtype}: {reason}")
+    if details:
+        raise UsageError(
+            "the Android wrapper cannot express these tensors: " + "; ".join(details),
+            hint="cast them to float32 / int64 / int32 / uint8 / bool in the model before export",
+            details=details,
+        )
+
+
+def android_runtime(opts: AndroidOptions, spec: ProjectSpec | None = None) -> RuntimeRelease:
+    """The onnxruntime-android release pinned in the project: ``--ort-version``, else the version the
+    pipeline already chose (``spec.ort_version``), else the newest release published on Maven."""
+    version = opts.ort_version or (spec.ort_version if spec is not None and spec.ort_version else None)
+    return find_release(version, android_qnn.channel(opts))  # --qnn: onnxruntime-android-qnn's releases
+
+
+def accelerated_tolerances(spec: ProjectSpec, opts: AndroidOptions) -> tuple[float, float]:
+    """(atol, rtol) the device test asserts for the accelerated configuration (``Options()``).
+
+    ``spec.accel_atol`` / ``spec.accel_rtol`` win when set. Otherwise: NNAPI with ``--nnapi-flags fp16``
+    lets NNAPI compute fp32 models in fp16 (~3 significant digits), so the build-time tolerances are
+    widened to at least :data:`FP16_TOLERANCE`; every other configuration (NNAPI in fp32, XNNPACK, CPU)
+    computes in fp32 and keeps the build-time ones. Pure.
+    """
+    # QNN's HTP runs float models in fp16 (enable_htp_fp16_precision, on by default) like NNAPI's USE_FP16.
+    return spec.accelerated_tolerances(fp16=bool(opts.nnapi and "fp16" in opts.nnapi_flags) or opts.qnn)
+
+
+def _tolerance_reason(spec: ProjectSpec, opts: AndroidOptions) -> str:
+    """Why the accelerated configuration asserts the tolerance it does (one README sentence)."""
+    if spec.accel_atol is not None or spec.accel_rtol is not None:
+        return "set explicitly for the accelerated configuration when the project was generated"
+    if opts.qnn:
+        return (
+            f"QNN's HTP computes float models in float16 (enable_htp_fp16_precision), about 3 significant decimal "
+            f"digits, so atol and rtol are at least {FP16_TOLERANCE!r}"
+        )
+    if opts.nnapi and "fp16" in opts.nnapi_flags:
+        return (
+            f"NNAPI runs with `USE_FP16`, which lets it compute in float16 (about 3 significant decimal digits), "
+            f"so atol and rtol are at least {FP16_TOLERANCE!r}"
+        )
+    if spec.quantization:  # a quantized model computes in integers (or float16), not in float32
+        from mobilegen.quantize.golden import tolerance_reason
+
+        return tolerance_reason(spec.quantization)
+    return "the accelerated configuration computes in float32, like the CPU provider"
+
+
+def _check_tolerances(*pairs: tuple[str, float]) -> None:
+    bad = [f"{name}={value}" for name, value in pairs if not math.isfinite(value) or value < 0]
+    if bad:
+        raise InternalError("tolerances must be finite and >= 0, got " + ", ".join(bad))
+
+
+# --- render context ----------------------------------------------------------------------------------
+
+
+def _names(spec: ProjectSpec, opts: AndroidOptions) -> tuple[str, str]:
+    class_name = opts.class_name or kt.derive_class_name(spec.model_name, reserved=FIXED_CLASS_NAMES)
+    package = opts.package or kt.derive_package(spec.model_name)
+    return class_name, package
+
+
+def _tensor_contexts(io: IOSpec, class_name: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    tensors: list[tuple[str, TensorSpec]] = [("input", t) for t in io.inputs] + [("output", t) for t in io.outputs]
+    bases = [
+        kt.identifier(t.name, style="camel", fallback=f"{role}{i}", avoid=RESERVED_MEMBERS)
+        for i, (role, t) in enumerate(tensors)
+    ]
+    # Each tensor gets a stem P with P and P + "Shape" both free (so a shape property is always its
+    # tensor's property + "Shape", and never another tensor's data), then a constant stem C with
+    # C_NAME and C_SHAPE both free of each other and of every fixed constant (``model`` → MODEL_2_NAME).
+    props = kt.disambiguate_groups(bases, PROP_SUFFIXES, taken=RESERVED_MEMBERS | {class_name})
+    const_bases = kt.disambiguate_groups(
+        [kt.identifier(p, style="constant", fallback="TENSOR") for p in props], CONST_SUFFIXES, taken=FIXED_CONSTANTS
+    )
+    inputs: list[dict[str, Any]] = []
+    outputs: list[dict[str, Any]] = []
+    for i, (role, t) in enumerate(tensors):
+        ktype = KOTLIN_TYPES[t.dtype]
+        static = t.is_static
+        dims = [d if isinstance(d, int) else -1 for d in t.shape]
+        ctx = {
+            "name": t.name,
+            "name_literal": kt.string_literal(t.name),
+            "name_md": md_escape(t.name),
+            "comment": kt.line_comment(f"{t.name} · {t.dtype} · {t.shape_str()}"),
+            "prop": props[i],
+            "shape_prop": props[i] + "Shape",
+            "name_const": const_bases[i] + "_NAME",
+            "shape_const": const_bases[i] + "_SHAPE",
+            "dtype": t.dtype,
+            "array": ktype.array,
+            "buffer": ktype.buffer,
+            "java_type": ktype.java_type,
+            "reader": ktype.reader,
+            "golden": ktype.golden,
+            "to_doubles": ktype.to_doubles,
+            "to_longs": ktype.to_longs,  # set: an integer or bool output, compared exactly by the device tests
+            "static": static,
+            "dims": ", ".join(f"{d}L" for d in dims),
+            "element_count": _product(dims) if static else None,
+            "dims_md": "[" + ", ".join(str(d) for d in dims) + "]",
+            # A deliberately wrong-sized input for the generated JVM test (dynamic dims probed at 1).
+            "probe_dims": ", ".join(f"{d if d > 0 else 1}L" for d in dims),
+            "bad_size": _product([d if d > 0 else 1 for d in dims]) + 1,
+        }
+        (inputs if role == "input" else outputs).append(ctx)
+    consts = [c for t in inputs + outputs for c in (t["name_const"], t["shape_const"])]
+    members = [m for t in inputs + outputs for m in (t["prop"], t["shape_prop"])]
+    if (
+        len(set(consts)) != len(consts)
+        or len(set(members)) != len(members)
+        or set(consts) & FIXED_CONSTANTS
+        or set(members) & (RESERVED_MEMBERS | {class_name})
+    ):
+        raise InternalError("generated Kotlin member names collide after disambiguation")
+    return inputs, outputs
+
+
+def _product(dims: list[int]) -> int:
+    n = 1
+    for d in dims:
+        n *= d
+    return n
+
+
+def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
+    """The complete render context (pure; no file system access)."""
+    validate_android_options(opts)
+    check_android_io(spec.io)
+    release = android_runtime(opts, spec)
+    if not re.fullmatch(r"\d+\.\d+\.\d+", release.version):
+        raise InternalError(f"runtime version {release.version!r} is not a plain x.y.z")
+    accel_atol, accel_rtol = accelerated_tolerances(spec, opts)
+    _check_tolerances(("atol", spec.atol), ("rtol", spec.rtol), ("accel_atol", accel_atol), ("accel_rtol", accel_rtol))
+    class_name, package = _names(spec, opts)
+    inputs, outputs = _tensor_contexts(spec.io, class_name)
+    module = kt.kebab(class_name)
+    asset_dir = kt.snake(class_name)
+    task = tw.task_context(tw.mobile_task(spec.task, spec.io), inputs, outputs)
+    flags = [NNAPI_FLAGS[f] for f in opts.nnapi_flags]
+    accelerated = ["QNN (HTP)"] if opts.qnn else []
+    if opts.nnapi:
+        accelerated.append("NNAPI" + (f" ({', '.join(flags)})" if flags else ""))
+    if opts.xnnpack:
+        accelerated.append("XNNPACK")
+    return {
+        "class_name": class_name,
+        "exception_name": class_name + "Exception",
+        "package": package,
+        "package_path": package.replace(".", "/"),
+        "app_package": package + ".sample",
+        "app_package_path": (package + ".sample").replace(".", "/"),
+        "module": module,
+        "root_project": f"{module}-android",
+        "asset_dir": asset_dir,
+        "model_asset": f"{asset_dir}/model.ort",
+        "golden_asset": f"{asset_dir}/golden.mgv",
+        # --task (mobilegen.render.task_wrappers): the task-level API's files render only with a task.
+        "task": task,
+        "task_support_file": "TaskSupport.kt" if task else "",
+        "task_file": f"{class_name}Task.kt" if task else "",
+        "labels_asset": f"{asset_dir}/{tw.LABELS_FILE}",
+        "task_test_file": f"{class_name}TaskTest.kt" if task and tw.task_golden_dir(spec) else "",
+        "task_golden_asset": f"{asset_dir}/task",
+        "model_name_literal": kt.string_literal(spec.model_name),
+        "model_name_comment": kt.line_comment(spec.model_name),
+        "model_name_md": md_escape(spec.model_name),
+        "inputs": inputs,
+        "outputs": outputs,
+        "all_inputs_static": all(t["static"] for t in inputs),
+        "atol": repr(float(spec.atol)),
+        "rtol": repr(float(spec.rtol)),
+        "accel_atol": repr(accel_atol),
+        "accel_rtol": repr(accel_rtol),
+        "accel_tolerance_reason": _tolerance_reason(spec, opts),
+        "nnapi": opts.nnapi,
+        "nnapi_flags": flags,
+        "xnnpack": opts.xnnpack,
+        "accelerated_label": " + ".join(accelerated) if accelerated else "none (CPU)",
+        "ort_version": release.version,
+        **android_qnn.context(opts),
+        "ort_released": md_escape(release.released or "date unknown"),
+        "toolchain": dict(TOOLCHAIN),
+        "gradle_wrapper_command": toolchains.gradle_wrapper_command(),
+        "compile_sdk": COMPILE_SDK,
+        "target_sdk": TARGET_SDK,
+        "min_sdk": MIN_SDK,
+        "nnapi_min_sdk": NNAPI_MIN_SDK,
+        "mobilegen_version": kt.line_comment(spec.mobilegen_version or "dev"),  # Kotlin/Gradle comments
+        "mobilegen_version_md": md_escape(spec.mobilegen_version or "dev"),
+        "coverage": coverage_rows(spec.coverage),
+        "notes": [md_escape(n) for n in spec.notes],
+    }
+
+
+def render_android(spec: ProjectSpec, opts: AndroidOptions, dest: Path) -> list[PurePosixPath]:
+    """Render ``templates/android`` into ``dest`` (must not exist) and copy the model and golden vectors.
+
+    Returns every written path relative to ``dest``, sorted. On failure nothing is left at ``dest``.
+    """
+    if dest.exists():
+        raise UsageError(f"{dest} already exists", hint="pick another output folder or pass --force")
+    context = android_context(spec, opts)
+    for src, what in ((spec.model_file, "model"), (spec.golden_mgv, "golden vectors")):
+        if not Path(src).is_file():
+            raise InternalError(f"the {what} file {src} does not exist", hint="this is a bug in the pipeline")
+    try:
+        written = render_tree(templates_root() / "android", context, dest, filters=kt.FILTERS)
+        copies = {
+            PurePosixPath(context["module"], "src/main/assets", context["model_asset"]): spec.model_file,
+            PurePosixPath(context["module"], "src/androidTest/assets", context["golden_asset"]): spec.golden_mgv,
+            PurePosixPath("app/src/main/assets", context["golden_asset"]): spec.golden_mgv,
+        }
+        for rel, src in copies.items():
+            target = dest.joinpath(*rel.parts)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, target)
+            written.append(rel)
+        written += tw.write_labels(dest, PurePosixPath(context["module"], "src/main/assets", context["labels_asset"]), spec.task)
+        golden_task = tw.task_golden_dir(spec)
+        written += tw.copy_task_golden(dest, PurePosixPath(context["module"], "src/androidTest/assets", context["task_golden_asset"]), golden_task)
+    except BaseException:
+        shutil.rmtree(dest, ignore_errors=True)
+        raise
+    return sorted(written)

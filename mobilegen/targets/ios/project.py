@@ -1,0 +1,352 @@
+"""Render the iOS Swift Package (``templates/ios``) for a converted model.
+
+Input: a :class:`~mobilegen.artifacts.ProjectSpec` and :class:`IosOptions`. Everything the templates
+need is computed here (identifiers, escaped literals, shapes, pins) and passed as a plain context;
+the templates only place values.
+
+Facts used (see ``shared/research``): the ORT Objective-C API (``objectivec/include/*.h`` as shipped
+in ``microsoft/onnxruntime-swift-package-manager``) has tensor element types float, int8, uint8, int32,
+uint32, int64, uint64 and string only; the CoreML EP provider options are parsed in
+``onnxruntime/core/providers/coreml/coreml_options.cc`` (``MLComputeUnits`` ∈ ``ALL``,
+``CPUAndNeuralEngine``, ``CPUAndGPU``, ``CPUOnly`` — ``ALL`` upper case, though the Obj-C header's doc
+comment says "All"; ``ModelFormat`` ∈ ``MLProgram``, ``NeuralNetwork``).
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from mobilegen.artifacts import FP16_TOLERANCE, ProjectSpec
+from mobilegen.errors import InternalError, UsageError
+from mobilegen.load.loader import sha256_file
+from mobilegen.render import task_wrappers as tw
+from mobilegen.render.lang import swift
+from mobilegen.render.markdown import coverage_rows, md_code, md_escape
+from mobilegen.render.tree import render_tree, templates_root
+from mobilegen.runtimes import RuntimeRelease, find_release
+from mobilegen.spec import DTYPES, IOSpec, TensorSpec
+from mobilegen.targets import toolchains
+
+CHANNEL = "swiftpm"
+SPM_URL = "https://github.com/microsoft/onnxruntime-swift-package-manager"
+SPM_PACKAGE = "onnxruntime-swift-package-manager"
+SPM_PRODUCT = "onnxruntime"
+SPM_MODULE = "OnnxRuntimeBindings"
+COCOAPODS_POD = "onnxruntime-objc"
+COCOAPODS_MODULE = "onnxruntime_objc"
+# Swift tools / language modes, platforms, XcodeGen: one sourced table in mobilegen.targets.toolchains.
+SWIFT_TOOLS_VERSION = toolchains.IOS["swift_tools_version"].value
+SWIFT_LANGUAGE_VERSIONS = tuple(toolchains.IOS["swift_language_versions"].value.split(","))
+IOS_MIN = toolchains.IOS["ios_min"].value
+MACOS_MIN = toolchains.IOS["macos_min"].value
+COCOAPODS_IOS_MIN = "15.1"
+
+# --coreml-format → CoreML EP "ModelFormat" value, and the Swift enum case of the generated code.
+COREML_FORMATS: dict[str, tuple[str, str]] = {
+    "mlprogram": ("MLProgram", "mlProgram"),
+    "neuralnetwork": ("NeuralNetwork", "neuralNetwork"),
+}
+# --compute-units → CoreML EP "MLComputeUnits" value (coreml_options.cc), and the Swift enum case.
+COMPUTE_UNITS: dict[str, tuple[str, str]] = {
+    "all": ("ALL", "all"),
+    "cpu-and-ne": ("CPUAndNeuralEngine", "cpuAndNeuralEngine"),
+    "cpu-and-gpu": ("CPUAndGPU", "cpuAndGPU"),
+    "cpu-only": ("CPUOnly", "cpuOnly"),
+}
+
+# dtype → (Swift element type, ORTTensorElementDataType case as Swift imports it). Swift lowercases
+# only the leading "U" of "UInt8", hence ``uInt8`` (as in public code using the SPM package).
+SWIFT_ELEMENT_TYPES: dict[str, tuple[str, str]] = {
+    "float32": ("Float", "float"),
+    "int8": ("Int8", "int8"),
+    "uint8": ("UInt8", "uInt8"),
+    "int32": ("Int32", "int32"),
+    "uint32": ("UInt32", "uInt32"),
+    "int64": ("Int64", "int64"),
+    "uint64": ("UInt64", "uInt64"),
+}
+
+_UNSUPPORTED_HINTS = {
+    "float16": "make the model take/return float32 at its boundary (e.g. `.float()` on inputs and outputs; the Obj-C API has no float16 tensors)",
+    "bfloat16": "make the model take/return float32 at its boundary (the Obj-C API has no bfloat16 tensors)",
+    "float64": "use float32 (`.float()`); the Obj-C API has no double tensors",
+    "bool": "return/accept uint8 instead (`x.to(torch.uint8)`); the Obj-C API has no bool tensors",
+    "int16": "use int32 (`x.to(torch.int32)`); the Obj-C API has no int16 tensors",
+    "uint16": "use int32; the Obj-C API has no uint16 tensors",
+    "string": "mobilegen's Swift wrapper handles numeric tensors only; move string handling out of the model",
+}
+
+# Members of the generated class and structs: tensor identifiers must not take these names.
+GENERATED_MEMBERS = frozenset(
+    """
+    modelName inputNames outputNames modelURL modelResourceName load prediction warmUp configuration
+    activeExecutionProviders coreMLUnavailableReason session environment queue makeTensor readTensor
+    makeSession sessionOptions coreMLOptions defaultCoreMLCacheDirectory zeroInput Configuration
+    ExecutionProvider SharedEnvironment xnnpackUnavailableReason appendXnnpack TaskError RGBImage ImageInput
+    skippedProviders openSession appendProvider
+    Classification Labels Scores classify classifications pcmInput run init deinit description debugDescription hash hashValue self Type
+    ResizeFilter AudioInput Stream graphInput runPCM16 runFloat classifyPCM16 classifyFloat
+    Protocol
+    """.split()
+)
+
+# Derived names of one tensor: the data property and its shape (Input/Output property, declared-shape constant).
+_TENSOR_SUFFIXES = ("", "Shape")
+
+
+_MODEL_RESOURCE_EXT = "ort"
+_GOLDEN_RESOURCE = "golden.mgv"
+
+
+@dataclass(frozen=True)
+class IosOptions:
+    coreml: bool = False
+    coreml_format: str = "mlprogram"
+    compute_units: str = "all"
+    class_name: str | None = None
+    ort_version: str | None = None
+    xnnpack: bool = False  # append ORT's XNNPACK provider (Objective-C ORTXnnpackExecutionProviderOptions)
+
+
+def validate_ios_options(opts: IosOptions) -> IosOptions:
+    """Refuse bad flag values (UsageError, exit 2), listing every problem at once."""
+    problems: list[str] = []
+    hints: list[str] = []
+    if opts.coreml_format not in COREML_FORMATS:
+        problems.append(f"unknown --coreml-format {opts.coreml_format!r}")
+        hints.append("--coreml-format is one of " + ", ".join(COREML_FORMATS))
+    if opts.compute_units not in COMPUTE_UNITS:
+        problems.append(f"unknown --compute-units {opts.compute_units!r}")
+        hints.append("--compute-units is one of " + ", ".join(COMPUTE_UNITS))
+    if opts.class_name is not None:
+        problem = swift.type_name_problem(opts.class_name)
+        if problem is not None:
+            problems.append(f"--name {opts.class_name!r} cannot name the generated Swift type: {problem}")
+            hints.append(f"use a PascalCase name such as {swift.swift_type_name(opts.class_name)!r}")
+    if problems:
+        raise UsageError("; ".join(problems), hint="; ".join(hints), details=problems)
+    return opts
+
+
+def ios_runtime(opts: IosOptions) -> RuntimeRelease:
+    """The ORT release pinned in Package.swift (from the shared runtime table, SwiftPM channel)."""
+    return find_release(opts.ort_version, CHANNEL)
+
+
+def check_ios_io(io: IOSpec) -> None:
+    """Refuse inputs/outputs the Objective-C API cannot hold; name every offending tensor at once."""
+    details: list[str] = []
+    hints: list[str] = []
+    for role, tensors in (("input", io.inputs), ("output", io.outputs)):
+        for t in tensors:
+            if t.dtype in SWIFT_ELEMENT_TYPES:
+                continue
+            details.append(f"{role} {t.name!r} is {t.dtype}")
+            hint = _UNSUPPORTED_HINTS.get(t.dtype, "use float32, int32, int64, uint8 or int8")
+            if hint not in hints:
+                hints.append(hint)
+    if details:
+        raise UsageError(
+            "; ".join(details)
+            + ": ONNX Runtime's Objective-C API (used from Swift) has no such element type"
+            + " (it has float32, int8, uint8, int32, uint32, int64, uint64)",
+            hint="; ".join(hints),
+            details=details,
+        )
+
+
+def accelerated_tolerances(spec: ProjectSpec, opts: IosOptions) -> tuple[float, float]:
+    """(atol, rtol) asserted for the CoreML configuration (``Configuration(useCoreML: true)``).
+
+    ``spec.accel_atol`` / ``spec.accel_rtol`` win when set. Otherwise, with compute units other than
+    ``cpu-only`` CoreML may run on the GPU or the Neural Engine, which compute in float16 (~3
+    significant digits): the build-time tolerances are widened to at least :data:`FP16_TOLERANCE`.
+    This depends on the compute units the CoreML configuration is generated with, not on whether
+    CoreML is on by default: the sample app can switch it on either way. Pure.
+    """
+    return spec.accelerated_tolerances(fp16=bool(opts.compute_units != "cpu-only"))
+
+
+def _tolerance_reason(spec: ProjectSpec, opts: IosOptions) -> str:
+    """Why the CoreML configuration asserts the tolerance it does (one README sentence)."""
+    if spec.accel_atol is not None or spec.accel_rtol is not None:
+        return "set explicitly for the accelerated configuration when the package was generated"
+    if opts.compute_units != "cpu-only":
+        where = {"cpu-and-gpu": "the GPU", "cpu-and-ne": "the Neural Engine"}.get(
+            opts.compute_units, "the GPU or the Neural Engine"
+        )
+        return (
+            f"compute units {COMPUTE_UNITS[opts.compute_units][0]} let CoreML run on {where}, which computes in "
+            f"float16 (about 3 significant decimal digits), so atol and rtol are at least {FP16_TOLERANCE!r}"
+        )
+    if spec.quantization:  # a quantized model computes in integers (or float16), not in float32
+        from mobilegen.quantize.golden import tolerance_reason
+
+        return tolerance_reason(spec.quantization)
+    return "compute units CPUOnly keep CoreML in float32, like the CPU provider"
+
+
+def class_name_for(spec: ProjectSpec, opts: IosOptions) -> str:
+    if opts.class_name is not None:
+        return swift.check_type_name(opts.class_name)
+    return swift.swift_type_name(spec.model_name)
+
+
+# --- context -------------------------------------------------------------------------------------
+
+
+def _tensor_context(t: TensorSpec, ident: str, shape_ident: str, index: int, role: str) -> dict[str, Any]:
+    swift_type, ort_case = SWIFT_ELEMENT_TYPES[t.dtype]
+    dims = [d if isinstance(d, int) else -1 for d in t.shape]
+    warm_dims = [d if isinstance(d, int) else 1 for d in t.shape]
+    dynamic = [str(d) for d in t.shape if isinstance(d, str)]
+    shape_text = t.shape_str()
+    doc = f"`{t.name}`: {t.dtype}, shape [{', '.join(str(d) for d in t.shape)}]"
+    if dynamic:
+        doc += " (named dims are dynamic: -1 in the shape constant)"
+    return {
+        "index": index,
+        "role": role,
+        "name": t.name,
+        "literal": swift.swift_string(t.name),
+        "ident": ident,
+        "shape_ident": shape_ident,
+        "swift_type": swift_type,
+        "ort_case": ort_case,
+        "onnx_code": DTYPES[t.dtype],
+        "dtype": t.dtype,
+        "is_static": t.is_static,
+        "dims": swift.swift_int_array(dims),
+        "warm_dims": swift.swift_int_array(warm_dims),
+        "warm_count": math.prod(warm_dims),
+        "doc": swift.swift_comment(doc),
+        "md_name": md_code(t.name),
+        "md_shape": md_escape(shape_text),
+    }
+
+
+def _swift_versions_literal(versions: tuple[str, ...]) -> str:
+    """``("6", "5")`` -> ``[.version("6"), .v5]`` (PackageDescription's SwiftVersion spellings in a 5.9 manifest)."""
+    named = {"4": ".v4", "4.2": ".v4_2", "5": ".v5"}
+    return "[" + ", ".join(named.get(v, f'.version("{v}")') for v in versions) + "]"
+
+
+def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str) -> dict[str, Any]:
+    """The render context of ``templates/ios`` (pure; exposed for tests)."""
+    validate_ios_options(opts)
+    check_ios_io(spec.io)
+    # The pipeline pins spec.ort_version from ios_runtime(opts); either way it must be a SwiftPM release.
+    ort_version = find_release(spec.ort_version or opts.ort_version, CHANNEL).version
+    class_name = class_name_for(spec, opts)
+
+    namer = swift.SwiftNamer(reserved=GENERATED_MEMBERS | {class_name})
+    tensors = [("input", i, t) for i, t in enumerate(spec.io.inputs)] + [
+        ("output", i, t) for i, t in enumerate(spec.io.outputs)
+    ]
+    # One family per tensor: data property S and shape S + "Shape" (Input/Output property and declared
+    # shape constant), claimed together so a shape name is never another tensor's data name.
+    idents = [namer.name_group(t.name, _TENSOR_SUFFIXES, fallback=f"{role}{i}") for role, i, t in tensors]
+    ctx_tensors = [
+        _tensor_context(t, ident, ident + "Shape", i, role) for (role, i, t), ident in zip(tensors, idents, strict=True)
+    ]
+    inputs = [c for c in ctx_tensors if c["role"] == "input"]
+    outputs = [c for c in ctx_tensors if c["role"] == "output"]
+    accel_atol, accel_rtol = accelerated_tolerances(spec, opts)
+    task = tw.task_context(tw.mobile_task(spec.task, spec.io), inputs, outputs)
+    fmt_value, fmt_case = COREML_FORMATS[opts.coreml_format]
+    cu_value, cu_case = COMPUTE_UNITS[opts.compute_units]
+
+    return {
+        "class_name": class_name,
+        "target": class_name,
+        "module": class_name,
+        "test_target": f"{class_name}Tests",
+        "app_name": f"{class_name}Demo",
+        "bundle_id": f"ai.mobilegen.demo.{class_name.lower()}",
+        "model_name": spec.model_name,
+        "model_name_literal": swift.swift_string(spec.model_name),
+        "model_name_comment": swift.swift_comment(spec.model_name),
+        "model_name_md": md_escape(spec.model_name),
+        "model_resource": class_name,
+        "model_resource_ext": _MODEL_RESOURCE_EXT,
+        "model_file": f"{class_name}.{_MODEL_RESOURCE_EXT}",
+        "model_sha256": model_sha256,
+        "golden_resource": _GOLDEN_RESOURCE,
+        "cache_subdir": f"mobilegen-coreml/{class_name}-{model_sha256[:12]}",
+        "inputs": inputs,
+        "outputs": outputs,
+        "is_static": spec.io.is_static,
+        "atol": swift.swift_float(spec.atol),
+        "rtol": swift.swift_float(spec.rtol),
+        "accel_atol": swift.swift_float(accel_atol),
+        "accel_rtol": swift.swift_float(accel_rtol),
+        "accel_tolerance_reason": _tolerance_reason(spec, opts),
+        "coreml": opts.coreml,
+        "xnnpack": opts.xnnpack,
+        # --task (mobilegen.render.task_wrappers): the task-level API renders only with a task.
+        "task": task,
+        "task_swift_file": f"{class_name}+Task.swift" if task else "",
+        "labels_resource": tw.LABELS_FILE.rsplit(".", 1)[0],
+        "labels_resource_ext": tw.LABELS_FILE.rsplit(".", 1)[1],
+        "labels_file": tw.LABELS_FILE if task and task["is_classification"] else "",
+        "task_test_swift_file": f"{class_name}TaskTests.swift" if task and tw.task_golden_dir(spec) else "",
+        "coreml_format": fmt_value,
+        "coreml_format_case": fmt_case,
+        "compute_units": cu_value,
+        "compute_units_case": cu_case,
+        "require_static": "true" if spec.io.is_static else "false",
+        "ort_version": ort_version,
+        "spm_url": SPM_URL,
+        "spm_package": SPM_PACKAGE,
+        "spm_product": SPM_PRODUCT,
+        "spm_module": SPM_MODULE,
+        "cocoapods_pod": COCOAPODS_POD,
+        "cocoapods_module": COCOAPODS_MODULE,
+        "cocoapods_ios_min": COCOAPODS_IOS_MIN,
+        "swift_tools_version": SWIFT_TOOLS_VERSION,
+        "swift_language_versions": _swift_versions_literal(SWIFT_LANGUAGE_VERSIONS),
+        "swift_language_modes_md": " and ".join(SWIFT_LANGUAGE_VERSIONS),
+        "xcodegen_min": toolchains.IOS["xcodegen_min"].value,
+        "xcodegen_project_format": toolchains.IOS["xcodegen_project_format"].value,
+        "app_swift_version": toolchains.IOS["app_swift_version"].value,
+        "ios_min": IOS_MIN,
+        "macos_min": MACOS_MIN,
+        "mobilegen_version": swift.swift_comment(spec.mobilegen_version or "dev"),
+        "coverage": coverage_rows(spec.coverage),
+        "notes": [md_escape(n) for n in spec.notes],
+    }
+
+
+def render_ios(spec: ProjectSpec, opts: IosOptions, dest: Path) -> list[PurePosixPath]:
+    """Render the Swift package into ``dest`` (must not exist); returns the written paths, sorted.
+
+    On any failure nothing is left behind: ``dest`` is removed again.
+    """
+    if dest.exists():
+        raise UsageError(f"{dest} already exists", hint="choose another output folder or pass --force")
+    for label, path in (("model", spec.model_file), ("golden vectors", spec.golden_mgv)):
+        if not path.is_file():
+            raise InternalError(f"the {label} file {path} does not exist", hint="this is a bug in the pipeline; please report it")
+    context = ios_context(spec, opts, model_sha256=sha256_file(spec.model_file))
+    try:
+        written = render_tree(templates_root() / "ios", context, dest, filters=swift.FILTERS)
+        extra = {
+            PurePosixPath("Sources", context["target"], "Resources", context["model_file"]): spec.model_file,
+            PurePosixPath("Tests", context["test_target"], "Resources", _GOLDEN_RESOURCE): spec.golden_mgv,
+        }
+        for rel, src in extra.items():
+            target = dest.joinpath(*rel.parts)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, target)
+            written.append(rel)
+        written += tw.write_labels(dest, PurePosixPath("Sources", context["target"], "Resources", tw.LABELS_FILE), spec.task)
+        golden_task = tw.task_golden_dir(spec)
+        written += tw.copy_task_golden(dest, PurePosixPath("Tests", context["test_target"], "Resources", "task"), golden_task)
+    except BaseException:
+        shutil.rmtree(dest, ignore_errors=True)
+        raise
+    return sorted(written)

@@ -1,0 +1,1 @@
+"""Verify stage: the gate — every artifact against the PyTorch reference on the golden vectors."""

@@ -1,0 +1,119 @@
+"""The verify stage of a build: the reference's outputs (PyTorch, or the source ONNX model), then the gate
+on every shipped model's .onnx and .ort; the notices the verification gives."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from mobilegen import artifacts
+from mobilegen.artifacts import LoadedModel, OnnxModel, ShippedModel, VerificationReport
+from mobilegen.errors import InternalError, LoadError, MobilegenError, VerificationError, first_line
+from mobilegen.infra.memory import release_memory
+from mobilegen.notices import Notice
+from mobilegen.verify.gate import Expected, VerifyOptions, ort_runner, torch_reference
+
+if TYPE_CHECKING:
+    from mobilegen.passes.stage import FixPlan
+
+
+Runner = Callable[[dict[str, np.ndarray]], list[np.ndarray]]
+
+
+def reference_for(loaded: LoadedModel, exported: OnnxModel) -> tuple[Runner, str]:
+    """PyTorch; for an ONNX input, the source model under onnxruntime with optimizations off — or, when
+    this onnxruntime cannot load the source as written (a newer IR version), mobilegen's normalized copy
+    (from ``exported.path``, or from memory when it is not written yet)."""
+    if loaded.kind != "onnx":
+        return torch_reference(loaded), "PyTorch"
+    if loaded.onnx_path is None:
+        raise InternalError("an ONNX source without its path")
+    from mobilegen.export.const_inputs import with_const_feeds
+
+    label = "the normalized source ONNX model (no PyTorch model given)"
+    try:
+        # fed the --const values the shipped model has baked in
+        return with_const_feeds(ort_runner(loaded.onnx_path, basic_only=True), loaded), "the source ONNX model (no PyTorch model given)"
+    except Exception as err:  # noqa: BLE001 — onnxruntime raises its own Fail/InvalidGraph types
+        first_err: BaseException = err
+    from mobilegen.export.exporter import save_onnx
+    from mobilegen.infra.outputs import temp_dir
+
+    try:
+        if exported.path.is_file() or exported.proto is None:
+            return ort_runner(exported.path, basic_only=True), label
+        with temp_dir("reference") as tmp:  # onnxruntime reads the file when the session is made
+            save_onnx(exported.proto, tmp / "model.onnx")
+            return ort_runner(tmp / "model.onnx", basic_only=True), label
+    except MobilegenError:
+        raise
+    except Exception as err:  # noqa: BLE001 — neither the source nor the normalized copy runs
+        raise LoadError(
+            f"onnxruntime cannot run {loaded.source.name}: {first_line(first_err)}",
+            hint="mobilegen verifies every model on onnxruntime's CPU provider: replace custom or unsupported ops "
+            "(a custom-domain op needs its own kernel in the app too)",
+        ) from err
+
+
+def reference(loaded: LoadedModel, onnx_model: OnnxModel, opts: VerifyOptions) -> tuple[Expected, LoadedModel]:
+    """The reference's outputs on every verification case, computed now; returns them and the loaded
+    model without its PyTorch module, so the module's memory can be freed before the conversion."""
+    from mobilegen.verify.gate import reference_outputs
+
+    runner, label = reference_for(loaded, onnx_model)
+    expected = reference_outputs(runner, onnx_model, opts, reference_label=label)
+    del runner  # an ONNX reference's session (its weights, its arena) goes now
+    release_memory()
+    return expected, replace(loaded, module=None)  # the caller lets go of the module; convert frees it
+
+
+def artifact_label(model: ShippedModel, kind: str, models: Sequence[ShippedModel]) -> str:
+    """How the verification table names an artifact: ``onnx``/``ort``, or ``android/ort`` per target."""
+    return kind if len(models) == 1 else f"{'+'.join(model.targets)}/{kind}"
+
+
+def verify(expected: Expected, models: Sequence[ShippedModel], opts: VerifyOptions, root: Path, sorted_outputs: Sequence[str] = ()) -> VerificationReport:
+    """The gate: the reference's outputs against every model's .onnx and .ort (one table, every failure
+    listed); golden vectors and tolerances. ``sorted_outputs`` (``--top-k``'s scores) get no top-1 figure."""
+    from mobilegen.verify.gate import verify as run_gate
+
+    paths = {}
+    for m in models:
+        paths[artifact_label(m, "onnx", models)] = m.onnx.path
+        paths[artifact_label(m, "ort", models)] = m.converted().path
+    try:
+        report = run_gate(expected, paths, models[0].onnx, opts, root / "golden", sorted_outputs=sorted_outputs)
+    except VerificationError as err:
+        if any(m.fixes for m in models):
+            err.hint = (err.hint or "") + "; or pass --no-fix to ship the exported graph as it is (see the report's graph passes)"
+        raise
+    # atol/rtol, and the --range value ranges the seeded golden inputs were drawn from
+    (root / artifacts.GOLDEN_TOLERANCES).write_text(json.dumps(opts.record(), indent=2) + "\n", encoding="utf-8")
+    return report
+
+
+def fix_notices(fix_plan: FixPlan, models: Sequence[ShippedModel], verification: VerificationReport) -> list[Notice]:
+    """An approximate pass applied (``--approximate``): which, where, and its measured effect on the outputs."""
+    out: list[Notice] = []
+    for m in models:
+        approx = [f for f in m.fixes if not f.exact]
+        if not approx:
+            continue
+        labels = {artifact_label(m, kind, models) for kind in ("onnx", "ort")}
+        worst = max((r.max_abs for r in verification.rows if r.artifact in labels), default=0.0)
+        names = ", ".join(f"{f.name} ({f.nodes} node{'s' if f.nodes != 1 else ''}, --approximate {f.approximate_as})" for f in approx)
+        where = " and ".join(m.targets)
+        text = f"approximate graph pass{'es' if len(approx) > 1 else ''} {names} applied to the {where} model: its outputs differ from the reference by up to {worst:.2e} (max abs, see the verification table)"
+        out.append(Notice("fix-approximate", "warning", text, subject=where))
+    return out
+
+
+def verification_notices(verification: VerificationReport) -> list[Notice]:
+    """Outputs the gate could not verify and ``--allow-degenerate`` accepted (the report, READMEs, JSON)."""
+    return [Notice("degenerate-reference", "warning", text) for text in verification.notices]
+
