@@ -1,14 +1,16 @@
 """The generated projects' toolchain pins (mobilegen.targets.toolchains): every pinned pair lies inside the
 published compatibility tables kept next to them, the Gradle checksum is recorded with its source, the
-templates print the pins (never their own numbers), ``./gradlew`` without the jar stops with one line that
-names the exact command, and the Swift side stays Swift-6-clean while usable from Swift 5.9 tools."""
+templates print the pins (never their own numbers), ``./gradlew`` without the jar fetches the pinned distribution
+and runs it only when its SHA-256 matches, and the Swift side stays Swift-6-clean while usable from Swift 5.9 tools."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shutil
 import subprocess
 import tomllib
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -132,60 +134,106 @@ def test_wrapper_properties_carry_the_pinned_distribution_and_its_recorded_check
     assert props["validateDistributionUrl"] == "true"
 
 
-def _run_gradlew(project: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    bash = shutil.which("bash")
-    assert bash is not None
+def _run_gradlew(project: Path, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    sh = shutil.which("sh")  # POSIX sh (dash on Debian), as the shebang says
+    assert sh is not None
     return subprocess.run(
-        [bash, str(project / "gradlew"), "tasks"],
+        [sh, str(project / "gradlew"), *(args or ("tasks",))],
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=60,
         cwd=tmp_path,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path / "home")},
     )
 
 
-def test_gradlew_without_the_jar_stops_with_one_line_naming_the_command(
+def _fake_distribution(tmp_path: Path, version: str) -> tuple[Path, str]:
+    """A stand-in for gradle-X-bin.zip: its bin/gradle prints its arguments (no network here)."""
+    zpath = tmp_path / f"gradle-{version}-bin.zip"
+    with zipfile.ZipFile(zpath, "w") as z:
+        info = zipfile.ZipInfo(f"gradle-{version}/bin/gradle")
+        info.external_attr = 0o755 << 16
+        z.writestr(info, '#!/bin/sh\necho "fake gradle $*"\n')
+        z.writestr(f"gradle-{version}/lib/README", "stand-in\n")
+    return zpath, hashlib.sha256(zpath.read_bytes()).hexdigest()
+
+
+def _point_at(project: Path, url: str, sha: str | None) -> None:
+    props = project / "gradle/wrapper/gradle-wrapper.properties"
+    lines = [
+        "distributionUrl=" + url.replace(":", "\\:") if ln.startswith("distributionUrl=")
+        else (f"distributionSha256Sum={sha}" if ln.startswith("distributionSha256Sum=") else ln)
+        for ln in props.read_text().splitlines()
+    ]
+    props.write_text("".join(ln + "\n" for ln in lines if not ln.endswith("=None")))
+
+
+def test_gradlew_without_the_jar_fetches_the_pinned_distribution_checks_it_and_runs_it(
     android_project: Path, tmp_path: Path
 ) -> None:
     project = tmp_path / "project"
     shutil.copytree(android_project, project)
-    before = sorted(p.relative_to(project).as_posix() for p in project.rglob("*"))
     assert not (project / "gradle/wrapper/gradle-wrapper.jar").exists()
+    zpath, sha = _fake_distribution(tmp_path, PINS["gradle"])
+    _point_at(project, zpath.as_uri(), sha)
+    before = sorted(p.relative_to(project).as_posix() for p in project.rglob("*"))
+
+    first = _run_gradlew(project, tmp_path, "assembleDebug", "--offline")
+
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == "fake gradle assembleDebug --offline\n"
+    assert first.stderr.splitlines() == [
+        f"Downloading Gradle {PINS['gradle']} (first run only, SHA-256 checked): {zpath.as_uri()}"
+    ]
+    dists = tmp_path / "home/.gradle/wrapper/dists" / f"gradle-{PINS['gradle']}-bin"
+    assert [p.name for p in dists.iterdir()] == [f"mobilegen-{sha[:16]}"]  # no download left behind
+    assert sorted(p.relative_to(project).as_posix() for p in project.rglob("*")) == before  # project untouched
+    # The second run reuses the unpacked distribution: the zip is gone and it still runs, silently.
+    zpath.unlink()
+    again = _run_gradlew(project, tmp_path, "tasks")
+    assert (again.returncode, again.stdout, again.stderr) == (0, "fake gradle tasks\n", "")
+
+
+def test_gradlew_refuses_a_download_whose_checksum_differs_and_installs_nothing(
+    android_project: Path, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(android_project, project)
+    zpath, sha = _fake_distribution(tmp_path, PINS["gradle"])
+    wrong = "0" * 64
+    _point_at(project, zpath.as_uri(), wrong)
 
     done = _run_gradlew(project, tmp_path)
 
     assert done.returncode == 1
-    assert done.stdout == ""
-    lines = done.stderr.splitlines()
-    assert len(lines) == 1, done.stderr
-    command = toolchains.gradle_wrapper_command()
-    assert command.startswith(f"gradle wrapper --gradle-version {PINS['gradle']} --distribution-type bin ")
-    assert (
-        lines[0]
-        == f"error: gradle/wrapper/gradle-wrapper.jar is missing; create it once with a local Gradle (see README.md): {command}"
+    assert done.stdout == ""  # the fake gradle never ran
+    assert done.stderr.splitlines()[-1] == (
+        f"error: the download of {zpath.as_uri()} has SHA-256 {sha}, not the distributionSha256Sum {wrong}; "
+        "nothing was installed (a proxy or mirror may have changed it)"
     )
-    assert sorted(p.relative_to(project).as_posix() for p in project.rglob("*")) == before  # nothing created
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["project"]
-    # The README gives the same command.
-    assert command in (project / "README.md").read_text()
+    dists = tmp_path / "home/.gradle/wrapper/dists" / f"gradle-{PINS['gradle']}-bin"
+    assert list(dists.iterdir()) == []
 
 
-def test_gradlew_without_a_checksum_still_stops_and_points_to_the_readme(
+def test_gradlew_without_a_checksum_downloads_nothing_and_points_to_the_readme(
     android_project: Path, tmp_path: Path
 ) -> None:
     project = tmp_path / "project"
     shutil.copytree(android_project, project)
-    props = project / "gradle/wrapper/gradle-wrapper.properties"
-    props.write_text("".join(ln for ln in props.read_text().splitlines(keepends=True) if "Sha256" not in ln))
+    zpath, _ = _fake_distribution(tmp_path, PINS["gradle"])
+    _point_at(project, zpath.as_uri(), None)
 
     done = _run_gradlew(project, tmp_path)
 
     assert done.returncode == 1
     assert done.stderr.splitlines() == [
-        "error: gradle/wrapper/gradle-wrapper.jar is missing, and gradle/wrapper/gradle-wrapper.properties names no "
-        "Gradle -bin distribution with a checksum; see README.md"
+        "error: gradle/wrapper/gradle-wrapper.properties names no Gradle -bin distribution with a "
+        "distributionSha256Sum, so nothing unverified is downloaded; restore it or create the wrapper jar with a "
+        "local Gradle (see README.md)"
     ]
+    assert not (tmp_path / "home").exists()
+    # The README names Gradle's own wrapper command as the way to get the jar.
+    assert toolchains.gradle_wrapper_command() in (project / "README.md").read_text()
 
 
 def test_readme_makes_no_unsourced_android_studio_claim(android_project: Path) -> None:
