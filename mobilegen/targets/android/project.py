@@ -380,6 +380,8 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
         "task": task,
         "task_support_file": "TaskSupport.kt" if task else "",
         "task_file": f"{class_name}Task.kt" if task else "",
+        # Text tasks (mobilegen.tasks.text): the tokenizer's subpackage, "text", renders only for them.
+        "tokenizer_dir": "",
         "labels_asset": f"{asset_dir}/{tw.LABELS_FILE}",
         "task_test_file": f"{class_name}TaskTest.kt" if task and tw.task_golden_dir(spec) else "",
         "task_golden_asset": f"{asset_dir}/task",
