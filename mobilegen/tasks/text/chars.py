@@ -143,7 +143,7 @@ def probe(points: tuple[int, ...] = ALL_POINTS) -> dict[str, Any]:
 
     def bert(**kw: bool) -> Callable[[str], str]:
         args = {"clean_text": False, "handle_chinese_chars": False, "strip_accents": False, "lowercase": False} | kw
-        return nm.BertNormalizer(**args).normalize_str  # type: ignore[arg-type]
+        return nm.BertNormalizer(**args).normalize_str
 
     classes: dict[str, set[int]] = {}
     classes["bert_control"] = _by_normalizer(bert(clean_text=True), "a", lambda c, s: s == "", points)
