@@ -29,7 +29,7 @@ def minilm_tokenizer() -> Path:
 
 def train_byte_level_bpe(dest: Path) -> Path:
     """GPT-2 style: ByteLevel pre-tokenizer + BPE, RoBERTa's <s> … </s> post-processor, truncation at 64."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
@@ -42,6 +42,7 @@ def train_byte_level_bpe(dest: Path) -> Path:
     )
     tok.train_from_iterator(TRAINING_TEXT, trainer)
     tok.post_processor = processors.RobertaProcessing(("</s>", tok.token_to_id("</s>")), ("<s>", tok.token_to_id("<s>")))
+    tok.add_special_tokens([AddedToken("<mask>", lstrip=True, rstrip=False, normalized=False, special=True)])  # as RoBERTa's
     tok.enable_truncation(64)
     path = dest / "bpe" / "tokenizer.json"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -72,7 +73,7 @@ def train_unigram(dest: Path) -> Path:
 def train_wordpiece(dest: Path) -> Path:
     """A cased WordPiece with a normalizer sequence (NFD, StripAccents, Lowercase) and Whitespace + Digits,
     Bert's post-processor, left truncation and left padding to 40."""
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    from tokenizers import AddedToken, Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
 
     tok = Tokenizer(models.WordPiece(unk_token="[UNK]", max_input_chars_per_word=20))
     tok.normalizer = normalizers.Sequence([normalizers.NFD(), normalizers.StripAccents(), normalizers.Lowercase()])
@@ -80,6 +81,8 @@ def train_wordpiece(dest: Path) -> Path:
     trainer = trainers.WordPieceTrainer(vocab_size=600, special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]"], show_progress=False)
     tok.train_from_iterator(TRAINING_TEXT, trainer)
     tok.post_processor = processors.BertProcessing(("[SEP]", tok.token_to_id("[SEP]")), ("[CLS]", tok.token_to_id("[CLS]")))
+    tok.add_tokens(["new york", "Mobilegen"])  # normalized added tokens: matched after lowercasing
+    tok.add_tokens([AddedToken(" ::", rstrip=True, normalized=False)])
     tok.enable_truncation(40, direction="left")
     tok.enable_padding(direction="left", length=40, pad_id=0, pad_token="[PAD]")
     path = dest / "wordpiece" / "tokenizer.json"

@@ -38,6 +38,8 @@ CLASSES: dict[str, str] = {
     "bl_letter": "\\p{L} of ByteLevel's GPT-2 pattern",
     "bl_number": "\\p{N} of ByteLevel's GPT-2 pattern",
     "bl_space": "\\s of ByteLevel's GPT-2 pattern",
+    "norm_keep": "left as they are by Unicode normalization: unassigned in tokenizers' (old) normalization tables "
+    "but decomposed, reordered or assigned by a newer Unicode (the platforms' normalizers run between them)",
 }
 
 Ranges = tuple[tuple[int, int], ...]  # inclusive [first, last] code point ranges, sorted
@@ -134,6 +136,29 @@ def _isolated(
     return isolated, dropped
 
 
+def _norm_keep(points: tuple[int, ...]) -> set[int]:
+    """Code points tokenizers' normalizers treat as unassigned (no decomposition, combining class 0) where
+    Python's ``unicodedata`` does not agree, and every code point unassigned in ``unicodedata``: a newer
+    Unicode (the JVM's, Foundation's) must not normalize them either."""
+    import unicodedata
+
+    from tokenizers import normalizers as nm
+
+    nfkd = nm.NFKD().normalize_str
+    keep = _by_normalizer(nfkd, "\x00", lambda c, s: s != unicodedata.normalize("NFKD", c), points)
+    keep |= {cp for cp in points if unicodedata.category(chr(cp)) == "Cn"}
+    nfd = nm.NFD().normalize_str
+    for cp in points:
+        c = chr(cp)
+        if unicodedata.combining(c) == 0:
+            continue
+        # A mark sorts against U+0301 (class 230) or U+0316 (class 220); an unassigned character blocks both.
+        sorts = any(nfd("a" + c + m) == nfd("a" + m + c) for m in ("\u0301", "\u0316"))
+        if not sorts:
+            keep.add(cp)
+    return keep
+
+
 def probe(points: tuple[int, ...] = ALL_POINTS) -> dict[str, Any]:
     """Every class of :data:`CLASSES` and the lowercase map, measured on the installed ``tokenizers`` for
     ``points`` (all code points but surrogates by default: about two minutes)."""
@@ -168,6 +193,7 @@ def probe(points: tuple[int, ...] = ALL_POINTS) -> dict[str, Any]:
     others = alone_a & alone_1 - alone_bang | ({ord("!")} & set(points))
     classes["bl_letter"], classes["bl_number"] = letters, numbers
     classes["bl_space"] = set(points) - letters - numbers - others
+    classes["norm_keep"] = _norm_keep(points)
     lowered = _by_normalizer(nm.Lowercase().normalize_str, "\x00", lambda c, s: s != c, points)
     low = nm.Lowercase().normalize_str
     return {

@@ -101,6 +101,8 @@ HARD_CASES: tuple[str, ...] = (
     "mixed\u0000null",
     "[CLS] [SEP] [PAD] [MASK] [UNK] <s> </s> <pad> <unk> <mask> <|endoftext|>",
     "text[SEP]glued<s>to</s>specials",
+    "spaces   <mask>  around\t<mask>\u3000specials",
+    "New York, new york, NEW YORK: Mobilegen",
     "ŉ ǰ ΐ ẖ ﬓ",
     "ﷺ ﷻ",
     "तुम्हारा नाम क्या है",
@@ -111,6 +113,8 @@ HARD_CASES: tuple[str, ...] = (
     "end with space ",
     "\u2581metaspace\u2581char",
     "ĠĊ byte-level look-alikes",
+    # Newer than tokenizers' normalization tables (Unicode 12-14): JVM/Foundation must leave them alone.
+    "new \U0001fbf5\U0001f16c a\u1ac1\u0301 \u0898x \U0001f970",
 )
 
 WORDS: tuple[str, ...] = (

@@ -56,6 +56,20 @@ class Encoding:
 # --- normalization -------------------------------------------------------------------------------------
 
 
+def unicode_normalize(form: str, text: str) -> str:
+    """``unicodedata.normalize`` between the characters of ``norm_keep`` (:mod:`chars`), which stay as they
+    are: tokenizers' normalization tables are older than every platform's."""
+    keep = chars.char_class("norm_keep")
+    out: list[str] = []
+    start = 0
+    for i, c in enumerate(text):
+        if c in keep:
+            out += [unicodedata.normalize(form, text[start:i]), c]  # type: ignore[arg-type]
+            start = i + 1
+    out.append(unicodedata.normalize(form, text[start:]))  # type: ignore[arg-type]
+    return "".join(out)
+
+
 def _lower(text: str) -> str:
     table = chars.lower_map()
     return "".join(table.get(c, c) for c in text)
@@ -71,12 +85,12 @@ def _normalize_one(step: object, text: str) -> str:
             text = "".join(f" {c} " if c in chinese else c for c in text)
         if step.strip_accents:
             mn = chars.char_class("bert_mn")
-            text = "".join(c for c in unicodedata.normalize("NFD", text) if c not in mn)
+            text = "".join(c for c in unicode_normalize("NFD", text) if c not in mn)
         if step.lowercase:
             text = _lower(text)
         return text
     if isinstance(step, UnicodeNormalizer):
-        return unicodedata.normalize(step.form, text)
+        return unicode_normalize(step.form, text)
     if isinstance(step, Lowercase):
         return _lower(text)
     if isinstance(step, StripAccents):

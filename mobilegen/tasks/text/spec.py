@@ -254,9 +254,11 @@ class TokenizerSpec:
             if isinstance(n, BertNormalizer):
                 need |= {"bert_control", "bert_space"} if n.clean_text else set()
                 need |= {"chinese"} if n.handle_chinese_chars else set()
-                need |= {"bert_mn"} if n.strip_accents else set()
+                need |= {"bert_mn", "norm_keep"} if n.strip_accents else set()
             elif isinstance(n, StripAccents):
                 need.add("mark")
+            elif isinstance(n, UnicodeNormalizer):
+                need.add("norm_keep")
         for p in self.pre_tokenizers:
             if isinstance(p, BertPreTokenizer):
                 need |= {"whitespace", "bert_punct"}

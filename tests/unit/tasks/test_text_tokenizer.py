@@ -166,10 +166,11 @@ def test_asset_carries_the_vocabulary_and_only_the_classes_used(tokenizer_files:
     asset = json.loads(text_spec.write_asset(spec, tmp_path / "t.json").read_text(encoding="utf-8"))
     assert asset["format"] == "mobilegen-tokenizer" and asset["version"] == 1
     assert len(asset["model"]["vocab"]) == 30522 and asset["model"]["vocab"][101] == "[CLS]"
-    assert sorted(asset["classes"]) == ["bert_control", "bert_mn", "bert_punct", "bert_space", "chinese", "whitespace"]
+    assert sorted(asset["classes"]) == ["bert_control", "bert_mn", "bert_punct", "bert_space", "chinese", "norm_keep", "whitespace"]
     assert asset["lower"]["304"] == "i\u0307"  # İ, as Rust lowercases it
     bpe = json.loads(text_spec.write_asset(text_spec.load(tokenizer_files["byte_level_bpe"]), tmp_path / "b.json").read_text(encoding="utf-8"))
-    assert sorted(bpe["classes"]) == ["bl_letter", "bl_number", "bl_space"] and bpe["lower"] == {}
+    assert sorted(bpe["classes"]) == ["bl_letter", "bl_number", "bl_space", "whitespace"]  # whitespace: <mask> lstrip
+    assert bpe["lower"] == {}
     assert bpe["template"][0]["ids"] == [0] and bpe["template"][2]["ids"] == [2]
 
 

@@ -98,5 +98,5 @@ def test_both_ports_handle_every_component_and_asset_key() -> None:
     for name in sorted(types | behaviors | keys):
         assert f'"{name}"' in kotlin or (name == "MergedWithNext" and "MergedWithNext" in kotlin), f"Kotlin: {name}"
         assert f'"{name}"' in swift or re.search(rf"// {name}\b", swift), f"Swift: {name}"
-    for klass in ("bert_control", "bert_space", "chinese", "bert_mn", "mark", "whitespace", "bert_punct", "punct", "digit", "word", "word_space", "bl_letter", "bl_number", "bl_space"):
+    for klass in ("bert_control", "bert_space", "chinese", "bert_mn", "mark", "whitespace", "bert_punct", "punct", "digit", "word", "word_space", "bl_letter", "bl_number", "bl_space", "norm_keep"):
         assert f'"{klass}"' in kotlin and f'"{klass}"' in swift, klass
