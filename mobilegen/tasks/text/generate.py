@@ -10,8 +10,8 @@ from pathlib import Path
 import jinja2
 
 from mobilegen.errors import UsageError
-from mobilegen.lang import kotlin as kt
-from mobilegen.render import templates_root
+from mobilegen.render.lang import kotlin as kt
+from mobilegen.render.tree import templates_root
 
 # Where they live in the template trees.
 KOTLIN_TEMPLATE = Path("android", "{{ module }}", "src", "main", "kotlin", "{{ package_path }}", "{{ tokenizer_dir }}", "Tokenizer.kt.jinja")
