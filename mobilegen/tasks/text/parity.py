@@ -239,3 +239,48 @@ def check(
     t2 = time.perf_counter()
     count = compare(texts, expected, got, candidate)
     return ParityReport(candidate, len(texts), count, t1 - t0, t2 - t1)
+
+
+def gate(
+    path: Path | str, samples: Sequence[str] = (), *, max_length: int | None = None, total: int = 500
+) -> tuple[TokenizerSpec, ParityReport]:
+    """The build's gate in one call: read ``path`` (a tokenizer.json or its directory), then check the
+    Python reference against Hugging Face ``tokenizers`` on :func:`corpus` of ``samples``. Raises
+    :class:`~mobilegen.tasks.text.spec.TokenizerError` (exit 2) for an unsupported tokenizer and
+    :class:`TokenizerParityError` (exit 5) for a text whose ids differ."""
+    from mobilegen.tasks.text.spec import load
+
+    spec = load(path, max_length=max_length)
+    return spec, check(spec, hf_tokenizer(path, max_length=max_length), corpus(samples, total=total))
+
+
+@dataclass(frozen=True)
+class LengthStats:
+    """Token counts of sample texts (special tokens included, before truncation and padding): what a fixed
+    sequence length would cut."""
+
+    texts: int
+    p50: int
+    p90: int
+    p99: int
+    longest: int
+    truncated: int  # texts longer than ``max_length``
+    max_length: int | None
+
+    def to_json(self) -> dict[str, object]:
+        return {k: getattr(self, k) for k in ("texts", "p50", "p90", "p99", "longest", "truncated", "max_length")}
+
+
+def length_stats(spec: TokenizerSpec, texts: Sequence[str]) -> LengthStats:
+    """The token-length distribution of ``texts`` under ``spec`` (nearest-rank percentiles)."""
+    specials = sum(len(p.ids) for p in spec.template)
+    counts = sorted(len(reference.tokens(spec, t)) + specials for t in texts)
+    limit = spec.truncation.max_length if spec.truncation is not None else None
+
+    def pct(q: int) -> int:
+        return counts[min(len(counts) - 1, max(0, -(-len(counts) * q // 100) - 1))] if counts else 0
+
+    return LengthStats(
+        len(counts), pct(50), pct(90), pct(99), counts[-1] if counts else 0,
+        sum(c > limit for c in counts) if limit is not None else 0, limit,
+    )

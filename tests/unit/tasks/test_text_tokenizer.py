@@ -194,3 +194,22 @@ def test_directory_with_the_tokenizer(tokenizer_files: dict[str, Path], tmp_path
     assert isinstance(spec.model, text_spec.Unigram)
     assert spec.pre_tokenizers == (text_spec.Metaspace("\u2581", "always", True),)
     assert spec.padding is not None and spec.padding.pad_to_multiple_of == 8
+
+
+def test_gate_in_one_call_and_length_stats(tokenizer_files: dict[str, Path]) -> None:
+    spec, report = parity.gate(tokenizer_files["minilm"].parent, ["my own sample"], max_length=64, total=120)
+    assert report.strings == 120 and report.to_json()["mismatches"] == 0
+    assert spec.truncation is not None and spec.truncation.max_length == 64
+    texts = ["a", "a b c", " ".join(["word"] * 100)]
+    stats = parity.length_stats(spec, texts)
+    assert (stats.texts, stats.p50, stats.longest, stats.truncated, stats.max_length) == (3, 5, 102, 1, 64)
+    assert stats.to_json()["p99"] == 102
+
+
+def test_kotlin_source_refuses_a_hostile_package() -> None:
+    from mobilegen.tasks.text import generate
+
+    assert "package com.example.ok.text\n" in generate.kotlin_source("com.example.ok")
+    for bad in ('x"; pwned()', "com.example.\n}", "class", ""):
+        with pytest.raises(UsageError):
+            generate.kotlin_source(bad)
