@@ -7,6 +7,12 @@ them (:meth:`~ExecutionProvider.refine`), keeps nodes out of a partition
 (:meth:`~ExecutionProvider.drop_group`), and what it suggests (:meth:`~ExecutionProvider.suggest`).
 The coverage analysis (``mobilegen.coverage``) calls them; it never asks which provider it runs.
 
+The quantizer (``mobilegen.quantize``) asks the same way: which recipe the provider takes for a
+``--quantize`` mode (:meth:`~ExecutionProvider.recipe`), which QDQ node units it takes
+(:meth:`~ExecutionProvider.qdq_table`), what the model needs before quantizing
+(:meth:`~ExecutionProvider.preprocess`) and whether the provider quantizes with its own configuration
+(:meth:`~ExecutionProvider.quantize_static`).
+
 Nothing here imports onnx or numpy: the CLI lists providers and checks settings before loading a model.
 """
 
@@ -14,16 +20,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mobilegen.errors import InternalError, UsageError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from mobilegen.coverage.analyze import WhatIf
     from mobilegen.coverage.partition import Support
     from mobilegen.coverage.rules import EPTable
     from mobilegen.coverage.target import EPTarget
     from mobilegen.notices import Notice
+    from mobilegen.providers.quantization import QuantizeMode, Recipe, Refusal
 
 SettingValue = bool | int | str | tuple[str, ...]
 
@@ -128,6 +137,19 @@ ORT_VERSION = Setting(
 
 
 @dataclass(frozen=True)
+class StaticQuantization:
+    """What the quantizer hands a provider that quantizes with its own configuration
+    (:meth:`ExecutionProvider.quantize_static`): onnxruntime.quantization's values, ready to pass on."""
+
+    reader: Any  # a CalibrationDataReader over the calibration samples
+    calibrate_method: Any  # onnxruntime.quantization.CalibrationMethod
+    activation_type: Any  # onnxruntime.quantization.QuantType of the recipe's activation type
+    weight_type: Any
+    cache: Path | None  # the calibration cache (activation ranges) every round shares
+    exclude: tuple[str, ...]  # nodes to leave float
+
+
+@dataclass(frozen=True)
 class ExecutionProvider:
     """An execution provider as the coverage analysis models it. Subclass it, override :meth:`rule_table`
     and the hooks the provider needs (the defaults add nothing), and register an instance.
@@ -137,7 +159,7 @@ class ExecutionProvider:
 
     name: str
     display_name: str  # in reasons and messages: "NNAPI"
-    platform: str  # the target whose apps run it: "android" or "ios"
+    platform: str  # the target whose pinned runtime its rules default to: "android" or "ios"
     settings: tuple[Setting, ...] = ()
     notices: tuple[Notice, ...] = ()  # said wherever the provider is chosen (NNAPI's deprecation)
     # Taking no node at all makes the build of little use as asked (NNAPI: the only accelerator asked for).
@@ -154,10 +176,17 @@ class ExecutionProvider:
     # file the answer was read from, quoted in the reasons. A plug-in that says nothing takes none.
     takes_subgraphs: bool = False
     subgraph_source: str = ""
+    # Every target whose apps can run it (XNNPACK: android and ios); () = ``platform`` alone.
+    platforms: tuple[str, ...] = ()
+    # Rules of the provider's QDQ table that refuse every unit a calibrated recipe makes: an int8 recipe
+    # leaves those ops float (:func:`mobilegen.providers.quantization.unit_ops`).
+    never_taken_qdq_rules: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         if self.setting(ORT_VERSION.name) is None:
             object.__setattr__(self, "settings", (*self.settings, ORT_VERSION))
+        if not self.platforms:
+            object.__setattr__(self, "platforms", (self.platform,))
 
     def rule_table(self) -> EPTable:
         """The per-node rules (loaded on first use: rule tables import onnx and numpy)."""
@@ -183,6 +212,37 @@ class ExecutionProvider:
         """What this provider's settings could change, listed after "fix the dynamic dims" and before
         "replace op X" (``whatif.change_if_taken`` tells whether taking some refused nodes would help)."""
         return []
+
+    # --- quantization (mobilegen.quantize) ----------------------------------------------------------------
+
+    def recipe(self, mode: QuantizeMode, settings: Mapping[str, SettingValue | None]) -> Recipe | Refusal | None:
+        """The quantization this provider takes for ``mode`` ("int8", "dynamic", "fp16") with these setting
+        values (a target's chain gives every one; a bare lookup only those given): a
+        :class:`~mobilegen.providers.quantization.Recipe`, a
+        :class:`~mobilegen.providers.quantization.Refusal` (the target ships fp32, and says why), or None
+        when the provider declares no quantization at all (``--quantize`` is then a usage error)."""
+        return None
+
+    @property
+    def quantizes(self) -> bool:
+        """Whether the provider answers :meth:`recipe` (overrides it)."""
+        return type(self).recipe is not ExecutionProvider.recipe
+
+    def qdq_table(self) -> EPTable | None:
+        """The rule table whose QDQ node-unit rules an int8 recipe for this provider reads (the op types it
+        quantizes, the units to break); None: the quantizer knows none of the provider's units."""
+        return None
+
+    def preprocess(self, model: Path, work: Path, recipe: Recipe) -> Path:
+        """The model a ``recipe`` for this provider quantizes: ``model`` (after onnxruntime's
+        ``quant_pre_process``) rewritten into a new file under ``work``, or ``model`` itself. Runs with
+        onnx and onnxruntime importable."""
+        return model
+
+    def quantize_static(self, model: Path, out: Path, recipe: Recipe, static: StaticQuantization) -> bool:
+        """Quantize ``model`` into ``out`` (static QDQ) with the provider's own configuration, and say so
+        (True); False leaves it to the quantizer's own ``quantize_static`` call."""
+        return False
 
     # --- settings -------------------------------------------------------------------------------------
 

@@ -1,8 +1,8 @@
 """Quantize one ONNX model with a :class:`~mobilegen.quantize.recipes.Recipe` (``onnxruntime.quantization``).
 
 - int8: ``quant_pre_process`` (shape inference and a basic-level optimization; ORT's docs optimize here,
-  not after quantizing), then static QDQ (``quantize_static``; ``get_qnn_qdq_config`` + ``quantize`` for
-  QNN, after ``qnn_preprocess_model``), calibrated on the :class:`Calibration`'s samples;
+  not after quantizing), then static QDQ (``quantize_static``, or the provider's own configuration: QNN's
+  ``get_qnn_qdq_config``, after its ``qnn_preprocess_model``), calibrated on the :class:`Calibration`'s samples;
 - dynamic: ``quant_pre_process``, then ``quantize_dynamic`` (int8 weights, activations at run time);
 - fp16: ``onnxruntime.transformers.float16.convert_float_to_float16`` with the model IO kept float32, then
   sorted topologically (the converter appends the IO casts at the end of the node list; onnx.checker, and
@@ -23,8 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mobilegen import providers
 from mobilegen.errors import ConversionError, InternalError, first_line
 from mobilegen.infra.outputs import temp_dir
+from mobilegen.providers.base import StaticQuantization
 from mobilegen.quantize.calibration import Calibration
 from mobilegen.quantize.options import CalibrationMethod
 from mobilegen.quantize.recipes import Recipe
@@ -156,7 +158,9 @@ def _reader(samples: Mapping[str, np.ndarray]) -> Any:
 
 
 def _preprocess(src: Path, work: Path, recipe: Recipe) -> Path:
-    """``quant_pre_process`` (symbolic + ONNX shape inference, basic optimization); QNN's own pass after it.
+    """``quant_pre_process`` (symbolic + ONNX shape inference, basic optimization), then the provider's own
+    steps (:meth:`~mobilegen.providers.base.ExecutionProvider.preprocess`); a recipe of chosen op types
+    then gets one bias initializer per node and a name on every node (``nodes_to_exclude`` names them).
     A model the pre-processing cannot take is quantized as it is (the quantizer infers shapes itself)."""
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
@@ -166,67 +170,12 @@ def _preprocess(src: Path, work: Path, recipe: Recipe) -> Path:
     except Exception:  # noqa: BLE001 — symbolic shape inference refuses some graphs; quantizing still works
         logging.getLogger(__name__).debug("quant_pre_process failed", exc_info=True)
         shutil.copyfile(src, pre)
-    if recipe.provider == "nnapi" and recipe.mode == "int8":
-        return named_nodes(own_biases(_maxpool_out_of_units(_flatten_as_reshape(pre, work), work), work), work)
+    provider = providers.find(recipe.provider)
+    if provider is not None:
+        pre = provider.preprocess(pre, work, recipe)
     if recipe.mode == "int8" and recipe.op_types:
         return named_nodes(own_biases(pre, work), work)
-    if recipe.provider == "qnn" and recipe.mode == "int8":
-        import onnx
-        from onnxruntime.quantization.execution_providers.qnn import qnn_preprocess_model
-
-        # qnn_preprocess_model (1.31) fails on a model with metadata_props (save_and_reload_optimize_model
-        # updates a dict from the proto's repeated field): it gets a copy without them.
-        bare = onnx.load_model(str(pre), load_external_data=True)
-        del bare.metadata_props[:]
-        onnx.save_model(bare, str(work / "pre-bare.onnx"))
-        qnn_pre = work / "pre-qnn.onnx"
-        if qnn_preprocess_model(str(work / "pre-bare.onnx"), str(qnn_pre), fuse_layernorm=True):
-            return qnn_pre
     return pre
-
-
-# ORT's QDQ selectors group DQ -> MaxPool -> Q into a node unit only for MaxPool's opset-12 schema
-# (opsets 12..21: qdq_transformer/selectors_actions/shared/utils.cc), and NNAPI's pool builder takes no
-# quantized MaxPool unit (nnapi_builtin/builders/impl/pool_op_builder.cc: AveragePool only), so such a
-# unit splits the NNAPI partition. From opset 22 on no unit forms and NNAPI takes the DQ, the float
-# MaxPool and the Q one by one: the NNAPI model is converted to opset 22 (onnx's version converter).
-MAXPOOL_UNIT_OPSETS = range(12, 22)
-NO_MAXPOOL_UNIT_OPSET = 22
-
-
-def _flatten_as_reshape(pre: Path, work: Path) -> Path:
-    """``pre`` with every Flatten it can rewrite as a Reshape (NNAPI takes a quantized Reshape unit, not a
-    Flatten one: :mod:`mobilegen.passes.flatten_reshape`)."""
-    import onnx
-
-    from mobilegen.passes.flatten_reshape import apply
-
-    model = onnx.load_model(str(pre), load_external_data=True)
-    if not apply(model):
-        return pre
-    out = work / "pre-reshape.onnx"
-    onnx.save_model(model, str(out))
-    return out
-
-
-def _maxpool_out_of_units(pre: Path, work: Path) -> Path:
-    """``pre``, at opset 22 when it has a MaxPool in the opsets whose QDQ units NNAPI refuses; as it is
-    when it has none, or when the version converter cannot take the model."""
-    import onnx
-    from onnx import version_converter
-
-    model = onnx.load_model(str(pre), load_external_data=True)
-    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
-    if opset not in MAXPOOL_UNIT_OPSETS or not any(n.op_type == "MaxPool" for n in model.graph.node):
-        return pre
-    try:
-        converted = version_converter.convert_version(model, NO_MAXPOOL_UNIT_OPSET)
-    except Exception:  # noqa: BLE001 — an op without an adapter: quantize as it is (the coverage says what splits)
-        logging.getLogger(__name__).debug("opset conversion failed", exc_info=True)
-        return pre
-    out = work / "pre-opset22.onnx"
-    onnx.save_model(converted, str(out))
-    return out
 
 
 def _qtype(name: str) -> Any:
@@ -284,38 +233,11 @@ def _static(
         cache: Path | None = _histogram_ranges(pre, recipe, calib, method, ranges)
     else:
         cache = ranges
-    if recipe.provider == "qnn":
-        from onnxruntime.quantization.execution_providers.qnn import get_qnn_qdq_config
-
-        config = get_qnn_qdq_config(
-            str(pre),
-            _reader(calib.samples),
-            calibrate_method=_method(method),
-            activation_type=_qtype(recipe.activation_type),
-            weight_type=_qtype(recipe.weight_type),
-            per_channel=recipe.per_channel,
-            op_types_to_quantize=list(recipe.op_types) or None,
-            calibration_providers=["CPUExecutionProvider"],
-        )
-        # onnxruntime.quantization.quantize(pre, out, config) spelled out: it has no calibration cache.
-        quantize_static(
-            str(pre),
-            str(out),
-            config.calibration_data_reader,
-            calibration_cache_path=cache,
-            calibrate_method=config.calibrate_method,
-            quant_format=config.quant_format,
-            activation_type=config.activation_type,
-            weight_type=config.weight_type,
-            op_types_to_quantize=config.op_types_to_quantize,
-            nodes_to_quantize=config.nodes_to_quantize,
-            nodes_to_exclude=list(dict.fromkeys([*(config.nodes_to_exclude or ()), *(exclude or ())])) or None,
-            per_channel=config.per_channel,
-            reduce_range=config.reduce_range,
-            use_external_data_format=config.use_external_data_format,
-            calibration_providers=config.calibration_providers,
-            extra_options=config.extra_options,
-        )
+    provider = providers.find(recipe.provider)
+    static = StaticQuantization(
+        _reader(calib.samples), _method(method), _qtype(recipe.activation_type), _qtype(recipe.weight_type), cache, tuple(exclude or ())
+    )
+    if provider is not None and provider.quantize_static(pre, out, recipe, static):
         return
     quantize_static(
         str(pre),

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Literal, get_args
 
 from mobilegen.errors import UsageError
+from mobilegen.providers.quantization import MODES as MODES
+from mobilegen.providers.quantization import QuantizeMode as QuantizeMode
 
-QuantizeMode = Literal["int8", "dynamic", "fp16"]
 CalibrationMethod = Literal["minmax", "entropy", "percentile"]
-MODES: tuple[str, ...] = get_args(QuantizeMode)
 METHODS: tuple[str, ...] = get_args(CalibrationMethod)
 RANDOM = "random"
 MIN_COSINE, MIN_TOP1 = 0.99, 0.98  # the gate's defaults (the CLI's option defaults too)

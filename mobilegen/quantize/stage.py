@@ -164,8 +164,7 @@ def _plan(models: Sequence[ShippedModel], chosen: Sequence[Chosen], mode: Quanti
         if m is None:
             raise InternalError(f"no model for the {c.target.name} target")
         chain = provider_chain(c, m.onnx.io)
-        arch = next((ep.str_value("qnn_htp_arch") for ep in chain if ep.ep == "qnn"), None)  # the chain's own setting
-        decision = recipe_for(mode, [ep.ep for ep in chain], qnn_htp_arch=arch)
+        decision = recipe_for(mode, chain)  # the first provider's recipe, with its settings (QNN's HTP generation)
         if isinstance(decision, Refusal):
             key = (m.folder, "fp32")
             notices.append(refused_notice(mode, c.target.display_name, decision.reason, c.target.name))

@@ -11,11 +11,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from mobilegen.providers.base import ExecutionProvider, Reason, Setting
+from mobilegen.providers.base import ExecutionProvider, Reason, Setting, SettingValue
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from mobilegen.coverage.partition import Support
     from mobilegen.coverage.rules import EPTable
+    from mobilegen.providers.quantization import QuantizeMode, Recipe, Refusal
 
 DISPLAY_NAME = "CoreML"
 FORMATS = ("mlprogram", "neuralnetwork")
@@ -57,6 +60,11 @@ class CoreML(ExecutionProvider):
         from mobilegen.providers.coreml.releases import trivial_partition
 
         return trivial_partition([support.graph.nodes[i].op_type for i in group], support.ort_version)
+
+    def recipe(self, mode: QuantizeMode, settings: Mapping[str, SettingValue | None]) -> Recipe | Refusal:
+        from mobilegen.providers.coreml import recipe
+
+        return recipe.recipe(mode)
 
 
 PROVIDER = CoreML(

@@ -23,11 +23,13 @@ from mobilegen.providers.base import (
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from pathlib import Path
 
     from mobilegen.coverage.analyze import WhatIf
     from mobilegen.coverage.partition import Support
     from mobilegen.coverage.rules import EPTable
     from mobilegen.coverage.target import EPTarget
+    from mobilegen.providers.quantization import QuantizeMode, Recipe, Refusal
 
 DISPLAY_NAME = "NNAPI"
 MIN_API = 27  # ORT_NNAPI_MIN_API_LEVEL: below it GetCapability takes nothing
@@ -142,6 +144,19 @@ class Nnapi(ExecutionProvider):
                 return [f"target Android API {needed}+ (--android-api {needed}){also}: {change}"]
         return []
 
+    def recipe(self, mode: QuantizeMode, settings: Mapping[str, SettingValue | None]) -> Recipe | Refusal:
+        from mobilegen.providers.nnapi import recipe
+
+        return recipe.recipe(self, mode)
+
+    def qdq_table(self) -> EPTable:
+        return self.rule_table()
+
+    def preprocess(self, model: Path, work: Path, recipe: Recipe) -> Path:
+        from mobilegen.providers.nnapi.recipe import preprocess
+
+        return preprocess(model, work, recipe)
+
     def report_settings(self, values: Mapping[str, SettingValue]) -> dict[str, object]:
         # NNAPI always needs fixed shapes: recorded, so reports of different EPs read the same way.
         return {**super().report_settings(values), "require_static_shapes": True}
@@ -155,6 +170,10 @@ PROVIDER = Nnapi(
     notices=(NNAPI_DEPRECATED,),
     severe_if_none_taken=True,
     fixes=FIXES,
+    # NNAPI wants Softmax/Sigmoid outputs at scale 1/256, zero point 0 (softmax_op_builder.cc), while
+    # calibration gives the output the scale of its measured range (a Softmax unit quantized anyway split
+    # the task CNN's partition): an int8 recipe leaves them float.
+    never_taken_qdq_rules=frozenset({"nnapi.qdq.fixed_output"}),
     # "TODO: Task 812756: NNAPI EP, add support for subgraph (If and Loop operators)": returns nothing
     subgraph_source="onnxruntime/core/providers/nnapi/nnapi_builtin/nnapi_execution_provider.cc",
 )

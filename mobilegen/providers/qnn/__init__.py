@@ -12,15 +12,25 @@ node is the QNN SDK's ``backendValidateOpConfig`` on the phone, so every verdict
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mobilegen.providers.base import GROUP, OTHER, ExecutionProvider, Reason, Setting, SettingValue
+from mobilegen.providers.base import (
+    GROUP,
+    OTHER,
+    ExecutionProvider,
+    Reason,
+    Setting,
+    SettingValue,
+    StaticQuantization,
+)
 
 if TYPE_CHECKING:
     from mobilegen.coverage.partition import Support
     from mobilegen.coverage.qdq import Units
     from mobilegen.coverage.rules import EPTable
     from mobilegen.coverage.target import EPTarget
+    from mobilegen.providers.quantization import QuantizeMode, Recipe, Refusal
 
 DISPLAY_NAME = "QNN"
 QB = "onnxruntime/core/providers/qnn/builder/"
@@ -189,6 +199,22 @@ class Qnn(ExecutionProvider):
 
     def report_settings(self, values: Mapping[str, SettingValue]) -> dict[str, object]:
         return {**super().report_settings(values), "require_static_shapes": True, "estimate": True}
+
+    def recipe(self, mode: QuantizeMode, settings: Mapping[str, SettingValue | None]) -> Recipe | Refusal:
+        from mobilegen.providers.qnn import recipe
+
+        return recipe.recipe(mode, settings)
+
+    def preprocess(self, model: Path, work: Path, recipe: Recipe) -> Path:
+        from mobilegen.providers.qnn.recipe import preprocess
+
+        return preprocess(model, work, recipe)
+
+    def quantize_static(self, model: Path, out: Path, recipe: Recipe, static: StaticQuantization) -> bool:
+        from mobilegen.providers.qnn.recipe import quantize_static
+
+        quantize_static(model, out, recipe, static)
+        return True
 
 
 PROVIDER = Qnn(

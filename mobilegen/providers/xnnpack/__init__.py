@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mobilegen.providers.base import OTHER, ExecutionProvider, Reason, Setting
+from mobilegen.providers.base import OTHER, ExecutionProvider, Reason, Setting, SettingValue
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from mobilegen.coverage.partition import Support
     from mobilegen.coverage.rules import EPTable
     from mobilegen.coverage.target import EPTarget
+    from mobilegen.providers.quantization import QuantizeMode, Recipe
 
 DISPLAY_NAME = "XNNPACK"
 X = "onnxruntime/core/providers/xnnpack/"
@@ -54,13 +57,24 @@ class Xnnpack(ExecutionProvider):
                     text = f"{node.op_type} has no preceding XNNPACK node to fuse into"
                     support.refuse(node.index, Reason(text, OTHER, "xnnpack.fusion"))
 
+    def recipe(self, mode: QuantizeMode, settings: Mapping[str, SettingValue | None]) -> Recipe:
+        from mobilegen.providers.xnnpack import recipe
+
+        return recipe.recipe(self, mode)
+
+    def qdq_table(self) -> EPTable:
+        return self.rule_table()
+
 
 PROVIDER = Xnnpack(
     name="xnnpack",
     display_name=DISPLAY_NAME,
     platform="android",
+    platforms=("android", "ios"),  # onnxruntime-android and the iOS pod/SwiftPM package are both built with it
     settings=SETTINGS,
     fixes=FIXES,
+    # the EP claims a QDQ Resize unit, then the fused Resize finds no kernel (detail/utils.cc)
+    never_taken_qdq_rules=frozenset({"xnnpack.qdq.resize"}),
     # GetCapability has no IsSubgraph() check: a body's nodes get the same kernel checks as the main graph's
     takes_subgraphs=True,
     subgraph_source="onnxruntime/core/providers/xnnpack/xnnpack_execution_provider.cc",

@@ -12,7 +12,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from mobilegen.coverage import EPTarget, analyze
 from mobilegen.quantize import QuantizeOptions, Recipe, load_calibration, quantize, recipe_for
-from mobilegen.quantize.recipes import NEVER_TAKEN_RULES, REMOVABLE, unit_ops
+from mobilegen.quantize.recipes import REMOVABLE, unit_ops
 from mobilegen.spec import IOSpec, TensorSpec
 
 
@@ -48,7 +48,10 @@ def test_cpu_keeps_the_default_set_and_never_taken_rules_exist() -> None:
     from mobilegen.providers.xnnpack.qdq import RULES
 
     assert _recipe(()).op_types == ()
-    assert NEVER_TAKEN_RULES <= set(RULES) | set(NNAPI_RULES)
+    from mobilegen.providers import get
+
+    assert get("xnnpack").never_taken_qdq_rules <= set(RULES)
+    assert get("nnapi").never_taken_qdq_rules <= set(NNAPI_RULES)
     # a uint8 XNNPACK recipe would take Softmax: the filter reads the table's types, not a list
     assert "Softmax" in unit_ops("xnnpack", "uint8").taken
 

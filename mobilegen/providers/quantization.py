@@ -1,0 +1,150 @@
+"""What a provider's quantization hooks return, and the pieces providers share to build it.
+
+:meth:`ExecutionProvider.recipe <mobilegen.providers.base.ExecutionProvider.recipe>` answers, for one
+``--quantize`` mode, a :class:`Recipe` (the types, the granularity, the op types, and why) or a
+:class:`Refusal` (the target ships fp32, and why). Each built-in provider keeps its answers in
+``providers/<name>/recipe.py``; :func:`mobilegen.quantize.recipe_for` asks the first provider of a
+target's chain, and takes :func:`cpu_recipe` when the chain is empty.
+
+An int8 recipe that quantizes only the op types whose QDQ node units its provider takes (NNAPI, XNNPACK)
+reads them from the provider's QDQ table (:func:`unit_ops`), plus the Relu/Clip the quantizer folds into
+the Q before them (:data:`REMOVABLE`).
+
+Nothing here imports onnx or numpy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, get_args
+
+from mobilegen.artifacts import JSONValue
+
+if TYPE_CHECKING:
+    from mobilegen.providers.base import ExecutionProvider
+
+QuantizeMode = Literal["int8", "dynamic", "fp16"]
+MODES: tuple[str, ...] = get_args(QuantizeMode)
+
+FLOAT16_SOURCE = "onnxruntime/python/tools/transformers/float16.py"
+_XNN_UTILS = "onnxruntime/core/providers/xnnpack/detail/utils.cc"
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """What one target's model gets: the types, the granularity, the ops, and why."""
+
+    mode: QuantizeMode
+    provider: str  # the provider the recipe is for
+    activation_type: str  # "uint8", "int8", "uint16", "float16"
+    weight_type: str
+    per_channel: bool  # per-channel (output channel) Conv weights; other weights per-tensor
+    op_types: tuple[str, ...]  # () = onnxruntime.quantization's default set
+    reason: str  # why, with the ORT source path
+
+    def record(self) -> dict[str, JSONValue]:
+        return {
+            "mode": self.mode,
+            "provider": self.provider,
+            "activation_type": self.activation_type,
+            "weight_type": self.weight_type,
+            "per_channel": self.per_channel,
+            "op_types": list(self.op_types),
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """The target's provider cannot take the mode: the target ships its fp32 model, and says why."""
+
+    mode: QuantizeMode
+    provider: str
+    reason: str
+    # a judged recipe refused (mobilegen.quantize.judged): the coverage that refused it (fp32, recipe, narrowed)
+    coverage: dict[str, JSONValue] | None = None
+
+    def record(self) -> dict[str, JSONValue]:
+        return {"mode": self.mode, "provider": self.provider, "refused": True, "reason": self.reason}
+
+
+# onnxruntime.quantization's QDQRemovableActivation (quantization/operators/activation.py): a Relu/Clip whose
+# input is quantized is removed and its range folded into the Q before it (asymmetric activations, the
+# input read by that node only), so it forms no unit; the int8 recipes quantize them for that.
+REMOVABLE = ("Relu", "Clip")
+_TYPE_CODES = {"uint8": 2, "int8": 3}  # onnx.TensorProto codes, as QdqOp.types holds them
+_TYPE_NAMES = {2: "uint8", 3: "int8", 4: "uint16", 5: "int16"}
+
+
+@dataclass(frozen=True)
+class UnitOps:
+    """The op types of a provider's QDQ table the recipe quantizes, and those it leaves float (op, why)."""
+
+    taken: tuple[str, ...]
+    left_float: tuple[tuple[str, str], ...]
+
+
+def unit_ops(provider: ExecutionProvider, activation_type: str) -> UnitOps:
+    """The QDQ unit ops ``provider`` takes with ``activation_type`` activations, read from its
+    :meth:`~mobilegen.providers.base.ExecutionProvider.qdq_table`; a unit one of its
+    ``never_taken_qdq_rules`` refuses is left float."""
+    table = provider.qdq_table()
+    if table is None or table.qdq is None:
+        return UnitOps((), ())
+    code = _TYPE_CODES[activation_type]
+    taken: list[str] = []
+    left: list[tuple[str, str]] = []
+    for op, spec in table.qdq.units.items():
+        never = [r for r in spec.rules if r in provider.never_taken_qdq_rules]
+        if never:
+            left.append((op, f"rule {never[0]} ({table.qdq.rules[never[0]].summary}) fails for every such unit ({spec.source})"))
+        elif code not in spec.input0_dtypes:
+            left.append((op, f"its QDQ unit takes {'/'.join(_TYPE_NAMES[t] for t in spec.input0_dtypes)} only ({spec.source})"))
+        else:
+            taken.append(op)
+    return UnitOps(tuple(taken), tuple(left))
+
+
+def only_units(provider: ExecutionProvider, activation_type: str, refuses_where: str) -> tuple[tuple[str, ...], str]:
+    """An int8 recipe's op types (the provider's unit ops and :data:`REMOVABLE`) and the sentence saying
+    what stays float and why (``refuses_where``: the ORT source where the provider refuses other units)."""
+    ops = unit_ops(provider, activation_type)
+    name = provider.display_name
+    left = "; ".join(f"{op}: {why}" for op, why in ops.left_float)
+    text = (
+        f"quantizes only {', '.join(ops.taken)} (the QDQ node units {name} takes with these types: "
+        f"mobilegen/providers/{provider.name}/qdq.py UNIT_OPS) and {'/'.join(REMOVABLE)} (folded into the Q before "
+        f"them); every other op stays float, since {name} refuses its QDQ unit with the unit's DQs and Q ({refuses_where}), "
+        "which splits the partition"
+        + (f"; left float too: {left}" if left else "")
+    )
+    return (*ops.taken, *REMOVABLE), text
+
+
+# --- the CPU kernels' recipes: no provider (the CPU alone), and providers running the CPU's kernels ------
+
+# What XNNPACK and the CPU EP's QDQ kernels take (the CPU EP's int8 recipe and XNNPACK's share it).
+KERNEL_INT8 = (
+    "XNNPACK takes int8 QDQ with per-channel symmetric int8 weights (xnn_datatype_qcint8, zero point 0) "
+    f"and per-tensor int8/uint8 activations ({_XNN_UTILS}, GetDtypeInXnnpack); the CPU EP's QDQ "
+    "kernels take the same; per-channel (Conv weights only) keeps depthwise convolutions accurate"
+)
+
+
+def cpu_recipe(mode: QuantizeMode, provider: str = "cpu") -> Recipe:
+    """The recipe of the CPU EP's kernels (``provider``: the name recorded; a provider that runs these
+    kernels' recipe for ``dynamic`` and ``fp16`` gives its own)."""
+    if mode == "int8":
+        return Recipe("int8", provider, "int8", "int8", True, (), KERNEL_INT8 + "; the CPU EP takes every QDQ op: "
+                      "onnxruntime.quantization's default op set")  # fmt: skip
+    if mode == "dynamic":
+        return Recipe(
+            "dynamic", provider, "uint8", "int8", False, ("MatMul", "Gemm", "Attention", "LSTM", "GRU"),
+            "dynamic quantization (int8 weights, activations quantized at run time) suits transformer MatMuls on "
+            "the CPU kernels (MatMulInteger, DynamicQuantizeMatMul); XNNPACK leaves them to the CPU EP",
+        )  # fmt: skip
+    return Recipe(
+        "fp16", provider, "float16", "float16", False, (),
+        "weights stored as float16 (half the download); onnxruntime inserts casts around ops with no fp16 "
+        f"kernel on this provider, so those compute in fp32; inputs and outputs stay float32 ({FLOAT16_SOURCE})",
+    )  # fmt: skip
