@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -38,10 +39,15 @@ from mobilegen.cli.options import (
     SampleOnlyOpt,
     SampleOpt,
     TrustPickleOpt,
-    htp_arch,
     model_options,
     quantize_options,
     verify_options,
+)
+from mobilegen.cli.provider_flags import (
+    refuse_without_target,
+    target_options,
+    target_params,
+    with_provider_flags,
 )
 from mobilegen.cli.task_options import (
     ChannelsOpt,
@@ -73,24 +79,8 @@ def _out_opt(command: str) -> Any:
 AndroidOutOpt = Annotated[Path | None, _out_opt("android")]
 IosOutOpt = Annotated[Path | None, _out_opt("ios")]
 PackageOutOpt = Annotated[Path | None, _out_opt("package")]
-NnapiOpt = Annotated[bool, typer.Option("--nnapi", help="Set up the NNAPI EP (Android ≥ 8.1) with CPU fallback; fixes dynamic dims unless --keep-dynamic.")]
-NnapiFlagsOpt = Annotated[str | None, typer.Option("--nnapi-flags", metavar="FLAGS", help="Comma list of NNAPI flags: fp16, nchw, cpu-disabled, cpu-only.")]
-XnnpackOpt = Annotated[bool, typer.Option("--xnnpack", help="Add the XNNPACK EP (before the CPU fallback); with package: on every chosen target.")]
-QnnOpt = Annotated[bool, typer.Option("--qnn", help="Set up Qualcomm's QNN EP (Snapdragon Hexagon NPU) first, on onnxruntime-android-qnn; its coverage is an estimate.")]
-QnnHtpArchOpt = Annotated[int | None, typer.Option("--qnn-htp-arch", metavar="N", parser=htp_arch, help="Hexagon generation the QNN estimate and --quantize assume: 68, 69, 73, 75, 79 or 81 (default 73).")]
 PackageOpt = Annotated[str | None, typer.Option("--package", metavar="NAME", help="Kotlin package of the generated code, e.g. com.example.vision.")]
 KeepDynamicOpt = Annotated[bool, typer.Option("--keep-dynamic", help="With --nnapi, keep dynamic dims (NNAPI then takes no node with a symbolic dim).")]
-AndroidApiOpt = Annotated[int | None, typer.Option("--android-api", metavar="LEVEL", help="Android API level the NNAPI analysis targets.")]
-CoremlOpt = Annotated[bool, typer.Option("--coreml", help="Set up the CoreML EP with CPU fallback.")]
-CoremlFormatOpt = Annotated[
-    str,
-    typer.Option(
-        "--coreml-format",
-        metavar="FORMAT",
-        help="mlprogram (default: ORT's MLProgram builders cover LayerNorm, GELU, Erf, Where, ConvTranspose... that NeuralNetwork lacks; iOS 15+) or neuralnetwork.",
-    ),
-]
-ComputeUnitsOpt = Annotated[str, typer.Option("--compute-units", metavar="UNITS", help="CoreML compute units: all, cpu-and-ne, cpu-and-gpu, cpu-only.")]
 ZipOpt = Annotated[bool, typer.Option("--zip", help="Also write OUT.zip (deterministic).")]
 StyleOpt = Annotated[str, typer.Option("--optimization-style", metavar="STYLE", help="ORT-format optimization style: runtime (default) or fixed.")]
 
@@ -101,8 +91,16 @@ def default_out(model: Path, command: str) -> Path:
     return Path(f"{model.stem}-{command}")
 
 
-def _nnapi_flags(text: str | None) -> tuple[str, ...]:
-    return tuple(f.strip() for f in text.split(",") if f.strip()) if text else ()
+def _android_flags() -> list[inspect.Parameter]:
+    return target_params(("android",))
+
+
+def _ios_flags() -> list[inspect.Parameter]:
+    return target_params(("ios",))
+
+
+def _package_flags() -> list[inspect.Parameter]:
+    return target_params(("android", "ios"))
 
 
 def _build(
@@ -247,7 +245,10 @@ def _json_build(r: Any) -> dict[str, Any]:
     }
 
 
+# After --output-name: the target flags of the providers Android apps run (--nnapi, --nnapi-flags,
+# --android-api, --xnnpack, --qnn, --qnn-htp-arch, a plug-in's), from the registry (mobilegen.cli.provider_flags).
 @app.command()
+@with_provider_flags(_android_flags, after="output_name")
 def android(
     model: ModelArg,
     output: AndroidOutOpt = None,
@@ -256,16 +257,10 @@ def android(
     const: ConstOpt = None,
     opset: OpsetOpt = None,
     output_name: OutputNameOpt = None,
-    nnapi: NnapiOpt = False,
-    nnapi_flags: NnapiFlagsOpt = None,
-    xnnpack: XnnpackOpt = False,
-    qnn: QnnOpt = False,
-    qnn_htp_arch: QnnHtpArchOpt = None,
     name: NameOpt = None,
     package: PackageOpt = None,
     ort_version: OrtVersionOpt = None,
     keep_dynamic: KeepDynamicOpt = False,
-    android_api: AndroidApiOpt = None,
     no_fix: NoFixOpt = False,
     no_compare_exporters: NoCompareExportersOpt = False,
     approximate: ApproximateOpt = None,
@@ -303,14 +298,14 @@ def android(
     force: ForceOpt = False,
     json_out: JsonOpt = False,
     debug: DebugOpt = False,
+    **flags: Any,
 ) -> None:
     """Build a Gradle project (Kotlin wrapper, model in assets, EPs with CPU fallback, golden-vector tests)."""
 
     def action() -> Any:
         from mobilegen.targets.android.project import AndroidOptions
 
-        a = AndroidOptions(nnapi=nnapi, nnapi_flags=_nnapi_flags(nnapi_flags), xnnpack=xnnpack, package=package, class_name=name,
-                             ort_version=ort_version, android_api=android_api, qnn=qnn, qnn_htp_arch=qnn_htp_arch)
+        a = AndroidOptions(package=package, class_name=name, ort_version=ort_version, **target_options("android", flags))
         mopts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs, consts=const)
         return _build(model, output or default_out(model, "android"), mopts, targets={"android": a}, atol=atol, rtol=rtol, sample=sample, keep_dynamic=keep_dynamic,
                       style=style, force=force, zip_out=zip_out, no_fix=no_fix, no_compare_exporters=no_compare_exporters, approximate=approximate,
@@ -322,7 +317,10 @@ def android(
     run_command(action, json_out=json_out, debug=debug, human=_human_build, to_json=_json_build)
 
 
+# After --output-name: the target flags of the providers iOS apps run (--coreml, --coreml-format,
+# --compute-units, --xnnpack, a plug-in's), from the registry.
 @app.command()
+@with_provider_flags(_ios_flags, after="output_name")
 def ios(
     model: ModelArg,
     output: IosOutOpt = None,
@@ -331,10 +329,6 @@ def ios(
     const: ConstOpt = None,
     opset: OpsetOpt = None,
     output_name: OutputNameOpt = None,
-    coreml: CoremlOpt = False,
-    coreml_format: CoremlFormatOpt = "mlprogram",
-    compute_units: ComputeUnitsOpt = "all",
-    xnnpack: XnnpackOpt = False,
     name: NameOpt = None,
     ort_version: OrtVersionOpt = None,
     no_fix: NoFixOpt = False,
@@ -374,14 +368,14 @@ def ios(
     force: ForceOpt = False,
     json_out: JsonOpt = False,
     debug: DebugOpt = False,
+    **flags: Any,
 ) -> None:
     """Build a Swift Package (typed wrapper, model as a resource, CoreML EP with CPU fallback, golden-vector XCTests)."""
 
     def action() -> Any:
         from mobilegen.targets.ios.project import IosOptions
 
-        i = IosOptions(coreml=coreml, coreml_format=coreml_format, compute_units=compute_units, class_name=name, ort_version=ort_version,
-                       xnnpack=xnnpack)
+        i = IosOptions(class_name=name, ort_version=ort_version, **target_options("ios", flags))
         mopts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs, consts=const)
         return _build(model, output or default_out(model, "ios"), mopts, targets={"ios": i}, atol=atol, rtol=rtol, sample=sample, keep_dynamic=True,
                       style=style, force=force, zip_out=zip_out, no_fix=no_fix, no_compare_exporters=no_compare_exporters, approximate=approximate,
@@ -393,7 +387,9 @@ def ios(
     run_command(action, json_out=json_out, debug=debug, human=_human_build, to_json=_json_build)
 
 
+# After --output-name: the target flags of every provider, from the registry.
 @app.command()
+@with_provider_flags(_package_flags, after="output_name")
 def package(
     model: ModelArg,
     android_: Annotated[bool, typer.Option("--android", help="Include the Android project.")] = False,
@@ -404,20 +400,11 @@ def package(
     const: ConstOpt = None,
     opset: OpsetOpt = None,
     output_name: OutputNameOpt = None,
-    nnapi: NnapiOpt = False,
-    nnapi_flags: NnapiFlagsOpt = None,
-    xnnpack: XnnpackOpt = False,
-    qnn: QnnOpt = False,
-    qnn_htp_arch: QnnHtpArchOpt = None,
     package_name: PackageOpt = None,
-    coreml: CoremlOpt = False,
-    coreml_format: CoremlFormatOpt = "mlprogram",
-    compute_units: ComputeUnitsOpt = "all",
     name: NameOpt = None,
     android_ort_version: Annotated[str | None, typer.Option("--android-ort-version", metavar="VERSION", help="Pin another published onnxruntime-android version.")] = None,
     ios_ort_version: Annotated[str | None, typer.Option("--ios-ort-version", metavar="VERSION", help="Pin another published ORT Swift package version.")] = None,
     keep_dynamic: KeepDynamicOpt = False,
-    android_api: AndroidApiOpt = None,
     no_fix: NoFixOpt = False,
     no_compare_exporters: NoCompareExportersOpt = False,
     approximate: ApproximateOpt = None,
@@ -455,6 +442,7 @@ def package(
     force: ForceOpt = False,
     json_out: JsonOpt = False,
     debug: DebugOpt = False,
+    **flags: Any,
 ) -> None:
     """Build one handoff package for Android and/or iOS: projects, model, golden vectors, report, manifest."""
 
@@ -463,24 +451,16 @@ def package(
 
         if not android_ and not ios_:
             raise UsageError("package needs a target", hint="pass --android, --ios, or both")
+        refuse_without_target([t for t, on in (("android", android_), ("ios", ios_)) if on], flags)
         chosen: dict[str, Any] = {}
         if android_:
             from mobilegen.targets.android.project import AndroidOptions
 
-            chosen["android"] = AndroidOptions(nnapi=nnapi, nnapi_flags=_nnapi_flags(nnapi_flags), xnnpack=xnnpack, package=package_name,
-                                                 class_name=name, ort_version=android_ort_version, android_api=android_api,
-                                                 qnn=qnn, qnn_htp_arch=qnn_htp_arch)
-        elif nnapi or nnapi_flags:
-            raise UsageError("--nnapi/--nnapi-flags need --android", hint="add --android")
-        elif qnn or qnn_htp_arch is not None:
-            raise UsageError("--qnn/--qnn-htp-arch need --android", hint="add --android")
+            chosen["android"] = AndroidOptions(package=package_name, class_name=name, ort_version=android_ort_version, **target_options("android", flags))
         if ios_:
             from mobilegen.targets.ios.project import IosOptions
 
-            chosen["ios"] = IosOptions(coreml=coreml, coreml_format=coreml_format, compute_units=compute_units, class_name=name, ort_version=ios_ort_version,
-                                       xnnpack=xnnpack)
-        elif coreml:
-            raise UsageError("--coreml needs --ios", hint="add --ios")
+            chosen["ios"] = IosOptions(class_name=name, ort_version=ios_ort_version, **target_options("ios", flags))
         mopts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs, consts=const)
         return _build(model, output or default_out(model, "package"), mopts, targets=chosen, atol=atol, rtol=rtol, sample=sample, keep_dynamic=keep_dynamic,
                       style=style, force=force, zip_out=zip_out, no_fix=no_fix, no_compare_exporters=no_compare_exporters, approximate=approximate,

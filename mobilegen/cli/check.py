@@ -1,18 +1,19 @@
 """``mobilegen check``: per-node coverage of each execution provider, with reasons, and CI gates.
 
-The ``--ep`` choices and the provider flags' ranges, choices and defaults come from the provider registry
-(``mobilegen.providers``), read when a command runs or its help is shown, so registered plug-ins appear.
+The ``--ep`` choices and the provider flags (their names, ranges, choices and defaults) come from the
+provider registry (``mobilegen.providers``), read when the command runs or its help is shown, so
+registered plug-ins appear (:mod:`mobilegen.cli.provider_flags`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from typer.core import TyperOption
 
 from mobilegen.cli import app, run_command
-from mobilegen.cli.clickext import MobilegenCommand, declared_setting, setting_help
+from mobilegen.cli.clickext import MobilegenCommand
 from mobilegen.cli.options import (
     ConstOpt,
     DebugOpt,
@@ -24,17 +25,16 @@ from mobilegen.cli.options import (
     ModelKwargsOpt,
     OpsetOpt,
     TrustPickleOpt,
-    htp_arch_text,
     model_options,
     unique,
 )
+from mobilegen.cli.provider_flags import setting_params, settings_given, with_provider_flags
 
 if TYPE_CHECKING:
     from rich.console import Console
     from typer._click import Context, HelpFormatter
 
     from mobilegen.commands.check import CheckResult
-    from mobilegen.providers import SettingValue
 
 
 def _human(result: CheckResult, console: Console) -> None:
@@ -76,37 +76,26 @@ def _human(result: CheckResult, console: Console) -> None:
 
 
 class _CheckCommand(MobilegenCommand):
-    """Fills the help of ``--ep`` and of the provider flags from the registry when the help is shown (a
-    missing ``--ep`` names the choices: ``MobilegenCommand``)."""
+    """Fills the help of ``--ep`` from the registry when the help is shown (a missing ``--ep`` names the
+    choices: ``MobilegenCommand``)."""
 
     def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
         from mobilegen import providers
 
         for param in self.params:
-            if not isinstance(param, TyperOption) or param.name is None:
-                continue
-            if param.name == "ep":
+            if isinstance(param, TyperOption) and param.name == "ep":
                 param.help = f"Execution provider: {', '.join(providers.names())}. Repeatable."
-            elif (setting := declared_setting(param.name)) is not None:
-                param.help = setting_help(setting)
         super().format_help(ctx, formatter)
 
 
-# Flags named after the provider setting they set (on every chosen provider that declares it); their
-# help, ranges and defaults come from the registry.
+# After --ep: one flag per provider setting that declares one (--android-api, --coreml-format, --qnn-htp-arch,
+# --require-static-shapes, --ort-version, a plug-in's), named after it, with its help, range and default
+# from the registry; it sets that setting on every chosen provider that declares it.
 @app.command("check", cls=_CheckCommand)
+@with_provider_flags(setting_params, after="ep")
 def check(
     model: ModelArg,
     ep: Annotated[list[str], typer.Option("--ep", metavar="EP", callback=unique, help="Execution provider (a name in the provider registry). Repeatable.")],
-    coreml_format: Annotated[str | None, typer.Option("--coreml-format", metavar="FORMAT", help="CoreML model format.")] = None,
-    android_api: Annotated[int | None, typer.Option("--android-api", metavar="LEVEL", help="Android API level the NNAPI rules assume.")] = None,
-    qnn_htp_arch: Annotated[str | None, typer.Option("--qnn-htp-arch", metavar="N", parser=htp_arch_text, help="Hexagon generation the QNN estimate assumes.")] = None,
-    require_static_shapes: Annotated[
-        bool, typer.Option("--require-static-shapes", help="CoreML: refuse nodes with symbolic dims (RequireStaticInputShapes).")
-    ] = False,
-    ort_version: Annotated[
-        str | None, typer.Option("--ort-version", metavar="VERSION", help="ONNX Runtime release whose provider rules apply.")
-    ] = None,
     fail_under: Annotated[
         float | None, typer.Option("--fail-under", help="Exit 7 if any report supports less than PCT % of nodes.", metavar="PCT")
     ] = None,
@@ -122,20 +111,14 @@ def check(
     model_kwargs: ModelKwargsOpt = None,
     json_out: JsonOpt = False,
     debug: DebugOpt = False,
+    **settings: Any,
 ) -> None:
     """Which nodes each execution provider will run, each refusal with its reason, and the partitions."""
 
     def action() -> CheckResult:
         from mobilegen.commands.check import CheckOptions, check
 
-        settings: dict[str, SettingValue | None] = {
-            "coreml_format": coreml_format,
-            "android_api": android_api,
-            "qnn_htp_arch": qnn_htp_arch,
-            "require_static_shapes": require_static_shapes,
-            "ort_version": ort_version,
-        }
-        opts = CheckOptions(eps=tuple(ep), settings=settings, fail_under=fail_under, max_partitions=max_partitions)
+        opts = CheckOptions(eps=tuple(ep), settings=settings_given(settings), fail_under=fail_under, max_partitions=max_partitions)
         return check(model, opts, model_options(inputs, dynamic, opset, None, trust_pickle, model_class, model_kwargs, consts=const))
 
     run_command(action, json_out=json_out, debug=debug, human=_human, to_json=lambda r: r.to_dict())

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, TypeVar, get_args, ge
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
+from mobilegen.cli.provider_flags import setting_help
+
 try:  # recent Typer vendors its own copy of click
     from typer._click import exceptions as click_exc  # type: ignore[import-not-found,unused-ignore]
 except ImportError:  # pragma: no cover — Typer releases that use click itself
@@ -90,17 +92,6 @@ def declared_setting(name: str) -> Setting | None:
     from mobilegen import providers
 
     return next((s for p in providers.all_providers() if (s := p.setting(name)) is not None), None)
-
-
-def setting_help(setting: Setting) -> str:
-    """A provider flag's help from the registry: what it sets, its choices or range, and its default."""
-    if setting.variant:
-        return f"{setting.help}: {' or '.join(setting.choices)} (default: report each)."
-    if setting.choices:
-        return f"{setting.help}: {', '.join(setting.choices)} (default: {setting.default})."
-    if setting.minimum is not None or setting.maximum is not None:
-        return f"{setting.help} ({setting.range_text}; default {setting.default})."
-    return f"{setting.help}."
 
 
 class MobilegenCommand(TyperCommand):

@@ -3,8 +3,9 @@ before and after each provider; the fixed model verified and written as one ``.o
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -33,6 +34,7 @@ from mobilegen.cli.options import (
     unique,
     verify_options,
 )
+from mobilegen.cli.provider_flags import setting_params, settings_given, with_provider_flags
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -67,7 +69,13 @@ def _human(result: FixResult, console: Console) -> None:
         console.print(f"[yellow]note:[/yellow] {escape(note)}")
 
 
+def _setting_params() -> list[inspect.Parameter]:
+    return setting_params(variants_each=False)  # fix writes one model: a variant left out is its default
+
+
+# After --keep-dynamic: the provider settings' flags (mobilegen.cli.provider_flags), as check has them.
 @app.command("fix")
+@with_provider_flags(_setting_params, after="keep_dynamic")
 def fix(
     model: ModelArg,
     ep: Annotated[
@@ -77,11 +85,6 @@ def fix(
     output: Annotated[Path, typer.Option("--output", "-o", metavar="FILE.onnx", help="Where to write the fixed .onnx.")],
     approximate: ApproximateOpt = None,
     keep_dynamic: Annotated[bool, typer.Option("--keep-dynamic", help="Keep dynamic dims (NNAPI then takes no node with a symbolic dim).")] = False,
-    coreml_format: Annotated[str | None, typer.Option("--coreml-format", metavar="FORMAT", help="CoreML model format: mlprogram (default) or neuralnetwork.")] = None,
-    android_api: Annotated[int | None, typer.Option("--android-api", metavar="LEVEL", help="Android API level the NNAPI rules assume (its range and default: the NNAPI provider's).")] = None,
-    require_static_shapes: Annotated[
-        bool, typer.Option("--require-static-shapes", help="CoreML: refuse nodes with symbolic dims (RequireStaticInputShapes).")
-    ] = False,
     input: InputOpt = None,
     dynamic: DynamicOpt = None,
     const: ConstOpt = None,
@@ -99,6 +102,7 @@ def fix(
     force: ForceOpt = False,
     json_out: JsonOpt = False,
     debug: DebugOpt = False,
+    **settings: Any,
 ) -> None:
     """Rewrite MODEL for the given execution providers (each graph pass kept only if it helps), verify it,
     write OUT.onnx and show each provider's coverage before and after."""
@@ -106,8 +110,7 @@ def fix(
     def action() -> FixResult:
         from mobilegen.commands.fix import FixOptions, fix_model
 
-        settings = {"coreml_format": coreml_format, "android_api": android_api, "require_static_shapes": require_static_shapes or None}
-        opts = FixOptions(eps=tuple(ep), settings=settings, approximate=tuple(approximate or ()), keep_dynamic=keep_dynamic)
+        opts = FixOptions(eps=tuple(ep), settings=settings_given(settings), approximate=tuple(approximate or ()), keep_dynamic=keep_dynamic)
         mopts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs, consts=const)
         vopts = verify_options(atol, rtol, sample, range_, sample_only, allow_degenerate)
         return fix_model(model, output, opts, mopts, vopts, force=force)

@@ -132,19 +132,3 @@ def quantize_options(
     )
     options.check()  # flag errors before any heavy work
     return options
-
-
-def htp_arch(value: object) -> int:
-    """``--qnn-htp-arch``'s parser: ``75``, or ``v75`` as Qualcomm writes the Hexagon generations."""
-    text = str(value).strip()
-    digits = text[1:] if text[:1] in ("v", "V") else text
-    if not (digits.isascii() and digits.isdigit()):
-        from mobilegen.providers.qnn import HTP_ARCHS  # imported lazily: keeps --help fast
-
-        raise typer.BadParameter(f"{text!r} is not a Hexagon generation: use one of {', '.join(HTP_ARCHS)} (a leading v is fine: v75)")
-    return int(digits)
-
-
-def htp_arch_text(value: object) -> str:
-    """``--qnn-htp-arch`` for ``check``, whose provider settings are strings."""
-    return str(htp_arch(value))

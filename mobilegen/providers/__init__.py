@@ -33,6 +33,7 @@ from mobilegen.providers.base import (
     Reason,
     Setting,
     SettingValue,
+    TargetFlag,
 )
 
 __all__ = [
@@ -48,6 +49,7 @@ __all__ = [
     "Reason",
     "Setting",
     "SettingValue",
+    "TargetFlag",
     "all_providers",
     "find",
     "get",
@@ -129,7 +131,7 @@ def all_providers() -> tuple[ExecutionProvider, ...]:
 
 def on_platform(platform: str) -> tuple[ExecutionProvider, ...]:
     """The providers a platform's apps can use ("android", "ios"), in :func:`names` order."""
-    return tuple(p for p in all_providers() if p.platform == platform)
+    return tuple(p for p in all_providers() if platform in p.platforms)
 
 
 def validate_settings(values: Mapping[str, object]) -> None:

@@ -78,6 +78,8 @@ class Setting:
     hint: str = ""  # what to do about an out-of-range value
     variant: bool = False
     validator: Callable[[str], object] | None = None  # a str setting's own check (raises UsageError)
+    metavar: str = ""  # what the flag's value is in --help ("LEVEL"); default: by its kind
+    parse: Callable[[str], SettingValue] | None = None  # the flag's text -> the value (raises UsageError)
 
     def __post_init__(self) -> None:
         if self.variant and not self.choices:
@@ -118,6 +120,31 @@ class Setting:
         return tuple(value)
 
 
+@dataclass(frozen=True)
+class TargetFlag:
+    """A flag of the build commands (``android``, ``ios``, ``package``) that a provider declares.
+
+    It sets the target option ``name`` (a keyword of the target's options: ``AndroidOptions(nnapi_flags=...)``)
+    on the targets of the provider's ``platforms``; the commands of those targets show it. The kind follows
+    ``kind`` (a flag for bool); ``default`` None means "not given". ``parse`` turns the flag's text into the
+    value (raising UsageError), ``convert`` the value into the option's (a comma list into a tuple).
+    ``needs_target``: given to ``package`` without one of the provider's targets, it is a usage error."""
+
+    name: str
+    flag: str
+    default: bool | int | str | None
+    help: str
+    kind: type[bool] | type[int] | type[str] = bool
+    metavar: str = ""
+    parse: Callable[[str], object] | None = None
+    convert: Callable[[Any], object] | None = None
+    needs_target: bool = False
+
+    def given(self, value: object) -> bool:
+        """Whether ``value`` (what the command received) differs from not giving the flag."""
+        return value is not None and value is not False and value != self.default
+
+
 def _known_release(version: str) -> None:
     from mobilegen.runtimes import rules_release
 
@@ -133,6 +160,7 @@ ORT_VERSION = Setting(
     label="ONNX Runtime version",
     flag="--ort-version",
     validator=_known_release,
+    metavar="VERSION",
 )
 
 
@@ -181,6 +209,8 @@ class ExecutionProvider:
     # Rules of the provider's QDQ table that refuse every unit a calibrated recipe makes: an int8 recipe
     # leaves those ops float (:func:`mobilegen.providers.quantization.unit_ops`).
     never_taken_qdq_rules: frozenset[str] = frozenset()
+    # The build commands' flags that set this provider up on its targets (``--nnapi``, ``--qnn-htp-arch``).
+    target_flags: tuple[TargetFlag, ...] = ()
 
     def __post_init__(self) -> None:
         if self.setting(ORT_VERSION.name) is None:

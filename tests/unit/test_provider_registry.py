@@ -151,7 +151,7 @@ def test_entry_point_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(providers, "_plugin_refs", lambda: {"toyplug": f"{__name__}:PLUGIN"})
     assert providers.names()[-1] == "toyplug"
     assert providers.get("toyplug") is PLUGIN
-    assert [p.name for p in providers.on_platform("ios")] == ["coreml", "toyplug"]
+    assert [p.name for p in providers.on_platform("ios")] == ["coreml", "xnnpack", "toyplug"]  # XNNPACK runs on both
     refs = {"broken": f"{__name__}:NOPE", "liar": f"{__name__}:TOY"}
     monkeypatch.setattr(providers, "_plugin_refs", lambda: refs)
     with pytest.raises(UsageError, match="plug-in 'broken' .* could not be loaded"):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from mobilegen.providers.base import ExecutionProvider, Reason, Setting, SettingValue
+from mobilegen.providers.base import ExecutionProvider, Reason, Setting, SettingValue, TargetFlag
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -38,6 +38,7 @@ SETTINGS = (
         flag="--coreml-format",
         choices=FORMATS,
         variant=True,
+        metavar="FORMAT",
     ),
     Setting(
         "require_static_shapes",
@@ -45,6 +46,16 @@ SETTINGS = (
         "CoreML: refuse nodes with symbolic dims (RequireStaticInputShapes)",
         flag="--require-static-shapes",
     ),
+)
+
+TARGET_FLAGS = (
+    TargetFlag("coreml", "--coreml", False, "Set up the CoreML EP with CPU fallback.", needs_target=True),
+    TargetFlag(
+        "coreml_format", "--coreml-format", "mlprogram",
+        "mlprogram (default: ORT's MLProgram builders cover LayerNorm, GELU, Erf, Where, ConvTranspose... that NeuralNetwork lacks; iOS 15+) or neuralnetwork.",
+        kind=str, metavar="FORMAT",
+    ),  # fmt: skip
+    TargetFlag("compute_units", "--compute-units", "all", "CoreML compute units: all, cpu-and-ne, cpu-and-gpu, cpu-only.", kind=str, metavar="UNITS"),
 )
 
 
@@ -72,6 +83,7 @@ PROVIDER = CoreML(
     display_name=DISPLAY_NAME,
     platform="ios",
     settings=SETTINGS,
+    target_flags=TARGET_FLAGS,
     fixes=FIXES,
     # returns nothing for a subgraph unless COREML_FLAG_ENABLE_ON_SUBGRAPH / EnableOnSubgraphs, which the
     # generated iOS code does not set

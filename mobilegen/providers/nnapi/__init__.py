@@ -19,6 +19,7 @@ from mobilegen.providers.base import (
     Reason,
     Setting,
     SettingValue,
+    TargetFlag,
 )
 
 if TYPE_CHECKING:
@@ -76,6 +77,7 @@ SETTINGS = (
         minimum=MIN_API,
         maximum=MAX_API,
         hint="NNAPI needs API 27 (Android 8.1) or newer",
+        metavar="LEVEL",
     ),
     Setting(
         "nnapi_stop_ops",
@@ -83,6 +85,21 @@ SETTINGS = (
         "ops NNAPI partitioning stops at: they and everything downstream stay on the CPU",
         label="NNAPI stop ops",
     ),
+)
+
+
+def _comma_list(text: str | None) -> tuple[str, ...]:
+    return tuple(f.strip() for f in text.split(",") if f.strip()) if text else ()
+
+
+TARGET_FLAGS = (
+    TargetFlag("nnapi", "--nnapi", False, "Set up the NNAPI EP (Android ≥ 8.1) with CPU fallback; fixes dynamic dims unless --keep-dynamic.", needs_target=True),
+    TargetFlag(
+        "nnapi_flags", "--nnapi-flags", None, "Comma list of NNAPI flags: fp16, nchw, cpu-disabled, cpu-only.",
+        kind=str, metavar="FLAGS", convert=_comma_list, needs_target=True,
+    ),  # fmt: skip
+    # its help on screen is the android_api setting's, with the range and default (mobilegen.cli.clickext)
+    TargetFlag("android_api", "--android-api", None, "Android API level the NNAPI analysis targets.", kind=int, metavar="LEVEL"),
 )
 
 
@@ -167,6 +184,7 @@ PROVIDER = Nnapi(
     display_name=DISPLAY_NAME,
     platform="android",
     settings=SETTINGS,
+    target_flags=TARGET_FLAGS,
     notices=(NNAPI_DEPRECATED,),
     severe_if_none_taken=True,
     fixes=FIXES,

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mobilegen.errors import UsageError
 from mobilegen.providers.base import (
     GROUP,
     OTHER,
@@ -23,6 +24,7 @@ from mobilegen.providers.base import (
     Setting,
     SettingValue,
     StaticQuantization,
+    TargetFlag,
 )
 
 if TYPE_CHECKING:
@@ -57,6 +59,18 @@ ESTIMATE = (
 # rewrites of ops it has no builder for; the fix stage keeps each only when the estimate improves.
 FIXES = ("fixed-dims", "fold-if", "fold-constants", "nan-guard", "sum-add", "reduce", "pad", "layernorm", "gelu", "gelu-tanh")
 
+
+
+def parse_htp_arch(value: str) -> int:
+    """``--qnn-htp-arch``'s value: ``75``, or ``v75`` as Qualcomm writes the Hexagon generations (whether
+    QNN knows the generation is checked with the other options)."""
+    text = str(value).strip()
+    digits = text[1:] if text[:1] in ("v", "V") else text
+    if not (digits.isascii() and digits.isdigit()):
+        raise UsageError(f"{text!r} is not a Hexagon generation: use one of {', '.join(HTP_ARCHS)} (a leading v is fine: v75)")
+    return int(digits)
+
+
 SETTINGS = (
     Setting(
         "qnn_htp_arch",
@@ -65,7 +79,22 @@ SETTINGS = (
         label="QNN HTP architecture",
         flag="--qnn-htp-arch",
         choices=HTP_ARCHS,
+        metavar="N",
+        parse=lambda text: str(parse_htp_arch(text)),
     ),
+)
+
+TARGET_FLAGS = (
+    TargetFlag(
+        "qnn", "--qnn", False,
+        "Set up Qualcomm's QNN EP (Snapdragon Hexagon NPU) first, on onnxruntime-android-qnn; its coverage is an estimate.",
+        needs_target=True,
+    ),  # fmt: skip
+    TargetFlag(
+        "qnn_htp_arch", "--qnn-htp-arch", None,
+        f"Hexagon generation the QNN estimate and --quantize assume: {', '.join(HTP_ARCHS[:-1])} or {HTP_ARCHS[-1]} (default {DEFAULT_HTP_ARCH}).",
+        kind=int, metavar="N", parse=parse_htp_arch, needs_target=True,
+    ),  # fmt: skip
 )
 
 
@@ -222,6 +251,7 @@ PROVIDER = Qnn(
     display_name=DISPLAY_NAME,
     platform="android",
     settings=SETTINGS,
+    target_flags=TARGET_FLAGS,
     fixes=FIXES,
     estimate=ESTIMATE,
     subgraph_source="onnxruntime/core/providers/qnn/qnn_execution_provider.cc",  # IsSubgraph(): returns nothing

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mobilegen.providers.base import OTHER, ExecutionProvider, Reason, Setting, SettingValue
+from mobilegen.providers.base import OTHER, ExecutionProvider, Reason, Setting, SettingValue, TargetFlag
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -72,6 +72,7 @@ PROVIDER = Xnnpack(
     platform="android",
     platforms=("android", "ios"),  # onnxruntime-android and the iOS pod/SwiftPM package are both built with it
     settings=SETTINGS,
+    target_flags=(TargetFlag("xnnpack", "--xnnpack", False, "Add the XNNPACK EP (before the CPU fallback); with package: on every chosen target."),),
     fixes=FIXES,
     # the EP claims a QDQ Resize unit, then the fused Resize finds no kernel (detail/utils.cc)
     never_taken_qdq_rules=frozenset({"xnnpack.qdq.resize"}),
