@@ -1,0 +1,194 @@
+"""What a new execution provider costs: its own module plus one registry line.
+
+The provider below lives in a module written into a temp folder, and is registered the way a package
+registers one, by one ``mobilegen.providers`` entry point (``entry_points.txt`` of a ``.dist-info``
+folder on the path); no mobilegen file is edited. With that alone it has a rule table (``check --ep``
+analyses with it), a setting with a flag (``--toynpu-max-rank`` in ``check --help``, range-checked, refused
+without ``--ep toynpu``), a quantization recipe (``recipe_for``) and a pre-quantization hook the
+quantizer runs (``quantize``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from mobilegen import providers
+from mobilegen.errors import UsageError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+MODULE = '''
+"""ToyNPU: a provider outside mobilegen."""
+
+from __future__ import annotations
+
+from mobilegen.coverage.rules import F32, EPTable, OpSpec, Rule
+from mobilegen.providers import ExecutionProvider, Setting
+from mobilegen.providers.quantization import Recipe, Refusal
+
+SOURCE = "https://example.invalid/toynpu/relu.cc"
+PREPROCESSED = []  # (model file name, recipe mode) per preprocess call
+
+
+def _rank(ctx):
+    rank, most = ctx.rank(0), ctx.target.int_value("toynpu_max_rank")
+    return None if rank is not None and rank <= most else f"Relu input has rank {rank}: ToyNPU takes rank <= {most}"
+
+
+TABLE = EPTable(
+    ep="toynpu",
+    ops={("", "Relu"): OpSpec("Relu", SOURCE, rules=("toynpu.rank",))},
+    rules={"toynpu.rank": Rule("toynpu.rank", "Relu input rank <= max rank", SOURCE, _rank)},
+    general=(),
+    default_since_max=100,
+    default_input0_dtypes=(F32,),
+)
+
+
+class ToyNpu(ExecutionProvider):
+    def rule_table(self):
+        return TABLE
+
+    def recipe(self, mode, settings):
+        if mode == "int8":
+            return Recipe("int8", "toynpu", "uint8", "uint8", False, ("MatMul", "Relu"), "ToyNPU runs uint8 MatMul units")
+        return Refusal(mode, "toynpu", f"ToyNPU computes no {mode}")
+
+    def preprocess(self, model, work, recipe):
+        PREPROCESSED.append((model.name, recipe.mode))
+        return model
+
+
+PROVIDER = ToyNpu(
+    name="toynpu",
+    display_name="ToyNPU",
+    platform="android",
+    settings=(
+        Setting("toynpu_max_rank", 2, "highest input rank ToyNPU takes", flag="--toynpu-max-rank", metavar="RANK", minimum=1, maximum=4),
+    ),
+)
+'''
+
+# The one registry line: the entry point a plug-in package declares
+# ([project.entry-points."mobilegen.providers"] toynpu = "toynpu_mobilegen:PROVIDER").
+ENTRY_POINTS = "[mobilegen.providers]\ntoynpu = toynpu_mobilegen:PROVIDER\n"
+
+
+def _install(folder: Path) -> list[Path]:
+    """The plug-in as pip would leave it: its module and a .dist-info with the entry point. Returns the files."""
+    module = folder / "toynpu_mobilegen.py"
+    module.write_text(textwrap.dedent(MODULE))
+    info = folder / "toynpu_mobilegen-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toynpu-mobilegen\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(ENTRY_POINTS)
+    return [module, info / "METADATA", info / "entry_points.txt"]
+
+
+def _model(path: Path) -> Path:
+    """Relu on a rank-2 input, Relu on a rank-4 input, then Sigmoid (no ToyNPU builder)."""
+    nodes = [
+        helper.make_node("Relu", ["x"], ["y"], name="small"),
+        helper.make_node("Relu", ["z"], ["r"], name="big"),
+        helper.make_node("Sigmoid", ["r"], ["w"], name="sig"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4]), helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, 2, 2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4]), helper.make_tensor_value_info("w", TensorProto.FLOAT, [1, 2, 2, 4])],
+    )
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    return path
+
+
+def _mobilegen(plugin: Path, *args: object) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin), str(ROOT)])}
+    return subprocess.run([sys.executable, "-m", "mobilegen", *map(str, args)], capture_output=True, text=True, env=env, cwd=plugin, check=False)
+
+
+@pytest.fixture
+def plugin(tmp_path: Path) -> Path:
+    folder = tmp_path / "site"
+    folder.mkdir()
+    files = _install(folder)
+    assert all(not f.resolve().is_relative_to(ROOT / "mobilegen") for f in files)  # nothing inside mobilegen
+    return folder
+
+
+def test_its_setting_is_a_check_flag_and_it_is_an_ep_choice(plugin: Path) -> None:
+    shown = _mobilegen(plugin, "check", "--help")
+    assert shown.returncode == 0, shown.stderr
+    assert "qnn, toynpu" in shown.stdout  # --ep's choices
+    assert "--toynpu-max-rank RANK" in shown.stdout and "highest input rank ToyNPU takes (1..4; default 2)." in " ".join(shown.stdout.split())
+
+
+def test_check_analyses_with_its_rule_table_and_its_flag(plugin: Path) -> None:
+    model = _model(plugin / "m.onnx")
+    default = _mobilegen(plugin, "check", model, "--ep", "toynpu", "--json")
+    assert default.returncode == 0, default.stderr
+    (report,) = json.loads(default.stdout)["reports"]
+    assert (report["ep"], report["supported_nodes"], report["total_nodes"]) == ("toynpu", 1, 3)
+    assert report["settings"]["toynpu_max_rank"] == 2
+    wider = json.loads(_mobilegen(plugin, "check", model, "--ep", "toynpu", "--toynpu-max-rank", 4, "--json").stdout)["reports"][0]
+    assert wider["supported_nodes"] == 2 and wider["settings"]["toynpu_max_rank"] == 4
+
+    outside = _mobilegen(plugin, "check", model, "--ep", "toynpu", "--toynpu-max-rank", 9)
+    assert outside.returncode == 2 and "--toynpu-max-rank 9 is outside 1..4" in outside.stderr
+    elsewhere = _mobilegen(plugin, "check", model, "--ep", "nnapi", "--toynpu-max-rank", 3)
+    assert elsewhere.returncode == 2 and "--toynpu-max-rank needs --ep toynpu" in elsewhere.stderr
+
+
+@pytest.fixture
+def loaded(plugin: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
+    """The plug-in found through its entry point in this process."""
+    monkeypatch.syspath_prepend(str(plugin))
+    monkeypatch.setattr(providers, "_loaded", {})
+    providers._plugin_refs.cache_clear()
+    try:
+        assert providers.names()[-1] == "toynpu"
+        yield sys.modules.get("toynpu_mobilegen") or __import__("toynpu_mobilegen")
+    finally:
+        providers._plugin_refs.cache_clear()
+        sys.modules.pop("toynpu_mobilegen", None)
+
+
+def test_its_recipe_is_looked_up_and_the_quantizer_runs_its_hook(loaded: object, tmp_path: Path) -> None:
+    from mobilegen.coverage import EPTarget
+    from mobilegen.quantize import Recipe, Refusal, quantize, recipe_for
+    from mobilegen.quantize.calibration import Calibration
+
+    recipe = recipe_for("int8", (EPTarget("toynpu"),))
+    assert isinstance(recipe, Recipe) and (recipe.provider, recipe.activation_type, recipe.op_types) == ("toynpu", "uint8", ("MatMul", "Relu"))
+    refusal = recipe_for("fp16", ("toynpu", "nnapi"))
+    assert isinstance(refusal, Refusal) and refusal.reason == "ToyNPU computes no fp16"
+    with pytest.raises(UsageError, match="no quantization recipe for provider 'toyless'") as err:
+        recipe_for("int8", ("toyless",))
+    assert err.value.hint is not None and "toynpu" in err.value.hint
+
+    rng = np.random.default_rng(0)
+    w = onnx.numpy_helper.from_array(rng.normal(size=(4, 4)).astype(np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"), helper.make_node("Relu", ["m"], ["y"], name="relu")],
+        "mm",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])],
+        [w],
+    )
+    src = tmp_path / "mm.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(src))
+    samples = {"x": rng.normal(size=(8, 1, 4)).astype(np.float32)}
+    qm = quantize(src, recipe, Calibration(samples, {}, "random (seed 0)", 8, False), tmp_path / "q.onnx")
+    assert getattr(loaded, "PREPROCESSED") == [("pre.onnx", "int8")]  # noqa: B009 — the plug-in module's own list
+    ops = [n.op_type for n in onnx.load(str(qm.path)).graph.node]
+    assert "QuantizeLinear" in ops and "DequantizeLinear" in ops and qm.quantized_nodes == 1  # the MatMul's unit
