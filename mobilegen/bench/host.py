@@ -15,7 +15,6 @@ The inputs are the package's golden inputs (``golden/golden.mgv``, the case the 
 
 from __future__ import annotations
 
-import os
 import platform
 import tempfile
 import time
@@ -24,9 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mobilegen import __version__
+from mobilegen import __version__, providers
+from mobilegen import targets as target_registry
 from mobilegen.artifacts import GOLDEN_MGV, MANIFEST
-from mobilegen.bench.profile import read_profile
+from mobilegen.bench.profile import CPU_PROVIDER, read_profile
 from mobilegen.bench.schema import BenchResult, Configuration, Device, Placement, WarmStats
 from mobilegen.errors import LoadError, UsageError, first_line
 from mobilegen.load.loader import sha256_file
@@ -34,9 +34,9 @@ from mobilegen.load.loader import sha256_file
 if TYPE_CHECKING:
     import numpy as np
 
-HOST_EPS = ("cpu", "xnnpack")
-DEVICE_EPS = ("nnapi", "coreml", "qnn")  # the device benchmark's configurations (README: Benchmarks)
-TARGETS = ("android", "ios")
+    from mobilegen.providers import ExecutionProvider
+
+CPU = "cpu"
 MAX_RUNS = 100_000
 MAX_MGV_BYTES = 1 << 30  # golden vectors: inputs and outputs of one case
 
@@ -61,23 +61,21 @@ class HostConfig:
         return out
 
 
-def xnnpack_threads() -> int:
-    return max(1, min(os.cpu_count() or 1, 4))  # ModelSupport.defaultXnnpackThreads
+def host_providers() -> tuple[ExecutionProvider, ...]:
+    """The registered providers ``mobilegen bench`` runs on this host (their ``host_session``)."""
+    return tuple(p for p in providers.all_providers() if p.ort_name and p.host_session() is not None)
 
 
 def host_config(ep: str) -> HostConfig:
-    if ep == "cpu":
-        return HostConfig("cpu", "cpu", ("CPUExecutionProvider",), ({},), {}, 0)
-    if ep == "xnnpack":
+    if ep == CPU:
+        return HostConfig(CPU, CPU, (CPU_PROVIDER,), ({},), {}, 0)
+    provider = providers.find(ep.split("-", 1)[0])  # a device configuration: nnapi-fp16, qnn-no-cpu
+    session = provider.host_session() if provider is not None else None
+    if provider is not None and session is not None and provider.ort_name and ep == provider.name:
         return HostConfig(
-            "xnnpack",
-            "xnnpack",
-            ("XnnpackExecutionProvider", "CPUExecutionProvider"),
-            ({"intra_op_num_threads": str(xnnpack_threads())}, {}),
-            {"session.intra_op.allow_spinning": "0"},
-            1,
+            ep, ep, (provider.ort_name, CPU_PROVIDER), (dict(session.provider_options), {}), dict(session.config_entries), session.intra_op_threads
         )
-    if ep.startswith(DEVICE_EPS):
+    if provider is not None:
         raise UsageError(
             f"--ep {ep}: runs on the device, not here; mobilegen bench takes {_host_eps_here()}",
             hint="use the benchmark in the generated project for the device's providers (README: Benchmarks)",
@@ -86,12 +84,15 @@ def host_config(ep: str) -> HostConfig:
 
 
 def _host_eps_here() -> str:
-    """The --ep values bench takes, and whether this host's onnxruntime can really run xnnpack."""
+    """The --ep values bench takes, and whether this host's onnxruntime can really run each provider."""
     import onnxruntime as ort
 
-    if "XnnpackExecutionProvider" in ort.get_available_providers():
-        return "--ep cpu or --ep xnnpack"
-    return f"--ep cpu or --ep xnnpack (xnnpack is recorded as skipped: onnxruntime {ort.__version__} here lacks it)"
+    here = host_providers()
+    flags = " or ".join(f"--ep {name}" for name in (CPU, *(p.name for p in here)))
+    missing = [p.name for p in here if p.ort_name not in ort.get_available_providers()]
+    if not missing:
+        return flags
+    return f"{flags} ({' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} recorded as skipped: onnxruntime {ort.__version__} here lacks {'it' if len(missing) == 1 else 'them'})"
 
 
 @dataclass(frozen=True)
@@ -105,8 +106,8 @@ def resolve_target(path: Path, target: str | None = None) -> Target:
     """The .ort and its golden inputs: a package folder (its model for ``target``; refused when the package
     has one model per target and ``target`` is None) or a bare .ort file."""
     path = Path(path)
-    if target is not None and target not in TARGETS:
-        raise UsageError(f"--target {target}: must be {' or '.join(TARGETS)}")
+    if target is not None and target not in target_registry.names():
+        raise UsageError(f"--target {target}: must be {' or '.join(target_registry.names())}")
     if path.is_dir():
         return _package_target(path, target)
     if not path.is_file():
@@ -188,7 +189,7 @@ def _package_model(root: Path, models: list[dict[str, Any]], target: str | None)
     if not chosen:
         raise UsageError(f"{root}: no model for --target {target}; its models: {choices}", hint="pass one of the --target values listed, or omit --target when the package has one model")
     if len(chosen) > 1:
-        raise UsageError(f"{root}: has one model per target, say which to time: {choices}", hint=f"pass --target {' or --target '.join(TARGETS)}")
+        raise UsageError(f"{root}: has one model per target, say which to time: {choices}", hint=f"pass --target {' or --target '.join(target_registry.names())}")
     ((ort, (golden, _targets)),) = chosen.items()
     return ort, golden
 

@@ -22,14 +22,6 @@ from mobilegen.bench.schema import PlacedNode, Placement
 CPU_PROVIDER = "CPUExecutionProvider"
 KERNEL_SUFFIX = "_kernel_time"
 
-# ORT provider name -> mobilegen provider registry name (the ``ep`` of a configuration).
-ORT_PROVIDER_EPS: dict[str, str] = {
-    "CPUExecutionProvider": "cpu",
-    "XnnpackExecutionProvider": "xnnpack",
-    "NnapiExecutionProvider": "nnapi",
-    "CoreMLExecutionProvider": "coreml",
-    "QNNExecutionProvider": "qnn",
-}
 
 
 def placement_from_events(events: Iterable[Mapping[str, Any]]) -> Placement:

@@ -178,6 +178,17 @@ class StaticQuantization:
 
 
 @dataclass(frozen=True)
+class HostSession:
+    """How ``mobilegen bench`` runs a provider on this host with onnxruntime, set up as the generated
+    wrapper sets it up: the provider's options, the session's config entries, ORT's intra-op threads (0:
+    ORT's default). A provider without one runs on the device only."""
+
+    provider_options: Mapping[str, str]
+    config_entries: Mapping[str, str]
+    intra_op_threads: int
+
+
+@dataclass(frozen=True)
 class ExecutionProvider:
     """An execution provider as the coverage analysis models it. Subclass it, override :meth:`rule_table`
     and the hooks the provider needs (the defaults add nothing), and register an instance.
@@ -211,6 +222,8 @@ class ExecutionProvider:
     never_taken_qdq_rules: frozenset[str] = frozenset()
     # The build commands' flags that set this provider up on its targets (``--nnapi``, ``--qnn-htp-arch``).
     target_flags: tuple[TargetFlag, ...] = ()
+    # ONNX Runtime's name of the provider ("NnapiExecutionProvider"): in profiles and provider lists.
+    ort_name: str = ""
 
     def __post_init__(self) -> None:
         if self.setting(ORT_VERSION.name) is None:
@@ -273,6 +286,12 @@ class ExecutionProvider:
         """Quantize ``model`` into ``out`` (static QDQ) with the provider's own configuration, and say so
         (True); False leaves it to the quantizer's own ``quantize_static`` call."""
         return False
+
+    # --- benchmarks -----------------------------------------------------------------------------------
+
+    def host_session(self) -> HostSession | None:
+        """How ``mobilegen bench`` runs the provider here (None: on the device only)."""
+        return None
 
     # --- settings -------------------------------------------------------------------------------------
 

@@ -82,6 +82,7 @@ PROVIDER = CoreML(
     name="coreml",
     display_name=DISPLAY_NAME,
     platform="ios",
+    ort_name="CoreMLExecutionProvider",
     settings=SETTINGS,
     target_flags=TARGET_FLAGS,
     fixes=FIXES,

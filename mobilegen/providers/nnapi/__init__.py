@@ -183,6 +183,7 @@ PROVIDER = Nnapi(
     name="nnapi",
     display_name=DISPLAY_NAME,
     platform="android",
+    ort_name="NnapiExecutionProvider",
     settings=SETTINGS,
     target_flags=TARGET_FLAGS,
     notices=(NNAPI_DEPRECATED,),

@@ -250,6 +250,7 @@ PROVIDER = Qnn(
     name="qnn",
     display_name=DISPLAY_NAME,
     platform="android",
+    ort_name="QNNExecutionProvider",
     settings=SETTINGS,
     target_flags=TARGET_FLAGS,
     fixes=FIXES,

@@ -8,9 +8,18 @@ boundary costs an NHWC<->NCHW transpose, not a copy to another device. The per-n
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
-from mobilegen.providers.base import OTHER, ExecutionProvider, Reason, Setting, SettingValue, TargetFlag
+from mobilegen.providers.base import (
+    OTHER,
+    ExecutionProvider,
+    HostSession,
+    Reason,
+    Setting,
+    SettingValue,
+    TargetFlag,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -40,6 +49,10 @@ SETTINGS = (
 )
 
 
+def threads() -> int:
+    return max(1, min(os.cpu_count() or 1, 4))  # ModelSupport.defaultXnnpackThreads
+
+
 class Xnnpack(ExecutionProvider):
     def rule_table(self) -> EPTable:
         # Imported here: the table imports onnx and numpy, needed only when a model is analysed.
@@ -65,12 +78,18 @@ class Xnnpack(ExecutionProvider):
     def qdq_table(self) -> EPTable:
         return self.rule_table()
 
+    def host_session(self) -> HostSession:
+        """As the generated wrapper: XNNPACK's own pool of min(cores, 4) threads, one ORT intra-op thread
+        that does not spin."""
+        return HostSession({"intra_op_num_threads": str(threads())}, {"session.intra_op.allow_spinning": "0"}, 1)
+
 
 PROVIDER = Xnnpack(
     name="xnnpack",
     display_name=DISPLAY_NAME,
     platform="android",
-    platforms=("android", "ios"),  # onnxruntime-android and the iOS pod/SwiftPM package are both built with it
+    platforms=("android", "ios"),
+    ort_name="XnnpackExecutionProvider",  # onnxruntime-android and the iOS pod/SwiftPM package are both built with it
     settings=SETTINGS,
     target_flags=(TargetFlag("xnnpack", "--xnnpack", False, "Add the XNNPACK EP (before the CPU fallback); with package: on every chosen target."),),
     fixes=FIXES,
