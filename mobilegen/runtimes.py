@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 from mobilegen.errors import UsageError
 
+# "maven-qnn": com.microsoft.onnxruntime:onnxruntime-android-qnn, a separate AAR (arm64-v8a) from the same
+# build (java/build-android.gradle: artifactId "-android" + "-qnn" when built with qnnVersion), which the
+# QNN provider pins on Android (its RuntimeArtifact, mobilegen.providers.qnn.AAR).
 CHANNELS = ("maven", "maven-qnn", "swiftpm", "cocoapods")
-# Android with --qnn: com.microsoft.onnxruntime:onnxruntime-android-qnn, a separate AAR (arm64-v8a) from the
-# same build (java/build-android.gradle: artifactId "-android" + "-qnn" when built with qnnVersion).
-QNN_CHANNEL = "maven-qnn"
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,7 @@ def version_key(v: str) -> tuple[int, ...]:
 
 
 # The channel each platform's projects pin their runtime from (the targets' ``channel``).
-PLATFORM_CHANNEL = {"android": "maven", "ios": "swiftpm"}  # --qnn: QNN_CHANNEL
+PLATFORM_CHANNEL = {"android": "maven", "ios": "swiftpm"}  # a provider's own build: its RuntimeArtifact.channel
 
 
 def rules_release(version: str, platform: str) -> str:

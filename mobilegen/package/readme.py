@@ -34,7 +34,6 @@ from mobilegen.render.tree import templates_root
 from mobilegen.report import tool_versions, warning_texts
 from mobilegen.report.facts import fixes_text
 from mobilegen.report.quantization import readme_lines as quantization_lines
-from mobilegen.runtimes import QNN_CHANNEL
 
 if TYPE_CHECKING:
     import jinja2
@@ -111,7 +110,7 @@ def readme_context(result: BuildResult, root: Path) -> ReadmeContext:
     runtimes = versions["mobile_runtimes"]
     ver = result.verification
     channel = "swiftpm" if "swiftpm" in runtimes else next(iter(runtimes), "?")
-    android_channel = result.channels.get("android", "maven")  # --qnn: maven-qnn
+    android_channel = result.channels.get("android", "maven")  # a provider's own build: its channel (QNN: maven-qnn)
     tensors = tuple(
         TensorRow(role, t.name, f"{t.dtype}", "[" + ", ".join(str(d) for d in t.shape) + "]" if t.shape else "scalar")
         for role, group in (("input", result.onnx.io.inputs), ("output", result.onnx.io.outputs))
@@ -142,7 +141,7 @@ def readme_context(result: BuildResult, root: Path) -> ReadmeContext:
         android=ANDROID_DIR in result.targets,
         android_readme=(root / ANDROID_DIR / "README.md").is_file(),
         maven_version=f"{runtimes.get(android_channel, '?')}",
-        android_artifact="onnxruntime-android-qnn" if android_channel == QNN_CHANNEL else "onnxruntime-android",
+        android_artifact=_artifact_name(android_channel),
         ios=IOS_DIR in result.targets,
         ios_readme=(root / IOS_DIR / "README.md").is_file(),
         ios_channel=channel,
@@ -176,6 +175,15 @@ def readme_context(result: BuildResult, root: Path) -> ReadmeContext:
 
 
 @functools.cache
+def _artifact_name(channel: str) -> str:
+    """The Maven artifact the Android project pins from ``channel``: onnxruntime-android, or the build of
+    its own a provider ships on that channel (``RuntimeArtifact``: QNN's onnxruntime-android-qnn)."""
+    from mobilegen import providers
+
+    own = next((a for p in providers.all_providers() for a in p.runtime_artifacts if a.channel == channel), None)
+    return "onnxruntime-android" if own is None else own.artifact.split(":")[-1]
+
+
 def _environment() -> jinja2.Environment:
     import jinja2
 

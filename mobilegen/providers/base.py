@@ -178,6 +178,20 @@ class StaticQuantization:
 
 
 @dataclass(frozen=True)
+class RuntimeArtifact:
+    """The ONNX Runtime build a provider needs on one platform when the platform's own lacks it (QNN on
+    Android: ``onnxruntime-android-qnn``, which *replaces* ``onnxruntime-android``): the channel of the
+    release table it is published on (:mod:`mobilegen.runtimes`), its coordinates, the ABIs it is built
+    for (() = all) and the execution providers it has besides the CPU's."""
+
+    platform: str
+    channel: str
+    artifact: str  # Maven "group:artifact"
+    abis: tuple[str, ...] = ()
+    providers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class HostSession:
     """How ``mobilegen bench`` runs a provider on this host with onnxruntime, set up as the generated
     wrapper sets it up: the provider's options, the session's config entries, ORT's intra-op threads (0:
@@ -224,6 +238,8 @@ class ExecutionProvider:
     target_flags: tuple[TargetFlag, ...] = ()
     # ONNX Runtime's name of the provider ("NnapiExecutionProvider"): in profiles and provider lists.
     ort_name: str = ""
+    # The runtime builds it needs where the platform's default lacks it (one per platform at most).
+    runtime_artifacts: tuple[RuntimeArtifact, ...] = ()
 
     def __post_init__(self) -> None:
         if self.setting(ORT_VERSION.name) is None:
@@ -286,6 +302,12 @@ class ExecutionProvider:
         """Quantize ``model`` into ``out`` (static QDQ) with the provider's own configuration, and say so
         (True); False leaves it to the quantizer's own ``quantize_static`` call."""
         return False
+
+    # --- runtime ---------------------------------------------------------------------------------------
+
+    def runtime_artifact(self, platform: str) -> RuntimeArtifact | None:
+        """The runtime build an app on ``platform`` needs for this provider (None: the platform's own)."""
+        return next((a for a in self.runtime_artifacts if a.platform == platform), None)
 
     # --- benchmarks -----------------------------------------------------------------------------------
 

@@ -18,7 +18,8 @@ from cli_helpers import assert_fails, invoke
 from onnx import TensorProto, helper
 
 from mobilegen.errors import UsageError
-from mobilegen.runtimes import QNN_CHANNEL, default_release
+from mobilegen.providers.qnn import AAR
+from mobilegen.runtimes import default_release
 from mobilegen.targets.android import TARGET
 from mobilegen.targets.android.project import (
     AndroidOptions,
@@ -26,6 +27,8 @@ from mobilegen.targets.android.project import (
     render_android,
     validate_android_options,
 )
+
+QNN_CHANNEL = AAR.channel  # "maven-qnn": onnxruntime-android-qnn's rows of the release table
 
 
 def test_the_provider_chain_puts_qnn_first_with_its_htp_arch() -> None:

@@ -22,7 +22,7 @@ import pytest
 from android_specs import make_specs as android_specs
 from task_specs import task_specs
 
-from mobilegen import android_qnn
+from mobilegen.targets.android import runtime
 from mobilegen.targets.android.project import AndroidOptions, render_android
 from mobilegen.targets.ios.project import IosOptions, render_ios
 
@@ -96,10 +96,10 @@ def test_accelerated_android_tests_fail_when_an_available_accelerator_was_not_ad
 
 
 def test_aar_providers_and_bench_configs_follow_the_pinned_runtime() -> None:
-    assert android_qnn.aar_providers(AndroidOptions()) == ("nnapi", "xnnpack")
-    assert android_qnn.aar_providers(AndroidOptions(qnn=True, nnapi=True, xnnpack=True)) == ("qnn",)
-    assert android_qnn.bench_configs(AndroidOptions()) == ["cpu", "xnnpack", "nnapi", "nnapi-fp16", "nnapi-no-cpu"]
-    assert android_qnn.bench_configs(AndroidOptions(qnn=True, nnapi=True)) == ["cpu", "qnn", "qnn-no-cpu"]
+    assert runtime.aar_providers(AndroidOptions()) == ("nnapi", "xnnpack")
+    assert runtime.aar_providers(AndroidOptions(qnn=True, nnapi=True, xnnpack=True)) == ("qnn",)
+    assert runtime.bench_configs(AndroidOptions()) == ["cpu", "xnnpack", "nnapi", "nnapi-fp16", "nnapi-no-cpu"]
+    assert runtime.bench_configs(AndroidOptions(qnn=True, nnapi=True)) == ["cpu", "qnn", "qnn-no-cpu"]
 
 
 def test_accelerated_ios_tests_fail_instead_of_skipping_a_failed_coreml_session(trees: dict[str, Path]) -> None:

@@ -21,6 +21,7 @@ from mobilegen.providers.base import (
     OTHER,
     ExecutionProvider,
     Reason,
+    RuntimeArtifact,
     Setting,
     SettingValue,
     StaticQuantization,
@@ -84,6 +85,13 @@ SETTINGS = (
     ),
 )
 
+# Microsoft's QNN AAR (QNN built in, Java ``SessionOptions.addQnn(Map)``) *replaces* onnxruntime-android:
+# both carry the same ``ai.onnxruntime`` classes (java/build-android.gradle builds them from one project,
+# artifactId "-android" + "-qnn" when built with qnnVersion). It is built with QNN only and for arm64-v8a
+# only (tools/ci_build/github/android/default_qnn_aar_build_settings.json: --use_qnn); its releases are
+# the table's "maven-qnn" rows. More in :mod:`mobilegen.providers.qnn.android`.
+AAR = RuntimeArtifact("android", "maven-qnn", "com.microsoft.onnxruntime:onnxruntime-android-qnn", abis=("arm64-v8a",), providers=("qnn",))
+
 TARGET_FLAGS = (
     TargetFlag(
         "qnn", "--qnn", False,
@@ -133,9 +141,9 @@ class Qnn(ExecutionProvider):
     def resolve(self, given: Mapping[str, object]) -> tuple[tuple[str, SettingValue], ...]:
         # Without --ort-version the rules are those of the QNN AAR mobilegen pins, not onnxruntime-android's.
         if given.get("ort_version") in (None, ""):
-            from mobilegen.runtimes import QNN_CHANNEL, default_release
+            from mobilegen.runtimes import default_release
 
-            given = {**given, "ort_version": default_release(QNN_CHANNEL).version}
+            given = {**given, "ort_version": default_release(AAR.channel).version}
         return super().resolve(given)
 
     def refine(self, support: Support, target: EPTarget) -> None:
@@ -253,6 +261,7 @@ PROVIDER = Qnn(
     ort_name="QNNExecutionProvider",
     settings=SETTINGS,
     target_flags=TARGET_FLAGS,
+    runtime_artifacts=(AAR,),
     fixes=FIXES,
     estimate=ESTIMATE,
     subgraph_source="onnxruntime/core/providers/qnn/qnn_execution_provider.cc",  # IsSubgraph(): returns nothing

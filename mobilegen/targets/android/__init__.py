@@ -7,9 +7,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mobilegen import android_qnn
 from mobilegen.artifacts import ANDROID_DIR, JSONValue
+from mobilegen.providers.qnn import android as android_qnn
 from mobilegen.targets.android import project as impl
+from mobilegen.targets.android import runtime
 from mobilegen.targets.android.project import AndroidOptions
 from mobilegen.targets.base import BuildContext, Target
 
@@ -35,7 +36,7 @@ class AndroidTarget(Target[AndroidOptions]):
         return impl.android_runtime(opts)
 
     def runtime_channel(self, opts: AndroidOptions) -> str:
-        return android_qnn.channel(opts)
+        return runtime.channel(opts)
 
     def check_io(self, io: IOSpec) -> None:
         impl.check_android_io(io)

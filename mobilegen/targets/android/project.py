@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from mobilegen import android_qnn
 from mobilegen.artifacts import FP16_TOLERANCE, ProjectSpec
 from mobilegen.errors import InternalError, UsageError
+from mobilegen.providers.qnn import android as android_qnn
 from mobilegen.render import task_wrappers as tw
 from mobilegen.render.lang import kotlin as kt
 from mobilegen.render.markdown import coverage_rows, md_escape
@@ -24,8 +24,9 @@ from mobilegen.render.tree import render_tree, templates_root
 from mobilegen.runtimes import RuntimeRelease, find_release
 from mobilegen.spec import IOSpec, TensorSpec
 from mobilegen.targets import toolchains
+from mobilegen.targets.android import runtime
 
-CHANNEL = "maven"
+CHANNEL = runtime.CHANNEL
 
 # Android build toolchain and library versions pinned in the generated project: one sourced table,
 # checked against the published compatibility tables, in mobilegen.targets.toolchains.
@@ -229,7 +230,7 @@ def android_runtime(opts: AndroidOptions, spec: ProjectSpec | None = None) -> Ru
     """The onnxruntime-android release pinned in the project: ``--ort-version``, else the version the
     pipeline already chose (``spec.ort_version``), else the newest release published on Maven."""
     version = opts.ort_version or (spec.ort_version if spec is not None and spec.ort_version else None)
-    return find_release(version, android_qnn.channel(opts))  # --qnn: onnxruntime-android-qnn's releases
+    return find_release(version, runtime.channel(opts))  # --qnn: onnxruntime-android-qnn's releases
 
 
 def accelerated_tolerances(spec: ProjectSpec, opts: AndroidOptions) -> tuple[float, float]:
@@ -402,6 +403,9 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
         "accelerated_label": " + ".join(accelerated) if accelerated else "none (CPU)",
         "ort_version": release.version,
         **android_qnn.context(opts),
+        "ort_artifact": runtime.artifact(opts),
+        "aar_providers": list(runtime.aar_providers(opts)),
+        "bench_configs": runtime.bench_configs(opts),
         "ort_released": md_escape(release.released or "date unknown"),
         "toolchain": dict(TOOLCHAIN),
         "gradle_wrapper_command": toolchains.gradle_wrapper_command(),

@@ -1,7 +1,7 @@
 """``--qnn`` on Android: Qualcomm's Hexagon NPU through ONNX Runtime's QNN execution provider.
 
 The distribution is Microsoft's ``com.microsoft.onnxruntime:onnxruntime-android-qnn`` AAR (QNN built in,
-Java ``SessionOptions.addQnn(Map)``), which *replaces* ``onnxruntime-android`` (both AARs carry the same
+Java ``SessionOptions.addQnn(Map)``; :data:`mobilegen.providers.qnn.AAR`), which *replaces* ``onnxruntime-android`` (both AARs carry the same
 ``ai.onnxruntime`` classes and ``libonnxruntime.so``: java/build-android.gradle builds them from one
 project and only the artifactId differs, so Gradle would report duplicate classes). Its POM depends on
 ``com.qualcomm.qti:qnn-runtime`` (the QNN SDK's ``libQnnHtp*.so``), and ORT's own Android test app shows
@@ -17,15 +17,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mobilegen.runtimes import QNN_CHANNEL
+from mobilegen.providers.qnn import AAR, DEFAULT_HTP_ARCH, HTP_ARCHS
 
 if TYPE_CHECKING:
     from mobilegen.notices import Notice
     from mobilegen.targets.android.project import AndroidOptions
 
-QNN_ARTIFACT = "com.microsoft.onnxruntime:onnxruntime-android-qnn"
-ORT_ARTIFACT = "com.microsoft.onnxruntime:onnxruntime-android"
-QNN_ABI = "arm64-v8a"  # default_qnn_aar_build_settings.json: the QNN AAR is built for arm64-v8a only
+QNN_ARTIFACT = AAR.artifact
+QNN_ABI = AAR.abis[0]  # default_qnn_aar_build_settings.json: the QNN AAR is built for arm64-v8a only
 
 # qnn_execution_provider.cc ParseBackendTypeName ("backend_type"; "backend_path" is the alternative,
 # and giving both is an error) and ParseHtpPerformanceMode ("htp_performance_mode").
@@ -44,48 +43,23 @@ QNN_PERFORMANCE_MODES = (
 )
 
 
-# Execution providers each pinned AAR is built with (besides the CPU provider), from ORT's packaging
-# settings: tools/ci_build/github/android/default_full_aar_build_settings.json (--use_nnapi --use_xnnpack)
-# and default_qnn_aar_build_settings.json (--use_qnn only: the QNN AAR has neither NNAPI nor XNNPACK).
-ORT_AAR_PROVIDERS = ("nnapi", "xnnpack")
-QNN_AAR_PROVIDERS = ("qnn",)
-# The benchmark's configurations per provider (bench/ModelBenchmark.kt's BenchConfigs.ALL), cpu first.
-_BENCH_CONFIGS = {"xnnpack": ("xnnpack",), "nnapi": ("nnapi", "nnapi-fp16", "nnapi-no-cpu"), "qnn": ("qnn", "qnn-no-cpu")}
-
-
 def notices(opts: AndroidOptions) -> tuple[Notice, ...]:
-    """``--qnn`` with ``--nnapi``/``--xnnpack``: the QNN AAR the project then pins has neither, so the app's
-    session gets QNN and the CPU only (their coverage is shown for what it would be on onnxruntime-android)."""
+    """``--qnn`` with other Android providers: the QNN AAR the project then pins has none of them, so the
+    app's session gets QNN and the CPU only (their coverage is shown for what it would be on onnxruntime-android)."""
+    from mobilegen import providers
     from mobilegen.notices import Notice  # noqa: F811 (at run time; the annotation's import is TYPE_CHECKING only)
 
-    others = [name for flag, name in ((opts.nnapi, "NNAPI"), (opts.xnnpack, "XNNPACK")) if flag]
+    others = [p for p in providers.on_platform("android") if p.name not in AAR.providers and getattr(opts, p.name, False) is True]
     if not opts.qnn or not others:
         return ()
+    names = [p.display_name for p in others]
     text = (
-        f"--qnn with --{' and --'.join(o.lower() for o in others)}: the QNN AAR (com.microsoft.onnxruntime:onnxruntime-android-qnn) "
+        f"--qnn with --{' and --'.join(p.name for p in others)}: the QNN AAR ({AAR.artifact}) "
         f"is built with QNN only (ORT's default_qnn_aar_build_settings.json), so on a device the app's session gets QNN "
-        f"and the CPU: {' and '.join(others)} are skipped; their coverage here is what onnxruntime-android would give — "
+        f"and the CPU: {' and '.join(names)} are skipped; their coverage here is what onnxruntime-android would give — "
         "for phones without a Snapdragon NPU, build a second package without --qnn"
     )
     return (Notice("qnn-aar-only", "warning", text, subject="android"),)
-
-
-def aar_providers(opts: AndroidOptions) -> tuple[str, ...]:
-    """The execution providers the AAR the project pins really has."""
-    return QNN_AAR_PROVIDERS if opts.qnn else ORT_AAR_PROVIDERS
-
-
-def bench_configs(opts: AndroidOptions) -> list[str]:
-    """The benchmark configurations the package's runtime can run, in BenchConfigs.ALL's order."""
-    order = [ep for ep in ("xnnpack", "nnapi", "qnn") if ep in aar_providers(opts)]
-    return ["cpu"] + [name for ep in order for name in _BENCH_CONFIGS[ep]]
-
-
-def channel(opts: AndroidOptions) -> str:
-    """The Maven channel the project pins its runtime from."""
-    from mobilegen.targets.android.project import CHANNEL
-
-    return QNN_CHANNEL if opts.qnn else CHANNEL
 
 
 def problems(opts: AndroidOptions) -> list[str]:
@@ -93,17 +67,12 @@ def problems(opts: AndroidOptions) -> list[str]:
     details = []
     if opts.qnn_htp_arch is not None and not opts.qnn:
         details.append("--qnn-htp-arch given without --qnn (it sets the Hexagon generation of the QNN estimate)")
-    if opts.qnn_htp_arch is not None:
-        from mobilegen.providers.qnn import HTP_ARCHS
-
-        if str(opts.qnn_htp_arch) not in HTP_ARCHS:
-            details.append(f"--qnn-htp-arch {opts.qnn_htp_arch} is not a Hexagon generation QNN knows (known: {', '.join(HTP_ARCHS)})")
+    if opts.qnn_htp_arch is not None and str(opts.qnn_htp_arch) not in HTP_ARCHS:
+        details.append(f"--qnn-htp-arch {opts.qnn_htp_arch} is not a Hexagon generation QNN knows (known: {', '.join(HTP_ARCHS)})")
     return details
 
 
 def hint(details: list[str]) -> str | None:
-    from mobilegen.providers.qnn import DEFAULT_HTP_ARCH
-
     hints = []
     if any(d.startswith("--qnn-htp-arch given without --qnn") for d in details):
         hints.append("add --qnn, or drop --qnn-htp-arch")
@@ -114,8 +83,6 @@ def hint(details: list[str]) -> str | None:
 
 def htp_arch(opts: AndroidOptions) -> str:
     """The Hexagon generation the estimate (and the quantization recipe) assume."""
-    from mobilegen.providers.qnn import DEFAULT_HTP_ARCH
-
     return str(opts.qnn_htp_arch) if opts.qnn_htp_arch is not None else DEFAULT_HTP_ARCH
 
 
@@ -125,11 +92,8 @@ def context(opts: AndroidOptions) -> dict[str, Any]:
         "qnn": opts.qnn,
         "qnn_htp_arch": htp_arch(opts) if opts.qnn else "",
         "qnn_abi": QNN_ABI,
-        "ort_artifact": QNN_ARTIFACT if opts.qnn else ORT_ARTIFACT,
         "qnn_performance_modes": list(QNN_PERFORMANCE_MODES),
         "qnn_backends": list(QNN_BACKENDS),
-        "aar_providers": list(aar_providers(opts)),
-        "bench_configs": bench_configs(opts),
     }
 
 

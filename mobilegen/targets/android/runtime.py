@@ -1,0 +1,66 @@
+"""Which ONNX Runtime build an Android project pins, and what it has: ``onnxruntime-android`` from Maven,
+unless a chosen provider needs a build of its own (its :class:`~mobilegen.providers.RuntimeArtifact` for
+"android": QNN's ``onnxruntime-android-qnn``, which replaces it).
+
+A provider is chosen when the Android options' flag named after it is on (``AndroidOptions.nnapi``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mobilegen import providers
+
+if TYPE_CHECKING:
+    from mobilegen.providers import ExecutionProvider, RuntimeArtifact
+    from mobilegen.targets.android.project import AndroidOptions
+
+PLATFORM = "android"
+CHANNEL = "maven"
+ORT_ARTIFACT = "com.microsoft.onnxruntime:onnxruntime-android"
+
+# The benchmark's configurations per provider, in the order of bench/ModelBenchmark.kt's BenchConfigs.ALL
+# (cpu first). A provider not listed has none there.
+BENCH_CONFIGS: dict[str, tuple[str, ...]] = {
+    "xnnpack": ("xnnpack",),
+    "nnapi": ("nnapi", "nnapi-fp16", "nnapi-no-cpu"),
+    "qnn": ("qnn", "qnn-no-cpu"),
+}
+
+
+def chosen(opts: AndroidOptions) -> tuple[ExecutionProvider, ...]:
+    """The Android providers the options turn on, in registry order."""
+    return tuple(p for p in providers.on_platform(PLATFORM) if getattr(opts, p.name, False) is True)
+
+
+def own_build(opts: AndroidOptions) -> RuntimeArtifact | None:
+    """The build a chosen provider needs instead of onnxruntime-android (None: onnxruntime-android)."""
+    return next((a for p in chosen(opts) if (a := p.runtime_artifact(PLATFORM)) is not None), None)
+
+
+def channel(opts: AndroidOptions) -> str:
+    """The channel of the release table the project pins its runtime from."""
+    build = own_build(opts)
+    return CHANNEL if build is None else build.channel
+
+
+def artifact(opts: AndroidOptions) -> str:
+    """The Maven coordinates (group:artifact) of the runtime the project pins."""
+    build = own_build(opts)
+    return ORT_ARTIFACT if build is None else build.artifact
+
+
+def aar_providers(opts: AndroidOptions) -> tuple[str, ...]:
+    """The execution providers the AAR the project pins really has: a provider build's own list, or every
+    Android provider that needs no build of its own (ORT's default_full_aar_build_settings.json:
+    --use_nnapi --use_xnnpack)."""
+    build = own_build(opts)
+    if build is not None:
+        return build.providers
+    return tuple(p.name for p in providers.on_platform(PLATFORM) if p.runtime_artifact(PLATFORM) is None)
+
+
+def bench_configs(opts: AndroidOptions) -> list[str]:
+    """The benchmark configurations the package's runtime can run, in BenchConfigs.ALL's order."""
+    has = aar_providers(opts)
+    return ["cpu"] + [name for ep, names in BENCH_CONFIGS.items() if ep in has for name in names]
