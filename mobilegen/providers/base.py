@@ -238,6 +238,12 @@ class ExecutionProvider:
     target_flags: tuple[TargetFlag, ...] = ()
     # ONNX Runtime's name of the provider ("NnapiExecutionProvider"): in profiles and provider lists.
     ort_name: str = ""
+    # Where the generated wrapper asks it in its platform's provider chain: lower first (an NPU before the
+    # OS's accelerator API before CPU kernels). Equal ranks keep the registry's order.
+    rank: int = 100
+    # The folder of its template fragments (``<platform>/<piece>.jinja``), which the generated projects
+    # include for it; "" = templates/providers/<name>/ (the built-ins').
+    fragments: str = ""
     # The runtime builds it needs where the platform's default lacks it (one per platform at most).
     runtime_artifacts: tuple[RuntimeArtifact, ...] = ()
 

@@ -29,6 +29,37 @@ def templates_root() -> Path:
     return Path(str(resources.files("mobilegen.templates")))
 
 
+FRAGMENTS = "providers"  # include "providers/<name>/<platform>/<file>": a provider's template fragment
+
+
+def fragments_dir(provider: str) -> Path:
+    """Where the template fragments of the provider called ``provider`` are: its own ``fragments`` folder
+    (a plug-in's), else ``templates/providers/<name>/`` (the built-ins')."""
+    from mobilegen import providers
+
+    found = providers.find(provider)
+    if found is not None and found.fragments:
+        return Path(found.fragments)
+    return templates_root() / FRAGMENTS / provider
+
+
+def has_fragment(provider: str, name: str) -> bool:
+    """Whether the provider has the fragment ``name`` ("android/add_provider.kt.jinja")."""
+    return (fragments_dir(provider) / name).is_file()
+
+
+class _ProviderFragments(jinja2.BaseLoader):
+    """``providers/<name>/<path>``: ``<path>`` in the provider's fragment folder (:func:`fragments_dir`), so
+    a template includes each chosen provider's piece without naming any provider."""
+
+    def get_source(self, environment: jinja2.Environment, template: str) -> tuple[str, str | None, Callable[[], bool] | None]:
+        prefix, _, rest = template.partition("/")
+        name, _, path = rest.partition("/")
+        if prefix != FRAGMENTS or not name or not path:
+            raise jinja2.TemplateNotFound(template)
+        return jinja2.FileSystemLoader(str(fragments_dir(name))).get_source(environment, path)
+
+
 def _environment(loader: jinja2.BaseLoader | None, filters: Mapping[str, Callable[..., Any]]) -> jinja2.Environment:
     env = jinja2.Environment(
         loader=loader,
@@ -70,7 +101,7 @@ def render_tree(
 ) -> list[PurePosixPath]:
     """Render ``template_dir`` into ``dest`` (which must not exist yet). Returns the written paths, sorted."""
     filters = dict(filters or {})
-    env = _environment(jinja2.FileSystemLoader(str(template_dir)), filters)
+    env = _environment(jinja2.ChoiceLoader([jinja2.FileSystemLoader(str(template_dir)), _ProviderFragments()]), filters)
     path_env = _environment(None, filters)
     written: list[PurePosixPath] = []
     for src in sorted(p for p in template_dir.rglob("*") if p.is_file()):

@@ -83,6 +83,7 @@ PROVIDER = CoreML(
     display_name=DISPLAY_NAME,
     platform="ios",
     ort_name="CoreMLExecutionProvider",
+    rank=20,
     settings=SETTINGS,
     target_flags=TARGET_FLAGS,
     fixes=FIXES,

@@ -184,6 +184,7 @@ PROVIDER = Nnapi(
     display_name=DISPLAY_NAME,
     platform="android",
     ort_name="NnapiExecutionProvider",
+    rank=20,
     settings=SETTINGS,
     target_flags=TARGET_FLAGS,
     notices=(NNAPI_DEPRECATED,),

@@ -259,6 +259,7 @@ PROVIDER = Qnn(
     display_name=DISPLAY_NAME,
     platform="android",
     ort_name="QNNExecutionProvider",
+    rank=10,  # the NPU first: QNN (HTP) → NNAPI → XNNPACK → CPU
     settings=SETTINGS,
     target_flags=TARGET_FLAGS,
     runtime_artifacts=(AAR,),

@@ -25,6 +25,7 @@ from mobilegen.runtimes import RuntimeRelease, find_release
 from mobilegen.spec import IOSpec, TensorSpec
 from mobilegen.targets import toolchains
 from mobilegen.targets.android import runtime
+from mobilegen.targets.provider_setup import template_providers
 
 CHANNEL = runtime.CHANNEL
 
@@ -406,6 +407,7 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
         "ort_artifact": runtime.artifact(opts),
         "aar_providers": list(runtime.aar_providers(opts)),
         "bench_configs": runtime.bench_configs(opts),
+        "android_providers": template_providers("android", "add_provider.kt.jinja"),  # templates/providers/<name>/android/
         "ort_released": md_escape(release.released or "date unknown"),
         "toolchain": dict(TOOLCHAIN),
         "gradle_wrapper_command": toolchains.gradle_wrapper_command(),

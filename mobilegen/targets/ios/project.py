@@ -30,6 +30,7 @@ from mobilegen.render.tree import render_tree, templates_root
 from mobilegen.runtimes import RuntimeRelease, find_release
 from mobilegen.spec import DTYPES, IOSpec, TensorSpec
 from mobilegen.targets import toolchains
+from mobilegen.targets.provider_setup import template_providers
 
 CHANNEL = "swiftpm"
 SPM_URL = "https://github.com/microsoft/onnxruntime-swift-package-manager"
@@ -287,6 +288,7 @@ def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str) -> di
         "accel_tolerance_reason": _tolerance_reason(spec, opts),
         "coreml": opts.coreml,
         "xnnpack": opts.xnnpack,
+        "ios_providers": template_providers("ios", "append_provider.swift.jinja"),  # templates/providers/<name>/ios/
         # --task (mobilegen.render.task_wrappers): the task-level API renders only with a task.
         "task": task,
         "task_swift_file": f"{class_name}+Task.swift" if task else "",
