@@ -69,7 +69,7 @@ def host_providers() -> tuple[ExecutionProvider, ...]:
 def host_config(ep: str) -> HostConfig:
     if ep == CPU:
         return HostConfig(CPU, CPU, (CPU_PROVIDER,), ({},), {}, 0)
-    provider = providers.find(ep.split("-", 1)[0])  # a device configuration: nnapi-fp16, qnn-no-cpu
+    provider = providers.find(ep.split("-", 1)[0])  # a device configuration: <provider>-fp16, <provider>-no-cpu
     session = provider.host_session() if provider is not None else None
     if provider is not None and session is not None and provider.ort_name and ep == provider.name:
         return HostConfig(

@@ -171,7 +171,7 @@ def _human_build(r: Any, console: Console) -> None:
         for rep in r.coverage:
             refused = ", ".join(f"{op}×{n}" for op, n, _ in rep.unsupported_summary()[:4])
             colour = {"yes": "green", "maybe": "yellow"}.get(rep.verdict, "red")
-            estimate = " (estimate)" if rep.estimate else ""  # QNN: the device's QNN SDK has the last word
+            estimate = " (estimate)" if rep.estimate else ""  # the device has the last word on this provider
             t.add_row(esc(rep.shown), f"{rep.supported_nodes}/{rep.total_nodes}", str(len(rep.partitions)), f"[{colour}]{rep.verdict}[/{colour}]{estimate}", esc(refused))
         console.print(t)
         for rep in r.coverage:
@@ -245,8 +245,8 @@ def _json_build(r: Any) -> dict[str, Any]:
     }
 
 
-# After --output-name: the target flags of the providers Android apps run (--nnapi, --nnapi-flags,
-# --android-api, --xnnpack, --qnn, --qnn-htp-arch, a plug-in's), from the registry (mobilegen.cli.provider_flags).
+# After --output-name: the target flags of the providers Android apps run, from the registry
+# (mobilegen.cli.provider_flags).
 @app.command()
 @with_provider_flags(_android_flags, after="output_name")
 def android(
@@ -317,8 +317,7 @@ def android(
     run_command(action, json_out=json_out, debug=debug, human=_human_build, to_json=_json_build)
 
 
-# After --output-name: the target flags of the providers iOS apps run (--coreml, --coreml-format,
-# --compute-units, --xnnpack, a plug-in's), from the registry.
+# After --output-name: the target flags of the providers iOS apps run, from the registry.
 @app.command()
 @with_provider_flags(_ios_flags, after="output_name")
 def ios(

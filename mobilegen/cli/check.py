@@ -51,7 +51,7 @@ def _human(result: CheckResult, console: Console) -> None:
             + (" (estimate)" if r.estimate else "")
             + (f" [dim](rules of onnxruntime {escape(str(release))})[/dim]" if release else "")
         )
-        if r.estimate:  # QNN: every verdict is an estimate; say what only the device decides
+        if r.estimate:  # every verdict of this provider is an estimate; say what only the device decides
             console.print(f"  [dim]{escape(r.estimate)}[/dim]")
         summary = r.unsupported_summary()
         if summary:
@@ -88,9 +88,9 @@ class _CheckCommand(MobilegenCommand):
         super().format_help(ctx, formatter)
 
 
-# After --ep: one flag per provider setting that declares one (--android-api, --coreml-format, --qnn-htp-arch,
-# --require-static-shapes, --ort-version, a plug-in's), named after it, with its help, range and default
-# from the registry; it sets that setting on every chosen provider that declares it.
+# After --ep: one flag per provider setting that declares one (--android-api, --ort-version, a plug-in's...),
+# with its help, range and default from the registry; it sets that setting on every chosen provider that
+# declares it.
 @app.command("check", cls=_CheckCommand)
 @with_provider_flags(setting_params, after="ep")
 def check(

@@ -2,10 +2,10 @@
 
 Two kinds:
 
-- a provider :class:`~mobilegen.providers.Setting` with a ``flag`` (``--android-api``, ``--coreml-format``,
-  ``--qnn-htp-arch``, ``--require-static-shapes``, ``--ort-version``) is an option of ``check`` and ``fix``;
-- a provider :class:`~mobilegen.providers.TargetFlag` (``--nnapi``, ``--nnapi-flags``, ``--xnnpack``,
-  ``--qnn``, ``--coreml``, ``--compute-units``...) is an option of the build commands of its platforms.
+- a provider :class:`~mobilegen.providers.Setting` with a ``flag`` (``--android-api``, ``--ort-version``...)
+  is an option of ``check`` and ``fix``;
+- a provider :class:`~mobilegen.providers.TargetFlag` (the flag that turns the provider on, and its
+  options) is an option of the build commands of its platforms.
 
 A command declares where they go with :func:`with_provider_flags`: its function takes them as ``**flags``,
 and its signature, as Typer reads it, gets one parameter per flag, made when the command is built (on
@@ -121,7 +121,7 @@ def target_options(platform: str, flags: Mapping[str, Any]) -> dict[str, Any]:
 
 def refuse_without_target(chosen: Iterable[str], flags: Mapping[str, Any]) -> None:
     """A provider's ``needs_target`` flags given while none of its platforms is chosen: a UsageError
-    naming them (``--nnapi/--nnapi-flags need --android``)."""
+    naming them (``--a/--b need --android``)."""
     from mobilegen import providers
     from mobilegen.errors import UsageError
 

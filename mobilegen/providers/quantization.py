@@ -6,6 +6,17 @@
 ``providers/<name>/recipe.py``; :func:`mobilegen.quantize.recipe_for` asks the first provider of a
 target's chain, and takes :func:`cpu_recipe` when the chain is empty.
 
+The built-in providers' recipes (ORT source paths are under https://github.com/microsoft/onnxruntime;
+facts also in ../shared/research/mobile_next.md §2–§3):
+
+| provider | int8 (static QDQ) | dynamic | fp16 |
+|---|---|---|---|
+| nnapi | u8 activations, u8 weights, per-tensor; only the ops NNAPI takes as QDQ units | refused | refused (fp32 tensors only) |
+| xnnpack | s8 activations, s8 weights, per-channel Conv weights; only the ops XNNPACK takes as QDQ units | s8 weights | fp16 weights (casts where no fp16 kernel) |
+| cpu | as xnnpack, every op onnxruntime.quantization quantizes by default | s8 weights | as xnnpack |
+| qnn | ``get_qnn_qdq_config``: u8 activations, u8 weights | refused | HTP v73+ only |
+| coreml | refused (no Q/DQ builders) | refused | fp16 weights (MLProgram) |
+
 An int8 recipe that quantizes only the op types whose QDQ node units its provider takes (NNAPI, XNNPACK)
 reads them from the provider's QDQ table (:func:`unit_ops`), plus the Relu/Clip the quantizer folds into
 the Q before them (:data:`REMOVABLE`).

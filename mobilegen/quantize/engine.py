@@ -1,8 +1,8 @@
 """Quantize one ONNX model with a :class:`~mobilegen.quantize.recipes.Recipe` (``onnxruntime.quantization``).
 
 - int8: ``quant_pre_process`` (shape inference and a basic-level optimization; ORT's docs optimize here,
-  not after quantizing), then static QDQ (``quantize_static``, or the provider's own configuration: QNN's
-  ``get_qnn_qdq_config``, after its ``qnn_preprocess_model``), calibrated on the :class:`Calibration`'s samples;
+  not after quantizing), then static QDQ (``quantize_static``, or the provider's own configuration:
+  :meth:`~mobilegen.providers.base.ExecutionProvider.quantize_static`), calibrated on the :class:`Calibration`'s samples;
 - dynamic: ``quant_pre_process``, then ``quantize_dynamic`` (int8 weights, activations at run time);
 - fp16: ``onnxruntime.transformers.float16.convert_float_to_float16`` with the model IO kept float32, then
   sorted topologically (the converter appends the IO casts at the end of the node list; onnx.checker, and
@@ -206,7 +206,7 @@ def _static_for_provider(
     The recipe quantizes only ops whose units the provider takes, but a float op between a DQ and the Q its
     consumer adds for its own input (GlobalAveragePool or ReduceMean before a quantized Gemm) still forms
     an ORT node unit (``NodeGroup::CanCreateNodeGroup`` looks at the graph, not at what was meant), which the
-    provider refuses whole. Where the provider takes that op in float and standalone Q/DQ (NNAPI), the
+    provider refuses whole. Where the provider takes that op in float and standalone Q/DQ, the
     consumer is left float: the unit goes away and the op, the DQ and the Q run on the provider.
     ``exclude``: nodes to leave float from the start; ``ranges``: the calibration cache every round shares.
     Returns the nodes left float by name."""
@@ -253,7 +253,7 @@ def _static(
         calibrate_method=_method(method),
         calibration_providers=["CPUExecutionProvider"],
         extra_options={
-            # Symmetric int8 weights (zero point 0): what XNNPACK's per-channel path and NNAPI's u8s8 path take.
+            # Symmetric int8 weights (zero point 0): what the int8 recipes' per-channel and u8s8 paths take.
             "WeightSymmetric": recipe.weight_type == "int8",
             "ActivationSymmetric": False,
             "TensorQuantOverrides": _conv_per_channel(pre) if recipe.per_channel else {},
@@ -300,7 +300,7 @@ def _batches(samples: Mapping[str, np.ndarray]) -> Iterator[dict[str, np.ndarray
 def _conv_per_channel(pre: Path) -> dict[str, list[dict[str, Any]]]:
     """Per-channel (output channel, axis 0) for Conv weights only. ``per_channel=True`` would also split
     MatMul/Gemm weights on axis 1 and LayerNorm scales, which cost the trained transformer fixture accuracy
-    (cosine 0.988 against 0.997 per-tensor), and NNAPI/XNNPACK take per-channel weights on Conv only."""
+    (cosine 0.988 against 0.997 per-tensor), and the providers' QDQ units take per-channel weights on Conv only."""
     import onnx
 
     model = onnx.load_model(str(pre), load_external_data=False)

@@ -48,7 +48,7 @@ class Judgement:
     and what ships (after narrowing); the nodes left float by the narrowing; ``refused``: why the model
     ships fp32 ("" when the quantized model ships)."""
 
-    provider: str  # the coverage label ("nnapi")
+    provider: str  # the coverage label of the first provider
     fp32: CoverageCounts
     recipe: CoverageCounts  # the recipe as it is, before any narrowing
     quantized: CoverageCounts  # the last model quantized (what ships unless refused)

@@ -4,17 +4,8 @@ The first provider of a target's chain decides (it is the one the app asks first
 same rule): :func:`recipe_for` asks it through its
 :meth:`~mobilegen.providers.base.ExecutionProvider.recipe` hook, and a chain of no provider gets the CPU
 kernels' recipe (:func:`~mobilegen.providers.quantization.cpu_recipe`). Each provider keeps its answers,
-with the ONNX Runtime sources they rest on, in ``mobilegen/providers/<name>/recipe.py``; the table the
-built-in ones give (ORT source paths are under https://github.com/microsoft/onnxruntime; facts also in
-../shared/research/mobile_next.md §2–§3):
-
-| provider | int8 (static QDQ) | dynamic | fp16 |
-|---|---|---|---|
-| nnapi | u8 activations, u8 weights, per-tensor; only the ops NNAPI takes as QDQ units | refused | refused (fp32 tensors only) |
-| xnnpack | s8 activations, s8 weights, per-channel Conv weights; only the ops XNNPACK takes as QDQ units | s8 weights | fp16 weights (casts where no fp16 kernel) |
-| cpu | as xnnpack, every op onnxruntime.quantization quantizes by default | s8 weights | as xnnpack |
-| qnn | ``get_qnn_qdq_config``: u8 activations, u8 weights | refused | HTP v73+ only |
-| coreml | refused (no Q/DQ builders) | refused | fp16 weights (MLProgram) |
+with the ONNX Runtime sources they rest on, in ``mobilegen/providers/<name>/recipe.py`` (the built-in
+ones' table: :mod:`mobilegen.providers.quantization`).
 
 An int8 recipe for a provider with a QDQ table (its
 :meth:`~mobilegen.providers.base.ExecutionProvider.qdq_table`) quantizes only the op types whose QDQ node
@@ -54,7 +45,7 @@ CPU = "cpu"  # the recipe of a chain without providers (and a chain naming "cpu"
 def recipe_for(mode: QuantizeMode, chain: Sequence[str | EPTarget], **settings: SettingValue | None) -> Recipe | Refusal:
     """The recipe for a target whose provider chain is ``chain`` (in order; () is the CPU only): provider
     names, or the chain's :class:`~mobilegen.coverage.EPTarget` s, whose setting values the first
-    provider's recipe reads (with names, ``settings`` gives them: ``qnn_htp_arch="75"``)."""
+    provider's recipe reads (with names, ``settings`` gives them as keywords)."""
     names = [(ep if isinstance(ep, str) else ep.ep).lower() for ep in chain]
     unknown = [n for n in names if n != CPU and not _quantizes(n)]
     if unknown:

@@ -164,7 +164,7 @@ def _plan(models: Sequence[ShippedModel], chosen: Sequence[Chosen], mode: Quanti
         if m is None:
             raise InternalError(f"no model for the {c.target.name} target")
         chain = provider_chain(c, m.onnx.io)
-        decision = recipe_for(mode, chain)  # the first provider's recipe, with its settings (QNN's HTP generation)
+        decision = recipe_for(mode, chain)  # the first provider's recipe, with its settings
         if isinstance(decision, Refusal):
             key = (m.folder, "fp32")
             notices.append(refused_notice(mode, c.target.display_name, decision.reason, c.target.name))

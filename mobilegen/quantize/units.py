@@ -1,5 +1,5 @@
 """The QDQ node units a quantized model makes that its provider refuses, and the nodes to leave float so
-that none forms (:func:`mobilegen.quantize.engine.quantize`'s int8 path for NNAPI and XNNPACK)."""
+that none forms (:func:`mobilegen.quantize.engine.quantize`'s int8 path for providers with a QDQ table)."""
 
 from __future__ import annotations
 
