@@ -32,6 +32,8 @@ MODULE = '''
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from mobilegen.coverage.rules import F32, EPTable, OpSpec, Rule
 from mobilegen.providers import ExecutionProvider, Setting
 from mobilegen.providers.quantization import Recipe, Refusal
@@ -73,6 +75,8 @@ PROVIDER = ToyNpu(
     name="toynpu",
     display_name="ToyNPU",
     platform="android",
+    rank=15,  # after QNN (10), before NNAPI (20) in the Android chain
+    fragments=str(Path(__file__).parent / "toynpu_fragments"),
     settings=(
         Setting("toynpu_max_rank", 2, "highest input rank ToyNPU takes", flag="--toynpu-max-rank", metavar="RANK", minimum=1, maximum=4),
     ),
@@ -84,15 +88,27 @@ PROVIDER = ToyNpu(
 ENTRY_POINTS = "[mobilegen.providers]\ntoynpu = toynpu_mobilegen:PROVIDER\n"
 
 
+# Its piece of the generated Android wrapper: an arm of addProvider's `when (provider)`.
+FRAGMENT = """                ExecutionProvider.TOYNPU -> {
+                    sessionOptions.addConfigEntry("toynpu.enable", "1")
+                    "ToyNPU"
+                }
+"""
+
+
 def _install(folder: Path) -> list[Path]:
-    """The plug-in as pip would leave it: its module and a .dist-info with the entry point. Returns the files."""
+    """The plug-in as pip would leave it: its module (and its template fragment) and a .dist-info with the
+    entry point. Returns the files."""
     module = folder / "toynpu_mobilegen.py"
     module.write_text(textwrap.dedent(MODULE))
+    fragment = folder / "toynpu_fragments" / "android" / "add_provider.kt.jinja"
+    fragment.parent.mkdir(parents=True)
+    fragment.write_text(FRAGMENT)
     info = folder / "toynpu_mobilegen-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toynpu-mobilegen\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text(ENTRY_POINTS)
-    return [module, info / "METADATA", info / "entry_points.txt"]
+    return [module, fragment, info / "METADATA", info / "entry_points.txt"]
 
 
 def _model(path: Path) -> Path:
@@ -192,3 +208,22 @@ def test_its_recipe_is_looked_up_and_the_quantizer_runs_its_hook(loaded: object,
     assert getattr(loaded, "PREPROCESSED") == [("pre.onnx", "int8")]  # noqa: B009 — the plug-in module's own list
     ops = [n.op_type for n in onnx.load(str(qm.path)).graph.node]
     assert "QuantizeLinear" in ops and "DequantizeLinear" in ops and qm.quantized_nodes == 1  # the MatMul's unit
+
+
+def test_its_template_fragment_is_included_in_chain_order(loaded: object, tmp_path: Path) -> None:
+    """The generated wrapper's provider arms come from each provider's fragment, in chain order (rank)."""
+    from mobilegen.render.tree import render_tree, templates_root
+    from mobilegen.targets.provider_setup import template_providers
+
+    chain = template_providers("android", "add_provider.kt.jinja")
+    assert [p["name"] for p in chain] == ["qnn", "toynpu", "nnapi", "xnnpack"]
+    assert chain[1] == {"name": "toynpu", "enum": "TOYNPU", "kotlin": "Toynpu", "display": "ToyNPU"}
+    # the Kotlin wrapper's own loop over them, rendered alone
+    wrapper = (templates_root() / "android" / "{{ module }}" / "src" / "main" / "kotlin" / "{{ package_path }}" / "{{ class_name }}.kt.jinja").read_text()
+    start = wrapper.index("{% for p in android_providers %}")
+    loop = wrapper[start : wrapper.index("{% endfor %}", start) + len("{% endfor %}\n")]
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "arms.kt.jinja").write_text(loop)
+    render_tree(tmp_path / "t", {"android_providers": chain}, tmp_path / "out")
+    arms = (tmp_path / "out" / "arms.kt").read_text()
+    assert arms.index("ExecutionProvider.QNN ->") < arms.index(FRAGMENT) < arms.index("ExecutionProvider.NNAPI ->")
