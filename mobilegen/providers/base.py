@@ -142,7 +142,7 @@ class TargetFlag:
 
     def given(self, value: object) -> bool:
         """Whether ``value`` (what the command received) differs from not giving the flag."""
-        return value is not None and value is not False and value != self.default
+        return value is not None and value is not False and value != "" and value != self.default
 
 
 def _known_release(version: str) -> None:
