@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from typer.core import TyperOption
 
 from mobilegen.cli import app, run_command
+from mobilegen.cli.clickext import MobilegenCommand
 from mobilegen.cli.options import (
     AllowDegenerateOpt,
     ApproximateOpt,
@@ -38,6 +40,7 @@ from mobilegen.cli.provider_flags import setting_params, settings_given, with_pr
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from typer._click import Context, HelpFormatter
 
     from mobilegen.commands.fix import FixResult
 
@@ -74,13 +77,25 @@ def _setting_params() -> list[inspect.Parameter]:
 
 
 # After --keep-dynamic: the provider settings' flags (mobilegen.cli.provider_flags), as check has them.
-@app.command("fix")
+class _FixCommand(MobilegenCommand):
+    """Names the ``--ep`` choices in the help, read from the registry when the help is shown."""
+
+    def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
+        from mobilegen import providers
+
+        for param in self.params:
+            if isinstance(param, TyperOption) and param.name == "ep":
+                param.help = f"Execution provider to fix the model for: {', '.join(providers.names())}. Repeatable."
+        super().format_help(ctx, formatter)
+
+
+@app.command("fix", cls=_FixCommand)
 @with_provider_flags(_setting_params, after="keep_dynamic")
 def fix(
     model: ModelArg,
     ep: Annotated[
         list[str],
-        typer.Option("--ep", metavar="EP", callback=unique, help="Execution provider to fix the model for (nnapi, coreml, xnnpack, qnn, or a plug-in). Repeatable."),
+        typer.Option("--ep", metavar="EP", callback=unique, help="Execution provider to fix the model for (a name in the provider registry). Repeatable."),
     ],
     output: Annotated[Path, typer.Option("--output", "-o", metavar="FILE.onnx", help="Where to write the fixed .onnx.")],
     approximate: ApproximateOpt = None,
