@@ -17,8 +17,10 @@ this check over everything ``v`` is computed from:
   mask constant, the case the guard is for, keeps the guard;
 - every op maps finite inputs to finite outputs (:data:`FINITE`): arithmetic that can only overflow
   (Add, Mul, MatMul, ...), data movement, bounded functions (Softmax, Sigmoid, Tanh, Erf, Relu...),
-  LayerNormalization with ``epsilon > 0``, Div by a constant without zeros. Anything else keeps the
-  guard: Log, Sqrt, Pow, Exp, Div by a computed tensor, means and pools (0/0 on an empty window), a
+  LayerNormalization, InstanceNormalization and GroupNormalization (torch's GroupNorm) with
+  ``epsilon > 0``, Div by a constant without zeros (or by a tensor computed from constants alone,
+  evaluated: weight normalization's norm, :func:`evaluate_constant`). Anything else keeps the
+  guard: Log, Sqrt, Pow, Exp, Div by a tensor computed from an input, means and pools (0/0 on an empty window), a
   subgraph, an unknown op;
 - a float graph input counts as finite only behind a MatMul, Gemm, Conv or LayerNormalization (a
   feature, such as pixels or audio). A float input that reaches ``v`` by any other path is taken for
@@ -54,7 +56,7 @@ FINITE: dict[str, tuple[int, ...] | None] = {
     # bounded, or bounded by their input
     "Softmax": ALL, "Sigmoid": ALL, "Tanh": ALL, "Erf": ALL, "Relu": ALL, "LeakyRelu": ALL, "Gelu": ALL,
     "HardSigmoid": ALL, "HardSwish": ALL, "Clip": ALL, "Max": ALL, "Min": ALL, "Sign": ALL, "Floor": ALL,
-    "Ceil": ALL, "Round": ALL, "LayerNormalization": ALL,
+    "Ceil": ALL, "Round": ALL, "LayerNormalization": ALL, "InstanceNormalization": ALL, "GroupNormalization": ALL,
     # data movement
     "Identity": ALL, "Reshape": (0,), "Transpose": ALL, "Squeeze": (0,), "Unsqueeze": (0,), "Flatten": ALL,
     "Concat": ALL, "Split": (0,), "Slice": (0,), "Gather": (0,), "GatherElements": (0,), "GatherND": (0,),
@@ -64,6 +66,9 @@ FINITE: dict[str, tuple[int, ...] | None] = {
     "Shape": (), "Size": (), "Equal": (), "Greater": (), "GreaterOrEqual": (), "Less": (), "LessOrEqual": (),
     "Not": (), "And": (), "Or": (), "Xor": (), "IsNaN": (), "IsInf": (), "ArgMax": (), "ArgMin": (), "NonZero": (),
 }
+# the initializers evaluate_constant reads at most (a weight normalized in the graph: wav2vec2-base's
+# positional conv weight is 19 MB)
+EVALUATE_MAX_BYTES = 256 << 20
 # behind one of these a float graph input is a feature, not an additive mask
 MIXING = frozenset({"MatMul", "Gemm", "Conv", "LayerNormalization"})
 _T = onnx.TensorProto
@@ -74,8 +79,9 @@ _EXACT_TYPES = frozenset({_T.BOOL, _T.INT8, _T.INT16, _T.INT32, _T.INT64, _T.UIN
 class _Finite:
     """Whether tensors are finite whenever the model's inputs are (see the module's docstring)."""
 
-    def __init__(self, index: GraphIndex) -> None:
+    def __init__(self, index: GraphIndex, opsets: dict[str, int]) -> None:
         self.index = index
+        self.opsets = opsets
         self.input_types = {i.name: i.type.tensor_type.elem_type for i in index.graph.input}
         self.memo: dict[tuple[str, bool], bool] = {}
 
@@ -116,7 +122,7 @@ class _Finite:
             return [], _finite_value(index.const(name))
         if node.op_type not in FINITE or any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
             return [], False
-        if not _attributes_finite(node, index):
+        if not _attributes_finite(node, index, self.opsets):
             return [], False
         wanted = FINITE[node.op_type]
         inputs = [i for k, i in enumerate(node.input) if i and (wanted is None or k in wanted)]
@@ -130,19 +136,58 @@ def _finite_value(value: np.ndarray | None) -> bool:
     return value.dtype.kind not in "fc" or bool(np.isfinite(value).all())
 
 
-def _attributes_finite(node: onnx.NodeProto, index: GraphIndex) -> bool:
+def _attributes_finite(node: onnx.NodeProto, index: GraphIndex, opsets: dict[str, int]) -> bool:
     """The conditions some ops put on their attributes or constant inputs for a finite result."""
     op = node.op_type
     if op == "Div":  # by a constant without zeros (the attention scale); a computed divisor may be 0
-        value = index.const(node.input[1]) if len(node.input) > 1 else None
+        divisor = node.input[1] if len(node.input) > 1 else ""
+        value = index.const(divisor)
+        if value is None and divisor and index.computed_from_constants(divisor):
+            value = evaluate_constant(index, divisor, opsets)  # weight normalization's norm
         return value is not None and _finite_value(value) and bool((value != 0).all())
-    if op == "LayerNormalization":
+    if op in ("LayerNormalization", "InstanceNormalization", "GroupNormalization"):
         eps = attr(node, "epsilon", 1e-5)
         return isinstance(eps, float) and 0 < eps < math.inf  # no 0/0 on a constant row
     if op == "ConstantOfShape":
         tensor = attr(node, "value")
         return not isinstance(tensor, onnx.TensorProto) or _finite_value(onnx.numpy_helper.to_array(tensor))
     return all(math.isfinite(a.f) for a in node.attribute if a.type == onnx.AttributeProto.FLOAT)  # LeakyRelu's alpha...
+
+
+def evaluate_constant(index: GraphIndex, name: str, opsets: dict[str, int]) -> np.ndarray | None:
+    """The value of ``name``, computed from constants only (``GraphIndex.computed_from_constants``), by
+    onnx's reference evaluator on the nodes it depends on; None when they read more than
+    :data:`EVALUATE_MAX_BYTES` of initializers or cannot be evaluated. What onnxruntime's constant
+    folding computes when the session is created: weight normalization's ``ReduceL2`` of a weight, the
+    divisor of wav2vec2's positional convolution."""
+    from onnx.reference import ReferenceEvaluator
+
+    needed: list[str] = [name]
+    nodes: dict[int, onnx.NodeProto] = {}
+    inits: set[str] = set()
+    while needed:
+        cur = needed.pop()
+        if cur in index.initializers:
+            inits.add(cur)
+            continue
+        node = index.producer.get(cur)
+        if node is None or node.domain not in ("", "ai.onnx"):
+            return None
+        if id(node) not in nodes:
+            nodes[id(node)] = node
+            needed.extend(i for i in node.input if i)
+    if sum(index.initializers[i].ByteSize() for i in inits) > EVALUATE_MAX_BYTES:
+        return None
+    order = [n for n in index.graph.node if id(n) in nodes]
+    graph = onnx.helper.make_graph(
+        order, "constant", [], [onnx.helper.make_empty_tensor_value_info(name)], [index.initializers[i] for i in sorted(inits)]
+    )
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid(d, v) for d, v in opsets.items()])
+    try:
+        value = ReferenceEvaluator(model).run(None, {})[0]  # type: ignore[index]
+    except Exception:  # noqa: BLE001 — not evaluable here: not known to be finite, the guard stays
+        return None
+    return np.asarray(value)
 
 
 def _guards(index: GraphIndex, finite: _Finite, rank: Callable[[str], int | None]) -> list[tuple[onnx.NodeProto, onnx.NodeProto, str]]:
@@ -189,7 +234,8 @@ def apply(model: onnx.ModelProto) -> int:
     if not any(is_op(n, "IsNaN") for n in graph.node):
         return 0
     index = GraphIndex(graph)
-    guards = _guards(index, _Finite(index), _ranks(model))
+    opsets = {o.domain: o.version for o in model.opset_import}
+    guards = _guards(index, _Finite(index, opsets), _ranks(model))
     if not guards:
         return 0
     edit = Rewrite(graph)

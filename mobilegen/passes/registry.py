@@ -55,6 +55,7 @@ BUILTIN: dict[str, str] = {
     "pad": "mobilegen.passes.pad:PASS",
     "avgpool-pad": "mobilegen.passes.avgpool_pad:PASS",
     "layernorm": "mobilegen.passes.layernorm:PASS",
+    "instancenorm": "mobilegen.passes.instancenorm:PASS",
     "gelu": "mobilegen.passes.gelu:PASS",
     "gelu-tanh": "mobilegen.passes.gelu_tanh:PASS",
     "matmul-2d": "mobilegen.passes.matmul_2d:PASS",

@@ -18,6 +18,10 @@ every node before and after ends the judging, since nothing reaches the provider
 only sees what NNAPI leaves, would form more partitions on the whole graph). ``mobilegen fix`` judges
 its providers, which may belong to different platforms, by the rule above.
 
+The passes undone for making some provider worse are tried once more after the last one, all together,
+and kept together when that helps (:func:`_together`): two rewrites of alternating neighbours can each
+split what the other joins (Conv1d and GELU in wav2vec2's feature extractor, both refused by NNAPI).
+
 Nodes left on the CPU alone never make a pass worse: a rewrite into several ops one provider takes and
 another does not (LayerNorm decomposed for NNAPI, next to XNNPACK on the same Android target) adds
 refused nodes for the other without costing it a partition. Supported nodes alone do not either: a
@@ -256,6 +260,7 @@ def improve(
     notices: list[Notice] = []
     first: tuple[CoverageReport, ...] | None = None
     current: tuple[CoverageReport, ...] | None = None
+    held: list[GraphPass] = []  # undone because they made some provider worse: tried together at the end
     for graph_pass in candidates if eps else ():
         snap = Snapshot(proto)
         nodes, error = _apply(graph_pass, proto, snap)
@@ -287,8 +292,59 @@ def improve(
             applied.append(AppliedFix(graph_pass.name, nodes, graph_pass.exact, graph_pass.approximate_as))
             current = after
         else:
+            if _made_worse(current, after):
+                held.append(graph_pass)
             snap.restore(proto)
+    if len(held) > 1 and current is not None:  # passes that only help together (see _together)
+        together = _together(proto, eps, held, current, analyse, in_order)
+        if together is not None:
+            kept, current = together
+            tried.extend(kept)
+            applied.extend(AppliedFix(t.name, t.nodes, p.exact, p.approximate_as) for t, p in zip(kept, held, strict=True) if t.nodes)
     return TargetFix(target, tuple(eps), tuple(applied), tuple(tried), first, current if applied else first, tuple(notices))
+
+
+def _made_worse(before: Sequence[CoverageReport], after: Sequence[CoverageReport]) -> bool:
+    """Some provider is worse after the pass (:func:`worse`) on a graph onnxruntime still loads."""
+    return all(a.settings.get("optimized") is not False for a in after) and any(
+        worse(CoverageCounts.of(b), CoverageCounts.of(a)) for b, a in zip(before, after, strict=True)
+    )
+
+
+def _together(
+    proto: onnx.ModelProto,
+    eps: Sequence[EPTarget],
+    held: Sequence[GraphPass],
+    current: tuple[CoverageReport, ...],
+    analyse: Analyse,
+    in_order: bool,
+) -> tuple[list[Tried], tuple[CoverageReport, ...]] | None:
+    """Apply ``held`` (passes each undone for making a provider worse) one after the other and judge them
+    as one change; kept together when that helps: (a Tried per pass, the coverage after), else None with
+    ``proto`` as it was. Two rewrites of neighbouring ops can each split a partition the other then
+    joins: in wav2vec2's feature extractor Conv1d and GELU alternate, and NNAPI refused both; rewriting
+    only the GELUs (or only the Convs) turns every other node of the chain into its own partition (7 → 10
+    partitions on wav2vec2-base), rewriting both puts the chain in one (→ 1)."""
+    snap = Snapshot(proto)
+    counts = []
+    for graph_pass in held:
+        nodes, error = _apply(graph_pass, proto, snap)
+        if error is not None:
+            return None  # _apply restored the graph; the pass's failure was reported when it ran alone
+        counts.append(nodes)
+    try:
+        after = tuple(analyse(proto, eps))
+    except MobilegenError:
+        raise
+    except Exception:  # noqa: BLE001 — each pass alone was analysed: the combination is simply not kept
+        snap.restore(proto)
+        return None
+    keep, why = judge(current, after, in_order=in_order)
+    if not keep:
+        snap.restore(proto)
+        return None
+    names = ", ".join(p.name for p in held)
+    return [Tried(p.name, n, True, f"kept together with the others of {names}: {why}") for p, n in zip(held, counts, strict=True)], after
 
 
 def _apply(graph_pass: GraphPass, proto: onnx.ModelProto, snap: Snapshot) -> tuple[int, str | None]:

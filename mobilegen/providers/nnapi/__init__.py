@@ -45,9 +45,9 @@ _UINT8 = 2  # onnx.TensorProto.UINT8 (onnx is not imported here)
 
 # The graph passes that help NNAPI (mobilegen.passes.registry), in no particular order: fixed input dims
 # (it takes no symbolic dim), then rewrites of what its builders refuse in transformer-style models:
-# LayerNormalization, Gelu/Erf, 3-D MatMul, Conv1d, AveragePool count_include_pad, int64 indices,
-# ReduceSum/ReduceL2, Sum, rank-6 Reshape/Transpose, Pad modes other than constant (and any Pad below
-# API 29), the IsNaN/Where guard torch.export puts after attention's Softmax, and constant folding.
+# LayerNormalization, InstanceNormalization (torch's GroupNorm), Gelu/Erf, 3-D MatMul, Conv1d, AveragePool
+# count_include_pad, int64 indices, ReduceSum/ReduceL2, Sum, rank-6 Reshape/Transpose, Pad modes other
+# than constant (and any Pad below API 29), the IsNaN/Where guard torch.export puts after attention's Softmax, and constant folding.
 FIXES = (
     "fixed-dims",
     "fold-if",
@@ -60,6 +60,7 @@ FIXES = (
     "pad",
     "avgpool-pad",
     "layernorm",
+    "instancenorm",
     "gelu",
     "gelu-tanh",
     "matmul-2d",
