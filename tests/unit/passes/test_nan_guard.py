@@ -186,3 +186,57 @@ def test_the_unguarded_softmax_reaches_the_device(tmp_path: Path) -> None:
     assert "Softmax" in in_ort and not {"IsNaN", "Where"} & (set(in_ort) | set(in_app))
     basic = optimized_ops(after, tmp_path, ort.GraphOptimizationLevel.ORT_ENABLE_BASIC)
     assert "Softmax" in basic and not {"IsNaN", "Where"} & set(basic)
+
+
+def wav2vec2_front(*, zero_column: bool = False, epsilon: float = 1e-5) -> onnx.ModelProto:
+    """attention() fed by what wav2vec2 puts before it: x -> Transpose -> InstanceNormalization (torch's
+    GroupNorm) -> Conv1d whose weight is normalized in the graph (g * v / ReduceL2(v) over dims 0, 1:
+    the positional conv's weight_norm) -> Transpose -> q, k, v. ``zero_column``: a v whose norm has a 0
+    (0/0 in the weight); ``epsilon``: the norm's."""
+    model = attention()
+    v = RNG.standard_normal((D, D, 3)).astype(np.float32)
+    if zero_column:
+        v[:, :, 1] = 0
+    model.graph.initializer.extend([
+        numpy_helper.from_array(v, "wn_v"),
+        numpy_helper.from_array(RNG.uniform(0.5, 1.5, (1, 1, 3)).astype(np.float32), "wn_g"),
+        numpy_helper.from_array(np.array([0, 1], np.int64), "wn_axes"),
+        _init("in_scale", np.ones(D)),
+        _init("in_bias", np.zeros(D)),
+    ])
+    front = [
+        helper.make_node("Transpose", ["x"], ["xt"], perm=[0, 2, 1]),
+        helper.make_node("InstanceNormalization", ["xt", "in_scale", "in_bias"], ["xn"], epsilon=epsilon),
+        helper.make_node("ReduceL2", ["wn_v", "wn_axes"], ["wn_norm"], keepdims=1),
+        helper.make_node("Div", ["wn_v", "wn_norm"], ["wn_unit"]),
+        helper.make_node("Mul", ["wn_g", "wn_unit"], ["wn_w"]),
+        helper.make_node("Conv", ["xn", "wn_w"], ["xc"], pads=[1, 1]),
+        helper.make_node("Transpose", ["xc"], ["feat"], perm=[0, 2, 1]),
+    ]
+    for node in model.graph.node:
+        node.input[:] = ["feat" if i == "x" else i for i in node.input]
+    nodes = [*front, *model.graph.node]
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    del model.opset_import[:]
+    model.opset_import.append(helper.make_opsetid("", 18))  # ReduceL2's axes as an input
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def test_wav2vec2s_instancenorm_and_weight_norm_are_finite() -> None:
+    """InstanceNormalization with epsilon > 0 is finite; the Div by the weight's norm is evaluated (it
+    is computed from constants alone, as onnxruntime's constant folding will): no zero, no guard."""
+    before = wav2vec2_front()
+    after, count = rewritten(PASS, before)
+    assert count == 2 and not {"IsNaN", "Where"} & set(ops(after))
+    x = feeds(before)
+    np.testing.assert_array_equal(run(after, x)[0], run(before, x)[0])
+    assert {"IsNaN", "Where"} <= refused_ops(nnapi(before))
+    assert not {"IsNaN", "Where"} & refused_ops(nnapi(after))
+
+
+@pytest.mark.parametrize("case", ["zero-norm", "epsilon-0"])
+def test_a_zero_norm_or_a_zero_epsilon_keeps_it(case: str) -> None:
+    model = wav2vec2_front(zero_column=True) if case == "zero-norm" else wav2vec2_front(epsilon=0.0)
+    assert unchanged_by(PASS, model)
