@@ -61,8 +61,9 @@ def _human(result: FixResult, console: Console) -> None:
             f"[bold]{escape(r.label)}[/bold]: {escape(counts_text(before))} ({before.percent:.1f}%) → {escape(after)} "
             f"({r.percent:.1f}%), verdict [{colour}]{r.verdict}[/{colour}]"
         )
+    applied = {f.name for f in result.applied}  # a pass undone alone may be kept together with others later
     for t in result.tried:
-        if not t.kept:
+        if not t.kept and t.name not in applied:
             console.print(f"  [dim]not kept: {escape(t.name)} ({t.nodes} nodes): {escape(t.why)}[/dim]")
     rows = result.verification.get("rows")
     if isinstance(rows, list):

@@ -18,7 +18,8 @@ onnxruntime's own InstanceNormalization kernel computes the same two means
 (onnxruntime/core/providers/cpu/nn/instance_norm.cc), so the rewrite matches it within float32 rounding.
 
 Only float32 inputs of rank 3 or 4 (NNAPI's ReduceMean stops at rank 4; a rank-5 one gains nothing).
-CoreML takes InstanceNormalization whole (normalization_op_builder.cc), so an iOS model keeps it.
+CoreML's MLProgram takes InstanceNormalization whole (normalization_op_builder.cc): only NNAPI declares
+the pass.
 """
 
 from __future__ import annotations
