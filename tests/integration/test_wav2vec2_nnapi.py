@@ -16,9 +16,9 @@ def test_wav2vec2_goes_whole_to_nnapi(tmp_path: Path) -> None:
 
     T = pytest.importorskip("transformers")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from mobilegen.fix import FixOptions, fix_model
+    from mobilegen.commands.fix import FixOptions, fix_model
     from mobilegen.options import ModelOptions
-    from mobilegen.verify import VerifyOptions
+    from mobilegen.verify.gate import VerifyOptions
 
     torch.manual_seed(0)
     # the base models' layout, shrunk: GroupNorm after the first conv (feat_extract_norm="group"), GELU
