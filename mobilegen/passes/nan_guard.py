@@ -24,7 +24,10 @@ this check over everything ``v`` is computed from:
   subgraph, an unknown op;
 - a float graph input counts as finite only behind a MatMul, Gemm, Conv or LayerNormalization (a
   feature, such as pixels or audio). A float input that reaches ``v`` by any other path is taken for
-  an additive attention mask, which callers fill with ``-inf``: the guard stays.
+  an additive attention mask, which callers fill with ``-inf``: the guard stays;
+- a guard itself, ``Where(IsNaN(p), c, p)`` with ``p`` a Softmax, is finite when ``c`` is, whatever the
+  Softmax reads: a Softmax gives values in [0, 1] or NaN, and the guard replaces the NaN (so the layers
+  after a guard that must stay, on a -inf mask, are still judged on their own).
 
 Exact in the sense of :mod:`mobilegen.passes.base` for every input whose values are finite and whose
 computation does not overflow float32 (the domain of every exact pass). Outside it -- a NaN or inf fed
@@ -120,6 +123,8 @@ class _Finite:
             return [], False
         if is_op(node, "Constant"):
             return [], _finite_value(index.const(name))
+        if _softmax_guard(node, index):
+            return [(node.input[1], mixed)], None
         if node.op_type not in FINITE or any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) for a in node.attribute):
             return [], False
         if not _attributes_finite(node, index, self.opsets):
@@ -128,6 +133,23 @@ class _Finite:
         inputs = [i for k, i in enumerate(node.input) if i and (wanted is None or k in wanted)]
         behind = mixed or node.op_type in MIXING
         return [(i, behind) for i in inputs], None
+
+
+def _softmax_guard(node: onnx.NodeProto, index: GraphIndex) -> bool:
+    """``node`` is ``Where(IsNaN(p), c, p)`` with ``p`` a Softmax's output."""
+    if not is_op(node, "Where") or len(node.input) != 3:
+        return False
+    isnan, softmax = index.producer.get(node.input[0]), index.producer.get(node.input[2])
+    return (
+        isnan is not None and is_op(isnan, "IsNaN") and isnan.input[0] == node.input[2]
+        and softmax is not None and is_op(softmax, "Softmax")
+    )  # fmt: skip
+
+
+def finite_check(index: GraphIndex) -> Callable[[str], bool]:
+    """Whether a tensor of ``index``'s graph is finite whenever the model's inputs are (the check above,
+    memoized; ``softmax-mask`` asks it of attention scores)."""
+    return _Finite(index)
 
 
 def _finite_value(value: np.ndarray | None) -> bool:

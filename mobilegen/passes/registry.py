@@ -47,9 +47,12 @@ BUILTIN: dict[str, str] = {
     "fold-if": "mobilegen.passes.fold_if:PASS",  # first: the branch's nodes are what every later pass matches
     "fold-constants": "mobilegen.passes.fold_constants:PASS",
     "nan-guard": "mobilegen.passes.nan_guard:PASS",  # before layernorm/gelu: it cannot see through their forms
+    "softmax-mask": "mobilegen.passes.softmax_mask:PASS",  # the guards nan-guard must keep (-inf masks)
     "rank6": "mobilegen.passes.rank6:PASS",
     "int64-indices": "mobilegen.passes.int64_indices:PASS",
     "sum-add": "mobilegen.passes.sum_add:PASS",
+    "bool-mask": "mobilegen.passes.bool_mask:PASS",  # after softmax-mask (its finite mask), before the two below
+    "gathernd-gather": "mobilegen.passes.gathernd_gather:PASS",  # after bool-mask: a bool GatherND gains nothing
     "flatten-reshape": "mobilegen.passes.flatten_reshape:PASS",
     "reduce": "mobilegen.passes.reduce:PASS",
     "pad": "mobilegen.passes.pad:PASS",

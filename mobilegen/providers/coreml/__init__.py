@@ -25,9 +25,13 @@ FORMATS = ("mlprogram", "neuralnetwork")
 
 # The graph passes that help CoreML (mobilegen.passes.registry): what its MLProgram builders refuse in
 # transformer-style models (rank-6 Reshape/Transpose, Pad forms, ReduceL2, Sum, the IsNaN/Where guard
-# torch.export puts after attention's Softmax). Not int64-indices: CoreML's
+# torch.export puts after attention's Softmax, the -inf one TorchScript's SDPA puts there, boolean
+# attention masks and their GatherND). Not int64-indices: CoreML's
 # Gather takes int64 indices (gather_op_builder.cc checks only the data's type).
-FIXES = ("fold-if", "fold-constants", "nan-guard", "rank6", "sum-add", "flatten-reshape", "reduce", "pad", "lstm")
+FIXES = (
+    "fold-if", "fold-constants", "nan-guard", "softmax-mask", "rank6", "sum-add", "bool-mask", "gathernd-gather",
+    "flatten-reshape", "reduce", "pad", "lstm",
+)
 
 SETTINGS = (
     Setting(

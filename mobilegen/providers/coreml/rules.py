@@ -326,6 +326,15 @@ def _cast(ctx: NodeContext) -> str | None:
     return "Cast in NeuralNetwork is only taken as int64 -> int32 right after ArgMax"
 
 
+def _cast_producer(ctx: NodeContext) -> str | None:
+    # CastOpBuilder::IsOpSupportedImpl returns false first thing when node.GetInputEdgesCount() == 0 ("Cast
+    # has no preceding nodes"), in both formats and every release: a Cast of a graph input (or of an
+    # initializer) has no input edge.
+    if ctx.graph.producer.get(ctx.input_name(0)) is None:
+        return f"Cast reads '{ctx.input_name(0)}', which no node produces: CoreML refuses a Cast without a preceding node"
+    return None
+
+
 def _depthtospace(ctx: NodeContext) -> str | None:
     mode = ctx.attr("mode", "DCR")
     if mode == "DCR":
@@ -400,6 +409,7 @@ OP_RULES = rules_by_id(
     Rule("coreml.axes_const", "axes input constant", IMPL + "squeeze_op_builder.cc", _axes_const),
     Rule("coreml.unsqueeze.rank", "Unsqueeze output rank <= 5", IMPL + "squeeze_op_builder.cc", _unsqueeze_rank),
     Rule("coreml.cast", "Cast: MLP int32/int64/float/fp16; NN only after ArgMax", IMPL + "cast_op_builder.cc", _cast),
+    Rule("coreml.cast.producer", "Cast fed by a node (not a graph input or initializer)", IMPL + "cast_op_builder.cc", _cast_producer),
     Rule("coreml.depthtospace", "DepthToSpace DCR (MLP CRD with static shape)", IMPL + "depthtospace_op_builder.cc", _depthtospace),
     Rule("coreml.lrn", "LRN 3-D or 4-D", IMPL + "LRN_op_builder.cc", _lrn),
     Rule("coreml.where", "Where X/Y float32/float16", IMPL + "where_op_builder.cc", _where),

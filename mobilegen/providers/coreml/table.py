@@ -169,7 +169,7 @@ OPS = ops_by_key(
     _op("Pad", "pad_op_builder.cc", since=11, rules=("coreml.pad", "coreml.pad.mlprogram")),
     _op("Squeeze", "squeeze_op_builder.cc", rules=("coreml.axes_const",), dtypes=(F32, F16, I32, I64)),
     _op("Unsqueeze", "squeeze_op_builder.cc", MLP, rules=("coreml.axes_const", "coreml.unsqueeze.rank"), dtypes=(F32, F16, I32, I64)),
-    _op("Cast", "cast_op_builder.cc", rules=("coreml.cast",), dtypes=ANY),
+    _op("Cast", "cast_op_builder.cc", rules=("coreml.cast.producer", "coreml.cast"), dtypes=ANY),
     _op("DepthToSpace", "depthtospace_op_builder.cc", rules=("coreml.depthtospace",)),
     _op("LRN", "LRN_op_builder.cc", NN, rules=("coreml.lrn",)),
     _op("Where", "where_op_builder.cc", MLP, rules=("coreml.where",), dtypes=(BOOL,)),
