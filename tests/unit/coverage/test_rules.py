@@ -175,6 +175,8 @@ CASES: dict[str, tuple[Case, Case]] = {
     "coreml.axes_const": ((ML, m("Squeeze", [T((1, 3)), K([0], np.int64)])), (ML, m("Squeeze", [T((1, 3)), T((1,), I64)]))),
     "coreml.unsqueeze.rank": ((ML, m("Unsqueeze", [X4, K([0], np.int64)])), (ML, m("Unsqueeze", [X4, K([0, 1], np.int64)]))),
     "coreml.cast": ((NW, argmax_then_cast), (NW, m("Cast", [X4], {"to": I32}))),
+    # cast_op_builder.cc IsOpSupportedImpl: "Cast has no preceding nodes" (a graph input has no input edge)
+    "coreml.cast.producer": ((ML, argmax_then_cast), (ML, m("Cast", [T((2,), I64)], {"to": F}))),
     "coreml.depthtospace": ((NW, m("DepthToSpace", [T((1, 4, 2, 2))], {"blocksize": 2})), (NW, m("DepthToSpace", [T((1, 4, 2, 2))], {"blocksize": 2, "mode": "CRD"}))),
     "coreml.lrn": ((NW, m("LRN", [X4], {"size": 3})), (NW, m("LRN", [T((1, 3))], {"size": 3}))),
     "coreml.where": ((ML28, m("Where", [T((2,), BOOL), T((2,)), T((2,))])), (ML28, m("Where", [T((2,), BOOL), T((2,), I32), T((2,), I32)]))),
