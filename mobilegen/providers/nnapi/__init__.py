@@ -47,12 +47,15 @@ _UINT8 = 2  # onnx.TensorProto.UINT8 (onnx is not imported here)
 # (it takes no symbolic dim), then rewrites of what its builders refuse in transformer-style models:
 # LayerNormalization, InstanceNormalization (torch's GroupNorm), Gelu/Erf, 3-D MatMul, Conv1d, AveragePool
 # count_include_pad, int64 indices, ReduceSum/ReduceL2, Sum, rank-6 Reshape/Transpose, Pad modes other
-# than constant (and any Pad below API 29), the IsNaN/Where guard torch.export puts after attention's Softmax, and constant folding.
+# than constant (and any Pad below API 29), the IsNaN/Where guard torch.export puts after attention's Softmax,
+# the -inf one TorchScript's SDPA puts there (softmax-mask: no partition per attention block; not bool-mask,
+# whose Cast of an int64 tensor NNAPI refuses), and constant folding.
 FIXES = (
     "fixed-dims",
     "fold-if",
     "fold-constants",
     "nan-guard",
+    "softmax-mask",
     "rank6",
     "int64-indices",
     "sum-add",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
-from transformer_checks import coreml, ops, refused_ops, rewritten, run, unchanged_by
+from transformer_checks import coreml, nnapi, ops, refused_ops, rewritten, run, unchanged_by
 
 from mobilegen.passes.softmax_mask import FINFO_MIN, PASS
 
@@ -98,3 +98,11 @@ def test_a_mask_read_elsewhere_is_kept_beside_the_finite_one() -> None:
     for mask in masks().values():
         for got, expected in zip(run(after, {"x": x, "mask": mask}), run(before, {"x": x, "mask": mask}), strict=True):
             np.testing.assert_array_equal(got, expected)
+
+
+def test_nnapi_gets_one_partition_too() -> None:
+    """NNAPI has no IsNaN, Where or ReduceMax builder: the mask and its row maximum stay on the CPU, ahead
+    of the attention block, instead of splitting it."""
+    before, (after, _) = attention(), rewritten(PASS, attention())
+    assert {"IsNaN", "Where"} <= refused_ops(nnapi(before)) and len(nnapi(before).partitions) == 2
+    assert refused_ops(nnapi(after)) == {"Where", "ReduceMax"} and len(nnapi(after).partitions) == 1
