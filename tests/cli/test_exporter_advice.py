@@ -241,7 +241,7 @@ def test_same_placement_is_no_advice() -> None:
 
 @pytest.mark.slow
 def test_traced_bert_places_better_through_torch_export(tmp_path: Path) -> None:
-    """The case of issue 27 at toy size: a traced BERT encoder (attention mask, mean pooling) splits more
+    """The case of issue 27 at toy size: a traced BERT encoder (attention mask, mean pooling) places worse
     on NNAPI through the TorchScript exporter than through torch.export; the advisor measures it."""
     transformers = pytest.importorskip("transformers")
     cfg = transformers.BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=2, num_attention_heads=2, intermediate_size=32, max_position_embeddings=32)
@@ -266,5 +266,12 @@ def test_traced_bert_places_better_through_torch_export(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.stderr
     adv = json.loads(r.stdout)["exporter_advice"]
     [p] = adv["providers"]
-    assert adv["better"] and p["other"]["partitions"] < p["built"]["partitions"], adv
+    built, other = p["built"], p["other"]
+
+    def refused(c: dict[str, int]) -> int:
+        return c["total_nodes"] - c["supported_nodes"]
+
+    # since softmax-mask the traced attention blocks no longer split NNAPI (2 partitions each way here):
+    # torch.export still leaves fewer nodes on the CPU
+    assert adv["better"] and (other["partitions"] < built["partitions"] or refused(other) < refused(built)), adv
     assert any(w.startswith("the torch.export exporter places this model better") for w in json.loads(r.stdout)["warnings"])
