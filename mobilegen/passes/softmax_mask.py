@@ -1,7 +1,8 @@
 """``softmax-mask``: a -inf attention mask whose NaN rows are guarded -> a finite mask and a row factor.
 
 The TorchScript exporter writes scaled-dot-product attention with a boolean mask as
-``Where(IsNaN(p), 0, p)`` with ``p = Softmax(s + Where(c, 0, -inf))`` (torch/onnx/symbolic_opset14.py):
+``Where(IsNaN(p), 0, p)`` with ``p = Softmax(s + Where(c, 0, -inf))``
+(torch/onnx/_internal/torchscript_exporter/symbolic_opset14.py in torch 2.13):
 a fully masked row is all ``-inf``, its Softmax 0/0, and the guard makes it 0. Neither CoreML nor NNAPI
 has an IsNaN builder, and CoreML's Where arrives only in ONNX Runtime 1.28 (PR #28597), so every
 attention block of a traced BERT leaves CoreML for the CPU and comes back (``nan-guard`` cannot remove

@@ -21,7 +21,7 @@ def _init(name: str, value: np.ndarray | float) -> onnx.TensorProto:
 
 def attention(*, neg: float = -np.inf, score_log: bool = False, mask_also_output: bool = False, opset: int = 17) -> onnx.ModelProto:
     """x[1,S,D] -> q, k, v -> Softmax(q k^T / 4 + Where(mask, 0, neg)) -> Where(IsNaN(p), 0, p) -> @ v, with a
-    boolean ``mask`` [1,S,S] input (torch/onnx/symbolic_opset14.py's SDPA with a bool attn_mask)."""
+    boolean ``mask`` [1,S,S] input (the TorchScript exporter's SDPA with a bool attn_mask)."""
     inits = [_init(f"w{c}", RNG.standard_normal((1, D, D)) / 4) for c in "qkv"]
     inits += [_init("scale", 0.25), _init("zero", np.zeros(1)), _init("neg", np.full(1, neg)), _init("guard", 0.0)]
     nodes = [helper.make_node("MatMul", ["x", f"w{c}"], [c]) for c in "qkv"]
