@@ -21,7 +21,11 @@ factor is ``exp(0) = 1``; in a fully masked row the factor is ``exp(finfo.min) =
 it. The mask's other branch must be 0 (else the factor would not be 1) and the guard's value 0.
 
 What is left, ``Where(c, 0, finfo.min)`` on a boolean mask, is the form torch.export writes, which
-``bool-mask`` turns into arithmetic CoreML takes. Opset 13 and later (Softmax over one axis).
+``bool-mask`` turns into arithmetic CoreML takes. NNAPI declares this pass too: it has no Where or
+ReduceMax builder, but those read only the mask and sit ahead of the first attention block (onnxruntime
+shares them between the layers), so the blocks are no longer cut. Opset 13 and later (Softmax over one
+axis). Where CoreML computes in float16 (the Neural Engine) ``finfo.min`` overflows to -inf, as the mask
+torch.export writes itself does.
 """
 
 from __future__ import annotations
