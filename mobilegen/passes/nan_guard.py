@@ -146,10 +146,10 @@ def _softmax_guard(node: onnx.NodeProto, index: GraphIndex) -> bool:
     )  # fmt: skip
 
 
-def finite_check(index: GraphIndex) -> Callable[[str], bool]:
-    """Whether a tensor of ``index``'s graph is finite whenever the model's inputs are (the check above,
-    memoized; ``softmax-mask`` asks it of attention scores)."""
-    return _Finite(index)
+def finite_check(model: onnx.ModelProto, index: GraphIndex) -> Callable[[str], bool]:
+    """Whether a tensor of ``index``'s graph (``model``'s) is finite whenever the model's inputs are (the
+    check above, memoized; ``softmax-mask`` asks it of attention scores)."""
+    return _Finite(index, {o.domain: o.version for o in model.opset_import})
 
 
 def _finite_value(value: np.ndarray | None) -> bool:

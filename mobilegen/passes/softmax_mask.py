@@ -116,7 +116,7 @@ def apply(model: onnx.ModelProto) -> int:
         return 0
     index = GraphIndex(graph)
     types = tensor_types(model)
-    finite = finite_check(index)
+    finite = finite_check(model, index)
     matches = [m for g in graph.node if is_op(g, "Where") and (m := _match(g, index, types, finite)) is not None]
     if not matches:
         return 0
