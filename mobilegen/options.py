@@ -16,7 +16,8 @@ import numpy as np
 
 from mobilegen.errors import UsageError
 from mobilegen.export.const_inputs import Const, check_consts
-from mobilegen.export.exporter import MAX_DEFAULT_OPSET, ExportOptions
+from mobilegen.export.exporter import ExportOptions
+from mobilegen.export.limits import MAX_DEFAULT_OPSET, MAX_EXAMPLE_BYTES
 from mobilegen.load.loader import LoadOptions
 from mobilegen.spec import apply_dynamic, parse_dynamic_spec, parse_input_spec
 from mobilegen.verify.gate import VerifyOptions
@@ -26,7 +27,6 @@ if TYPE_CHECKING:
     from mobilegen.tasks.spec import TaskSpec
 
 MIN_OPSET = 7
-MAX_EXAMPLE_BYTES = 1 << 30  # seeded inputs are built several times (reference + every artifact, two sizes)
 
 
 @dataclass(frozen=True)

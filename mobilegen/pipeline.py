@@ -28,10 +28,11 @@ from mobilegen.export import advice as exporter_advice
 from mobilegen.export import early_checks
 from mobilegen.export.stage import load_and_export
 from mobilegen.infra import progress
-from mobilegen.infra.outputs import stage_zip, staged_output
+from mobilegen.infra.outputs import staged_output
 from mobilegen.notices import Notice
 from mobilegen.options import BuildOptions, ModelOptions
 from mobilegen.package.options import options_record
+from mobilegen.package.zip_writer import stage_zip
 from mobilegen.passes import stage as fix_stage
 from mobilegen.quantize import stage as quantize_stage
 from mobilegen.render import stage as render_stage

@@ -29,7 +29,7 @@ from mobilegen.artifacts import GOLDEN_MGV, MANIFEST
 from mobilegen.bench.profile import CPU_PROVIDER, read_profile
 from mobilegen.bench.schema import BenchResult, Configuration, Device, Placement, WarmStats
 from mobilegen.errors import LoadError, UsageError, first_line
-from mobilegen.load.loader import sha256_file
+from mobilegen.infra.digest import sha256_file
 
 if TYPE_CHECKING:
     import numpy as np

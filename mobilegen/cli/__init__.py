@@ -6,7 +6,6 @@ lazily by the commands so ``mobilegen --help`` stays instant.
 
 from __future__ import annotations
 
-import functools
 import importlib
 import sys
 from collections.abc import Callable, Iterator
@@ -17,9 +16,10 @@ import typer
 
 from mobilegen import __version__
 from mobilegen.cli.clickext import LazyTyper
+from mobilegen.cli.console import emit_json, err_console, progress_reporter, report_error, say_interrupted
 from mobilegen.infra import signals
 
-# json, traceback, rich and mobilegen.errors are imported where they are used: `mobilegen --help` needs none.
+# traceback, rich and mobilegen.errors are imported where they are used: `mobilegen --help` needs none.
 app = LazyTyper(
     name="mobilegen",
     help="Turn a trained PyTorch model into verified Android and iOS projects on ONNX Runtime Mobile.",
@@ -38,44 +38,6 @@ COMMAND_MODULES = ("core", "build", "package_cmds", "check", "fix", "bench")
 
 if TYPE_CHECKING:
     from rich.console import Console
-
-    from mobilegen.errors import MobilegenError
-    from mobilegen.infra.progress import Reporter
-
-# Off a terminal rich would fit tables into 80 columns and split cells across lines; logs and pipes
-# get every value whole on its line instead.
-_UNBOUNDED_WIDTH = 100_000
-
-
-@functools.cache
-def err_console() -> Console:
-    """The console on stderr, made on first use (importing rich costs ~50 ms that --help does not need)."""
-    from rich.console import Console
-
-    class _Console(Console):
-        def on_broken_pipe(self) -> None:
-            # rich would exit 1 (mobilegen's "internal bug"): the CLI ends a closed pipe itself (clickext)
-            self.quiet = True
-            raise BrokenPipeError
-
-    width = None if _isatty(sys.stderr) else _UNBOUNDED_WIDTH
-    return _Console(stderr=True, highlight=False, soft_wrap=True, width=width)
-
-
-def _isatty(stream: Any) -> bool:
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):  # replaced or closed stream
-        return False
-
-
-def progress_reporter(json_out: bool) -> Reporter | None:
-    """Stage status lines on stderr: only on a terminal, and never with --json."""
-    if json_out or not _isatty(sys.stderr):
-        return None
-    from mobilegen.infra.progress import Reporter
-
-    return Reporter(sys.stderr)
 
 
 @contextmanager
@@ -103,17 +65,6 @@ def _root(
     from mobilegen.cli.config import attach  # every command takes --config FILE / reads ./mobilegen.toml
 
     attach(ctx)
-
-
-def emit_json(payload: Any) -> None:
-    import json
-
-    from mobilegen.cli.config import used_file
-
-    if isinstance(payload, dict) and (config := used_file()) is not None:
-        payload = {**payload, "config": config}  # which mobilegen.toml / --config file was applied
-    sys.stdout.write(json.dumps(payload, indent=2, sort_keys=False, default=str) + "\n")
-    sys.stdout.flush()
 
 
 def run_command(
@@ -154,7 +105,7 @@ def run_command(
         if signals.received:  # a library turned the interrupt into its own error (ImportError: initialization failed)
             _interrupted(json_out)
         if isinstance(err, MobilegenError):
-            _report_error(err, json_out=json_out, debug=debug)
+            report_error(err, json_out=json_out, debug=debug)
             raise typer.Exit(err.exit_code) from None
         wrapped = InternalError(
             f"internal error: {type(err).__name__}: {err}",
@@ -164,10 +115,10 @@ def run_command(
             import traceback
 
             traceback.print_exc(file=sys.stderr)
-        _report_error(wrapped, json_out=json_out, debug=False)
+        report_error(wrapped, json_out=json_out, debug=False)
         raise typer.Exit(1) from None
     if isinstance(gate, MobilegenError):
-        _report_error(gate, json_out=False, debug=False)
+        report_error(gate, json_out=False, debug=False)
         raise typer.Exit(gate.exit_code)
 
 
@@ -175,48 +126,8 @@ def _interrupted(json_out: bool) -> NoReturn:
     code = signals.exit_code()
     if json_out:
         emit_json({"error": "interrupted", "message": "interrupted", "hint": None, "details": [], "exit_code": code})
-    _say_interrupted()
+    say_interrupted()
     raise typer.Exit(code) from None
-
-
-_said: list[bool] = []
-
-
-def _say_interrupted() -> None:
-    if not _said:
-        _said.append(True)
-        err_console().print("[red]interrupted[/red]")
-
-
-def _report_error(err: MobilegenError, *, json_out: bool, debug: bool) -> None:
-    if debug and err.__cause__ is not None:
-        import traceback
-
-        traceback.print_exception(err.__cause__, file=sys.stderr)
-    if json_out:
-        emit_json(err.to_dict())
-    # One line on stderr always (CI logs read stderr even with --json).
-    print_error(err.one_line())
-    if all(line in err.message for line in err.details):
-        return  # details that only repeat the summary stay out: one line is the rule
-    for line in err.details:
-        err_console().print(f"  {_escape(line)}")
-
-
-def print_error(line: str) -> None:
-    """The one ``error:`` line on stderr, for mobilegen's errors and Click's usage errors alike."""
-    err_console().print(f"[bold red]error:[/bold red] {_escape(line)}")
-
-
-def print_notice(line: str) -> None:
-    """A ``note:`` line on stderr (also with ``--json``): something the user should know did happen."""
-    err_console().print(f"[yellow]note:[/yellow] {_escape(line)}")
-
-
-def _escape(text: str) -> str:
-    from rich.markup import escape
-
-    return escape(text)
 
 
 def main() -> None:
@@ -225,14 +136,14 @@ def main() -> None:
     try:
         rv = app(prog_name="mobilegen", standalone_mode=False)
     except (typer.Abort, KeyboardInterrupt):  # Ctrl-C outside a command's action
-        _say_interrupted()
+        say_interrupted()
         signals.quiet_exit(signals.exit_code())
     except typer.Exit as exit_:
         signals.quiet_exit(exit_.exit_code)
     except SystemExit as exit_:  # SIGTERM
         signals.quiet_exit(exit_.code)
     if signals.received and rv == signals.exit_code():  # Typer makes a KeyboardInterrupt outside run_command exit 130
-        _say_interrupted()
+        say_interrupted()
     signals.quiet_exit(rv if isinstance(rv, int) else 0)
 
 

@@ -292,7 +292,7 @@ def usage_errors(args: Sequence[str], *, command: str | None = None) -> Iterator
 
 
 def report_usage_error(err: Any, args: Sequence[str], *, command: str | None = None) -> NoReturn:
-    from mobilegen.cli import emit_json, print_error
+    from mobilegen.cli.console import emit_json, print_error
 
     message, hint = describe_usage_error(err, args, command=command)
     if "--json" in args[: args.index("--") if "--" in args else len(args)]:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, get_args, get_origin
 
 import typer
 
+from mobilegen.cli.console import META_KEY, print_notice, report_error
 from mobilegen.errors import UsageError
 
 if TYPE_CHECKING:
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
 
 CONFIG_NAME = "mobilegen.toml"
 MAX_CONFIG_BYTES = 1 << 20
-META_KEY = "mobilegen.config"  # ctx.meta: the file that was applied (shared by the whole context chain)
 # Parameters a file found implicitly may not set: each runs code or replaces something outside the folder.
 PRIVILEGED = {"force": "--force", "trust_pickle": "--trust-pickle", "model_class": "--model-class"}
 # Parameters that name where a command writes: from an implicit file, only inside the file's folder.
@@ -67,16 +67,12 @@ class _FileDefaults(MutableMapping[str, Any]):
             try:
                 self._values = command_defaults(self._ctx, self._path, explicit=self._explicit)
             except UsageError as err:
-                from mobilegen.cli import _report_error  # the CLI's one error printer (imports this module)
-
-                _report_error(err, json_out=bool(self._ctx.params.get("json_out")), debug=False)
+                report_error(err, json_out=bool(self._ctx.params.get("json_out")), debug=False)
                 raise typer.Exit(err.exit_code) from None
             self._ctx.meta[META_KEY] = str(self._path)
             notice = privileged_notice(self._path, self._values)
             if notice is not None:
-                from mobilegen.cli import print_notice  # the CLI prints; this module only decides what
-
-                print_notice(notice)
+                print_notice(notice)  # the CLI prints; this module only decides what
         return self._values
 
     def __getitem__(self, key: str) -> Any:
@@ -132,15 +128,6 @@ def attach(ctx: typer.Context) -> None:
     command = group.get_command(ctx, name) if isinstance(group, TyperGroup) and name else None
     if command is not None and not any(p.name == "config" for p in command.params):
         command.params.insert(0, _config_option())
-
-
-def used_file() -> str | None:
-    """The config file the running command applied, if any (for its ``--json`` output)."""
-    from typer._click.globals import get_current_context  # type: ignore[import-not-found,unused-ignore]
-
-    ctx = get_current_context(silent=True)
-    found = ctx.meta.get(META_KEY) if ctx is not None else None
-    return found if isinstance(found, str) else None
 
 
 # --- reading and checking the file ------------------------------------------------------------------

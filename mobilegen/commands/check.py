@@ -42,7 +42,7 @@ class CheckResult:
 
 def check(model: Path, opts: CheckOptions, model_opts: ModelOptions) -> CheckResult:
     from mobilegen.coverage import analyze_all
-    from mobilegen.export.onnx_input import onnx_for_analysis  # lazy: pulls in onnx
+    from mobilegen.export.stage import onnx_for_analysis  # lazy: pulls in onnx
     from mobilegen.load.loader import load_model
 
     eps = tuple(e.strip().lower() for e in opts.eps)

@@ -122,7 +122,7 @@ def inspect_model(model: Path, opts: ModelOptions) -> Inspection:
     elif loaded.io_hint is None and not opts.inputs:
         return _inspect_module(loaded, opts.consts)
     else:
-        from mobilegen.export.exporter import export_onnx
+        from mobilegen.export.stage import export_onnx
         from mobilegen.infra.outputs import temp_dir
 
         with temp_dir("inspect") as tmp:
@@ -133,7 +133,7 @@ def inspect_model(model: Path, opts: ModelOptions) -> Inspection:
     hist = _histogram([(n.domain, n.op_type) for n in proto.graph.node])
     import math
 
-    from mobilegen.export.onnx_checks import tensor_nbytes
+    from mobilegen.infra.onnx_size import tensor_nbytes
 
     params = 0
     nbytes = 0

@@ -17,9 +17,9 @@ from pathlib import Path
 from mobilegen.artifacts import OnnxModel, OrtModel
 from mobilegen.convert.ortformat import canonicalize_file, format_version
 from mobilegen.errors import ConversionError, InternalError, UsageError, first_line
-from mobilegen.export.exporter import quiet
 from mobilegen.infra.memory import release_memory
 from mobilegen.infra.outputs import temp_dir
+from mobilegen.infra.quiet import quiet
 
 STYLES = ("runtime", "fixed")
 LEVEL = "all"

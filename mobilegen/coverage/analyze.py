@@ -30,7 +30,7 @@ from mobilegen.coverage.rewrites import op_suggestions
 from mobilegen.coverage.rules import EPTable, NodeContext
 from mobilegen.coverage.target import EPTarget
 from mobilegen.errors import InternalError, first_line
-from mobilegen.export.onnx_checks import model_bytes, surely_under
+from mobilegen.infra.onnx_size import model_bytes, surely_under
 from mobilegen.providers.base import DYNAMIC, GROUP, OP, ExecutionProvider, Reason
 
 log = logging.getLogger(__name__)

@@ -315,7 +315,8 @@ def _shaped_as(model: OnnxModel, built: OnnxModel) -> OnnxModel:
 
 
 def _export_with(loaded: LoadedModel, export_opts: Any, out: Path, other: str) -> OnnxModel:
-    from mobilegen.export.exporter import export_onnx, resolve_inputs
+    from mobilegen.export.exporter import resolve_inputs
+    from mobilegen.export.stage import export_onnx
 
     if other == TORCHSCRIPT:  # the same module through the TorchScript exporter
         return export_onnx(loaded, export_opts, out, write=False, torchscript_only=True)
@@ -323,7 +324,8 @@ def _export_with(loaded: LoadedModel, export_opts: Any, out: Path, other: str) -
     import torch
     from torch._export.converter import TS2EPConverter
 
-    from mobilegen.export.exporter import example_arrays, quiet
+    from mobilegen.export.exporter import example_arrays
+    from mobilegen.infra.quiet import quiet
     from mobilegen.load.loader import _exported_io_hint
 
     specs, sizes = resolve_inputs(loaded, export_opts.inputs, dict(export_opts.example_sizes))

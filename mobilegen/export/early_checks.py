@@ -113,7 +113,8 @@ def _forward_outputs(loaded: LoadedModel, specs: list[TensorSpec], sizes: dict[s
     dim's example size may follow that dim in the exported model: it is left a name (not checked)."""
     import torch
 
-    from mobilegen.export.exporter import default_dim_size, example_arrays, quiet, torch_callable
+    from mobilegen.export.exporter import default_dim_size, example_arrays, torch_callable
+    from mobilegen.infra.quiet import quiet
     from mobilegen.load.loader import _torch_dtype_name
 
     sizes = dict(sizes)

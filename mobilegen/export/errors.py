@@ -242,7 +242,7 @@ def _library_dirs() -> tuple[str, tuple[str, ...]]:
 
 
 def _opset_note(kind: str) -> str:
-    from mobilegen.export.exporter import MAX_DEFAULT_OPSET, TORCHSCRIPT_MAX_OPSET
+    from mobilegen.export.limits import MAX_DEFAULT_OPSET, TORCHSCRIPT_MAX_OPSET
 
     if kind == "exported_program":
         return f"try another --opset (up to {MAX_DEFAULT_OPSET})"

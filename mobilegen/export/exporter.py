@@ -4,16 +4,8 @@ fallback (with the reason), weights inlined into one file, checker + shape infer
 
 from __future__ import annotations
 
-import contextlib
 import inspect
-import io
-import logging
 import math
-import os
-import sys
-import tempfile
-import warnings
-from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,16 +15,16 @@ import numpy as np
 from mobilegen.artifacts import LoadedModel, OnnxModel
 from mobilegen.errors import ExportError, LoadError, UsageError, first_line, shorten
 from mobilegen.export import const_inputs as bindings
+from mobilegen.export.limits import (
+    MAX_EXAMPLE_BYTES,
+    refuse_too_large,
+)
+from mobilegen.infra.quiet import quiet
 from mobilegen.spec import IOSpec, TensorSpec, check_tensor_name, rename_shared_dims
 
 if TYPE_CHECKING:
     from mobilegen.export.errors import Fallback
 
-# The newest opset mobilegen exports and verifies. The pinned runtimes (1.24.2, 1.27.0) take one more: ORT
-# moved to ONNX 1.20.1 (opset 25) in de398c412 (#26579, 1.24.0), which also lifted NNAPI's and CoreML's cap to 25.
-MAX_DEFAULT_OPSET = 24
-MAX_INLINE_BYTES = 2_000_000_000  # ORT format (FlatBuffers) and one-file assets stop at 2 GB
-TORCHSCRIPT_MAX_OPSET = 20  # torch.onnx._constants.ONNX_TORCHSCRIPT_EXPORTER_MAX_OPSET in torch 2.13
 
 
 @dataclass(frozen=True)
@@ -53,44 +45,6 @@ class ExportOptions:
         dupes = sorted({n for n in self.output_names if self.output_names.count(n) > 1})
         if dupes:
             raise UsageError(f"--output-name {dupes[0]!r} is given more than once", hint="give each output its own name")
-
-
-@contextlib.contextmanager
-def quiet() -> Iterator[None]:
-    """The exporters print progress to stdout and warnings to stderr: keep both off the CLI's streams."""
-    sink = io.StringIO()
-    loggers = [logging.getLogger(n) for n in ("torch.onnx", "torch._dynamo", "torch.export", "onnxscript", "torch")]
-    levels = [lg.level for lg in loggers]
-    for lg in loggers:
-        lg.setLevel(logging.ERROR)
-    try:
-        with _native_output_silenced(), contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        for lg, lv in zip(loggers, levels, strict=True):
-            lg.setLevel(lv)
-
-
-@contextlib.contextmanager
-def _native_output_silenced() -> Iterator[None]:
-    """C++ code (the TorchScript exporter dumps whole graphs on failure) writes to file descriptors 1/2
-    directly; point them at a scratch file so `--json` stdout stays one clean document."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = (os.dup(1), os.dup(2))
-    try:
-        with tempfile.TemporaryFile() as sink:
-            os.dup2(sink.fileno(), 1)
-            os.dup2(sink.fileno(), 2)
-            try:
-                yield
-            finally:
-                os.dup2(saved[0], 1)
-                os.dup2(saved[1], 2)
-    finally:
-        os.close(saved[0])
-        os.close(saved[1])
 
 
 def forward_arg_names(loaded: LoadedModel) -> list[str]:
@@ -218,7 +172,6 @@ def refuse_large_examples(specs: list[TensorSpec], sizes: dict[str, int], source
     """The seeded example inputs stay under the limit also when the model's own recorded shapes set them
     (``ModelOptions`` checks the ``--input`` shapes alone): a model whose input is fixed at 2**40 elements
     is refused before any work, not left to fail in numpy."""
-    from mobilegen.options import MAX_EXAMPLE_BYTES  # mobilegen.options imports this module
 
     def nbytes(s: TensorSpec) -> int:
         try:
@@ -267,19 +220,10 @@ def _export_program(
     return model, "torchscript", fallback_of(primary) if primary is not None else None
 
 
-def export_onnx(loaded: LoadedModel, options: ExportOptions, out_path: Path, *, write: bool = True, torchscript_only: bool = False) -> OnnxModel:
-    """Export to ``out_path`` (a single self-contained .onnx). ONNX inputs are copied through. The model
-    stays in memory (``OnnxModel.proto``); with ``write=False`` nothing is written yet (the build writes
-    it once, after its graph passes). ``torchscript_only``: a module goes to the TorchScript exporter
-    directly (mobilegen.export.advice compares the two)."""
-    loaded = bindings.bind_consts(loaded, options.consts)  # the caller may have bound them already (the reference needs them)
-    if loaded.kind == "onnx":
-        from mobilegen.export.onnx_input import passthrough, read_onnx_source
-
-        return passthrough(loaded, options, out_path, read_onnx_source(loaded, options), write=write)
-    if loaded.kind == "ort":
-        raise UsageError(f"{loaded.source} is already in ORT format", hint="pass the .onnx or PyTorch model it came from")
-
+def export_pytorch(loaded: LoadedModel, options: ExportOptions, out_path: Path, *, write: bool = True, torchscript_only: bool = False) -> OnnxModel:
+    """A PyTorch model (its ``--const`` inputs bound) to ``out_path`` (a single self-contained .onnx): see
+    :func:`mobilegen.export.stage.export_onnx`. ``torchscript_only``: a module goes to the TorchScript
+    exporter directly (mobilegen.export.advice compares the two)."""
     import torch
 
     specs, sizes = resolve_inputs(loaded, options.inputs, dict(options.example_sizes))
@@ -335,14 +279,6 @@ def export_onnx(loaded: LoadedModel, options: ExportOptions, out_path: Path, *, 
         notes=tuple(specialised),
         proto=model,
     )
-
-
-def refuse_too_large(size: int, what: str, extra_hint: str = "") -> None:
-    if size > MAX_INLINE_BYTES:
-        raise ExportError(
-            f"{what} {size / 1e9:.1f} GB; ORT format (FlatBuffers) and one-file mobile assets stop at 2 GB",
-            hint="quantize or shrink the model before packaging it for mobile" + extra_hint,
-        )
 
 
 def _export_dynamo(loaded: LoadedModel, args: tuple[Any, ...], names: list[str], dyn: dict[str, dict[int, str]], opset: int | None) -> Any:

@@ -11,19 +11,17 @@ from typing import Any
 from mobilegen.artifacts import LoadedModel, OnnxModel
 from mobilegen.errors import LoadError, UsageError, first_line
 from mobilegen.export.exporter import (
-    MAX_INLINE_BYTES,
     ExportOptions,
     default_dim_size,
-    export_onnx,
     finish_model,
     match_model_input,
     opset_of,
     refuse_large_examples,
-    refuse_too_large,
     rename_outputs,
     save_onnx,
 )
-from mobilegen.export.onnx_checks import model_bytes
+from mobilegen.export.limits import refuse_too_large
+from mobilegen.infra.onnx_size import model_bytes
 from mobilegen.load.loader import onnx_io_spec
 from mobilegen.spec import IOSpec, TensorSpec
 
@@ -75,20 +73,6 @@ def passthrough(loaded: LoadedModel, options: ExportOptions, out_path: Path, mod
         notes=notes,
         proto=model,
     )
-
-
-def onnx_for_analysis(loaded: LoadedModel, options: ExportOptions, out_path: Path) -> Any:
-    """The ONNX model ``mobilegen check`` analyses: exported as by every other command, except an ONNX
-    source too large for one file, which is analysed as given (weights read from its external data)."""
-
-    if loaded.kind != "onnx":
-        return export_onnx(loaded, options, out_path, write=False).proto
-    model = read_onnx_source(loaded, options)
-    if model_bytes(model) <= MAX_INLINE_BYTES:
-        return passthrough(loaded, options, out_path, model, write=False, examples=False).proto
-    check_onnx_inputs(onnx_io_spec(model), options, loaded.source, examples=False)
-    load_weights(model, loaded)
-    return model
 
 
 def constant_initializers(model: Any) -> tuple[str, ...]:

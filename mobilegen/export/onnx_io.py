@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mobilegen.export.onnx_checks import model_bytes
+from mobilegen.infra.onnx_size import model_bytes
 from mobilegen.infra.outputs import temp_dir
 
 if TYPE_CHECKING:

@@ -316,7 +316,7 @@ def staged_output(
     out: Path, *, force: bool, zip_path: Path | None = None, protect: tuple[Path, ...] = (), lock_held: bool = False
 ) -> Iterator[Path]:
     """Yield a staging folder beside ``out``; on success it takes the place of ``out`` (and the zip staged
-    by :func:`stage_zip` that of ``zip_path``), on failure it is removed and nothing else is touched.
+    by :func:`mobilegen.package.zip_writer.stage_zip` that of ``zip_path``), on failure it is removed and nothing else is touched.
     ``lock_held``: the caller holds ``out``'s writer lock (:func:`locked_package`)."""
     targets = [check_target(out, "folder", force=force, protect=protect)]
     if zip_path is not None:
@@ -337,13 +337,6 @@ def staged_output(
         txn.commit()
     finally:
         txn.discard()
-
-
-def stage_zip(root: Path, zip_path: Path) -> Path:
-    """Zip the staged folder ``root`` next to it; :func:`staged_output` moves it to ``zip_path`` at the end."""
-    from mobilegen.package import write_zip
-
-    return write_zip(root, root.parent / Path(zip_path).name, prefix=root.name)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ runs code), state_dict (needs the class: ``--model-class``), ONNX
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import importlib.util
 import json
@@ -23,6 +22,7 @@ from typing import Any
 
 from mobilegen.artifacts import LoadedModel
 from mobilegen.errors import LoadError, MobilegenError, UsageError, first_line
+from mobilegen.infra.digest import sha256_file
 from mobilegen.spec import ONNX_TO_DTYPE, IOSpec, TensorSpec
 
 ORT_IDENTIFIER = b"ORTM"
@@ -33,14 +33,6 @@ class LoadOptions:
     trust_pickle: bool = False
     model_class: str | None = None  # "package.module:ClassName" or "path/to/file.py:ClassName"
     model_kwargs: str | None = None  # JSON object
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def check_input_file(path: Path) -> None:
@@ -100,7 +92,7 @@ def load_model(path: Path, options: LoadOptions = LoadOptions()) -> LoadedModel:
 
         return LoadedModel(source=path, kind="torchscript", sha256=digest, module=module, traced_inputs=read_traced_inputs(path, module))
     if kind == "exported_program":
-        from mobilegen.export.exporter import quiet
+        from mobilegen.infra.quiet import quiet
         from mobilegen.load.pt2_outputs import output_type_error
         from mobilegen.load.pt2_safety import load_exported_program
 

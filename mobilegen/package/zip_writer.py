@@ -90,3 +90,8 @@ def write_zip(folder: Path, zip_path: Path, *, prefix: str | None = None) -> Pat
         tmp.unlink(missing_ok=True)
         raise
     return zip_path
+
+
+def stage_zip(root: Path, zip_path: Path) -> Path:
+    """Zip the staged folder ``root`` next to it; :func:`mobilegen.infra.outputs.staged_output` moves it to ``zip_path`` at the end."""
+    return write_zip(root, root.parent / Path(zip_path).name, prefix=root.name)

@@ -8,7 +8,7 @@ with the type shape inference gives it. Afterwards the body gets the rewritten n
 the initializers the pass appended; the borrowed ones are left out. Fresh names avoid every name of the
 whole model (:func:`mobilegen.passes.graph_util.reserved_names`): a body may not shadow an outer name.
 
-Undoing stays cheap: bodies live in node attributes, which :class:`mobilegen.passes.stage.Snapshot` copies
+Undoing stays cheap: bodies live in node attributes, which :class:`mobilegen.passes.snapshot.Snapshot` copies
 with the nodes. ``fold-if`` walks the bodies itself (``GraphPass.in_bodies=False``).
 
 Where it matters: XNNPACK takes a body's nodes (:mod:`mobilegen.coverage.subgraphs`), so a rewrite inside

@@ -287,7 +287,7 @@ def fold_unjudged(model: onnx.ModelProto) -> tuple[int, str | None]:
     if not any(is_op(n, "If") for g in graphs(model.graph) for n in g.node):
         return 0, None
     from mobilegen.errors import first_line
-    from mobilegen.passes.stage import Snapshot
+    from mobilegen.passes.snapshot import Snapshot
 
     snap = Snapshot(model)
     try:

@@ -288,7 +288,7 @@ def _worst_layers(fp32: Path, quantized: Path, feeds: list[dict[str, np.ndarray]
         return ()
     from onnxruntime.quantization import qdq_loss_debug as dbg
 
-    from mobilegen.export.exporter import quiet
+    from mobilegen.infra.quiet import quiet
     from mobilegen.quantize.engine import _ort_logs_quiet
 
     noise: dict[str, float] = {}

@@ -67,7 +67,7 @@ def quantize(
     the next ones (a narrowed recipe is calibrated once, not once per round)."""
     import onnx
 
-    from mobilegen.export.exporter import quiet  # imports numpy: not at package import
+    from mobilegen.infra.quiet import quiet  # imports numpy: not at package import
 
     left: list[str] = []
     src = Path(os.path.abspath(src))  # the quantizer's pre-processing runs in another current folder (_cwd)

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mobilegen.artifacts import JSONValue, ShippedModel
+from mobilegen.targets.tolerances import KERNEL_RTOL, MAX_FRACTION, OUTPUT_STEPS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -42,9 +43,6 @@ GOLDEN_DIR = "golden"
 GOLDEN_NPZ_NAME = "golden.npz"
 GOLDEN_MGV_NAME = "golden.mgv"
 GOLDEN_TOLERANCES_NAME = "tolerances.json"
-OUTPUT_STEPS = 2  # a quantized model's golden atol covers this many steps of its outputs' last DequantizeLinear
-KERNEL_RTOL = 0.01  # ... and this fraction of a float output's largest golden |value| (kernel rounding differences)
-MAX_FRACTION = 0.25  # ... but never more than this fraction of the smallest case's largest golden |value| (a zero output fails)
 
 # ops whose outputs are some of their data input's values, unchanged: a DequantizeLinear's step survives them
 # (input 0 only for those whose other inputs are shapes, indices or axes; every input for Concat)
@@ -69,25 +67,6 @@ def tolerances_of(model: ShippedModel, atol: float, rtol: float) -> tuple[float,
     if record.golden_tolerance:  # derived from its own golden outputs: may be below the build's atol (the cap)
         return record.golden_atol, rtol
     return max(atol, record.golden_atol), rtol
-
-
-_QUANTIZED_AS = {
-    "int8": "int8-quantized (QDQ)",
-    "dynamic": "dynamically quantized (int8 weights, activations quantized as it runs)",
-    "fp16": "float16 (`--quantize fp16`)",
-}
-
-
-def tolerance_reason(mode: str) -> str:
-    """Why a quantized model's device tests assert the tolerance they do (one README sentence, no period):
-    not the float32 reasoning of an fp32 model's."""
-    what = _QUANTIZED_AS.get(mode, f"quantized ({mode})")
-    steps = f", {OUTPUT_STEPS} steps of the DequantizeLinear producing an output" if mode == "int8" else ""
-    return (
-        f"the model is {what} and its golden vectors are its own outputs, so atol covers only a phone's kernels rounding "
-        f"differently from this machine's: the largest of the build's atol{steps} and {KERNEL_RTOL:g} of an output's "
-        f"largest |golden value|, never above {MAX_FRACTION:g} of it (golden/tolerances.json says how it was derived)"
-    )
 
 
 def output_steps(model: onnx.ModelProto) -> dict[str, float]:

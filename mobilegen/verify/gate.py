@@ -15,9 +15,10 @@ import numpy as np
 from mobilegen.artifacts import JSONValue, LoadedModel, OnnxModel, VerificationReport, VerifyRow
 from mobilegen.errors import ReferenceFailedError, UsageError, VerificationError, first_line
 from mobilegen.export.errors import explain_gate_failure
-from mobilegen.export.exporter import quiet, torch_callable
+from mobilegen.export.exporter import torch_callable
 from mobilegen.infra import progress
 from mobilegen.infra.memory import release_memory
+from mobilegen.infra.quiet import quiet
 from mobilegen.spec import TensorSpec
 from mobilegen.verify.golden import GoldenCase, encode_mgv, write_npz
 from mobilegen.verify.inputs import (

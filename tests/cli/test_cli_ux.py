@@ -16,7 +16,7 @@ from cli_helpers import assert_fails, invoke
 from onnx import TensorProto, helper
 from typer.testing import Result
 
-import mobilegen.cli as cli
+import mobilegen.cli.console as console
 from mobilegen import providers
 from mobilegen.cli import app
 from mobilegen.infra import progress
@@ -44,10 +44,10 @@ def model(tmp_path: Path) -> Path:
 @pytest.fixture
 def fake_tty(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """stderr counts as a terminal (the console is remade for it, and again afterwards)."""
-    cli.err_console.cache_clear()
-    monkeypatch.setattr(cli, "_isatty", lambda stream: True)
+    console.err_console.cache_clear()
+    monkeypatch.setattr(console, "_isatty", lambda stream: True)
     yield
-    cli.err_console.cache_clear()
+    console.err_console.cache_clear()
 
 
 def status_lines(stderr: str) -> list[str]:
@@ -99,12 +99,12 @@ def test_check_status_lines(model: Path, fake_tty: None) -> None:
 
 @pytest.mark.parametrize("tty", [True, False])
 def test_no_status_lines_with_json_or_off_a_terminal(model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tty: bool) -> None:
-    cli.err_console.cache_clear()
-    monkeypatch.setattr(cli, "_isatty", lambda stream: tty)
+    console.err_console.cache_clear()
+    monkeypatch.setattr(console, "_isatty", lambda stream: tty)
     try:
         r = invoke("convert", model, "-o", tmp_path / "out.ort", *(["--json"] if tty else []))
     finally:
-        cli.err_console.cache_clear()
+        console.err_console.cache_clear()
     assert r.exit_code == 0, r.stderr
     assert status_lines(r.stderr) == [] and "exporting" not in r.stderr and "\x1b[2K" not in r.stderr, r.stderr
     if tty:
@@ -117,10 +117,10 @@ def test_progress_reporter_only_on_a_terminal_without_json(monkeypatch: pytest.M
             return True
 
     monkeypatch.setattr("sys.stderr", Tty())
-    assert isinstance(cli.progress_reporter(json_out=False), progress.Reporter)
-    assert cli.progress_reporter(json_out=True) is None
+    assert isinstance(console.progress_reporter(json_out=False), progress.Reporter)
+    assert console.progress_reporter(json_out=True) is None
     monkeypatch.setattr("sys.stderr", StringIO())
-    assert cli.progress_reporter(json_out=False) is None
+    assert console.progress_reporter(json_out=False) is None
 
 
 # --- tables off a terminal ----------------------------------------------------------------------------
@@ -129,7 +129,7 @@ def test_progress_reporter_only_on_a_terminal_without_json(monkeypatch: pytest.M
 def test_tables_keep_long_values_whole_off_a_terminal(tmp_path: Path) -> None:
     long_in, long_out = "encoder_" + "x" * 140, "logits_" + "y" * 120
     path = _relu_erf(tmp_path / "long.onnx", input_name=long_in, output_name=long_out)
-    cli.err_console.cache_clear()  # made for this (non-terminal) stderr
+    console.err_console.cache_clear()  # made for this (non-terminal) stderr
     r = invoke("inspect", path)
     assert r.exit_code == 0, r.stderr
     assert any(long_in in line for line in r.stderr.splitlines()), r.stderr

@@ -290,11 +290,11 @@ def test_check_analyses_onnx_with_external_data(tmp_path: Path) -> None:
 def test_too_large_export_from_pytorch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
-    import mobilegen.export.exporter
+    import mobilegen.export.limits
 
     path = tmp_path / "lin.pt2"
     torch.export.save(torch.export.export(torch.nn.Linear(4, 2).eval(), (torch.randn(1, 4),)), str(path))
-    monkeypatch.setattr(mobilegen.export.exporter, "MAX_INLINE_BYTES", 16)
+    monkeypatch.setattr(mobilegen.export.limits, "MAX_INLINE_BYTES", 16)
     out = tmp_path / "o.onnx"
     assert_fails(invoke("export", path, "-o", out), 4, "the exported model is", "quantize or shrink")
     assert not out.exists()

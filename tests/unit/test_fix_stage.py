@@ -32,7 +32,8 @@ from mobilegen.coverage import CoverageReport, EPTarget, analyze, analyze_all
 from mobilegen.errors import InternalError, UsageError
 from mobilegen.passes import registry
 from mobilegen.passes.base import GraphPass
-from mobilegen.passes.stage import PassOptions, Snapshot, improve, judge, materialize, plan
+from mobilegen.passes.snapshot import Snapshot
+from mobilegen.passes.stage import PassOptions, improve, judge, materialize, plan
 from mobilegen.spec import IOSpec, TensorSpec
 
 TEST_EP = "mgtestnnapi"

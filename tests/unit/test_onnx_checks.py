@@ -9,7 +9,7 @@ from google.protobuf.message import EncodeError
 from onnx import TensorProto, helper, numpy_helper
 
 from mobilegen.errors import UsageError, first_line, shorten
-from mobilegen.export.onnx_checks import model_bytes, tensor_nbytes
+from mobilegen.infra.onnx_size import model_bytes, tensor_nbytes
 from mobilegen.spec import MAX_DIM, parse_dynamic_spec, parse_input_spec
 
 ORT_OPSET_ERROR = (

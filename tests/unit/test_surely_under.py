@@ -6,7 +6,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from mobilegen.export.onnx_checks import model_bytes, surely_under
+from mobilegen.infra.onnx_size import model_bytes, surely_under
 
 
 def _model(weights: list[onnx.TensorProto]) -> onnx.ModelProto:

@@ -261,7 +261,7 @@ def _tolerance_reason(spec: ProjectSpec, opts: AndroidOptions) -> str:
             f"so atol and rtol are at least {FP16_TOLERANCE!r}"
         )
     if spec.quantization:  # a quantized model computes in integers (or float16), not in float32
-        from mobilegen.quantize.golden import tolerance_reason
+        from mobilegen.targets.tolerances import tolerance_reason
 
         return tolerance_reason(spec.quantization)
     return "the accelerated configuration computes in float32, like the CPU provider"

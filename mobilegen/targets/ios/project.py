@@ -22,7 +22,7 @@ from typing import Any
 
 from mobilegen.artifacts import FP16_TOLERANCE, ProjectSpec
 from mobilegen.errors import InternalError, UsageError
-from mobilegen.load.loader import sha256_file
+from mobilegen.infra.digest import sha256_file
 from mobilegen.render import task_wrappers as tw
 from mobilegen.render.lang import swift
 from mobilegen.render.markdown import coverage_rows, md_code, md_escape
@@ -185,7 +185,7 @@ def _tolerance_reason(spec: ProjectSpec, opts: IosOptions) -> str:
             f"float16 (about 3 significant decimal digits), so atol and rtol are at least {FP16_TOLERANCE!r}"
         )
     if spec.quantization:  # a quantized model computes in integers (or float16), not in float32
-        from mobilegen.quantize.golden import tolerance_reason
+        from mobilegen.targets.tolerances import tolerance_reason
 
         return tolerance_reason(spec.quantization)
     return "compute units CPUOnly keep CoreML in float32, like the CPU provider"

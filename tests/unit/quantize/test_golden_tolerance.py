@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 from mobilegen.artifacts import OnnxModel, ShippedModel
-from mobilegen.quantize.golden import KERNEL_RTOL, MAX_FRACTION, OUTPUT_STEPS, derive_tolerance, tolerances_of
+from mobilegen.quantize.golden import derive_tolerance, tolerances_of
 from mobilegen.quantize.records import QuantizationRecord
 from mobilegen.spec import IOSpec
+from mobilegen.targets.tolerances import KERNEL_RTOL, MAX_FRACTION, OUTPUT_STEPS
 
 BUILD_ATOL, BUILD_RTOL = 1e-4, 1e-3
 

@@ -16,9 +16,10 @@ from onnx import TensorProto, helper, numpy_helper
 from mobilegen.errors import InternalError, UsageError
 from mobilegen.quantize import QuantizeOptions, accuracy, load_calibration
 from mobilegen.quantize.calibration import MIN_HELD_OUT
-from mobilegen.quantize.golden import OUTPUT_STEPS, output_step, tolerance_reason
+from mobilegen.quantize.golden import output_step
 from mobilegen.quantize.stage import samples_for
 from mobilegen.spec import IOSpec, TensorSpec
+from mobilegen.targets.tolerances import OUTPUT_STEPS, tolerance_reason
 
 IO = IOSpec((TensorSpec("x", "float32", (1, 4)),), (TensorSpec("y", "float32", (1, 4)),))
 
