@@ -13,7 +13,7 @@ import pytest
 
 # nodeid -> why it can never run on this project's machines (Linux x64 CPU)
 PERMANENT_SKIPS = {
-    "tests/unit/test_bench.py::test_placement_with_xnnpack_from_desktop_onnxruntime": (
+    "tests/cli/test_bench.py::test_placement_with_xnnpack_from_desktop_onnxruntime": (
         "onnxruntime's Linux x64 wheels ship without the XNNPACK execution provider"
     ),
 }

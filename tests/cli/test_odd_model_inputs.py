@@ -1,4 +1,4 @@
-"""Regression tests for what tests/cli/test_fuzz.py found (issue 9): each builds its bad input itself and
+"""Odd model inputs (found by tests/cli/test_fuzz.py, issue 9): each builds its bad input itself and
 checks the exit code, the one-line message and that nothing is left behind."""
 
 from __future__ import annotations

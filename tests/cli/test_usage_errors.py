@@ -1,4 +1,4 @@
-"""What a new user ran into: each case gets one line, its documented exit code, and nothing left behind."""
+"""Usage errors a new user ran into: each case gets one line, its documented exit code, and nothing left behind."""
 
 from __future__ import annotations
 

@@ -1,0 +1,20 @@
+"""Claims README.md makes about mobilegen's behaviour, checked against it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+
+
+def test_readme_says_the_first_out_of_range_value_is_reported() -> None:
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    assert "each out-of-range value is its own one-line error" not in text
+    assert "with several, the first is reported" in text
+
+
+def test_readme_package_tree_lists_the_golden_cases() -> None:
+    text = README.read_text(encoding="utf-8")
+    tree = text[text.index("├── golden/") : text.index("├── report/")]
+    assert "golden_case1.npz" in tree and "golden_caseN.npz" in tree
