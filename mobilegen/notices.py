@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from mobilegen import providers
 from mobilegen.artifacts import NNAPI_DEPRECATION
@@ -183,3 +183,24 @@ def notices_for(target: str, notices: Sequence[Notice], coverage: Sequence[Cover
 
     return [n for n in notices if concerns(n)]
 
+
+T = TypeVar("T")
+
+
+@dataclass
+class Notices:
+    """A build's notices, collected in the order its stages give them; :meth:`finish` makes the one list."""
+
+    items: list[Notice] = field(default_factory=list)
+
+    def add(self, notices: Iterable[Notice]) -> None:
+        self.items.extend(notices)
+
+    def take(self, result: tuple[T, Sequence[Notice]]) -> T:
+        """A stage's ``(artifact, notices)``: the notices kept here, the artifact returned."""
+        artifact, notices = result
+        self.items.extend(notices)
+        return artifact
+
+    def finish(self, onnx_model: OnnxModel, coverage: Sequence[CoverageReport], loaded: LoadedModel) -> tuple[Notice, ...]:
+        return finish(self.items, onnx_model, coverage, loaded)

@@ -7,6 +7,7 @@ heavy work. Target options (``AndroidOptions``, ``IosOptions``) live with their 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,3 +95,18 @@ class BuildOptions:
     zip: bool = False
     quantize: QuantizeOptions | None = None  # --quantize and its calibration/gate flags (None: fp32, as QuantizeOptions(mode=None))
     task: TaskSpec | None = None  # --task and its pre/post-processing flags (mobilegen.tasks); None: the model as it is
+
+    def check_output(self) -> None:
+        """``-o`` names the package folder: a name ending in ``.zip`` is refused (``--zip`` writes the zip)."""
+        if Path(self.out).suffix.lower() == ".zip":
+            # the user's own spelling minus the suffix (any case); --zip then writes FOLDER/ and FOLDER + ".zip"
+            folder = Path(self.out).with_suffix("")
+            writes = f"it writes {folder}/ and {folder}.zip"
+            if self.zip:
+                raise UsageError(f"-o {self.out} names the zip, but -o is the package folder", hint=f"pass -o {folder} with --zip: {writes}")
+            raise UsageError(f"-o {self.out} names the output folder, not a zip", hint=f"use -o {folder} --zip: {writes}")  # else a folder named like a zip
+
+    def output_paths(self) -> tuple[Path, Path | None]:
+        """The package folder (absolute) and, with ``--zip``, the zip beside it."""
+        out = Path(os.path.abspath(self.out))
+        return out, Path(str(out) + ".zip") if self.zip else None

@@ -33,6 +33,10 @@ from mobilegen.artifacts import MANIFEST, REPORT_DIR
 from mobilegen.bench import compare
 from mobilegen.bench.schema import BenchResult, read_result, result_from_json
 from mobilegen.errors import PackageError, UsageError
+from mobilegen.infra.outputs import locked_package, staged_output, write_error
+from mobilegen.package import verify_package
+from mobilegen.package.manifest import SELF_HASH_KEY, canonical_json, self_hash
+from mobilegen.package.tree import file_entries
 
 RESULTS_DIR = f"{REPORT_DIR}/results"
 REPORT_MD = f"{REPORT_DIR}/report.md"
@@ -93,15 +97,12 @@ def merge_results(package: Path, result_files: Sequence[Path]) -> MergeResult:
     if not (package / MANIFEST).is_file():
         raise UsageError(f"{package}: no {MANIFEST}: not a mobilegen package folder", hint="pass the folder mobilegen package / android / ios wrote")
     results = [(Path(f), read_result(Path(f))) for f in result_files]  # exit 2 for anything unreadable
-    from mobilegen.infra.outputs import locked_package
 
     with locked_package(package):  # a second report (or a build finishing into it) waits
         return _merge_locked(package, results)
 
 
 def _merge_locked(package: Path, results: list[tuple[Path, BenchResult]]) -> MergeResult:
-    from mobilegen.package import verify_package
-
     verified = verify_package(package)  # exit 9 when the package itself does not match its manifest
     models = _model_hashes(package, verified.models)
     for path, r in results:
@@ -197,8 +198,6 @@ def _read_json(path: Path) -> dict[str, object]:
 def _commit(root: Path, writes: dict[str, str]) -> None:
     """The package with ``writes`` applied and its manifest updated, staged beside it and moved into its
     place (the caller holds the package's lock): complete or not at all, never a temporary file inside."""
-    from mobilegen.infra.outputs import staged_output, write_error
-
     with staged_output(root, force=True, lock_held=True) as staged:
         try:
             _link_tree(root, staged)
@@ -234,9 +233,6 @@ def _link_tree(src: Path, dst: Path) -> None:
 
 def _write_manifest(root: Path, staged: Path) -> None:
     """``manifest.json`` of the staged tree: the package's own, with the new file list and self-hash."""
-    from mobilegen.package.manifest import SELF_HASH_KEY, canonical_json, self_hash
-    from mobilegen.package.tree import file_entries
-
     entries = file_entries(staged, exclude=(MANIFEST,))
     doc = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
     doc.pop(SELF_HASH_KEY, None)

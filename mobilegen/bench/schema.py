@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mobilegen.errors import UsageError
+from mobilegen.infra.datafiles import open_data_file
 
 SCHEMA_VERSION = 1
 KIND = "mobilegen-bench"
@@ -326,8 +327,6 @@ def _no_constant(text: str) -> Any:
 
 def read_result(path: Path) -> BenchResult:
     """Read a result file; UsageError (exit 2, one line) when it cannot be read or is not a result."""
-    from mobilegen.infra.datafiles import open_data_file
-
     shown = str(path)
     if Path(path).is_dir():
         raise UsageError(

@@ -12,8 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mobilegen import providers
+from mobilegen.coverage import EPTarget, analyze_all
 from mobilegen.errors import CoverageGateError, MobilegenError, UsageError
+from mobilegen.export.stage import onnx_for_analysis  # lazy: pulls in onnx
 from mobilegen.infra import progress
+from mobilegen.infra.outputs import temp_dir
+from mobilegen.load.loader import load_model
 from mobilegen.providers import SettingValue
 
 if TYPE_CHECKING:
@@ -41,17 +45,10 @@ class CheckResult:
 
 
 def check(model: Path, opts: CheckOptions, model_opts: ModelOptions) -> CheckResult:
-    from mobilegen.coverage import analyze_all
-    from mobilegen.export.stage import onnx_for_analysis  # lazy: pulls in onnx
-    from mobilegen.load.loader import load_model
-
     eps = tuple(e.strip().lower() for e in opts.eps)
     validate(eps, opts)
     targets = ep_targets(eps, opts.settings)
     export_opts = model_opts.export_options()  # flag errors before any heavy work
-    from mobilegen.infra.outputs import (
-        temp_dir,  # a full TMPDIR is named as such; a killed run's is cleaned up
-    )
 
     progress.step("loading")
     with temp_dir("check") as tmp:
@@ -92,8 +89,6 @@ def _refuse_unused_settings(eps: tuple[str, ...], given: Mapping[str, SettingVal
 def ep_targets(eps: tuple[str, ...], given: Mapping[str, SettingValue | None]) -> list[EPTarget]:
     """One target per provider with the given settings it declares; a provider with a variant setting
     (CoreML's format) gets one target per variant unless its flag names one."""
-    from mobilegen.coverage import EPTarget
-
     out: list[EPTarget] = []
     for name in eps:
         provider = providers.get(name)

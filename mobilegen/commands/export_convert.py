@@ -10,10 +10,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mobilegen import targets
+from mobilegen.convert.to_ort import config_path_for, convert_to_ort
 from mobilegen.errors import UsageError
+from mobilegen.export.stage import load_and_export
 from mobilegen.infra import progress
+from mobilegen.infra.memory import release_memory
+from mobilegen.infra.outputs import check_target, staged_files, temp_dir
 from mobilegen.options import ModelOptions
-from mobilegen.verify.gate import VerifyOptions
+from mobilegen.quantize.stage import quantize_convert
+from mobilegen.runtimes import check_loadable, default_release
+from mobilegen.verify.gate import VerifyOptions, verify
+from mobilegen.verify.stage import reference, reference_for
 
 if TYPE_CHECKING:
     from mobilegen.artifacts import OrtModel
@@ -47,11 +55,6 @@ class ConvertResult:
 
 def export_model(model: Path, output: Path, opts: ModelOptions, verify_opts: VerifyOptions, *, force: bool) -> ExportResult:
     """load → export → verify against PyTorch → write ``output``."""
-    from mobilegen.export.stage import load_and_export
-    from mobilegen.infra.outputs import check_target, staged_files, temp_dir
-    from mobilegen.verify.gate import verify
-    from mobilegen.verify.stage import reference_for
-
     check_target(output, "file", force=force, protect=(model,))  # what -o is (a link, a FIFO, ...) is said first
     if output.suffix.lower() != ".onnx":  # an ONNX file named .ort (or anything else) would mislead whoever loads it
         hint = "for an ORT-format model use mobilegen convert -o FILE.ort" if output.suffix.lower() == ".ort" else f"e.g. -o {output.with_suffix('.onnx').name}"
@@ -74,16 +77,6 @@ def convert_model(
     """load → export → convert → check every target's default runtime loads it → verify → (``--quantize``:
     quantize with the CPU recipe → convert → accuracy gate against the fp32 model) → write ``output`` and
     ``NAME.required_operators.config`` beside it."""
-    from mobilegen import targets
-    from mobilegen.convert.to_ort import config_path_for, convert_to_ort
-    from mobilegen.export.stage import load_and_export
-    from mobilegen.infra.memory import release_memory
-    from mobilegen.infra.outputs import staged_files, temp_dir
-    from mobilegen.quantize.stage import quantize_convert
-    from mobilegen.runtimes import check_loadable, default_release
-    from mobilegen.verify.gate import verify
-    from mobilegen.verify.stage import reference
-
     config_out = config_path_for(output)  # refuses an -o named like the config
     if output.suffix.lower() != ".ort":
         raise UsageError(f"-o {output} does not name an .ort file", hint=f"give the path of the ORT-format model to write, e.g. -o {output.with_suffix('.ort').name}")
@@ -117,9 +110,6 @@ def convert_model(
 
 def _check_pins(ort_model: OrtModel) -> None:
     """Every target's default pinned runtime loads ``ort_model``."""
-    from mobilegen import targets
-    from mobilegen.runtimes import check_loadable, default_release
-
     for name in targets.names():
         channel = targets.get(name).channel
         check_loadable(default_release(channel), max_opset=ort_model.max_opset, ort_format_version=ort_model.ort_format_version, channel=channel)

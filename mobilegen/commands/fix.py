@@ -14,9 +14,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mobilegen import providers
 from mobilegen.artifacts import AppliedFix, CoverageCounts
-from mobilegen.errors import UsageError
+from mobilegen.commands import check as checking
+from mobilegen.coverage import EPTarget, analyze_all
+from mobilegen.errors import InternalError, UsageError
+from mobilegen.export.exporter import save_onnx
+from mobilegen.export.stage import load_and_export
+from mobilegen.infra.outputs import staged_files, temp_dir
+from mobilegen.passes import fix_dynamic_dims, registry
+from mobilegen.passes.stage import drop_unused_initializers, improve
 from mobilegen.providers import SettingValue
+from mobilegen.verify.gate import verify
+from mobilegen.verify.stage import reference
 
 if TYPE_CHECKING:
     from mobilegen.coverage import CoverageReport, EPTarget
@@ -65,17 +75,6 @@ class FixResult:
 
 
 def fix_model(model: Path, output: Path, opts: FixOptions, model_opts: ModelOptions, verify_opts: VerifyOptions, *, force: bool) -> FixResult:
-    from mobilegen import providers
-    from mobilegen.commands import check as checking
-    from mobilegen.coverage import analyze_all
-    from mobilegen.export.exporter import save_onnx
-    from mobilegen.export.stage import load_and_export
-    from mobilegen.infra.outputs import staged_files, temp_dir
-    from mobilegen.passes import fix_dynamic_dims, registry
-    from mobilegen.passes.stage import drop_unused_initializers, improve
-    from mobilegen.verify.gate import verify
-    from mobilegen.verify.stage import reference
-
     eps = tuple(e.strip().lower() for e in opts.eps)
     checking.validate(eps, checking.CheckOptions(eps=eps, settings=opts.settings))
     targets = _targets(eps, opts.settings)
@@ -91,8 +90,6 @@ def fix_model(model: Path, output: Path, opts: FixOptions, model_opts: ModelOpti
         expected, loaded = reference(loaded, base, verify_opts)
         proto = base.proto
         if proto is None:
-            from mobilegen.errors import InternalError
-
             raise InternalError("the export did not keep the model in memory")
         before = tuple(analyze_all(proto, targets))
         declared = [f for t in targets for f in providers.get(t.ep).fixes]
@@ -110,9 +107,6 @@ def fix_model(model: Path, output: Path, opts: FixOptions, model_opts: ModelOpti
 
 def _targets(eps: tuple[str, ...], given: Mapping[str, SettingValue | None]) -> list[EPTarget]:
     """One target per provider with the given settings it declares (a variant left out: its default)."""
-    from mobilegen import providers
-    from mobilegen.coverage import EPTarget
-
     out = []
     for name in eps:
         provider = providers.get(name)

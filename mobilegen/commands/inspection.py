@@ -8,7 +8,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mobilegen.errors import InternalError
+from mobilegen.convert.ortformat import summary
+from mobilegen.convert.to_ort import ort_format_version
+from mobilegen.errors import InternalError, LoadError, first_line
+from mobilegen.export.const_inputs import bind_consts, bind_onnx_inputs, model_args
+from mobilegen.export.errors import SHAPE_HELP
+from mobilegen.export.exporter import forward_arg_names
+from mobilegen.infra.onnx_size import tensor_nbytes
+from mobilegen.infra.outputs import temp_dir
+from mobilegen.load.loader import load_model, onnx_io_spec
+from mobilegen.load.traced_inputs import input_flags
 
 if TYPE_CHECKING:
     from mobilegen.options import ModelOptions
@@ -70,20 +79,16 @@ def _count(n: int, nbytes: int | None) -> str:
 
 def inspect_model(model: Path, opts: ModelOptions) -> Inspection:
     """What a model file is: kind, IO, opsets, op histogram, parameters (exported first when it is PyTorch)."""
-    from mobilegen.load.loader import load_model, onnx_io_spec
-
     loaded = load_model(model, opts.load)
     if loaded.kind == "ort":
         import onnxruntime as ort
 
-        from mobilegen.convert.to_ort import ort_format_version
 
         so = ort.SessionOptions()
         so.log_severity_level = 3
         try:
             sess = ort.InferenceSession(str(model), sess_options=so, providers=["CPUExecutionProvider"])
         except Exception as err:  # noqa: BLE001 — onnxruntime raises its own Fail/InvalidGraph types
-            from mobilegen.errors import LoadError, first_line
 
             raise LoadError(f"{model} is not a loadable ORT-format model: {first_line(err)}", hint="re-convert it with mobilegen convert") from err
 
@@ -92,7 +97,6 @@ def inspect_model(model: Path, opts: ModelOptions) -> Inspection:
             dtype = {"float": "float32", "double": "float64"}.get(dtype, dtype)
             return {"name": v.name, "dtype": dtype, "shape": [d if d is not None else "?" for d in v.shape]}
 
-        from mobilegen.convert.ortformat import summary
 
         try:
             opsets, ops = summary(model.read_bytes())
@@ -100,7 +104,6 @@ def inspect_model(model: Path, opts: ModelOptions) -> Inspection:
         except (UnicodeDecodeError, struct.error, IndexError, ValueError) as err:
             # onnxruntime's verifier checks the layout, not the text: a name that is not UTF-8 loads, and
             # then neither pybind11 nor our reader can return it
-            from mobilegen.errors import LoadError, first_line
 
             what = "a name in it is not UTF-8 text" if isinstance(err, UnicodeDecodeError) else f"its tables cannot be read ({first_line(err)})"
             raise LoadError(f"{model} is damaged: {what}", hint="re-convert it with mobilegen convert") from err
@@ -115,7 +118,6 @@ def inspect_model(model: Path, opts: ModelOptions) -> Inspection:
 
     if loaded.kind == "onnx":
         assert loaded.onnx_path is not None
-        from mobilegen.export.const_inputs import bind_consts, bind_onnx_inputs
 
         proto = bind_onnx_inputs(onnx.load_model(str(loaded.onnx_path), load_external_data=False), bind_consts(loaded, opts.consts).consts)
         onnx_model = None
@@ -123,8 +125,6 @@ def inspect_model(model: Path, opts: ModelOptions) -> Inspection:
         return _inspect_module(loaded, opts.consts)
     else:
         from mobilegen.export.stage import export_onnx
-        from mobilegen.infra.outputs import temp_dir
-
         with temp_dir("inspect") as tmp:
             onnx_model = export_onnx(loaded, opts.export_options(), Path(tmp) / "model.onnx", write=False)
         if onnx_model.proto is None:
@@ -133,7 +133,6 @@ def inspect_model(model: Path, opts: ModelOptions) -> Inspection:
     hist = _histogram([(n.domain, n.op_type) for n in proto.graph.node])
     import math
 
-    from mobilegen.infra.onnx_size import tensor_nbytes
 
     params = 0
     nbytes = 0
@@ -201,11 +200,6 @@ def _exporter_note(exporter: str, fallback_reason: str | None) -> str:
 def _inspect_module(loaded: Any, consts: tuple[Any, ...]) -> Inspection:
     """A PyTorch file that records no input shapes: what can be told without exporting it. Its Python
     scalar arguments (``forward(self, x, scale: float)``) take a value (``--const``), not a shape."""
-    from mobilegen.export.const_inputs import model_args
-    from mobilegen.export.errors import SHAPE_HELP
-    from mobilegen.export.exporter import forward_arg_names
-    from mobilegen.load.traced_inputs import input_flags
-
     params, nbytes = _module_parameters(loaded.module)
     given = {c.name for c in consts}
     scalars = {a.name: a for a in model_args(loaded) if a.kind == "scalar"}

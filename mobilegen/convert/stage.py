@@ -7,8 +7,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mobilegen import passes
 from mobilegen.artifacts import OnnxModel, ShippedModel
+from mobilegen.convert.to_ort import convert_to_ort
 from mobilegen.infra.memory import release_memory
+from mobilegen.passes.stage import materialize
 
 if TYPE_CHECKING:
     from mobilegen.passes.stage import FixPlan
@@ -16,15 +19,12 @@ if TYPE_CHECKING:
 
 def write_models(base: OnnxModel, fix_plan: FixPlan, root: Path) -> tuple[ShippedModel, ...]:
     """Each distinct model once (``model/``, or ``model/<target>/`` when the targets' graphs differ)."""
-    from mobilegen.passes.stage import materialize
-
     return materialize(base, fix_plan, root, write_onnx)
 
 
 def write_onnx(model: OnnxModel) -> OnnxModel:
     """The one write of the build's ``model.onnx``, with the CoreML cache key stamped in (one
     serialization). The in-memory model is let go: from here on the file is the model."""
-    from mobilegen import passes
     from mobilegen.infra.outputs import write_bytes_atomic
 
     write_bytes_atomic(model.path, *passes.serialized_with_cache_key(model))
@@ -33,8 +33,6 @@ def write_onnx(model: OnnxModel) -> OnnxModel:
 
 def convert(models: Sequence[ShippedModel], root: Path, style: str) -> tuple[ShippedModel, ...]:
     """Each model's ``.ort`` and ``required_operators.config`` beside its ``.onnx``."""
-    from mobilegen.convert.to_ort import convert_to_ort
-
     release_memory()  # the in-memory model is gone by now: the conversion's peak must not count it
 
     return tuple(

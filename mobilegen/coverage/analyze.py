@@ -26,11 +26,16 @@ from mobilegen.coverage import qdq, subgraphs
 from mobilegen.coverage.graph import CONTROL_FLOW_OPS, GraphInfo, build_graph_info
 from mobilegen.coverage.model import CoverageReport, NodeVerdict
 from mobilegen.coverage.partition import Support, group_nodes
+from mobilegen.coverage.provider_view import (
+    claimed_by,
+    for_providers,  # the graph before partitioning (issue 18)
+)
 from mobilegen.coverage.rewrites import op_suggestions
 from mobilegen.coverage.rules import EPTable, NodeContext
 from mobilegen.coverage.target import EPTarget
 from mobilegen.errors import InternalError, first_line
 from mobilegen.infra.onnx_size import model_bytes, surely_under
+from mobilegen.infra.outputs import temp_dir  # a full TMPDIR is named as such, never blamed on -o
 from mobilegen.providers.base import DYNAMIC, GROUP, OP, ExecutionProvider, Reason
 
 log = logging.getLogger(__name__)
@@ -90,7 +95,6 @@ def _optimize(model: onnx.ModelProto | None, source: Path | None = None) -> tupl
     which ORT then reads instead of a copy written here."""
     import onnxruntime as ort  # lazy: heavy import
 
-    from mobilegen.infra.outputs import temp_dir  # a full TMPDIR is named as such, never blamed on -o
 
     with temp_dir("coverage") as tmp:
         src = source if source is not None and source.is_file() else Path(tmp) / "model.onnx"
@@ -179,8 +183,6 @@ def _infer_shapes(model: onnx.ModelProto) -> tuple[onnx.ModelProto, str | None]:
 def _infer_shapes_inner(model: onnx.ModelProto) -> tuple[onnx.ModelProto, str | None]:
     try:
         if model_bytes(model) > _TWO_GB:
-            from mobilegen.infra.outputs import temp_dir
-
             with temp_dir("shapes") as tmp:
                 p = tmp / "m.onnx"
                 onnx.save_model(model, str(p), save_as_external_data=True)
@@ -203,8 +205,6 @@ def prepare(model: onnx.ModelProto | None, *, optimize: bool = True, source: Pat
         if note:
             notes.append(note)
     if opt is not None:
-        from mobilegen.coverage.provider_view import for_providers  # the graph before partitioning (issue 18)
-
         opt, refolder = for_providers(opt, model, source)
         model, optimized = opt, True
     elif model is None:
@@ -481,8 +481,6 @@ def _suggestions(
 
 
 def _report(prepared: Prepared, target: EPTarget) -> CoverageReport:
-    from mobilegen.coverage.provider_view import claimed_by
-
     provider = target.provider
     table = rules_for(target)
     prepared = prepared.for_ops(claimed_by(table))

@@ -19,6 +19,7 @@ from onnx import TensorProto
 from mobilegen.coverage.graph import GraphInfo, NodeInfo, Shape
 from mobilegen.coverage.target import EPTarget
 from mobilegen.providers.base import API, DYNAMIC, GROUP, OP, OTHER, STOP, Reason
+from mobilegen.runtimes import version_key
 
 __all__ = ["API", "DYNAMIC", "GROUP", "OP", "OTHER", "STOP", "Reason"]  # the categories, for the tables
 
@@ -200,8 +201,6 @@ class OpSpec:
 
 def in_ort_range(version: str, since: str, until: str) -> bool:
     """``since <= version < until`` on release numbers; an empty bound is open, an empty version is the newest."""
-    from mobilegen.runtimes import version_key
-
     if not version:
         return not until
     v = version_key(version)

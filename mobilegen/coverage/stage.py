@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from mobilegen.artifacts import ShippedModel
+from mobilegen.coverage import analyze_all
 from mobilegen.targets.chosen import build_context
 
 if TYPE_CHECKING:
@@ -18,8 +19,6 @@ if TYPE_CHECKING:
 def analyse(models: Sequence[ShippedModel], chosen: Sequence[Chosen]) -> list[CoverageReport]:
     """Coverage of every provider the targets chose, each on its target's model (ORT reads the written
     file), in target order."""
-    from mobilegen.coverage import analyze_all
-
     ctx = build_context(models[0].onnx, chosen)
     per_target: dict[str, list[CoverageReport]] = {}
     for m in models:

@@ -39,10 +39,20 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mobilegen.coverage import stage as coverage_stage
+from mobilegen.errors import first_line
+from mobilegen.export.const_inputs import bind_consts
+from mobilegen.export.exporter import example_arrays, resolve_inputs
+from mobilegen.infra import progress
+from mobilegen.infra.quiet import quiet
+from mobilegen.load.loader import _exported_io_hint, load_model, onnx_io_spec
 from mobilegen.notices import Notice
+from mobilegen.passes import stage as fix_stage
+from mobilegen.passes.stage import analyse_in_memory
+from mobilegen.targets.chosen import build_context
 
 if TYPE_CHECKING:
-    from mobilegen.artifacts import JSONValue, LoadedModel, OnnxModel
+    from mobilegen.artifacts import JSONValue, LoadedModel, OnnxModel, ShippedModel
     from mobilegen.coverage.model import CoverageReport
     from mobilegen.options import BuildOptions
     from mobilegen.passes.stage import FixPlan
@@ -152,6 +162,15 @@ class Advice:
         }
 
 
+def fp32_coverage(
+    opts: BuildOptions, loaded: LoadedModel, exported: OnnxModel, models: Sequence[ShippedModel], chosen: Sequence[Chosen]
+) -> list[CoverageReport] | None:
+    """The advice compares fp32 models: with ``--quantize``, the build's coverage before it (one more
+    analysis); None otherwise (the build's own coverage is fp32)."""
+    quantizing = opts.quantize is not None and opts.quantize.mode is not None
+    return coverage_stage.analyse(models, chosen) if quantizing and may_apply(loaded, exported) else None
+
+
 def may_apply(loaded: LoadedModel, exported: OnnxModel) -> bool:
     """Whether this build has another exporter to compare (the rest of :func:`advise` decides whether it
     is compared)."""
@@ -188,13 +207,10 @@ def advise(
     elif not opts.compare_exporters:
         why_not = "not measured: --no-compare-exporters"
     else:
-        from mobilegen.infra import progress
-
         progress.step("comparing exporters")
         try:
             others = _measure(opts, chosen, other_exporter, exported)
         except Exception as err:  # noqa: BLE001 — the other exporter is optional advice: any failure only means no numbers
-            from mobilegen.errors import first_line
 
             why_not = f"the {other_exporter} exporter failed on it here: {first_line(err)}"
     comparisons = tuple(Comparison(r.shown, b, others.get((r.target, r.label))) for r, b in built)
@@ -252,19 +268,13 @@ def _measure(opts: BuildOptions, chosen: Sequence[Chosen], other: str, built: On
     label) → placement."""
     import tempfile
 
-    from mobilegen.export.const_inputs import bind_consts
-    from mobilegen.load.loader import load_model
-    from mobilegen.passes import stage as fix_stage
-    from mobilegen.passes.stage import analyse_in_memory
-    from mobilegen.targets.chosen import build_context
-
     export_opts = opts.model_opts.export_options()
     with tempfile.TemporaryDirectory(prefix="mobilegen-advice-") as tmp:
         # the loaded model is held by _export_with alone, which lets a TorchScript module go once converted
         model = _export_with(bind_consts(load_model(opts.model, opts.model_opts.load), export_opts.consts), export_opts, Path(tmp) / "other.onnx", other)
     model = _shaped_as(model, built)
     model, _ = fix_stage.prepare(model, chosen, keep_dynamic=opts.keep_dynamic)
-    fixes = fix_stage.fix(model, chosen, opts)
+    fixes, _notices = fix_stage.fix(model, chosen, opts)
     ctx = build_context(model, chosen)
     out: dict[tuple[str, str], Placement] = {}
     for c, outcome in zip(chosen, fixes.targets, strict=True):
@@ -302,7 +312,6 @@ def _shaped_as(model: OnnxModel, built: OnnxModel) -> OnnxModel:
     if fixed:
         from onnxruntime.tools.onnx_model_utils import fix_output_shapes, make_dim_param_fixed
 
-        from mobilegen.load.loader import onnx_io_spec
 
         if model.proto is None:
             raise RuntimeError("the export kept no model in memory")
@@ -315,7 +324,6 @@ def _shaped_as(model: OnnxModel, built: OnnxModel) -> OnnxModel:
 
 
 def _export_with(loaded: LoadedModel, export_opts: Any, out: Path, other: str) -> OnnxModel:
-    from mobilegen.export.exporter import resolve_inputs
     from mobilegen.export.stage import export_onnx
 
     if other == TORCHSCRIPT:  # the same module through the TorchScript exporter
@@ -323,10 +331,6 @@ def _export_with(loaded: LoadedModel, export_opts: Any, out: Path, other: str) -
     # torch's converter is private and experimental: the caller catches its failures
     import torch
     from torch._export.converter import TS2EPConverter
-
-    from mobilegen.export.exporter import example_arrays
-    from mobilegen.infra.quiet import quiet
-    from mobilegen.load.loader import _exported_io_hint
 
     specs, sizes = resolve_inputs(loaded, export_opts.inputs, dict(export_opts.example_sizes))
     arrays = example_arrays(specs, {**{d: 1 for s in specs for d in s.shape if isinstance(d, str)}, **sizes})
@@ -343,8 +347,6 @@ def _export_with(loaded: LoadedModel, export_opts: Any, out: Path, other: str) -
 
 def _export_specs(opts: BuildOptions, loaded: LoadedModel) -> list[TensorSpec]:
     """The input specs the build exported with (for the commands' example inputs)."""
-    from mobilegen.export.exporter import resolve_inputs
-
     if loaded.module is None:  # let go after the reference: the specs come from the flags alone
         return list(opts.model_opts.export_options().inputs)
     export_opts = opts.model_opts.export_options()

@@ -22,7 +22,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from mobilegen.export.exporter import (
+    default_dim_size,
+    example_arrays,
+    rename_outputs_count_error,
+    resolve_inputs,
+    torch_callable,
+)
+from mobilegen.infra.quiet import quiet
+from mobilegen.load.loader import _torch_dtype_name
 from mobilegen.spec import IOSpec, TensorSpec
+from mobilegen.tasks.spec import resolve
 
 if TYPE_CHECKING:
     from mobilegen.artifacts import LoadedModel
@@ -41,8 +51,6 @@ def before_export(loaded: LoadedModel, options: ExportOptions, *, task: TaskSpec
     if io is None:
         return
     if options.output_names and len(options.output_names) != len(io.outputs):
-        from mobilegen.export.exporter import rename_outputs_count_error
-
         raise rename_outputs_count_error(len(options.output_names), len(io.outputs))
     if task is not None:
         check_task_early(loaded, options, task, io)
@@ -58,7 +66,6 @@ def check_task_early(loaded: LoadedModel, options: ExportOptions, spec: TaskSpec
     """Raise the UsageError ``resolve`` would raise after the export, when the IO known now shows it."""
     if loaded.kind not in _PYTORCH or getattr(spec, "state", None):  # --state (tasks, being added)
         return
-    from mobilegen.tasks.spec import resolve
 
     io = io if io is not None else predicted_io(loaded, options)
     if io is not None:
@@ -68,8 +75,6 @@ def check_task_early(loaded: LoadedModel, options: ExportOptions, spec: TaskSpec
 def predicted_io(loaded: LoadedModel, options: ExportOptions) -> IOSpec | None:
     """The exported model's IO as far as it is known without exporting; None when its outputs are not
     known. Input errors (``--input`` against the model) are raised here as the export would raise them."""
-    from mobilegen.export.exporter import resolve_inputs
-
     specs, sizes = resolve_inputs(loaded, options.inputs, dict(options.example_sizes))
     shapes = _program_outputs(loaded) if loaded.kind == "exported_program" else _forward_outputs(loaded, specs, sizes)
     if shapes is None:
@@ -86,7 +91,6 @@ def _program_outputs(loaded: LoadedModel) -> list[tuple[str, Shape]] | None:
     import torch
     from torch.export.graph_signature import OutputKind, TensorArgument
 
-    from mobilegen.load.loader import _torch_dtype_name
 
     ep = loaded.module
     try:
@@ -112,10 +116,6 @@ def _forward_outputs(loaded: LoadedModel, specs: list[TensorSpec], sizes: dict[s
     """The output shapes of one forward on the seeded example inputs. A size equal to a dynamic input
     dim's example size may follow that dim in the exported model: it is left a name (not checked)."""
     import torch
-
-    from mobilegen.export.exporter import default_dim_size, example_arrays, torch_callable
-    from mobilegen.infra.quiet import quiet
-    from mobilegen.load.loader import _torch_dtype_name
 
     sizes = dict(sizes)
     for s in specs:

@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mobilegen.errors import ExportError, MobilegenError, UsageError, first_line, shorten
+from mobilegen.export.limits import MAX_DEFAULT_OPSET, TORCHSCRIPT_MAX_OPSET
+from mobilegen.load.traced_inputs import input_flags
 
 if TYPE_CHECKING:
     from mobilegen.artifacts import LoadedModel, OnnxModel, VerificationReport
@@ -242,8 +244,6 @@ def _library_dirs() -> tuple[str, tuple[str, ...]]:
 
 
 def _opset_note(kind: str) -> str:
-    from mobilegen.export.limits import MAX_DEFAULT_OPSET, TORCHSCRIPT_MAX_OPSET
-
     if kind == "exported_program":
         return f"try another --opset (up to {MAX_DEFAULT_OPSET})"
     if kind == "torchscript":
@@ -315,8 +315,6 @@ def export_failed(source: str, kind: str, primary: BaseException | None, fallbac
 def unknown_shapes(loaded: LoadedModel, names: list[str]) -> UsageError:
     """No ``--input`` for a model that records no shapes: the flags to add. A traced TorchScript file's
     example inputs give real shapes and dtypes (mobilegen.load.traced_inputs); otherwise placeholders."""
-    from mobilegen.load.traced_inputs import input_flags
-
     what = f"the input shapes of {loaded.source.name} are unknown (a {loaded.kind} file does not record them)"
     flags, traced = input_flags(loaded.traced_inputs, names or ["x"])
     if traced:

@@ -15,11 +15,14 @@ import numpy as np
 from mobilegen.artifacts import LoadedModel, OnnxModel
 from mobilegen.errors import ExportError, LoadError, UsageError, first_line, shorten
 from mobilegen.export import const_inputs as bindings
+from mobilegen.export import onnx_io as onnx_light
+from mobilegen.export.errors import export_failed, fallback_of, unknown_shapes
 from mobilegen.export.limits import (
     MAX_EXAMPLE_BYTES,
     refuse_too_large,
 )
 from mobilegen.infra.quiet import quiet
+from mobilegen.load.loader import check_program_inputs, onnx_io_spec
 from mobilegen.spec import IOSpec, TensorSpec, check_tensor_name, rename_shared_dims
 
 if TYPE_CHECKING:
@@ -69,8 +72,6 @@ def _declared_arg_names(loaded: LoadedModel) -> list[str]:
 
 def resolve_inputs(loaded: LoadedModel, user: tuple[TensorSpec, ...], sizes: dict[str, int]) -> tuple[list[TensorSpec], dict[str, int]]:
     """The input specs to export with: user --input checked against the model, else the artifact's own."""
-    from mobilegen.load.loader import check_program_inputs
-
     check_program_inputs(loaded, user)  # a .pt2's recorded shapes and dim ranges, before any export
     names = forward_arg_names(loaded)
     hint = loaded.io_hint
@@ -78,8 +79,6 @@ def resolve_inputs(loaded: LoadedModel, user: tuple[TensorSpec, ...], sizes: dic
     sizes = {**loaded.example_sizes, **sizes}
     if not user:
         if hint is None or not hint.inputs:
-            from mobilegen.export.errors import unknown_shapes
-
             raise unknown_shapes(loaded, names)
         return list(hint.inputs), sizes
     by_name = {s.name: s for s in user}
@@ -202,8 +201,6 @@ def _export_program(
     falls back to the TorchScript exporter, a TorchScript file goes there directly (its exporter by design,
     not a fallback), a .pt2 never does (its program has no TorchScript form). A failure names the primary
     exporter's innermost cause first."""
-    from mobilegen.export.errors import export_failed, fallback_of
-
     primary: BaseException | None = None
     if loaded.kind != "torchscript":
         try:
@@ -397,7 +394,6 @@ def finish_model(model: Any, out_path: Path, *, source: Path | None, write: bool
     ``write=False`` (the writer then does not hold two models' memory)."""
     import onnx
 
-    from mobilegen.export import onnx_io as onnx_light
 
     try:
         inferred, size = onnx_light.check_and_infer(model, _lowest_ir_version(model))
@@ -432,8 +428,6 @@ def opset_of(model: Any) -> int:
 
 
 def _onnx_io(model: Any) -> IOSpec:
-    from mobilegen.load.loader import onnx_io_spec
-
     return onnx_io_spec(model)
 
 

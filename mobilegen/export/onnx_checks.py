@@ -14,6 +14,7 @@ from typing import Any
 
 from mobilegen.errors import LoadError, first_line, shorten
 from mobilegen.infra.onnx_size import all_tensors, is_external, tensor_nbytes
+from mobilegen.runtimes import RELEASES  # sorted oldest → newest
 from mobilegen.spec import check_tensor_name
 
 
@@ -94,8 +95,6 @@ def _check_outputs_and_dims(model: Any, path: Path) -> None:
 
 
 def _check_opset(model: Any, path: Path) -> None:
-    from mobilegen.runtimes import RELEASES  # sorted oldest → newest
-
     top = max(r.max_opset for r in RELEASES)
     for o in model.opset_import:
         if o.domain in ("", "ai.onnx") and o.version > top:

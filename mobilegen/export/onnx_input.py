@@ -10,6 +10,7 @@ from typing import Any
 
 from mobilegen.artifacts import LoadedModel, OnnxModel
 from mobilegen.errors import LoadError, UsageError, first_line
+from mobilegen.export.const_inputs import bind_consts, bind_onnx_inputs
 from mobilegen.export.exporter import (
     ExportOptions,
     default_dim_size,
@@ -31,7 +32,6 @@ def read_onnx_source(loaded: LoadedModel, options: ExportOptions) -> Any:
     inputs bound by ``--const`` made initializers."""
     import onnx
 
-    from mobilegen.export.const_inputs import bind_consts, bind_onnx_inputs
 
     assert loaded.onnx_path is not None
     if options.opset is not None or options.dynamic_given:

@@ -22,7 +22,12 @@ from typing import Any
 
 from mobilegen.artifacts import LoadedModel
 from mobilegen.errors import LoadError, MobilegenError, UsageError, first_line
+from mobilegen.export.onnx_checks import check_onnx_source
 from mobilegen.infra.digest import sha256_file
+from mobilegen.infra.quiet import quiet
+from mobilegen.load.pt2_outputs import output_type_error
+from mobilegen.load.pt2_safety import load_exported_program
+from mobilegen.load.traced_inputs import read_traced_inputs
 from mobilegen.spec import ONNX_TO_DTYPE, IOSpec, TensorSpec
 
 ORT_IDENTIFIER = b"ORTM"
@@ -88,14 +93,9 @@ def load_model(path: Path, options: LoadOptions = LoadOptions()) -> LoadedModel:
         except Exception as err:
             raise LoadError(f"{path} looks like TorchScript but does not load: {first_line(err)}", hint="re-save it with torch.jit.save") from err
         module.eval()
-        from mobilegen.load.traced_inputs import read_traced_inputs
 
         return LoadedModel(source=path, kind="torchscript", sha256=digest, module=module, traced_inputs=read_traced_inputs(path, module))
     if kind == "exported_program":
-        from mobilegen.infra.quiet import quiet
-        from mobilegen.load.pt2_outputs import output_type_error
-        from mobilegen.load.pt2_safety import load_exported_program
-
         logged = _LoggedErrors()
         torch_export_log = logging.getLogger("torch.export")
         # while loading, what torch.export logs goes to `logged` alone (its error becomes our one line)
@@ -158,7 +158,6 @@ def _load_onnx(path: Path, digest: str) -> LoadedModel:
             f"{path} is not a model mobilegen can read (no ONNX graph in it)",
             hint="pass a .pt (torch.jit.save / torch.save), .pt2 (torch.export.save) or .onnx file",
         )
-    from mobilegen.export.onnx_checks import check_onnx_source
 
     check_onnx_source(model, path)
     return LoadedModel(source=path, kind="onnx", sha256=digest, onnx_path=path, io_hint=onnx_io_spec(model))

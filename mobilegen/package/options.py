@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from mobilegen.artifacts import JSONValue, ShippedModel
+from mobilegen.quantize.stage import options_record as options_record_quantize
 
 if TYPE_CHECKING:
     from mobilegen.options import BuildOptions
@@ -16,8 +17,6 @@ def options_record(
     opts: BuildOptions, chosen: Sequence[Chosen], models: Sequence[ShippedModel], tolerances: dict[str, tuple[float, float]]
 ) -> dict[str, JSONValue]:
     """The manifest's ``options``: what was asked and what it became."""
-    from mobilegen.quantize.stage import options_record as options_record_quantize
-
     onnx_model, ort_model = models[0].onnx, models[0].converted()
     rec: dict[str, JSONValue] = {
         "inputs": list(opts.model_opts.inputs),

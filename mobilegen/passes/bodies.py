@@ -22,7 +22,7 @@ from collections.abc import Iterator
 import onnx
 
 from mobilegen.passes.base import GraphPass
-from mobilegen.passes.graph_util import GraphIndex, all_names, graphs, reserved_names
+from mobilegen.passes.graph_util import GraphIndex, _without_weights, all_names, graphs, reserved_names
 
 _GRAPH = onnx.AttributeProto.GRAPH
 _GRAPHS = onnx.AttributeProto.GRAPHS
@@ -71,8 +71,6 @@ def _constants(graph: onnx.GraphProto) -> dict[str, onnx.TensorProto]:
 def _types(model: onnx.ModelProto) -> dict[str, onnx.ValueInfoProto]:
     """The type of every tensor shape inference can tell, in any graph of the model (names are unique
     across scopes)."""
-    from mobilegen.passes.graph_util import _without_weights
-
     try:
         inferred = onnx.shape_inference.infer_shapes(_without_weights(model), strict_mode=False)
     except (onnx.shape_inference.InferenceError, ValueError, RuntimeError):

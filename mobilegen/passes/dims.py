@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING
 
 from mobilegen.artifacts import OnnxModel
 from mobilegen.errors import InternalError
+from mobilegen.load.loader import onnx_io_spec
+from mobilegen.passes.fold_if import fold_unjudged
 
 if TYPE_CHECKING:
     import onnx
@@ -28,7 +30,6 @@ def fix_dynamic_dims(model: OnnxModel) -> tuple[OnnxModel, dict[str, int]]:
     Returns the new model and the sizes it fixed (empty: nothing to fix, the model is returned as is)."""
     from onnxruntime.tools.onnx_model_utils import fix_output_shapes, make_dim_param_fixed
 
-    from mobilegen.load.loader import onnx_io_spec
 
     dims = sorted({d for t in model.io.inputs for d in t.dynamic_dims})
     if not dims:  # static already: only the Ifs its shapes decide
@@ -61,8 +62,6 @@ def folded_nodes(model: OnnxModel) -> int:
 
 def _fold(proto: onnx.ModelProto, notes: tuple[str, ...]) -> tuple[str, ...]:
     """``fold-if`` on the Ifs the (fixed) shapes decide; ``notes`` with what it did."""
-    from mobilegen.passes.fold_if import fold_unjudged
-
     folded, error = fold_unjudged(proto)
     if error is not None:
         return (*notes, f"fold-if failed and was skipped: {error}")

@@ -38,8 +38,11 @@ from collections.abc import Callable, Iterator
 import numpy as np
 import onnx
 
+from mobilegen.errors import first_line
 from mobilegen.passes.base import GraphPass
+from mobilegen.passes.const_view import const_view
 from mobilegen.passes.graph_util import GraphIndex, Names, drop_value_info, graphs, is_op
+from mobilegen.passes.snapshot import Snapshot
 
 _GRAPH = onnx.AttributeProto.GRAPH
 _GRAPHS = onnx.AttributeProto.GRAPHS
@@ -78,7 +81,6 @@ def _fold_main(model: onnx.ModelProto) -> int:
     done = _fold_in(graph, index.const, graph)
     if done:
         return done
-    from mobilegen.passes.const_view import const_view
 
     view = const_view(model, index)
     return _fold_in(graph, view.value, graph)
@@ -286,9 +288,6 @@ def fold_unjudged(model: onnx.ModelProto) -> tuple[int, str | None]:
     (nodes rewritten, None), or (0, the error) with ``model`` as it was when folding failed."""
     if not any(is_op(n, "If") for g in graphs(model.graph) for n in g.node):
         return 0, None
-    from mobilegen.errors import first_line
-    from mobilegen.passes.snapshot import Snapshot
-
     snap = Snapshot(model)
     try:
         return apply(model), None

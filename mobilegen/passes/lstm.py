@@ -27,6 +27,7 @@ import onnx
 from onnx import helper
 
 from mobilegen.passes.base import GraphPass
+from mobilegen.passes.const_view import const_view
 from mobilegen.passes.graph_util import Constants, GraphIndex, Names, Rewrite, attr, is_op, opset
 
 
@@ -76,7 +77,6 @@ def apply(model: onnx.ModelProto) -> int:
     lstms = [n for n in graph.node if is_op(n, "LSTM")]
     if not lstms or opset(model) < 7:
         return 0
-    from mobilegen.passes.const_view import const_view
 
     index = GraphIndex(graph)
     view = const_view(model, index)

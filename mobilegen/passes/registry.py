@@ -20,6 +20,7 @@ import importlib.util
 import re
 from collections.abc import Iterable
 
+from mobilegen import providers
 from mobilegen.errors import InternalError, UsageError, first_line
 from mobilegen.passes.base import GraphPass
 
@@ -110,8 +111,6 @@ def names() -> tuple[str, ...]:
 
 def wants_fixed_dims(eps: Iterable[str]) -> bool:
     """Whether any of these execution providers (registry names) declares ``fixed-dims``."""
-    from mobilegen import providers
-
     return any(FIXED_DIMS in providers.get(ep).fixes for ep in eps)
 
 

@@ -44,6 +44,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mobilegen import notices as build_notices
+from mobilegen import providers
 from mobilegen.artifacts import (
     MODEL_ONNX_NAME,
     AppliedFix,
@@ -53,11 +55,18 @@ from mobilegen.artifacts import (
     ShippedModel,
     model_folder,
 )
+from mobilegen.coverage import analyze_all
 from mobilegen.errors import InternalError, MobilegenError, UsageError, first_line
+from mobilegen.export.exporter import opset_of
 from mobilegen.notices import Notice
 from mobilegen.passes import registry
 from mobilegen.passes.base import GraphPass
+from mobilegen.passes.bodies import apply_everywhere
+from mobilegen.passes.dims import fix_dynamic_dims, folded_nodes
+from mobilegen.passes.fold_if import fold_unjudged
+from mobilegen.passes.graph_util import GraphIndex
 from mobilegen.passes.snapshot import Snapshot
+from mobilegen.targets.chosen import build_context
 
 if TYPE_CHECKING:
     import onnx
@@ -72,8 +81,6 @@ Analyse = Callable[["onnx.ModelProto", Sequence["EPTarget"]], Sequence["Coverage
 
 
 def analyse_in_memory(proto: onnx.ModelProto, eps: Sequence[EPTarget]) -> Sequence[CoverageReport]:
-    from mobilegen.coverage import analyze_all
-
     return analyze_all(proto, eps)
 
 
@@ -309,8 +316,6 @@ def _together(
 
 def _apply(graph_pass: GraphPass, proto: onnx.ModelProto, snap: Snapshot) -> tuple[int, str | None]:
     """Run one pass: (nodes rewritten, None), or (0, the error) with ``proto`` restored when it raised."""
-    from mobilegen.passes.bodies import apply_everywhere  # imports onnx: not at start-up
-
     try:
         nodes = apply_everywhere(graph_pass, proto)  # the main graph, then If/Loop/Scan bodies
     except Exception as err:  # noqa: BLE001 — a pass that fails on this graph is skipped, the model kept as it was
@@ -368,10 +373,6 @@ def plan(
     """Decide, for each (target name, its providers), which passes help it. The base model's graph is
     the same afterwards, but for the Ifs on a constant, folded first for every target (``fold-if``,
     unjudged: first in each target's ``applied`` and ``tried``, :attr:`FixPlan.pre`)."""
-    from mobilegen import providers
-    from mobilegen.passes.dims import folded_nodes
-    from mobilegen.passes.fold_if import fold_unjudged
-
     proto = _proto(base)
     all_eps = [ep for _name, eps in targets for ep in eps]
     cache: list[tuple[CoverageReport, ...]] = []
@@ -414,9 +415,6 @@ def materialize(base: OnnxModel, fix_plan: FixPlan, root: Path, write: Callable[
     """The models to ship: per distinct list of kept passes, the base with those passes applied, written
     by ``write`` (which returns the model without its in-memory proto) into ``root/model/`` when every
     target agrees, else ``root/model/<target>/`` per group of targets."""
-    from mobilegen.export.exporter import opset_of
-    from mobilegen.passes.bodies import apply_everywhere
-
     proto = _proto(base)
     groups = fix_plan.groups()
     snap = Snapshot(proto) if len(groups) > 1 else None
@@ -442,8 +440,6 @@ def drop_unused_initializers(proto: onnx.ModelProto) -> list[tuple[int, onnx.Ten
     weights a pass left behind, e.g. conv1d-2d's 3-D kernel next to its 4-D one. A pass may not remove
     them itself (that would make undoing it cost a copy of the weights); this runs once per written
     model. Returns (index, initializer) of each one removed, for :func:`put_back`."""
-    from mobilegen.passes.graph_util import GraphIndex
-
     g = proto.graph
     index = GraphIndex(g)
     used = set(index.consumers) | index.used_in_subgraphs | index.graph_inputs | index.graph_outputs
@@ -477,13 +473,8 @@ def prepare(exported: OnnxModel, chosen: Sequence[Chosen], *, keep_dynamic: bool
     """What every target's model gets, in memory: the providers' notices, and ``fixed-dims`` when a
     target's provider declares it (unless ``keep_dynamic``) — for the whole build, as the inputs change.
     (The CoreML cache key is stamped when a model is written: it hashes the bytes written.)"""
-    from mobilegen import notices as build_notices
-    from mobilegen import providers
-    from mobilegen.passes.dims import fix_dynamic_dims
-
     notices: list[Notice] = []
     model = exported
-    from mobilegen.targets.chosen import build_context
 
     ctx = build_context(model, chosen)
     for c in chosen:
@@ -503,11 +494,11 @@ def _wants_fixed_dims(c: Chosen, ctx: BuildContext) -> bool:
     return registry.wants_fixed_dims(ep.ep for ep in c.target.providers(c.opts, ctx))
 
 
-def fix(base: OnnxModel, chosen: Sequence[Chosen], opts: BuildOptions) -> FixPlan:
-    """Per target, the graph passes that help its providers (decided on ``base``, which is unchanged)."""
-    from mobilegen.targets.chosen import build_context
-
+def fix(base: OnnxModel, chosen: Sequence[Chosen], opts: BuildOptions) -> tuple[FixPlan, tuple[Notice, ...]]:
+    """Per target, the graph passes that help its providers (decided on ``base``, which is unchanged), and
+    the plan's notices."""
     ctx = build_context(base, chosen)
     per_target = [(c.target.name, c.target.providers(c.opts, ctx)) for c in chosen]
-    return plan(base, per_target, PassOptions(enabled=opts.fix, approximate=opts.approximate))
+    fix_plan = plan(base, per_target, PassOptions(enabled=opts.fix, approximate=opts.approximate))
+    return fix_plan, fix_plan.notices
 

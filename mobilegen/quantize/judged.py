@@ -27,6 +27,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mobilegen.artifacts import CoverageCounts, JSONValue
+from mobilegen.coverage import analyze_all
+from mobilegen.infra.outputs import temp_dir
+from mobilegen.quantize.engine import quantize
 
 if TYPE_CHECKING:
     import onnx
@@ -111,10 +114,6 @@ def judged_quantize(
 ) -> tuple[QuantizedModel, Judgement]:
     """``src`` quantized as ``recipe`` says into ``dest``, narrowed until its coverage on ``target`` is no
     worse than ``src``'s, or refused (``Judgement.refused``; ``dest`` then holds the last attempt)."""
-    from mobilegen.coverage import analyze_all
-    from mobilegen.infra.outputs import temp_dir
-    from mobilegen.quantize.engine import quantize
-
     (before,) = analyze_all(None, [target], source=src)
     fp32 = CoverageCounts.of(before)
     refused_fp32 = {n.name for n in before.nodes if not n.supported}

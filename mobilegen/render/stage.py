@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 
 from mobilegen import __version__
 from mobilegen.artifacts import ProjectSpec, ShippedModel
-from mobilegen.notices import Notice
+from mobilegen.notices import Notice, build_notices, notices_for, texts
+from mobilegen.quantize.stage import tolerances_of
 from mobilegen.targets.chosen import model_of
 
 if TYPE_CHECKING:
@@ -28,9 +29,6 @@ def render(
     task_files: TaskFiles | None = None,
 ) -> dict[str, tuple[float, float]]:
     """Render every target's project with its own model; returns what each one's accelerated device tests assert."""
-    from mobilegen.notices import build_notices, notices_for, texts
-    from mobilegen.quantize.stage import tolerances_of
-
     tolerances: dict[str, tuple[float, float]] = {}
     for c in chosen:
         model = model_of(models, c)

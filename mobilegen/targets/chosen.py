@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from mobilegen import targets
 from mobilegen.errors import InternalError, UsageError
+from mobilegen.runtimes import check_loadable
 from mobilegen.targets.base import BuildContext
 
 if TYPE_CHECKING:
@@ -58,10 +59,14 @@ def model_of(models: Sequence[ShippedModel], c: Chosen) -> ShippedModel:
     raise InternalError(f"no model for the {c.target.name} target")
 
 
+def check_io(chosen: Sequence[Chosen], model: OnnxModel) -> None:
+    """Every target can carry the model's input and output dtypes in its generated wrappers."""
+    for c in chosen:
+        c.target.check_io(model.io)
+
+
 def check_runtimes(chosen: Sequence[Chosen], models: Sequence[ShippedModel]) -> None:
     """Every target's pinned mobile runtime can load its .ort (format version, opset)."""
-    from mobilegen.runtimes import check_loadable
-
     for c in chosen:
         ort = model_of(models, c).converted()
         check_loadable(c.runtime, max_opset=ort.max_opset, ort_format_version=ort.ort_format_version, channel=c.channel)

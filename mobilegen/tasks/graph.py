@@ -25,6 +25,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from mobilegen.errors import UsageError
+from mobilegen.export.onnx_io import check_and_infer
 from mobilegen.passes.graph_util import Names, graphs
 from mobilegen.tasks.reference import PCM_SCALE
 from mobilegen.tasks.spec import INDICES_OUTPUT, SCORES_OUTPUT, TaskSpec
@@ -37,7 +38,6 @@ def wrap(model: onnx.ModelProto, spec: TaskSpec) -> onnx.ModelProto:
     """A copy of ``model`` (one float32 input, checked by ``spec.resolve``) with the task's nodes around it."""
     from onnxruntime.tools.onnx_model_utils import fix_output_shapes, make_dim_param_fixed
 
-    from mobilegen.export.onnx_io import check_and_infer
 
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
     if opset < MIN_OPSET:

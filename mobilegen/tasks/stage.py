@@ -11,13 +11,24 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mobilegen.errors import InternalError
+from mobilegen.load.loader import onnx_io_spec
+from mobilegen.notices import Notice
+from mobilegen.tasks.golden import golden_inputs as make
+from mobilegen.tasks.golden import write_task_golden
+from mobilegen.tasks.graph import wrap
+from mobilegen.tasks.reference import initial_state, wrap_reference
 from mobilegen.tasks.spec import TaskSpec, duplicate_labels, labels_text, resolve
+from mobilegen.verify import stage as verify_stage
+from mobilegen.verify.gate import Expected, ort_runner, reference_outputs, reference_subject
+from mobilegen.verify.stage import reference_for
 
 if TYPE_CHECKING:
     import numpy as np
 
     from mobilegen.artifacts import JSONValue, LoadedModel, OnnxModel, ShippedModel
     from mobilegen.notices import Notice
+    from mobilegen.options import BuildOptions
     from mobilegen.tasks.golden import GoldenInput
     from mobilegen.verify.gate import Expected, VerifyOptions
 
@@ -36,10 +47,6 @@ class TaskFiles:
 
 def wrap_exported(exported: OnnxModel, spec: TaskSpec) -> tuple[OnnxModel, TaskSpec]:
     """The exported model wrapped in the task's nodes (in memory), and the spec resolved against it."""
-    from mobilegen.errors import InternalError
-    from mobilegen.load.loader import onnx_io_spec
-    from mobilegen.tasks.graph import wrap
-
     resolved = resolve(spec, exported.io)
     if exported.proto is None:
         raise InternalError("the task wrapper needs the in-memory model; the export stage did not keep it")
@@ -50,8 +57,6 @@ def wrap_exported(exported: OnnxModel, spec: TaskSpec) -> tuple[OnnxModel, TaskS
 def notices(spec: TaskSpec) -> list[Notice]:
     """A warning when labels repeat: accepted (a dataset may name two classes alike, as ImageNet's two
     "crane"s), but ``classify`` then returns the same name for different classes."""
-    from mobilegen.notices import Notice
-
     dups = duplicate_labels(spec.labels)
     if not dups:
         return []
@@ -75,15 +80,11 @@ def verify_options(opts: VerifyOptions, spec: TaskSpec) -> VerifyOptions:
 
 def state_zeros(spec: TaskSpec, model: OnnxModel) -> dict[str, np.ndarray]:
     """``--state``: the state inputs' zeros (a golden case is one window from a fresh stream)."""
-    from mobilegen.tasks.reference import initial_state
-
     shapes = {t.name: tuple(int(d) for d in t.shape) for t in model.io.inputs if t.name in spec.state_inputs}
     return initial_state(spec, shapes)
 
 
 def golden_inputs(spec: TaskSpec, wrapped: OnnxModel) -> list[GoldenInput]:
-    from mobilegen.tasks.golden import golden_inputs as make
-
     samples = None
     if not spec.is_image:
         n = wrapped.io.inputs[0].shape[1]
@@ -95,10 +96,6 @@ def reference(loaded: LoadedModel, exported: OnnxModel, wrapped: OnnxModel, spec
     """``stages.reference`` for a wrapped model: mobilegen.tasks.reference's pre-processing, the original
     model (PyTorch, or the source ONNX model), its post-processing — on the seeded inputs and on the task
     golden images/sounds, which the gate then verifies every artifact on too."""
-    from mobilegen.tasks.reference import wrap_reference
-    from mobilegen.verify.gate import Expected, reference_outputs
-    from mobilegen.verify.stage import reference_for
-
     inner, label = reference_for(loaded, exported)
     data_input = next(t.name for t in exported.io.inputs if t.name not in spec.state_inputs)
     runner = wrap_reference(inner, data_input, spec, tuple(t.name for t in exported.io.outputs))
@@ -121,8 +118,6 @@ def reference(loaded: LoadedModel, exported: OnnxModel, wrapped: OnnxModel, spec
 def task_reference_label(label: str) -> str:
     """The reference's name in the gate's messages, as a noun phrase: "the PyTorch model wrapped in
     mobilegen.tasks' reference pre/post-processing" (a parenthesised remark of the inner label stays last)."""
-    from mobilegen.verify.gate import reference_subject
-
     subject, paren, remark = reference_subject(label).partition(" (")
     return f"{subject} wrapped in mobilegen.tasks' reference pre/post-processing" + (f" ({remark}" if paren else "")
 
@@ -132,9 +127,6 @@ def write_files(root: Path, spec: TaskSpec, wrapped: OnnxModel, models: Sequence
     that model's own outputs (onnxruntime CPU, its shipped ``.ort``, as its golden vectors are: a quantized
     ``.onnx`` with every graph optimisation fuses QDQ into host integer kernels, which saturate on x86
     without VNNI and can flip a class the ``.ort`` does not)."""
-    from mobilegen.tasks.golden import write_task_golden
-    from mobilegen.verify.gate import ort_runner
-
     labels = None
     if spec.labels:
         labels = root / LABELS_FILE
@@ -159,3 +151,28 @@ def record(spec: TaskSpec | None, files: TaskFiles | None, root: Path) -> dict[s
         rec["labels_file"] = files.labels.relative_to(root).as_posix() if files.labels else None
         rec["golden"] = {t: p.relative_to(root).as_posix() for t, p in sorted(files.golden.items())}
     return rec
+
+
+# --- the build's task steps: each leaves a build without --task as it is ---------------------------------
+
+
+def wrap_build(exported: OnnxModel, opts: BuildOptions) -> tuple[tuple[OnnxModel, BuildOptions], list[Notice]]:
+    """``--task``: the exported model wrapped in the task's nodes, the options with the resolved task and
+    its seeded ranges, and the task's notices."""
+    if opts.task is None:
+        return (exported, opts), []
+    wrapped, task = wrap_exported(exported, opts.task)
+    return (wrapped, replace(opts, task=task, verify=verify_options(opts.verify, task))), notices(task)
+
+
+def build_reference(loaded: LoadedModel, exported: OnnxModel, model: OnnxModel, opts: BuildOptions) -> tuple[Expected, LoadedModel]:
+    """The reference's outputs: the original model inside mobilegen.tasks' reference pre/post-processing
+    (``--task``), else the model itself (:func:`mobilegen.verify.stage.reference`)."""
+    if opts.task is None:
+        return verify_stage.reference(loaded, model, opts.verify)
+    return reference(loaded, exported, model, opts.task, opts.verify)
+
+
+def build_files(root: Path, opts: BuildOptions, wrapped: OnnxModel, models: Sequence[ShippedModel]) -> TaskFiles | None:
+    """:func:`write_files` for a build with ``--task``; None without."""
+    return write_files(root, opts.task, wrapped, models) if opts.task is not None else None

@@ -20,6 +20,7 @@ import numpy as np
 
 from mobilegen.errors import UsageError
 from mobilegen.export.exporter import example_arrays
+from mobilegen.infra.datafiles import DeclaredTooLarge, NotRegularFile, load_npz, samples_budget
 from mobilegen.spec import TensorSpec
 
 Number = int | float
@@ -162,8 +163,6 @@ def _sample_arrays(path: Path, specs: Sequence[TensorSpec]) -> dict[str, np.ndar
     torch ``.pt`` is one) and would hand back its entries' raw bytes, and a bare ``.npy`` as one array.
     A special file, or arrays declaring more than :data:`MAX_SAMPLE_CASES` cases' worth of bytes, are
     refused before anything is opened or allocated (:mod:`mobilegen.infra.datafiles`)."""
-    from mobilegen.infra.datafiles import DeclaredTooLarge, NotRegularFile, load_npz, samples_budget
-
     if not path.exists():
         raise UsageError(f"--sample {path} does not exist", hint="pass an .npz with one array per model input")
     hint = "write it with numpy.savez(path, name=array, ...), one array per model input"

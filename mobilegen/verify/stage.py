@@ -14,9 +14,13 @@ import numpy as np
 from mobilegen import artifacts
 from mobilegen.artifacts import LoadedModel, OnnxModel, ShippedModel, VerificationReport
 from mobilegen.errors import InternalError, LoadError, MobilegenError, VerificationError, first_line
+from mobilegen.export.const_inputs import with_const_feeds
+from mobilegen.export.exporter import save_onnx
 from mobilegen.infra.memory import release_memory
+from mobilegen.infra.outputs import temp_dir
 from mobilegen.notices import Notice
-from mobilegen.verify.gate import Expected, VerifyOptions, ort_runner, torch_reference
+from mobilegen.verify.gate import Expected, VerifyOptions, ort_runner, reference_outputs, torch_reference
+from mobilegen.verify.gate import verify as run_gate
 
 if TYPE_CHECKING:
     from mobilegen.passes.stage import FixPlan
@@ -33,7 +37,6 @@ def reference_for(loaded: LoadedModel, exported: OnnxModel) -> tuple[Runner, str
         return torch_reference(loaded), "PyTorch"
     if loaded.onnx_path is None:
         raise InternalError("an ONNX source without its path")
-    from mobilegen.export.const_inputs import with_const_feeds
 
     label = "the normalized source ONNX model (no PyTorch model given)"
     try:
@@ -41,9 +44,6 @@ def reference_for(loaded: LoadedModel, exported: OnnxModel) -> tuple[Runner, str
         return with_const_feeds(ort_runner(loaded.onnx_path, basic_only=True), loaded), "the source ONNX model (no PyTorch model given)"
     except Exception as err:  # noqa: BLE001 — onnxruntime raises its own Fail/InvalidGraph types
         first_err: BaseException = err
-    from mobilegen.export.exporter import save_onnx
-    from mobilegen.infra.outputs import temp_dir
-
     try:
         if exported.path.is_file() or exported.proto is None:
             return ort_runner(exported.path, basic_only=True), label
@@ -63,8 +63,6 @@ def reference_for(loaded: LoadedModel, exported: OnnxModel) -> tuple[Runner, str
 def reference(loaded: LoadedModel, onnx_model: OnnxModel, opts: VerifyOptions) -> tuple[Expected, LoadedModel]:
     """The reference's outputs on every verification case, computed now; returns them and the loaded
     model without its PyTorch module, so the module's memory can be freed before the conversion."""
-    from mobilegen.verify.gate import reference_outputs
-
     runner, label = reference_for(loaded, onnx_model)
     expected = reference_outputs(runner, onnx_model, opts, reference_label=label)
     del runner  # an ONNX reference's session (its weights, its arena) goes now
@@ -80,8 +78,6 @@ def artifact_label(model: ShippedModel, kind: str, models: Sequence[ShippedModel
 def verify(expected: Expected, models: Sequence[ShippedModel], opts: VerifyOptions, root: Path, sorted_outputs: Sequence[str] = ()) -> VerificationReport:
     """The gate: the reference's outputs against every model's .onnx and .ort (one table, every failure
     listed); golden vectors and tolerances. ``sorted_outputs`` (``--top-k``'s scores) get no top-1 figure."""
-    from mobilegen.verify.gate import verify as run_gate
-
     paths = {}
     for m in models:
         paths[artifact_label(m, "onnx", models)] = m.onnx.path
@@ -117,3 +113,7 @@ def verification_notices(verification: VerificationReport) -> list[Notice]:
     """Outputs the gate could not verify and ``--allow-degenerate`` accepted (the report, READMEs, JSON)."""
     return [Notice("degenerate-reference", "warning", text) for text in verification.notices]
 
+
+def notices(fix_plan: FixPlan, models: Sequence[ShippedModel], verification: VerificationReport) -> list[Notice]:
+    """What the verification says about the build: approximate passes' effect, then outputs not verified."""
+    return [*fix_notices(fix_plan, models, verification), *verification_notices(verification)]

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mobilegen.artifacts import ANDROID_DIR, JSONValue
+from mobilegen.coverage.target import EPTarget
 from mobilegen.providers.qnn import android as android_qnn
 from mobilegen.targets.android import project as impl
 from mobilegen.targets.android import runtime
@@ -42,8 +43,6 @@ class AndroidTarget(Target[AndroidOptions]):
         impl.check_android_io(io)
 
     def providers(self, opts: AndroidOptions, ctx: BuildContext) -> list[EPTarget]:
-        from mobilegen.coverage.target import EPTarget
-
         out = []
         version = self.runtime(opts).version  # the rules of the runtime the project pins
         # The wrapper's order: QNN (HTP) → NNAPI → XNNPACK → CPU. The first name is what the quantize

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from mobilegen import providers
 from mobilegen.artifacts import FP16_TOLERANCE, ProjectSpec
 from mobilegen.errors import InternalError, UsageError
 from mobilegen.providers.qnn import android as android_qnn
@@ -26,6 +27,7 @@ from mobilegen.spec import IOSpec, TensorSpec
 from mobilegen.targets import toolchains
 from mobilegen.targets.android import runtime
 from mobilegen.targets.provider_setup import template_providers
+from mobilegen.targets.tolerances import tolerance_reason
 
 CHANNEL = runtime.CHANNEL
 
@@ -187,8 +189,6 @@ def validate_android_options(opts: AndroidOptions) -> None:
     if opts.android_api is not None and not opts.nnapi:
         details.append("--android-api given without --nnapi (it sets the API level of the NNAPI analysis)")
     if opts.android_api is not None:
-        from mobilegen import providers
-
         providers.validate_settings({"android_api": opts.android_api})  # the NNAPI provider's declared range
     details += android_qnn.problems(opts)
     if not details:
@@ -261,7 +261,6 @@ def _tolerance_reason(spec: ProjectSpec, opts: AndroidOptions) -> str:
             f"so atol and rtol are at least {FP16_TOLERANCE!r}"
         )
     if spec.quantization:  # a quantized model computes in integers (or float16), not in float32
-        from mobilegen.targets.tolerances import tolerance_reason
 
         return tolerance_reason(spec.quantization)
     return "the accelerated configuration computes in float32, like the CPU provider"

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mobilegen.artifacts import IOS_DIR, JSONValue
+from mobilegen.coverage.target import EPTarget
 from mobilegen.targets.base import BuildContext, Target
 from mobilegen.targets.ios import project as impl
 from mobilegen.targets.ios.project import IosOptions
@@ -35,8 +36,6 @@ class IosTarget(Target[IosOptions]):
         impl.check_ios_io(io)
 
     def providers(self, opts: IosOptions, ctx: BuildContext) -> list[EPTarget]:
-        from mobilegen.coverage.target import EPTarget
-
         version = self.runtime(opts).version  # the rules of the runtime the project pins
         out = []
         if opts.coreml:

@@ -31,6 +31,7 @@ from mobilegen.runtimes import RuntimeRelease, find_release
 from mobilegen.spec import DTYPES, IOSpec, TensorSpec
 from mobilegen.targets import toolchains
 from mobilegen.targets.provider_setup import template_providers
+from mobilegen.targets.tolerances import tolerance_reason
 
 CHANNEL = "swiftpm"
 SPM_URL = "https://github.com/microsoft/onnxruntime-swift-package-manager"
@@ -185,7 +186,6 @@ def _tolerance_reason(spec: ProjectSpec, opts: IosOptions) -> str:
             f"float16 (about 3 significant decimal digits), so atol and rtol are at least {FP16_TOLERANCE!r}"
         )
     if spec.quantization:  # a quantized model computes in integers (or float16), not in float32
-        from mobilegen.targets.tolerances import tolerance_reason
 
         return tolerance_reason(spec.quantization)
     return "compute units CPUOnly keep CoreML in float32, like the CPU provider"
