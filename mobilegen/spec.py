@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from mobilegen.errors import UsageError, shorten
 
@@ -237,3 +238,23 @@ def rename_shared_dims(
         if old in sizes and new not in given:
             sizes[new] = sizes[old]
     return out, sizes
+
+
+def onnx_io_spec(model: Any) -> IOSpec:
+    """IO spec as an ONNX graph declares it (graph inputs that are initializers excluded)."""
+    inits = {i.name for i in model.graph.initializer}
+
+    def spec(vi: Any) -> TensorSpec:
+        tt = vi.type.tensor_type
+        dims: list[int | str] = []
+        for i, d in enumerate(tt.shape.dim):
+            if d.HasField("dim_value") and d.dim_value >= 0:  # 0 stays 0 (sources with one are refused at load)
+                dims.append(int(d.dim_value))
+            else:
+                dims.append(d.dim_param or f"{vi.name}_dim{i}")
+        return TensorSpec(vi.name, ONNX_TO_DTYPE.get(tt.elem_type, f"onnx:{tt.elem_type}"), tuple(dims))
+
+    return IOSpec(
+        inputs=tuple(spec(v) for v in model.graph.input if v.name not in inits),
+        outputs=tuple(spec(v) for v in model.graph.output),
+    )

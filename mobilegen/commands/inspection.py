@@ -16,8 +16,9 @@ from mobilegen.export.errors import SHAPE_HELP
 from mobilegen.export.exporter import forward_arg_names
 from mobilegen.infra.onnx_size import tensor_nbytes
 from mobilegen.infra.outputs import temp_dir
-from mobilegen.load.loader import load_model, onnx_io_spec
+from mobilegen.load.loader import load_model
 from mobilegen.load.traced_inputs import input_flags
+from mobilegen.spec import onnx_io_spec
 
 if TYPE_CHECKING:
     from mobilegen.options import ModelOptions

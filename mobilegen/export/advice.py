@@ -45,10 +45,11 @@ from mobilegen.export.const_inputs import bind_consts
 from mobilegen.export.exporter import example_arrays, resolve_inputs
 from mobilegen.infra import progress
 from mobilegen.infra.quiet import quiet
-from mobilegen.load.loader import _exported_io_hint, load_model, onnx_io_spec
+from mobilegen.load.loader import _exported_io_hint, load_model
 from mobilegen.notices import Notice
 from mobilegen.passes import stage as fix_stage
 from mobilegen.passes.stage import analyse_in_memory
+from mobilegen.spec import onnx_io_spec
 from mobilegen.targets.chosen import build_context
 
 if TYPE_CHECKING:

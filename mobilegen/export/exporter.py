@@ -22,8 +22,8 @@ from mobilegen.export.limits import (
     refuse_too_large,
 )
 from mobilegen.infra.quiet import quiet
-from mobilegen.load.loader import check_program_inputs, onnx_io_spec
-from mobilegen.spec import IOSpec, TensorSpec, check_tensor_name, rename_shared_dims
+from mobilegen.load.loader import check_program_inputs
+from mobilegen.spec import IOSpec, TensorSpec, check_tensor_name, onnx_io_spec, rename_shared_dims
 
 if TYPE_CHECKING:
     from mobilegen.export.errors import Fallback

@@ -23,8 +23,7 @@ from mobilegen.export.exporter import (
 )
 from mobilegen.export.limits import refuse_too_large
 from mobilegen.infra.onnx_size import model_bytes
-from mobilegen.load.loader import onnx_io_spec
-from mobilegen.spec import IOSpec, TensorSpec
+from mobilegen.spec import IOSpec, TensorSpec, onnx_io_spec
 
 
 def read_onnx_source(loaded: LoadedModel, options: ExportOptions) -> Any:

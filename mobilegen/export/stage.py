@@ -16,7 +16,8 @@ from mobilegen.export.exporter import ExportOptions, export_pytorch
 from mobilegen.export.limits import MAX_INLINE_BYTES
 from mobilegen.export.onnx_input import check_onnx_inputs, load_weights, passthrough, read_onnx_source
 from mobilegen.infra.onnx_size import model_bytes
-from mobilegen.load.loader import load_model, onnx_io_spec
+from mobilegen.load.loader import load_model
+from mobilegen.spec import onnx_io_spec
 
 if TYPE_CHECKING:
     from mobilegen.artifacts import LoadedModel, OnnxModel

@@ -28,7 +28,7 @@ from mobilegen.infra.quiet import quiet
 from mobilegen.load.pt2_outputs import output_type_error
 from mobilegen.load.pt2_safety import load_exported_program
 from mobilegen.load.traced_inputs import read_traced_inputs
-from mobilegen.spec import ONNX_TO_DTYPE, IOSpec, TensorSpec
+from mobilegen.spec import IOSpec, TensorSpec, onnx_io_spec
 
 ORT_IDENTIFIER = b"ORTM"
 
@@ -161,26 +161,6 @@ def _load_onnx(path: Path, digest: str) -> LoadedModel:
 
     check_onnx_source(model, path)
     return LoadedModel(source=path, kind="onnx", sha256=digest, onnx_path=path, io_hint=onnx_io_spec(model))
-
-
-def onnx_io_spec(model: Any) -> IOSpec:
-    """IO spec as an ONNX graph declares it (graph inputs that are initializers excluded)."""
-    inits = {i.name for i in model.graph.initializer}
-
-    def spec(vi: Any) -> TensorSpec:
-        tt = vi.type.tensor_type
-        dims: list[int | str] = []
-        for i, d in enumerate(tt.shape.dim):
-            if d.HasField("dim_value") and d.dim_value >= 0:  # 0 stays 0 (sources with one are refused at load)
-                dims.append(int(d.dim_value))
-            else:
-                dims.append(d.dim_param or f"{vi.name}_dim{i}")
-        return TensorSpec(vi.name, ONNX_TO_DTYPE.get(tt.elem_type, f"onnx:{tt.elem_type}"), tuple(dims))
-
-    return IOSpec(
-        inputs=tuple(spec(v) for v in model.graph.input if v.name not in inits),
-        outputs=tuple(spec(v) for v in model.graph.output),
-    )
 
 
 def _torch_dtype_name(dtype: Any) -> str:

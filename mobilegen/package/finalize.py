@@ -44,7 +44,7 @@ from mobilegen.package.manifest import (
 from mobilegen.package.readme import render_readme
 from mobilegen.package.tree import scan_files
 from mobilegen.package.zip_writer import source_date_epoch
-from mobilegen.quantize.stage import tolerances_of
+from mobilegen.quantize.golden import tolerances_of
 from mobilegen.report import (
     coverage_json,
     fix_fields,

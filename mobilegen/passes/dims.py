@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 from mobilegen.artifacts import OnnxModel
 from mobilegen.errors import InternalError
-from mobilegen.load.loader import onnx_io_spec
 from mobilegen.passes.fold_if import fold_unjudged
+from mobilegen.spec import onnx_io_spec
 
 if TYPE_CHECKING:
     import onnx

@@ -41,8 +41,15 @@ from mobilegen.artifacts import (
     ShippedModel,
     model_folder,
 )
+from mobilegen.convert.stage import write_onnx
+from mobilegen.convert.to_ort import convert_to_ort
 from mobilegen.errors import InternalError, VerificationError
+from mobilegen.export.exporter import opset_of
+from mobilegen.infra import progress
+from mobilegen.infra.outputs import temp_dir
 from mobilegen.notices import Notice
+from mobilegen.quantize import Refusal, accuracy, gate, quantize, recipe_for
+from mobilegen.quantize.calibration import load_calibration, load_gate_samples
 from mobilegen.quantize.golden import (
     GOLDEN_DIR,
     golden_folder,
@@ -50,6 +57,7 @@ from mobilegen.quantize.golden import (
     tolerances_of,
     write_golden,
 )
+from mobilegen.quantize.judged import judged_quantize
 from mobilegen.quantize.records import (
     AccuracyRow,
     LayerNoise,
@@ -59,6 +67,10 @@ from mobilegen.quantize.records import (
     options_record,
     worst_layers,
 )
+from mobilegen.spec import onnx_io_spec
+from mobilegen.targets import BuildContext
+from mobilegen.targets import get as target
+from mobilegen.tasks.spec import INDICES_OUTPUT, SCORES_OUTPUT
 
 if TYPE_CHECKING:
     from mobilegen.coverage.target import EPTarget
@@ -111,13 +123,11 @@ def quantize_build(
     q = getattr(opts, "quantize", None)
     if q is None or q.mode is None:
         return tuple(models), []
-    from mobilegen.infra import progress
 
     progress.step("quantizing")
     groups, notices = _plan(models, chosen, q.mode)
     if not any(g.recipe is not None for g in groups):
         return tuple(_refused(g, q.mode) for g in groups), notices
-    from mobilegen.infra.outputs import temp_dir
 
     calib = samples_for(q, models[0].onnx.io)
     if not calib.trustworthy:
@@ -137,8 +147,6 @@ def samples_for(q: QuantizeOptions, io: Any) -> Any:
     nothing: their gate runs on ``--eval``, else on every ``--calibration`` sample (seeded random inputs without
     it: no scales, no untrustworthy notice), with no calibration/held-out split and so no minimum for one
     (a single sample is enough); ``count`` 0 and a ``source`` naming what the gate ran on say so."""
-    from mobilegen.quantize.calibration import load_calibration, load_gate_samples
-
     if q.mode == "int8":
         return load_calibration(q, io)
     calib = load_gate_samples(q, io)
@@ -149,14 +157,10 @@ def samples_for(q: QuantizeOptions, io: Any) -> Any:
 
 def provider_chain(c: Chosen, io: Any) -> tuple[EPTarget, ...]:
     """A target's provider chain with its settings, in order (empty: the CPU alone)."""
-    from mobilegen.targets import BuildContext
-
     return tuple(c.target.providers(c.opts, BuildContext(io=io, static=io.is_static, targets=(c.target.name,))))
 
 
 def _plan(models: Sequence[ShippedModel], chosen: Sequence[Chosen], mode: QuantizeMode) -> tuple[list[_Group], list[Notice]]:
-    from mobilegen.quantize import Refusal, recipe_for
-
     groups: dict[tuple[str, str], _Group] = {}
     notices: list[Notice] = []
     for c in chosen:
@@ -191,9 +195,6 @@ def _unquantized_ship_fp32(groups: list[_Group], built: dict[int, _Built], mode:
     worse on the target's first provider than the fp32 model even after narrowing (``_Built.refused``,
     :mod:`mobilegen.quantize.judged`) would slow the app down: that group ships its fp32 model, with the
     reason, like a provider's refusal. Returns the groups (fp32 groups of one model merged) and what stays built."""
-    from mobilegen.quantize import Refusal
-    from mobilegen.targets import get as target
-
     out: list[_Group] = []
     kept: dict[int, _Built] = {}
     for i, g in enumerate(groups):
@@ -257,24 +258,16 @@ def sorted_outputs(task: TaskSpec | None) -> tuple[str, ...]:
     no top-1 agreement for the scores (their first column is the argmax in every model), and holds the
     indices' first column (the top-1 class) to ``--min-top1``; ranks 2..K are near-ties that any
     quantization may swap, so their agreement is shown, not gated."""
-    from mobilegen.tasks.spec import INDICES_OUTPUT, SCORES_OUTPUT
-
     return (SCORES_OUTPUT, INDICES_OUTPUT) if task is not None and task.top_k is not None else ()
 
 
 def _quantize_group(g: _Group, q: QuantizeOptions, calib: Any, work: Path, style: str, ranked: Sequence[str] = ()) -> _Built:
     import onnx
 
-    from mobilegen.convert.stage import write_onnx
-    from mobilegen.convert.to_ort import convert_to_ort
-    from mobilegen.export.exporter import opset_of
-    from mobilegen.quantize import accuracy, gate, quantize
-
     work.mkdir(parents=True)
     src = g.source.onnx.path
     judgement = None
     if g.judged_on is not None:  # narrowed until it places no worse than fp32 on the first provider, or refused
-        from mobilegen.quantize.judged import judged_quantize
 
         qm, judgement = judged_quantize(src, g.recipe, calib, work / "quantized.onnx", g.judged_on, method=q.method)
         if judgement.refused or not qm.quantized_nodes:  # ships fp32: no conversion nor gate for a model not shipped
@@ -323,8 +316,6 @@ def _quantize_group(g: _Group, q: QuantizeOptions, calib: Any, work: Path, style
 
 def _check_io(fp32: OnnxModel, quantized: OnnxModel) -> None:
     """Quantization stays inside the graph: the wrappers' inputs and outputs keep their names and dtypes."""
-    from mobilegen.load.loader import onnx_io_spec
-
     if quantized.proto is not None:
         io = onnx_io_spec(quantized.proto)
         want = [(t.name, t.dtype) for t in (*fp32.io.inputs, *fp32.io.outputs)]
@@ -412,9 +403,6 @@ def quantize_convert(onnx_model: OnnxModel, ort_model: OrtModel, q: QuantizeOpti
     None without ``--quantize``."""
     if q.mode is None:
         return None
-    from mobilegen.infra import progress
-    from mobilegen.quantize import Refusal, recipe_for
-
     progress.step("quantizing")
     decision = recipe_for(q.mode, ())
     if isinstance(decision, Refusal):

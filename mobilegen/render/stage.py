@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from mobilegen import __version__
 from mobilegen.artifacts import ProjectSpec, ShippedModel
 from mobilegen.notices import Notice, build_notices, notices_for, texts
-from mobilegen.quantize.stage import tolerances_of
+from mobilegen.quantize.golden import tolerances_of
 from mobilegen.targets.chosen import model_of
 
 if TYPE_CHECKING:

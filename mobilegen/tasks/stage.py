@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mobilegen.errors import InternalError
-from mobilegen.load.loader import onnx_io_spec
 from mobilegen.notices import Notice
+from mobilegen.spec import onnx_io_spec
 from mobilegen.tasks.golden import golden_inputs as make
 from mobilegen.tasks.golden import write_task_golden
 from mobilegen.tasks.graph import wrap

@@ -12,9 +12,15 @@ from onnx import TensorProto, helper
 from mobilegen.artifacts import LoadedModel
 from mobilegen.errors import UsageError
 from mobilegen.export.const_inputs import Const, bind_consts, bind_onnx_inputs, check_consts, parse_const
-from mobilegen.load.loader import onnx_io_spec
 from mobilegen.options import ModelOptions
-from mobilegen.spec import TensorSpec, apply_dynamic, parse_dynamic_spec, parse_input_spec, rename_shared_dims
+from mobilegen.spec import (
+    TensorSpec,
+    apply_dynamic,
+    onnx_io_spec,
+    parse_dynamic_spec,
+    parse_input_spec,
+    rename_shared_dims,
+)
 
 
 @pytest.mark.parametrize(

@@ -274,8 +274,8 @@ def test_fixed_dims_sizes_unnamed_dims_and_folds_the_ifs_that_test_them(tmp_path
     ``input_dim0``/``input_dim1``): ``fixed-dims`` sizes them in the graph, and the Ifs testing the shape
     are folded with it (onnxruntime fails to inline nested ones itself)."""
     from mobilegen.artifacts import OnnxModel
-    from mobilegen.load.loader import onnx_io_spec
     from mobilegen.passes.dims import fix_dynamic_dims, folded_nodes
+    from mobilegen.spec import onnx_io_spec
 
     squeeze = _graph(
         [helper.make_node("Squeeze", ["x", "axis0"], ["sq"])],
@@ -334,8 +334,8 @@ def _silero_onnx() -> Path | None:
 @pytest.mark.skipif(_silero_onnx() is None, reason="the silero-vad package (MIT, ships silero_vad.onnx) is not installed")
 def test_silero_vad_with_sr_bound_and_dims_fixed_loses_every_if_and_keeps_its_numbers(tmp_path: Path) -> None:
     from mobilegen.artifacts import OnnxModel
-    from mobilegen.load.loader import onnx_io_spec
     from mobilegen.passes.dims import fix_dynamic_dims
+    from mobilegen.spec import onnx_io_spec
 
     path = _silero_onnx()
     assert path is not None
@@ -379,9 +379,9 @@ def refused_ops_of(report: object) -> set[str]:
 
 def test_a_failing_fold_after_fixing_the_dims_keeps_the_ifs_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from mobilegen.artifacts import OnnxModel
-    from mobilegen.load.loader import onnx_io_spec
     from mobilegen.passes import fold_if
     from mobilegen.passes.dims import fix_dynamic_dims
+    from mobilegen.spec import onnx_io_spec
 
     def broken(model: onnx.ModelProto) -> int:
         del model.graph.node[:]  # half done, then a bug
@@ -401,8 +401,8 @@ def test_a_build_folds_a_static_models_constant_ifs_for_every_target_before_judg
     would inline them at load, and crashes on nested ones, silero-vad saved with static shapes)."""
     from mobilegen.artifacts import OnnxModel
     from mobilegen.coverage import EPTarget
-    from mobilegen.load.loader import onnx_io_spec
     from mobilegen.passes.stage import PassOptions, materialize, plan
+    from mobilegen.spec import onnx_io_spec
 
     proto = vad_like(16000, nested=True)
     base = OnnxModel(path=tmp_path / "m.onnx", io=onnx_io_spec(proto), opset=17, exporter="passthrough", proto=proto)

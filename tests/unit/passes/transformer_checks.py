@@ -72,7 +72,7 @@ def device_ops(model: onnx.ModelProto, tmp_path: Path) -> tuple[list[str], list[
     from mobilegen.convert import ortformat
     from mobilegen.convert.to_ort import convert_to_ort
     from mobilegen.export.exporter import opset_of
-    from mobilegen.load.loader import onnx_io_spec
+    from mobilegen.spec import onnx_io_spec
 
     src = tmp_path / "model.onnx"
     onnx.save(model, src)

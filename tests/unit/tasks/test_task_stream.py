@@ -14,7 +14,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from mobilegen.errors import UsageError
-from mobilegen.load.loader import onnx_io_spec
+from mobilegen.spec import onnx_io_spec
 from mobilegen.tasks.graph import wrap
 from mobilegen.tasks.reference import float_input, initial_state, pcm16_input, stream, wrap_reference
 from mobilegen.tasks.spec import TaskFlags, TaskSpec, parse_state, resolve, task_from_flags
