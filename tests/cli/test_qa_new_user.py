@@ -1,6 +1,6 @@
 """A new user's QA pass (session 5): the output-name hint with a task's named outputs, the bench table's
 skip reasons, bench/report flag and file errors, `-o X.zip` without --zip, check's ORT release, merged
-results told apart, the task reference's wording and the golden cases in the README's package tree."""
+results told apart, the task reference's wording and the golden cases in the package tree of docs/package.md."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from mobilegen.options import BuildOptions
 from mobilegen.spec import IOSpec, TensorSpec
 from mobilegen.tasks.spec import TaskSpec
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PACKAGE_DOC = Path(__file__).resolve().parents[2] / "docs" / "package.md"
 
 
 def image_classifier(path: Path, classes: int = 3) -> Path:
@@ -202,7 +202,7 @@ def test_latency_rows_name_the_model_and_the_result_file() -> None:
     assert all(f in md and f in page for f in files)
 
 
-# --- 8. the task reference's name; golden cases in the README -----------------------------------------
+# --- 8. the task reference's name; golden cases in docs/package.md ------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -224,8 +224,8 @@ def test_task_reference_reads_as_one_noun_phrase(inner: str, want: str) -> None:
     assert reference_subject(label) == want  # "output 'scores' of <this> is degenerate"
 
 
-def test_readme_package_tree_lists_the_golden_cases() -> None:
-    text = README.read_text(encoding="utf-8")
+def test_documented_package_tree_lists_the_golden_cases() -> None:
+    text = PACKAGE_DOC.read_text(encoding="utf-8")
     tree = text[text.index("├── golden/") : text.index("├── report/")]
     assert "golden_case1.npz" in tree and "golden_caseN.npz" in tree
 
