@@ -129,3 +129,9 @@ def test_regenerate_rewrites_only_the_marked_part() -> None:
         gen_docs.regenerate("<!-- generated: nope -->\n<!-- end generated -->\n")
     with pytest.raises(ValueError, match="has no '<!-- end generated -->'"):
         gen_docs.regenerate("<!-- generated: passes -->\n")
+
+
+def test_mkdocs_nav_lists_every_page() -> None:
+    nav = re.findall(r":\s*(\S+\.md)\s*$", (ROOT / "mkdocs.yml").read_text(encoding="utf-8"), re.M)
+    pages = sorted(p.relative_to(ROOT / "docs").as_posix() for p in (ROOT / "docs").rglob("*.md"))
+    assert sorted(nav) == pages
