@@ -135,3 +135,50 @@ def test_mkdocs_nav_lists_every_page() -> None:
     nav = re.findall(r":\s*(\S+\.md)\s*$", (ROOT / "mkdocs.yml").read_text(encoding="utf-8"), re.M)
     pages = sorted(p.relative_to(ROOT / "docs").as_posix() for p in (ROOT / "docs").rglob("*.md"))
     assert sorted(nav) == pages
+
+
+_REPO_PATH = re.compile(r"`((?:mobilegen|tests|benchmarks|scripts|templates)/[^`\s]*)`")
+_PYTHON_NAME = re.compile(r"`(mobilegen(?:\.[A-Za-z_]\w*)+)(?:\([^`]*\))?`")
+
+
+def _expand(path: str) -> list[str]:
+    """``a/{b,c}/d`` → ``a/b/d``, ``a/c/d``."""
+    m = re.search(r"\{([^{}]*)\}", path)
+    if m is None:
+        return [path]
+    return [x for part in m.group(1).split(",") for x in _expand(path[: m.start()] + part + path[m.end() :])]
+
+
+def _resolves(name: str) -> bool:
+    """``mobilegen.a.b`` names a module, or an attribute of the longest module prefix."""
+    import importlib
+
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj: object = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        try:
+            for attr in parts[cut:]:
+                obj = getattr(obj, attr)
+        except AttributeError:
+            return False
+        return True
+    return False
+
+
+@pytest.mark.parametrize("path", DOCUMENTS, ids=_rel)
+def test_named_files_and_python_names_exist(path: Path) -> None:
+    """The repository paths (`mobilegen/passes/registry.py`) and Python names (`mobilegen.tasks.reference`)
+    a page names in code still exist: a module moved or renamed is a page to update."""
+    text = path.read_text(encoding="utf-8")
+    missing = [
+        p
+        for raw in _REPO_PATH.findall(text)
+        if not re.search(r"[<>…*]|\.\.\.", raw)  # a placeholder (`mobilegen/passes/<name>.py`), not a path
+        for p in _expand(raw.rstrip(".,;:"))
+        if not (ROOT / p).exists()
+    ]
+    missing += [name for name in _PYTHON_NAME.findall(text) if name != "mobilegen.toml" and not _resolves(name)]
+    assert not missing, f"{_rel(path)} names what does not exist: {', '.join(missing)}"
