@@ -14,7 +14,7 @@ PYTEST_ARGS ?= -q --durations=25 -n 2 --dist loadfile --max-worker-restart=0
 # Under CI (CI=true, set by .ci/run) a test tool that cannot be installed fails the run instead of skipping tests.
 CI ?=
 
-.PHONY: install tools demo test test-fast lint lock clean distclean
+.PHONY: install tools demo test test-fast lint docs lock clean distclean
 
 install: $(VENV)/.installed
 
@@ -59,6 +59,11 @@ test-fast: install
 lint: install
 	$(PYTHON) -m ruff check mobilegen tests benchmarks examples scripts
 	$(PYTHON) -m mypy mobilegen
+
+# The generated parts of README.md and docs/ (flag tables, exit codes, passes, providers) from the code;
+# tests/unit/test_docs.py fails when they are stale.
+docs: install
+	$(PYTHON) scripts/gen_docs.py
 
 clean:
 	rm -rf out build dist .pytest_cache .mypy_cache .ruff_cache

@@ -1,6 +1,6 @@
 """One error root. Every failure a user can cause is a MobilegenError with a hint saying what to do.
 
-Exit codes are part of the CLI contract (documented in the README):
+Exit codes are part of the CLI contract (docs/exit-codes.md: its table is generated from the classes below):
 
     0 ok · 1 internal bug · 2 bad usage or input · 3 load · 4 export · 5 verification ·
     6 conversion · 7 coverage gate · 8 render / package · 9 package verification ·
@@ -72,23 +72,30 @@ class MobilegenError(Exception):
 
 
 class UsageError(MobilegenError):
-    """Bad flags, malformed specs, output paths that exist or cannot be written."""
+    """Bad usage or input: flags, malformed specs, paths, an output that exists (without ``--force``) or
+    cannot be written."""
 
     exit_code = 2
     kind = "usage"
 
 
 class LoadError(MobilegenError):
+    """The model cannot be loaded."""
+
     exit_code = 3
     kind = "load"
 
 
 class ExportError(MobilegenError):
+    """Export failed: the line names the innermost cause of torch's exception chain (docs/exporters.md)."""
+
     exit_code = 4
     kind = "export"
 
 
 class VerificationError(MobilegenError):
+    """Verification failed: the numbers differ; also a quantized model below ``--min-cosine``/``--min-top1``."""
+
     exit_code = 5
     kind = "verification"
 
@@ -102,32 +109,43 @@ class ReferenceFailedError(MobilegenError):
 
 
 class ConversionError(MobilegenError):
+    """ORT-format conversion failed."""
+
     exit_code = 6
     kind = "conversion"
 
 
 class CoverageGateError(MobilegenError):
+    """A coverage gate (``--fail-under``, ``--max-partitions``) was missed."""
+
     exit_code = 7
     kind = "coverage-gate"
 
 
 class RenderError(MobilegenError):
+    """Rendering a project (Android, iOS) failed."""
+
     exit_code = 8
     kind = "render"
 
 
 class PackageError(MobilegenError):
+    """Writing the package (manifest, reports, zip) failed."""
+
     exit_code = 8
     kind = "package"
 
 
 class PackageVerifyError(MobilegenError):
+    """``mobilegen verify`` found a problem in a package."""
+
     exit_code = 9
     kind = "package-verify"
 
 
 class InternalError(MobilegenError):
-    """A broken invariant inside mobilegen: a bug to report, never the user's fault."""
+    """A broken invariant inside mobilegen: a bug, never the user's fault (rerun with ``--debug`` and report
+    the traceback)."""
 
     exit_code = 1
     kind = "internal"

@@ -51,7 +51,7 @@ NoCompareExportersOpt = Annotated[
     bool,
     typer.Option(
         "--no-compare-exporters",
-        help="Skip measuring the other PyTorch exporter when a provider splits the model (a TorchScript file or a module; see README, Exporters).",
+        help="Skip measuring the other PyTorch exporter when a provider splits the model (a TorchScript file or a module; see docs/exporters.md).",
     ),
 ]
 ApproximateOpt = Annotated[

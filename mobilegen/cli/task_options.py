@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 TaskOpt = Annotated[
     str | None,
-    typer.Option("--task", metavar="TASK", help="Wrap the model in pre/post-processing: image-classification, image or audio (see README, Tasks)."),
+    typer.Option("--task", metavar="TASK", help="Wrap the model in pre/post-processing: image-classification, image or audio (see docs/tasks.md)."),
 ]
 LabelsOpt = Annotated[Path | None, typer.Option("--labels", metavar="FILE.txt", help="image-classification: the class names, one per line, UTF-8 (shipped as a data file).")]
 ResizeOpt = Annotated[int | None, typer.Option("--resize", metavar="N", help="Image tasks: scale the shorter side to N pixels before the centre crop (default: the crop's larger side).")]

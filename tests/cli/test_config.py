@@ -228,9 +228,9 @@ def test_package_from_file_equals_package_from_flags(work: Path) -> None:
     assert (work / "from-file.zip").is_file()
 
 
-def test_readme_example_is_a_valid_config(work: Path) -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    example = readme.split("### Config file (`mobilegen.toml`)", 1)[1].split("```toml\n", 1)[1].split("```", 1)[0]
+def test_documented_example_is_a_valid_config(work: Path) -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "config.md").read_text()
+    example = page.split("# Config file (`mobilegen.toml`)", 1)[1].split("```toml\n", 1)[1].split("```", 1)[0]
     (work / "mobilegen.toml").write_text(example)
     # the whole file is checked on every run; verify takes none of its keys and then fails on its own
     assert_fails(invoke("verify", "missing.zip"), 2, "missing.zip")
