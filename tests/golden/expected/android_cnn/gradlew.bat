@@ -1,5 +1,5 @@
 @rem Gradle wrapper launcher written by mobilegen: Gradle's binary gradle-wrapper.jar is not shipped.
-@rem Create gradle\wrapper\gradle-wrapper.jar once with a local Gradle; README.md names the exact command.
+@rem Create gradle\wrapper\gradle-wrapper.jar once (README.md names the command); the sh gradlew bootstraps without it.
 @if "%DEBUG%"=="" @echo off
 setlocal
 set APP_HOME=%~dp0
