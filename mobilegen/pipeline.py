@@ -105,7 +105,7 @@ def build(opts: BuildOptions) -> BuildResult:
         notices += verify_stage.verification_notices(verification)
         warnings = build_notices.finish(notices, models[0].onnx, coverage, loaded)
         progress.step("rendering")
-        tolerances = render_stage.render(chosen, root, opts, models, coverage, warnings, task_files)
+        tolerances, links = render_stage.render(chosen, root, opts, models, coverage, warnings, task_files)
         result = BuildResult(
             out_dir=root,
             model_name=opts.model.stem,
@@ -121,6 +121,7 @@ def build(opts: BuildOptions) -> BuildResult:
             warnings=warnings,
             models=models,
             fixes=fix_plan.provider_fixes(coverage),
+            model_links=links,
         )
         progress.step("packaging")
         finalize_package(root, result)

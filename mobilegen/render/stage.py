@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mobilegen import __version__
-from mobilegen.artifacts import ProjectSpec, ShippedModel
+from mobilegen.artifacts import ModelLink, ProjectSpec, ShippedModel
 from mobilegen.notices import Notice
 from mobilegen.targets.chosen import model_of
 
@@ -26,14 +26,20 @@ def render(
     coverage: Sequence[CoverageReport],
     warnings: Sequence[Notice],
     task_files: TaskFiles | None = None,
-) -> dict[str, tuple[float, float]]:
-    """Render every target's project with its own model; returns what each one's accelerated device tests assert."""
+) -> tuple[dict[str, tuple[float, float]], tuple[tuple[str, str, ModelLink], ...]]:
+    """Render every target's project with its own model; returns what each one's accelerated device tests
+    assert, and (``mobilegen package``: one copy of each model file) the projects that copy their model
+    from the package's model/ folder at build time: (target, the package file that pins it, the link)."""
+    from mobilegen.load.loader import sha256_file
     from mobilegen.notices import build_notices, notices_for, texts
     from mobilegen.quantize.stage import tolerances_of
 
     tolerances: dict[str, tuple[float, float]] = {}
+    links: list[tuple[str, str, ModelLink]] = []
     for c in chosen:
         model = model_of(models, c)
+        ort = model.converted()
+        link = None if opts.standalone else ModelLink(model.ort_file, ort.path.stat().st_size, sha256_file(ort.path))
         atol, rtol = tolerances_of(model, opts.verify.atol, opts.verify.rtol)  # a quantized model's own golden vectors
         spec = ProjectSpec(
             model_name=opts.model.stem,
@@ -50,8 +56,11 @@ def render(
             labels_file=task_files.labels if task_files else None,
             task_golden=task_files.golden.get(c.target.name) if task_files else None,
             quantization=model.quantization.shipped if model.quantization is not None and model.quantization.quantized else "",
+            model_link=link,
         )
         c.target.render(spec, c.opts, root / c.target.folder)
         tolerances[c.target.tolerance_key] = c.target.device_tolerances(spec, c.opts)
-    return tolerances
+        if link is not None:
+            links.append((c.target.name, f"{c.target.folder}/{c.target.model_pin(spec, c.opts)}", link))
+    return tolerances, tuple(links)
 
