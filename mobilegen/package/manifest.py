@@ -440,6 +440,7 @@ def parse_manifest(raw: bytes, *, reader_version: str) -> ReadManifest:
     pinned = versions.get("mobile_runtimes") if isinstance(versions, dict) else None
     runtimes = {str(k): str(v) for k, v in pinned.items()} if isinstance(pinned, dict) else {}
     models = _models_v1(doc, runtimes, problems) if schema == 1 else _models(doc.get("models"), problems)
+    links = _links(doc.get("model_links"), problems) if schema >= 4 else ()
     return ReadManifest(
         schema_version=schema,
         model_name=str(doc.get("model_name", "")),
@@ -449,7 +450,7 @@ def parse_manifest(raw: bytes, *, reader_version: str) -> ReadManifest:
         mobile_runtimes=runtimes,
         problems=tuple(problems),
         unverified=_unverified(doc.get("verification")),
-        model_links=_links(doc.get("model_links"), problems) if schema >= 4 else (),
+        model_links=links,
     )
 
 
