@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,18 +99,23 @@ def _optimize(model: onnx.ModelProto | None, source: Path | None = None) -> tupl
         if src != source:
             if model is None:
                 raise InternalError(f"the model file {source} is missing")
-            _save_weightless(model, src)
+            save_weightless(model, src)
         if model is not None and _nested_if(model.graph):
             # onnxruntime (1.32) may crash the process instead of raising when it cannot inline a nested If
             # (silero-vad with fixed dims: Graph::InlineIfSubgraph): try the load in a child process first
             problem = _probe_in_child(src)
             if problem is not None:
                 return None, f"onnxruntime could not load the model on CPU ({problem}); analysed the graph as given"
+        # The optimized graph's large initializers are never read back (onnx.load below leaves external
+        # data alone): ORT writes them to the null device, not a model's size of disk per analysis.
+        # Where no such link can be made (Windows without the privilege) ORT writes the file as before.
+        with contextlib.suppress(OSError, NotImplementedError):
+            os.symlink(os.devnull, Path(tmp) / _OPTIMIZED_DATA)
         so = ort.SessionOptions()
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
         so.optimized_model_filepath = str(dst)
         so.log_severity_level = 3
-        so.add_session_config_entry("session.optimized_model_external_initializers_file_name", "model.basic.onnx.data")
+        so.add_session_config_entry("session.optimized_model_external_initializers_file_name", _OPTIMIZED_DATA)
         so.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", str(_EXTERNAL_MIN_BYTES))
         so.add_session_config_entry("session.disable_prepacking", "1")  # never run: no packed copy of the weights
         so.enable_cpu_mem_arena = False  # nor an arena (its memory would outlive the session in this process)
@@ -122,9 +128,10 @@ def _optimize(model: onnx.ModelProto | None, source: Path | None = None) -> tupl
 
 
 _ZEROS = "zeros.bin"
+_OPTIMIZED_DATA = "model.basic.onnx.data"
 
 
-def _save_weightless(model: onnx.ModelProto, path: Path) -> None:
+def save_weightless(model: onnx.ModelProto, path: Path) -> None:
     """Write ``model`` for onnxruntime to optimize, without its weights: every initializer of the main
     graph of at least :data:`_EXTERNAL_MIN_BYTES` becomes external data at offset 0 of one sparse file of
     zeros beside it (made by ``truncate``: nothing is written, every tensor maps the same zero pages).

@@ -14,7 +14,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from mobilegen.coverage import analyze_all
-from mobilegen.coverage.analyze import _EXTERNAL_MIN_BYTES, _save_weightless
+from mobilegen.coverage.analyze import _EXTERNAL_MIN_BYTES, save_weightless
 from mobilegen.coverage.target import EPTarget
 
 TARGETS = [
@@ -80,7 +80,7 @@ def test_same_reports_as_the_whole_model(make, tmp_path: Path) -> None:  # type:
 def test_large_weights_are_not_written(tmp_path: Path) -> None:
     model = _dense("batch")
     path = tmp_path / "model.onnx"
-    _save_weightless(model, path)
+    save_weightless(model, path)
     large = sum(t.ByteSize() for t in model.graph.initializer if t.ByteSize() >= _EXTERNAL_MIN_BYTES)
     assert large > 500_000 and path.stat().st_size < 20_000
     zeros = tmp_path / "zeros.bin"
