@@ -116,32 +116,11 @@ def _convert(src: Path, out_ort: Path, work: Path, *, runtime: bool) -> Ops:
     _save_ort(src, out_ort, minimal_build="save" if runtime else "")
     _collect_ops(out_ort, ops)
     if runtime:
-        # Only its operators are read: it is converted from the model without its large weights (what
-        # the coverage analysis optimizes too), which gives the same graph at a fraction of the cost.
         fixed = work / "model.without_runtime_opt.ort"
-        _save_ort(_weightless_copy(src, work / "weightless"), fixed, minimal_build="apply")
+        _save_ort(src, fixed, minimal_build="apply")
         _collect_ops(fixed, ops)
         fixed.unlink()
     return ops
-
-
-def _weightless_copy(src: Path, folder: Path) -> Path:
-    """``src`` without its large weights (:func:`mobilegen.coverage.analyze.save_weightless`), in ``folder``."""
-    import onnx
-
-    from mobilegen.coverage.analyze import save_weightless
-
-    from onnx.external_data_helper import uses_external_data
-
-    model = onnx.load(str(src), load_external_data=False)
-    if any(uses_external_data(t) for t in model.graph.initializer):
-        return src  # its external files are beside src (mobilegen writes none): convert it as it is
-    folder.mkdir()
-    out = folder / "model.onnx"
-    save_weightless(model, out)
-    del model
-    release_memory()
-    return out
 
 
 def _save_ort(src: Path, out: Path, *, minimal_build: str) -> None:
