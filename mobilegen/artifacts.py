@@ -129,6 +129,7 @@ class OrtModel:
     ort_format_version: int
     converter_version: str  # onnxruntime version that wrote it
     max_opset: int  # highest ai.onnx since_version any node needs
+    sha256: str = ""  # of the file at ``path``, when the conversion wrote it ("": not known)
 
 
 # Shown wherever NNAPI is chosen (CLI, project READMEs, report).

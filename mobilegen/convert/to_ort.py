@@ -79,7 +79,7 @@ def convert_to_ort(model: OnnxModel, out_ort: Path, out_config: Path, *, style: 
         # The converter's layout varies from run to run (hash-map order); rebuild it in sorted order,
         # file to file (the weights are never all in memory).
         tmp_ort = out_ort.with_name(out_ort.name + ".tmp")
-        canonicalize_file(raw, tmp_ort)
+        sha256 = canonicalize_file(raw, tmp_ort)
     os.replace(tmp_ort, out_ort)
     out_config.write_text(config_text, encoding="utf-8")
     version = ort_format_version(out_ort)
@@ -93,6 +93,7 @@ def convert_to_ort(model: OnnxModel, out_ort: Path, out_config: Path, *, style: 
         ort_format_version=version,
         converter_version=onnxruntime.__version__,
         max_opset=model.opset,  # the ai.onnx opset import, read when the model was exported
+        sha256=sha256,
     )
 
 

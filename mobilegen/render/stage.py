@@ -39,7 +39,7 @@ def render(
     for c in chosen:
         model = model_of(models, c)
         ort = model.converted()
-        link = None if opts.standalone else ModelLink(model.ort_file, ort.path.stat().st_size, sha256_file(ort.path))
+        link = None if opts.standalone else ModelLink(model.ort_file, ort.path.stat().st_size, ort.sha256 or sha256_file(ort.path))
         atol, rtol = tolerances_of(model, opts.verify.atol, opts.verify.rtol)  # a quantized model's own golden vectors
         spec = ProjectSpec(
             model_name=opts.model.stem,
