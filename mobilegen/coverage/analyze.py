@@ -144,7 +144,7 @@ def save_weightless(model: onnx.ModelProto, path: Path) -> None:
     parameter model's 1.2 GB, once per graph pass the fix stage tries), and the session's copy of them."""
     from onnx.external_data_helper import uses_external_data
 
-    from mobilegen.onnx_checks import tensor_nbytes
+    from mobilegen.export.onnx_checks import tensor_nbytes
 
     light = onnx.ModelProto()
     for fd, value in model.ListFields():

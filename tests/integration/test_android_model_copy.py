@@ -21,8 +21,8 @@ from android_specs import make_specs
 from ci import missing_tool
 from ts_parsers import parser
 
-from mobilegen.android import AndroidOptions, model_pin, render_android
 from mobilegen.artifacts import ModelLink
+from mobilegen.targets.android.project import AndroidOptions, model_pin, render_android
 
 pytestmark = pytest.mark.slow
 
