@@ -8,8 +8,8 @@ The model is ViT-Large/16 built from a `transformers` config with random weights
   mobilegen package --android --ios --nnapi --coreml                   (one process: export, verify,
             convert, coverage for NNAPI and CoreML, two projects, report, manifest)
 
-Prints wall time and peak resident memory (per process, from wait4) of each, and the ratios; asserts
-nothing. Needs ~10 GB of memory and a few minutes on 2 cores. `--small` uses ViT-Base (86M) instead.
+Prints wall time, peak resident memory and CPU time (per process, from wait4) of each, and the ratios;
+asserts nothing. On a shared machine the CPU time is the steadier figure: others' load stretches wall time. Needs ~10 GB of memory and a few minutes on 2 cores. `--small` uses ViT-Base (86M) instead.
 """
 
 from __future__ import annotations
@@ -54,8 +54,9 @@ onnx_program.save(sys.argv[2])
 """
 
 
-def run(cmd: list[str], cwd: Path) -> tuple[float, float]:
-    """Wall seconds and peak RSS (GiB) of one process."""
+def run(cmd: list[str], cwd: Path) -> tuple[float, float, float]:
+    """Wall seconds, peak RSS (GiB) and CPU seconds (user + system: what a shared machine's other load
+    changes least) of one process."""
     t = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -63,7 +64,7 @@ def run(cmd: list[str], cwd: Path) -> tuple[float, float]:
     if os.waitstatus_to_exitcode(status) != 0:
         err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
         raise SystemExit(f"{cmd[:4]} failed:\n{err[-2000:]}")
-    return wall, usage.ru_maxrss / 2**20  # ru_maxrss is in KiB on Linux
+    return wall, usage.ru_maxrss / 2**20, usage.ru_utime + usage.ru_stime  # ru_maxrss is in KiB on Linux
 
 
 def main() -> None:
@@ -79,17 +80,18 @@ def main() -> None:
             ("convert_onnx_models_to_ort", [py, "-m", "onnxruntime.tools.convert_onnx_models_to_ort", str(work / "manual.onnx")]),
         ]
         steps = [(name, *run(cmd, work)) for name, cmd in manual]
-        ours_t, ours_m = run(
+        ours_t, ours_m, ours_c = run(
             [py, "-m", "mobilegen", "package", str(pt2), "--android", "--ios", "--nnapi", "--coreml", "-o", str(work / "out")],
             work,
         )
-    man_t = sum(t for _, t, _ in steps)
-    man_m = max(m for _, _, m in steps)
-    for name, t, m in steps:
-        print(f"manual     {name:32} {t:7.1f} s  {m:5.2f} GiB peak")
-    print(f"manual     {'total':32} {man_t:7.1f} s  {man_m:5.2f} GiB peak")
-    print(f"mobilegen  {'package --android --ios ...':32} {ours_t:7.1f} s  {ours_m:5.2f} GiB peak")
-    print(f"ratio mobilegen / manual: time {ours_t / man_t:.2f}x, peak memory {ours_m / man_m:.2f}x")
+    man_t = sum(t for _, t, _, _ in steps)
+    man_m = max(m for _, _, m, _ in steps)
+    man_c = sum(c for _, _, _, c in steps)
+    for name, t, m, c in steps:
+        print(f"manual     {name:32} {t:7.1f} s  {m:5.2f} GiB peak  {c:7.1f} s CPU")
+    print(f"manual     {'total':32} {man_t:7.1f} s  {man_m:5.2f} GiB peak  {man_c:7.1f} s CPU")
+    print(f"mobilegen  {'package --android --ios ...':32} {ours_t:7.1f} s  {ours_m:5.2f} GiB peak  {ours_c:7.1f} s CPU")
+    print(f"ratio mobilegen / manual: time {ours_t / man_t:.2f}x, peak memory {ours_m / man_m:.2f}x, CPU time {ours_c / man_c:.2f}x")
 
 
 if __name__ == "__main__":

@@ -129,6 +129,7 @@ class OrtModel:
     ort_format_version: int
     converter_version: str  # onnxruntime version that wrote it
     max_opset: int  # highest ai.onnx since_version any node needs
+    sha256: str = ""  # of the file at ``path``, when the conversion wrote it ("": not known)
 
 
 # Shown wherever NNAPI is chosen (CLI, project READMEs, report).
@@ -141,6 +142,19 @@ NNAPI_DEPRECATION = (
 # Float16 keeps ~3 significant decimal digits: the floor of the accelerated tolerances when an
 # accelerator may compute in fp16 (NNAPI's USE_FP16, CoreML on the GPU / Neural Engine).
 FP16_TOLERANCE = 1e-2
+
+
+@dataclass(frozen=True)
+class ModelLink:
+    """A project that does not hold its model (``mobilegen package``: one copy of each model file): the
+    package-relative file its build copies in, and the size and sha256 that copy must have."""
+
+    path: str  # package-relative POSIX path, e.g. "model/model.ort" or "model/android/model.ort"
+    size: int
+    sha256: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {"model": self.path, "size": self.size, "sha256": self.sha256}
 
 
 @dataclass(frozen=True)
@@ -171,6 +185,9 @@ class ProjectSpec:
     labels_file: Path | None = None  # --task image-classification: the labels (UTF-8, one per line) to ship as data
     task_golden: Path | None = None  # --task: the task golden folder (cases.json, NAME.rgba|.pcm, NAME.mgv; mobilegen.tasks.golden)
     quantization: str = ""  # the shipped model's --quantize mode ("int8", "dynamic", "fp16"); "" for a float32 model
+    # None: the project holds its own copy of the model (a standalone project). Set: the project's build
+    # copies ``model_file`` from the package folder (``ModelLink.path``), checking its size and sha256.
+    model_link: ModelLink | None = None
 
 
 @dataclass(frozen=True)
@@ -293,6 +310,9 @@ class BuildResult:
     models: tuple[ShippedModel, ...] = ()
     fixes: tuple[ProviderFixes, ...] = ()  # per analysed provider: coverage before the fix stage, passes kept
     channels: dict[str, str] = field(default_factory=dict)  # target -> its key of ``runtimes`` (empty: Target.channel)
+    # The projects that copy their model from the package's model/ folder at build time (one copy of each
+    # model file): (target, package-relative file that pins the model, the link); empty: self-contained projects.
+    model_links: tuple[tuple[str, str, ModelLink], ...] = ()
 
     @property
     def shipped(self) -> tuple[ShippedModel, ...]:

@@ -93,6 +93,10 @@ class BuildOptions:
     style: str = "runtime"  # ORT-format optimization style
     force: bool = False
     zip: bool = False
+    # True (``mobilegen android`` / ``ios``): each project holds its own copy of its model, so the project
+    # folder works on its own. False (``mobilegen package``): one copy of each model file, in model/; the
+    # projects copy it in at build time, checking its size and sha256 (``ProjectSpec.model_link``).
+    standalone: bool = False
     quantize: QuantizeOptions | None = None  # --quantize and its calibration/gate flags (None: fp32, as QuantizeOptions(mode=None))
     task: TaskSpec | None = None  # --task and its pre/post-processing flags (mobilegen.tasks); None: the model as it is
 

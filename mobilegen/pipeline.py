@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from mobilegen import artifacts, package
 from mobilegen import notices as build_notices
-from mobilegen.artifacts import BuildResult, LoadedModel, ShippedModel, VerificationReport
+from mobilegen.artifacts import BuildResult, LoadedModel, ModelLink, ShippedModel, VerificationReport
 from mobilegen.convert import stage as convert_stage
 from mobilegen.coverage import stage as coverage_stage
 from mobilegen.export import advice as exporter_advice
@@ -100,8 +100,8 @@ def build(opts: BuildOptions) -> BuildResult:
         notes.add(verify_stage.notices(fix_plan, models, verification))
         warnings = notes.finish(models[0].onnx, coverage, loaded)
         progress.step("rendering")
-        tolerances = render_stage.render(chosen, root, opts, models, coverage, warnings, task_files)
-        result = _result(root, opts, chosen, loaded, models, verification, coverage, warnings, fix_plan, advice, task_files, tolerances)
+        tolerances, links = render_stage.render(chosen, root, opts, models, coverage, warnings, task_files)
+        result = _result(root, opts, chosen, loaded, models, verification, coverage, warnings, fix_plan, advice, task_files, tolerances, links)
         progress.step("packaging")
         package.finalize_package(root, result)
         if zip_path is not None:
@@ -122,6 +122,7 @@ def _result(
     advice: Advice | None,
     task_files: TaskFiles | None,
     tolerances: dict[str, tuple[float, float]],
+    links: tuple[tuple[str, str, ModelLink], ...],
 ) -> BuildResult:
     options = options_record(opts, chosen, models, tolerances) | {"task": task_stage.record(opts.task, task_files, root)}
     return BuildResult(
@@ -139,6 +140,7 @@ def _result(
         warnings=warnings,
         models=models,
         fixes=fix_plan.provider_fixes(coverage),
+        model_links=links,
     )
 
 

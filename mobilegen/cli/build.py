@@ -124,6 +124,7 @@ def _build(
     allow_degenerate: bool = False,
     quantize: Any = None,
     task: Any = None,
+    standalone: bool = False,
 ) -> Any:
     from mobilegen.pipeline import BuildOptions, build
 
@@ -141,6 +142,7 @@ def _build(
             style=style,
             force=force,
             zip=zip_out,
+            standalone=standalone,
             quantize=quantize,
             task=task,
         )
@@ -312,7 +314,7 @@ def android(
                       ranges=range_, sample_only=sample_only, allow_degenerate=allow_degenerate,
                       quantize=quantize_options(quantize, calibration, calibration_method, eval_, min_cosine, min_top1),
                       task=task_spec(task, labels, resize, crop, mean, std, scale, channels, layout, sample_rate, softmax, top_k,
-                                     resize_filter=resize_filter, state=state))
+                                     resize_filter=resize_filter, state=state), standalone=True)
 
     run_command(action, json_out=json_out, debug=debug, human=_human_build, to_json=_json_build)
 
@@ -381,7 +383,7 @@ def ios(
                       ranges=range_, sample_only=sample_only, allow_degenerate=allow_degenerate,
                       quantize=quantize_options(quantize, calibration, calibration_method, eval_, min_cosine, min_top1),
                       task=task_spec(task, labels, resize, crop, mean, std, scale, channels, layout, sample_rate, softmax, top_k,
-                                     resize_filter=resize_filter, state=state))
+                                     resize_filter=resize_filter, state=state), standalone=True)
 
     run_command(action, json_out=json_out, debug=debug, human=_human_build, to_json=_json_build)
 

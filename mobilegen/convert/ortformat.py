@@ -13,9 +13,9 @@ the model subtree behind it is kept byte for byte. Field numbers follow ORT's sc
 
 from __future__ import annotations
 
+import hashlib
 import mmap
 import os
-import shutil
 import struct
 from pathlib import Path
 
@@ -90,10 +90,11 @@ def canonicalize(data: bytes) -> bytes:
     return head + data[start:]
 
 
-def canonicalize_file(src: Path, dest: Path) -> None:
+def canonicalize_file(src: Path, dest: Path) -> str:
     """:func:`canonicalize` from file to file without holding the model in memory: the front part is read
     through a read-only map (only its pages are touched), the model subtree behind it (the weights) is
-    copied file to file. ``dest`` gets the same bytes ``canonicalize(src.read_bytes())`` returns."""
+    copied file to file. ``dest`` gets the same bytes ``canonicalize(src.read_bytes())`` returns; returns
+    their sha256, hashed as they are written (a large model's file is not read again to hash it)."""
     with open(src, "rb") as f:
         size = os.fstat(f.fileno()).st_size
         front = None
@@ -101,15 +102,19 @@ def canonicalize_file(src: Path, dest: Path) -> None:
             with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
                 front = _canonical_front(data)
         head, start = front if front is not None else (b"", 0)
+        digest = hashlib.sha256(head)
         try:
             with open(dest, "wb") as out:
                 out.write(head)
                 f.seek(start)
-                shutil.copyfileobj(f, out, _COPY_CHUNK)
+                while chunk := f.read(_COPY_CHUNK):
+                    digest.update(chunk)
+                    out.write(chunk)
         except OSError as err:  # a failed write names its file (a full disk says which one)
             if err.filename is None:
                 err.filename = str(dest)
             raise
+    return digest.hexdigest()
 
 
 _COPY_CHUNK = 16 << 20

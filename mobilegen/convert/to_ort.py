@@ -59,7 +59,10 @@ def convert_to_ort(model: OnnxModel, out_ort: Path, out_config: Path, *, style: 
         raise UsageError(f"unknown optimization style {style!r}", hint="use runtime (for NNAPI/CoreML) or fixed")
     with temp_dir("ort") as work:  # a storage error in here names TMPDIR; the results are written elsewhere
         src = work / "model.onnx"
-        shutil.copyfile(model.path, src)  # a full TMPDIR fails here, with its name (onnxruntime's own write would not say)
+        try:  # onnxruntime only reads it: a second name for the file when TMPDIR is on the same file system
+            os.link(model.path, src)
+        except OSError:  # else a copy: a full TMPDIR fails here, with its name (onnxruntime's own write would not say)
+            shutil.copyfile(model.path, src)
         raw = work / "model.ort"
         try:
             with quiet():
@@ -76,7 +79,7 @@ def convert_to_ort(model: OnnxModel, out_ort: Path, out_config: Path, *, style: 
         # The converter's layout varies from run to run (hash-map order); rebuild it in sorted order,
         # file to file (the weights are never all in memory).
         tmp_ort = out_ort.with_name(out_ort.name + ".tmp")
-        canonicalize_file(raw, tmp_ort)
+        sha256 = canonicalize_file(raw, tmp_ort)
     os.replace(tmp_ort, out_ort)
     out_config.write_text(config_text, encoding="utf-8")
     version = ort_format_version(out_ort)
@@ -90,6 +93,7 @@ def convert_to_ort(model: OnnxModel, out_ort: Path, out_config: Path, *, style: 
         ort_format_version=version,
         converter_version=onnxruntime.__version__,
         max_opset=model.opset,  # the ai.onnx opset import, read when the model was exported
+        sha256=sha256,
     )
 
 

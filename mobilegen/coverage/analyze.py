@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import logging
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,19 +103,23 @@ def _optimize(model: onnx.ModelProto | None, source: Path | None = None) -> tupl
         if src != source:
             if model is None:
                 raise InternalError(f"the model file {source} is missing")
-            large = not surely_under(model, _TWO_GB) and model_bytes(model) > _TWO_GB  # not ByteSize(): it raises EncodeError past 2 GiB
-            onnx.save_model(model, str(src), save_as_external_data=large, location="model.onnx.data")
+            save_weightless(model, src)
         if model is not None and _nested_if(model.graph):
             # onnxruntime (1.32) may crash the process instead of raising when it cannot inline a nested If
             # (silero-vad with fixed dims: Graph::InlineIfSubgraph): try the load in a child process first
             problem = _probe_in_child(src)
             if problem is not None:
                 return None, f"onnxruntime could not load the model on CPU ({problem}); analysed the graph as given"
+        # The optimized graph's large initializers are never read back (onnx.load below leaves external
+        # data alone): ORT writes them to the null device, not a model's size of disk per analysis.
+        # Where no such link can be made (Windows without the privilege) ORT writes the file as before.
+        with contextlib.suppress(OSError, NotImplementedError):
+            os.symlink(os.devnull, Path(tmp) / _OPTIMIZED_DATA)
         so = ort.SessionOptions()
         so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
         so.optimized_model_filepath = str(dst)
         so.log_severity_level = 3
-        so.add_session_config_entry("session.optimized_model_external_initializers_file_name", "model.basic.onnx.data")
+        so.add_session_config_entry("session.optimized_model_external_initializers_file_name", _OPTIMIZED_DATA)
         so.add_session_config_entry("session.optimized_model_external_initializers_min_size_in_bytes", str(_EXTERNAL_MIN_BYTES))
         so.add_session_config_entry("session.disable_prepacking", "1")  # never run: no packed copy of the weights
         so.enable_cpu_mem_arena = False  # nor an arena (its memory would outlive the session in this process)
@@ -124,6 +129,60 @@ def _optimize(model: onnx.ModelProto | None, source: Path | None = None) -> tupl
             first = first_line(err)
             return None, f"onnxruntime could not load the model on CPU ({first}); analysed the graph as given"
         return onnx.load(str(dst), load_external_data=False), None
+
+
+_ZEROS = "zeros.bin"
+_OPTIMIZED_DATA = "model.basic.onnx.data"
+
+
+def save_weightless(model: onnx.ModelProto, path: Path) -> None:
+    """Write ``model`` for onnxruntime to optimize, without its weights: every initializer of the main
+    graph of at least :data:`_EXTERNAL_MIN_BYTES` becomes external data at offset 0 of one sparse file of
+    zeros beside it (made by ``truncate``: nothing is written, every tensor maps the same zero pages).
+
+    What the analysis reads of the optimized graph does not depend on those values: the rules read only
+    small constants (``GraphInfo.const_value``: <= 4096 elements, 32 KiB, far below the cut), and
+    ORT_ENABLE_BASIC decides by structure, shapes and such small constants (constant folding of a large
+    weight gives a tensor of the same shape, left in an external file and never read back). What it saves,
+    per analysis of an in-memory model: serializing, writing and parsing a copy of the weights (a 300M-
+    parameter model's 1.2 GB, once per graph pass the fix stage tries), and the session's copy of them."""
+    from onnx.external_data_helper import uses_external_data
+
+    from mobilegen.infra.onnx_size import tensor_nbytes
+
+    light = onnx.ModelProto()
+    for fd, value in model.ListFields():
+        if fd.name != "graph":
+            _copy_field(light, fd, value)
+    graph = light.graph
+    largest = 0
+    for fd, value in model.graph.ListFields():
+        if fd.name != "initializer":
+            _copy_field(graph, fd, value)
+            continue
+        for t in value:
+            n = tensor_nbytes(t)
+            if n is None or n < _EXTERNAL_MIN_BYTES or uses_external_data(t) or t.ByteSize() < _EXTERNAL_MIN_BYTES:
+                graph.initializer.add().CopyFrom(t)
+                continue
+            e = graph.initializer.add(name=t.name, data_type=t.data_type, dims=t.dims, data_location=onnx.TensorProto.EXTERNAL)
+            for key, val in (("location", _ZEROS), ("offset", "0"), ("length", str(n))):
+                e.external_data.add(key=key, value=val)
+            largest = max(largest, n)
+    with (path.parent / _ZEROS).open("wb") as f:
+        f.truncate(largest)
+    large = not surely_under(light, _TWO_GB) and model_bytes(light) > _TWO_GB  # not ByteSize(): it raises EncodeError past 2 GiB
+    onnx.save_model(light, str(path), save_as_external_data=large, location="model.onnx.data")
+
+
+def _copy_field(dst: Any, fd: Any, value: Any) -> None:
+    """Set protobuf field ``fd`` of ``dst`` to ``value`` (a scalar, a message or a repeated field)."""
+    if fd.is_repeated:
+        getattr(dst, fd.name).extend(value)
+    elif fd.type == fd.TYPE_MESSAGE:
+        getattr(dst, fd.name).CopyFrom(value)
+    else:
+        setattr(dst, fd.name, value)
 
 
 _PROBE = """

@@ -4,7 +4,9 @@ Layout (relative to the package root; constants in :mod:`mobilegen.artifacts`)::
 
     android/ ios/                 generated projects (per target)
     model/model.onnx model.ort required_operators.config
-                                  (model/<target>/... each when the targets ship different graphs)
+                                  (model/<target>/... each when the targets ship different graphs);
+                                  the one copy of each: the projects copy their .ort in at build time
+                                  (manifest ``model_links``), except a standalone build's (android/ios)
     golden/golden.npz golden.mgv tolerances.json
     report/coverage.json report.md report.html
     README.md                     for the app team
@@ -35,6 +37,7 @@ from mobilegen.package.manifest import (
     ABS_PATH,
     FileEntry,
     GoldenInfo,
+    LinkEntry,
     Manifest,
     ModelInfo,
     OrtInfo,
@@ -133,6 +136,7 @@ def build_manifest(result: BuildResult, files: tuple[FileEntry, ...], *, epoch: 
         warnings=tuple(jsonable(warning_texts(result))),
         source_date_epoch=epoch,
         files=files,
+        model_links=tuple(LinkEntry(target, file, link.path, link.size, link.sha256) for target, file, link in result.model_links),
     )
 
 

@@ -5,7 +5,9 @@ the package ships (one for every target, or one per target when their graphs dif
 targets, the runtime channels that load it, its files and the graph passes applied to it; coverage
 entries gained ``before`` and ``fixes``. Version 3 added ``options.quantize`` and, per model, ``golden``
 (its golden vectors and their tolerances: a quantized model reproduces its own outputs) and
-``quantization``. ``verify`` reads all three versions.
+``quantization``. Version 4 added ``model_links``: one copy of each model file, the projects copy theirs
+from model/ at build time, and each link names the project file that pins the model's size and sha256.
+``verify`` reads all four versions.
 
 The writer builds a :class:`Manifest` and writes :meth:`Manifest.text`: canonical JSON (2-space indent,
 ASCII, keys in a fixed order, trailing newline) carrying ``manifest_sha256``, the sha256 of its own
@@ -31,8 +33,8 @@ from typing import Any, TypeGuard
 
 from mobilegen.artifacts import MANIFEST, MODEL_ONNX, MODEL_OPS_CONFIG, MODEL_ORT
 
-MANIFEST_SCHEMA_VERSION = 3
-READABLE_SCHEMA_VERSIONS = (1, 2, 3)  # verify reads packages of mobilegen releases before per-target models and quantization
+MANIFEST_SCHEMA_VERSION = 4
+READABLE_SCHEMA_VERSIONS = (1, 2, 3, 4)  # verify reads packages of mobilegen releases before per-target models and quantization
 MANIFEST_KIND = "mobilegen-package"
 SELF_HASH_KEY = "manifest_sha256"
 
@@ -111,6 +113,30 @@ class FileEntry:
         if not isinstance(executable, bool):
             return None
         return cls(path, size, digest, executable)
+
+
+@dataclass(frozen=True)
+class LinkEntry:
+    """A project that copies a model of the package at build time (version 4): ``target``'s ``file`` (the
+    Gradle script, the fetch script) pins ``model``'s ``size`` and ``sha256``."""
+
+    target: str
+    file: str  # package-relative, POSIX
+    model: str  # package-relative, POSIX: one of the models' .ort files
+    size: int
+    sha256: str
+
+    def to_json(self) -> JsonObject:
+        return {"target": self.target, "file": self.file, "model": self.model, "size": self.size, "sha256": self.sha256}
+
+    @classmethod
+    def from_json(cls, value: object) -> LinkEntry | None:
+        if not isinstance(value, dict):
+            return None
+        target, file, model, size, digest = (value.get(k) for k in ("target", "file", "model", "size", "sha256"))
+        if not all(isinstance(x, str) for x in (target, file, model, digest)) or not is_int(size) or size < 0:
+            return None
+        return cls(target, file, model, size, digest)  # type: ignore[arg-type]  # checked just above
 
 
 @dataclass(frozen=True)
@@ -274,6 +300,7 @@ class Manifest:
     warnings: tuple[str, ...]
     source_date_epoch: int | None
     files: tuple[FileEntry, ...]
+    model_links: tuple[LinkEntry, ...] = ()
     schema_version: int = MANIFEST_SCHEMA_VERSION
     kind: str = MANIFEST_KIND
 
@@ -295,6 +322,7 @@ class Manifest:
             "coverage": list(self.coverage),
             "warnings": list(self.warnings),
             "source_date_epoch": self.source_date_epoch,
+            "model_links": [link.to_json() for link in self.model_links],
             "files": [f.to_json() for f in self.files],
         }
 
@@ -333,6 +361,7 @@ class ReadManifest:
     mobile_runtimes: Mapping[str, str]
     problems: tuple[str, ...]
     unverified: tuple[str, ...] = ()  # outputs the build accepted unverified (--allow-degenerate)
+    model_links: tuple[LinkEntry, ...] = ()  # version 4: the projects that copy a model at build time
 
 
 class _BadNumber(ValueError):
@@ -411,6 +440,7 @@ def parse_manifest(raw: bytes, *, reader_version: str) -> ReadManifest:
     pinned = versions.get("mobile_runtimes") if isinstance(versions, dict) else None
     runtimes = {str(k): str(v) for k, v in pinned.items()} if isinstance(pinned, dict) else {}
     models = _models_v1(doc, runtimes, problems) if schema == 1 else _models(doc.get("models"), problems)
+    links = _links(doc.get("model_links"), problems) if schema >= 4 else ()
     return ReadManifest(
         schema_version=schema,
         model_name=str(doc.get("model_name", "")),
@@ -420,6 +450,7 @@ def parse_manifest(raw: bytes, *, reader_version: str) -> ReadManifest:
         mobile_runtimes=runtimes,
         problems=tuple(problems),
         unverified=_unverified(doc.get("verification")),
+        model_links=links,
     )
 
 
@@ -488,3 +519,29 @@ def _files(value: object, problems: list[str]) -> tuple[FileEntry, ...]:
             seen.add(entry.path)
             good.append(entry)
     return tuple(good)
+
+
+def _links(value: object, problems: list[str]) -> tuple[LinkEntry, ...]:
+    if not isinstance(value, list):
+        problems.append(f"{MANIFEST}: 'model_links' is missing or not a list")
+        return ()
+    good: list[LinkEntry] = []
+    for i, item in enumerate(value):
+        link = LinkEntry.from_json(item)
+        if link is None:
+            problems.append(f"{MANIFEST}: model_links[{i}] is malformed (target, file, model, size, sha256)")
+            continue
+        bad = [(what, p, why) for what, p in (("file", link.file), ("model", link.model)) if (why := _link_path_problem(p))]
+        if bad:
+            what, p, why = bad[0]
+            shown = repr(p)
+            problems.append(f"{MANIFEST}: model_links[{i}].{what} {shown if len(shown) <= 200 else shown[:200] + '…'} is refused: {why}")
+            continue
+        good.append(link)
+    return tuple(good)
+
+
+def _link_path_problem(name: str) -> str | None:
+    if problem := path_problem(name):
+        return problem
+    return "an empty or '.' part in the path" if any(p in ("", ".") for p in name.split("/")) else None

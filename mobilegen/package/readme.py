@@ -103,6 +103,8 @@ class ReadmeContext:
     ort_list: str = f"`{MODEL_ORT}`"  # Markdown: the .ort file(s) verify runs, in code spans (fixed names)
     quantization: tuple[str, ...] = ()  # --quantize: one line per shipped model (mobilegen.report.quantization)
     android_artifact: str = "onnxruntime-android"  # the Maven artifact the Android project pins (-qnn with --qnn)
+    # one copy of each model file: (project file that pins it, model) for each project that copies its model at build time
+    links: tuple[tuple[str, str], ...] = ()
 
 
 def readme_context(result: BuildResult, root: Path) -> ReadmeContext:
@@ -142,6 +144,7 @@ def readme_context(result: BuildResult, root: Path) -> ReadmeContext:
         android_readme=(root / ANDROID_DIR / "README.md").is_file(),
         maven_version=f"{runtimes.get(android_channel, '?')}",
         android_artifact=_artifact_name(android_channel),
+        links=tuple((file, link.path) for _target, file, link in result.model_links),
         ios=IOS_DIR in result.targets,
         ios_readme=(root / IOS_DIR / "README.md").is_file(),
         ios_channel=channel,

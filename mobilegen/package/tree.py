@@ -191,6 +191,10 @@ class Source(Protocol):
 
     def local(self, rel: str) -> Path | None: ...
 
+    def read(self, rel: str, limit: int) -> bytes:
+        """The bytes of one entry of at most ``limit`` bytes; Unreadable otherwise."""
+        ...
+
 
 class FolderSource:
     container = "folder"
@@ -213,3 +217,6 @@ class FolderSource:
 
     def local(self, rel: str) -> Path | None:
         return self.root / rel if rel in self.entries else None
+
+    def read(self, rel: str, limit: int) -> bytes:
+        return read_regular(self.root / rel, limit)

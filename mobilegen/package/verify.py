@@ -33,6 +33,7 @@ from mobilegen.package.manifest import (
     MAX_MANIFEST_BYTES,
     FileEntry,
     GoldenInfo,
+    LinkEntry,
     ManifestError,
     parse_manifest,
 )
@@ -205,6 +206,9 @@ def _verify_source(source: Source, shown: str) -> PackageVerification:
     # 1. Every listed file: present, same size, same hash, same exec bit; nothing added.
     _check_files(source, manifest.files, problems)
 
+    # 1b. One copy of each model: every project that copies a model at build time pins that model.
+    _check_links(source, manifest.model_links, manifest.files, {m.ort.file for m in manifest.models}, problems)
+
     # 2. Golden vectors on every packaged .ort, within the manifest's tolerances; 3. the pinned runtimes
     # of its targets can load it.
     golden: list[GoldenCheck] = []
@@ -304,3 +308,33 @@ def _check_files(source: Source, listed: tuple[FileEntry, ...], problems: list[s
     for rel in source.entries:
         if rel != MANIFEST and rel not in listed_paths:
             problems.append(f"{show(rel)}: not listed in {MANIFEST} (added after packaging)")
+
+
+MAX_PIN_FILE_BYTES = 1 << 20  # a Gradle script or a shell script: a few kB
+
+
+def _check_links(source: Source, links: tuple[LinkEntry, ...], listed: tuple[FileEntry, ...], orts: set[str], problems: list[str]) -> None:
+    """Each project that copies a model of the package at build time (one copy of each model file): the
+    model is one the manifest lists and verify re-runs, with the size and sha256 the link says, present in
+    the package; the project's file that pins it is listed and pins that sha256."""
+    files = {e.path: e for e in listed}
+    for link in links:
+        where = f"{show(link.file)}: the {show(link.target)} project copies {show(link.model)} at build time"
+        model = files.get(link.model)
+        if link.model not in orts or model is None:
+            problems.append(f"{where}, which is not a model {MANIFEST} lists")
+            continue
+        if (model.size, model.sha256) != (link.size, link.sha256):
+            problems.append(f"{where}, but pins another size or sha256 than {MANIFEST} lists for it")
+        if link.model not in source.entries:
+            problems.append(f"{where}, and it is missing: that project cannot build (copy the package again)")
+        if link.file not in files or link.file not in source.entries:
+            problems.append(f"{where}, but that file is not in the package")
+            continue
+        try:
+            text = source.read(link.file, MAX_PIN_FILE_BYTES)
+        except Unreadable as err:
+            problems.append(f"{show(link.file)}: {err}")
+            continue
+        if link.sha256.encode("ascii", "replace") not in text:
+            problems.append(f"{where}, but does not pin its sha256 {show(link.sha256[:12])}…")

@@ -159,3 +159,11 @@ class ZipSource:
 
     def local(self, rel: str) -> Path | None:
         return self.kept.get(rel)
+
+    def read(self, rel: str, limit: int) -> bytes:
+        size = self.infos[rel].file_size
+        if size > limit:
+            raise Unreadable(f"too large to check ({size} bytes; verify reads at most {limit})")
+        sink = io.BytesIO()
+        self._stream(rel, sink)
+        return sink.getvalue()

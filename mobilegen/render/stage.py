@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mobilegen import __version__
-from mobilegen.artifacts import ProjectSpec, ShippedModel
+from mobilegen.artifacts import ModelLink, ProjectSpec, ShippedModel
+from mobilegen.infra.digest import sha256_file
 from mobilegen.notices import Notice, build_notices, notices_for, texts
 from mobilegen.quantize.golden import tolerances_of
 from mobilegen.targets.chosen import model_of
@@ -27,11 +28,16 @@ def render(
     coverage: Sequence[CoverageReport],
     warnings: Sequence[Notice],
     task_files: TaskFiles | None = None,
-) -> dict[str, tuple[float, float]]:
-    """Render every target's project with its own model; returns what each one's accelerated device tests assert."""
+) -> tuple[dict[str, tuple[float, float]], tuple[tuple[str, str, ModelLink], ...]]:
+    """Render every target's project with its own model; returns what each one's accelerated device tests
+    assert, and (``mobilegen package``: one copy of each model file) the projects that copy their model
+    from the package's model/ folder at build time: (target, the package file that pins it, the link)."""
     tolerances: dict[str, tuple[float, float]] = {}
+    links: list[tuple[str, str, ModelLink]] = []
     for c in chosen:
         model = model_of(models, c)
+        ort = model.converted()
+        link = None if opts.standalone else ModelLink(model.ort_file, ort.path.stat().st_size, ort.sha256 or sha256_file(ort.path))
         atol, rtol = tolerances_of(model, opts.verify.atol, opts.verify.rtol)  # a quantized model's own golden vectors
         spec = ProjectSpec(
             model_name=opts.model.stem,
@@ -48,8 +54,11 @@ def render(
             labels_file=task_files.labels if task_files else None,
             task_golden=task_files.golden.get(c.target.name) if task_files else None,
             quantization=model.quantization.shipped if model.quantization is not None and model.quantization.quantized else "",
+            model_link=link,
         )
         c.target.render(spec, c.opts, root / c.target.folder)
         tolerances[c.target.tolerance_key] = c.target.device_tolerances(spec, c.opts)
-    return tolerances
+        if link is not None:
+            links.append((c.target.name, f"{c.target.folder}/{c.target.model_pin(spec, c.opts)}", link))
+    return tolerances, tuple(links)
 

@@ -8,6 +8,7 @@ language filters from ``mobilegen.render.lang``.
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Callable, Mapping
 from importlib import resources
@@ -16,6 +17,7 @@ from typing import Any
 
 import jinja2
 
+from mobilegen.artifacts import ModelLink
 from mobilegen.errors import InternalError, RenderError
 
 TEMPLATE_SUFFIX = ".jinja"
@@ -137,3 +139,17 @@ def render_tree(
             target.chmod(target.stat().st_mode | 0o111)
         written.append(target_rel)
     return sorted(written)
+
+
+_SAFE_LINK = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*(/[A-Za-z0-9_][A-Za-z0-9_.-]*)*")
+
+
+def model_link_context(link: ModelLink | None) -> dict[str, Any] | None:
+    """The render context of a project that copies its model from the package folder at build time:
+    the model's package path, the same path seen from the project folder (one level down), its size and
+    sha256. The path is a fixed name of mobilegen's layout; anything else is a bug, never rendered."""
+    if link is None:
+        return None
+    if not _SAFE_LINK.fullmatch(link.path) or ".." in link.path.split("/") or not re.fullmatch(r"[0-9a-f]{64}", link.sha256) or link.size < 0:
+        raise InternalError(f"model link {link.path!r} is not a plain package path with a sha256", hint="this is a bug in mobilegen's pipeline")
+    return {"package_path": link.path, "from_project": f"../{link.path}", "size": link.size, "sha256": link.sha256}

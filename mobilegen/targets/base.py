@@ -73,6 +73,11 @@ class Target(ABC, Generic[Opts]):
         """Write the project into ``dest`` (which must not exist)."""
 
     @abstractmethod
+    def model_pin(self, spec: ProjectSpec, opts: Opts) -> str:
+        """The project file (relative to ``folder``) that pins the model's size and sha256 when the project
+        copies its model from the package folder at build time (``spec.model_link`` set)."""
+
+    @abstractmethod
     def device_tolerances(self, spec: ProjectSpec, opts: Opts) -> tuple[float, float]:
         """(atol, rtol) the generated accelerated device tests assert."""
 

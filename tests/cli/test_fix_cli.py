@@ -7,6 +7,7 @@ do not depend on which passes the library has."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from collections.abc import Iterator
@@ -149,10 +150,13 @@ def test_android_and_ios_ship_their_own_models(package: tuple[Path, dict[str, ob
     assert sorted(p.name for p in android.iterdir()) == sorted(p.name for p in ios.iterdir()) == ["model.onnx", "model.ort", "required_operators.config"]
     assert _ops(android / "model.onnx") == ["Mul", "Relu", "Add", "Erf"]
     assert _ops(ios / "model.onnx") == ["Mul", "Relu", "Sum", "Erf"]  # never a rewrite only NNAPI needed
-    # each project ships its own target's .ort
-    (asset,) = (out / "android").rglob("*.ort")
-    (resource,) = (out / "ios").rglob("*.ort")
-    assert asset.read_bytes() == (android / "model.ort").read_bytes() != (ios / "model.ort").read_bytes() == resource.read_bytes()
+    # each project copies its own target's .ort from the package at build time (one copy of each model file)
+    assert not list((out / "android").rglob("*.ort")) and not list((out / "ios").rglob("*.ort"))
+    links = {link["target"]: link for link in json.loads((out / "manifest.json").read_text())["model_links"]}
+    assert (links["android"]["model"], links["ios"]["model"]) == ("model/android/model.ort", "model/ios/model.ort")
+    for target, link in links.items():
+        assert link["sha256"] == hashlib.sha256((out / link["model"]).read_bytes()).hexdigest() in (out / link["file"]).read_text(), target
+    assert (android / "model.ort").read_bytes() != (ios / "model.ort").read_bytes()
     # the JSON: models and coverage with before/fixes
     assert [(m["targets"], m["fixes"]) for m in doc["models"]] == [(["android"], [{"pass": "test-sum2-add", "nodes": 1}]), (["ios"], [])]
     nnapi, coreml = doc["coverage"]
@@ -167,7 +171,7 @@ def test_android_and_ios_ship_their_own_models(package: tuple[Path, dict[str, ob
 def test_report_and_manifest_say_what_each_model_got(package: tuple[Path, dict[str, object]]) -> None:
     out, _doc = package
     manifest = json.loads((out / "manifest.json").read_text())
-    assert manifest["schema_version"] == 3 and "ort" not in manifest
+    assert manifest["schema_version"] == 4 and "ort" not in manifest
     assert [(m["targets"], m["channels"], m["ort"]["file"], m["fixes"]) for m in manifest["models"]] == [
         (["android"], ["maven"], "model/android/model.ort", [{"pass": "test-sum2-add", "nodes": 1}]),
         (["ios"], ["swiftpm"], "model/ios/model.ort", []),

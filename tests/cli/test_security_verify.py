@@ -256,7 +256,7 @@ def _edit_text(pkg: Path, old: str, new: str) -> None:
         ('"atol": 0.0001', '"atol": NaN', "NaN is not a JSON number"),
         ('"atol": 0.0001', '"atol": -Infinity', "-Infinity is not a JSON number"),
         ('"atol": 0.0001', '"atol": 1e999', "the number 1e999 is out of range"),
-        ('"schema_version": 3', '"schema_version": 3' + "0" * 5000, "an integer has 5001 digits"),
+        ('"schema_version": 4', '"schema_version": 4' + "0" * 5000, "an integer has 5001 digits"),
     ],
     ids=["nan", "-infinity", "1e999", "5001-digits"],
 )

@@ -77,7 +77,7 @@ def test_android_nnapi_int8_ships_uint8_qdq_with_its_own_golden_vectors(cnn: dic
     got = ort.InferenceSession(str(out / "model/model.ort"), providers=["CPUExecutionProvider"]).run(None, {"x": golden["input:x"]})[0]
     np.testing.assert_array_equal(golden["output:logits"], got)
     manifest = _manifest(out)
-    assert manifest["schema_version"] == 3 and manifest["options"]["quantize"]["mode"] == "int8"
+    assert manifest["schema_version"] == 4 and manifest["options"]["quantize"]["mode"] == "int8"
     record = manifest["models"][0]
     assert record["quantization"]["shipped"] == "int8" and record["golden"]["npz"] == "golden/golden.npz"
     assert record["golden"]["atol"] >= manifest["tolerances"]["atol"]

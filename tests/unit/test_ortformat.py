@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import numpy as np
@@ -109,5 +110,6 @@ def test_canonicalize_file_is_canonicalize(tmp_path: Path) -> None:
     raw, _ = _onnxruntime_converter(small_model(tmp_path / "m.onnx"), tmp_path / "out", "runtime")
     for data in (raw, canonicalize(raw), b"not an ort file", b""):
         (tmp_path / "in.ort").write_bytes(data)
-        canonicalize_file(tmp_path / "in.ort", tmp_path / "out.ort")
+        digest = canonicalize_file(tmp_path / "in.ort", tmp_path / "out.ort")
         assert (tmp_path / "out.ort").read_bytes() == canonicalize(data)
+        assert digest == hashlib.sha256(canonicalize(data)).hexdigest()  # what it wrote, hashed on the way

@@ -112,7 +112,7 @@ def test_no_absolute_paths_or_dates_anywhere(pristine: Path) -> None:
 
 def test_readme_for_the_app_team(pristine: Path) -> None:
     text = (pristine / "README.md").read_text()
-    for needle in ("`android/`", "`ios/`", "`model/model.ort`", "mobilegen verify", "schema version 3", "onnxruntime-android 1.24.2"):
+    for needle in ("`android/`", "`ios/`", "`model/model.ort`", "mobilegen verify", "schema version 4", "onnxruntime-android 1.24.2"):
         assert needle in text
     assert "`tiny_net.pt`" in text
 
@@ -452,11 +452,11 @@ def test_manifest_not_json_or_not_ours(pkg: Path) -> None:
 
 def test_unknown_schema_version(pkg: Path) -> None:
     doc = json.loads((pkg / MANIFEST).read_text())
-    doc["schema_version"] = 4
+    doc["schema_version"] = 5
     (pkg / MANIFEST).write_text(canonical_json(doc))
     with pytest.raises(PackageVerifyError) as info:
         verify_package(pkg)
-    assert "manifest schema version 4 is not supported" in info.value.message
+    assert "manifest schema version 5 is not supported" in info.value.message
     assert not info.value.details
 
 

@@ -58,6 +58,9 @@ class AndroidTarget(Target[AndroidOptions]):
     def render(self, spec: ProjectSpec, opts: AndroidOptions, dest: Path) -> None:
         impl.render_android(spec, opts, dest)
 
+    def model_pin(self, spec: ProjectSpec, opts: AndroidOptions) -> str:
+        return impl.model_pin(spec, opts)
+
     def device_tolerances(self, spec: ProjectSpec, opts: AndroidOptions) -> tuple[float, float]:
         return impl.accelerated_tolerances(spec, opts)
 

@@ -21,7 +21,7 @@ from mobilegen.providers.qnn import android as android_qnn
 from mobilegen.render import task_wrappers as tw
 from mobilegen.render.lang import kotlin as kt
 from mobilegen.render.markdown import coverage_rows, md_escape
-from mobilegen.render.tree import render_tree, templates_root
+from mobilegen.render.tree import model_link_context, render_tree, templates_root
 from mobilegen.runtimes import RuntimeRelease, find_release
 from mobilegen.spec import IOSpec, TensorSpec
 from mobilegen.targets import toolchains
@@ -376,6 +376,9 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
         "root_project": f"{module}-android",
         "asset_dir": asset_dir,
         "model_asset": f"{asset_dir}/model.ort",
+        # mobilegen package: the model stays in the package's model/ folder; the module's build copies it
+        # into its generated assets, checking size and sha256 (None: the model is in src/main/assets)
+        "model_link": model_link_context(spec.model_link),
         "golden_asset": f"{asset_dir}/golden.mgv",
         # --task (mobilegen.render.task_wrappers): the task-level API's files render only with a task.
         "task": task,
@@ -421,6 +424,11 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
     }
 
 
+def model_pin(spec: ProjectSpec, opts: AndroidOptions) -> str:
+    """The project file that pins a linked model's size and sha256: the library module's build script."""
+    return f"{kt.kebab(_names(spec, opts)[0])}/build.gradle.kts"
+
+
 def render_android(spec: ProjectSpec, opts: AndroidOptions, dest: Path) -> list[PurePosixPath]:
     """Render ``templates/android`` into ``dest`` (must not exist) and copy the model and golden vectors.
 
@@ -435,10 +443,11 @@ def render_android(spec: ProjectSpec, opts: AndroidOptions, dest: Path) -> list[
     try:
         written = render_tree(templates_root() / "android", context, dest, filters=kt.FILTERS)
         copies = {
-            PurePosixPath(context["module"], "src/main/assets", context["model_asset"]): spec.model_file,
             PurePosixPath(context["module"], "src/androidTest/assets", context["golden_asset"]): spec.golden_mgv,
             PurePosixPath("app/src/main/assets", context["golden_asset"]): spec.golden_mgv,
         }
+        if spec.model_link is None:  # a standalone project holds its model; a package's copies it in at build time
+            copies[PurePosixPath(context["module"], "src/main/assets", context["model_asset"])] = spec.model_file
         for rel, src in copies.items():
             target = dest.joinpath(*rel.parts)
             target.parent.mkdir(parents=True, exist_ok=True)

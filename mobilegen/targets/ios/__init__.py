@@ -47,6 +47,9 @@ class IosTarget(Target[IosOptions]):
     def render(self, spec: ProjectSpec, opts: IosOptions, dest: Path) -> None:
         impl.render_ios(spec, opts, dest)
 
+    def model_pin(self, spec: ProjectSpec, opts: IosOptions) -> str:
+        return impl.FETCH_MODEL_SCRIPT
+
     def device_tolerances(self, spec: ProjectSpec, opts: IosOptions) -> tuple[float, float]:
         return impl.accelerated_tolerances(spec, opts)
 

@@ -15,6 +15,7 @@ comment says "All"; ``ModelFormat`` ∈ ``MLProgram``, ``NeuralNetwork``).
 from __future__ import annotations
 
 import math
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -26,7 +27,7 @@ from mobilegen.infra.digest import sha256_file
 from mobilegen.render import task_wrappers as tw
 from mobilegen.render.lang import swift
 from mobilegen.render.markdown import coverage_rows, md_code, md_escape
-from mobilegen.render.tree import render_tree, templates_root
+from mobilegen.render.tree import model_link_context, render_tree, templates_root
 from mobilegen.runtimes import RuntimeRelease, find_release
 from mobilegen.spec import DTYPES, IOSpec, TensorSpec
 from mobilegen.targets import toolchains
@@ -276,6 +277,10 @@ def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str) -> di
         "model_resource_ext": _MODEL_RESOURCE_EXT,
         "model_file": f"{class_name}.{_MODEL_RESOURCE_EXT}",
         "model_sha256": model_sha256,
+        # mobilegen package: the model stays in the package's model/ folder; scripts/fetch-model.sh copies it
+        # into Sources/<target>/Resources, checking size and sha256 (None: the model is there already)
+        "model_link": model_link_context(spec.model_link),
+        "fetch_model_script": FETCH_MODEL_SCRIPT.rpartition("/")[2] if spec.model_link is not None else "",
         "golden_resource": _GOLDEN_RESOURCE,
         "cache_subdir": f"mobilegen-coreml/{class_name}-{model_sha256[:12]}",
         "inputs": inputs,
@@ -325,6 +330,10 @@ def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str) -> di
     }
 
 
+# mobilegen package: the script that copies the package's model into the Swift package (relative to ios/)
+FETCH_MODEL_SCRIPT = "scripts/fetch-model.sh"
+
+
 def render_ios(spec: ProjectSpec, opts: IosOptions, dest: Path) -> list[PurePosixPath]:
     """Render the Swift package into ``dest`` (must not exist); returns the written paths, sorted.
 
@@ -335,13 +344,15 @@ def render_ios(spec: ProjectSpec, opts: IosOptions, dest: Path) -> list[PurePosi
     for label, path in (("model", spec.model_file), ("golden vectors", spec.golden_mgv)):
         if not path.is_file():
             raise InternalError(f"the {label} file {path} does not exist", hint="this is a bug in the pipeline; please report it")
-    context = ios_context(spec, opts, model_sha256=sha256_file(spec.model_file))
+    sha = spec.model_link.sha256 if spec.model_link is not None else sha256_file(spec.model_file)  # hashed once
+    context = ios_context(spec, opts, model_sha256=sha)
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", context["target"]) or not re.fullmatch(r"[A-Za-z0-9_.]+", context["model_file"]):
+        raise InternalError("the Swift target or model resource name is not a plain identifier", hint="this is a bug in mobilegen's Swift sanitizer")
     try:
         written = render_tree(templates_root() / "ios", context, dest, filters=swift.FILTERS)
-        extra = {
-            PurePosixPath("Sources", context["target"], "Resources", context["model_file"]): spec.model_file,
-            PurePosixPath("Tests", context["test_target"], "Resources", _GOLDEN_RESOURCE): spec.golden_mgv,
-        }
+        extra = {PurePosixPath("Tests", context["test_target"], "Resources", _GOLDEN_RESOURCE): spec.golden_mgv}
+        if spec.model_link is None:  # a standalone project holds its model; a package's fetches it (scripts/fetch-model.sh)
+            extra[PurePosixPath("Sources", context["target"], "Resources", context["model_file"])] = spec.model_file
         for rel, src in extra.items():
             target = dest.joinpath(*rel.parts)
             target.parent.mkdir(parents=True, exist_ok=True)
