@@ -388,6 +388,138 @@ def ios(
     run_command(action, json_out=json_out, debug=debug, human=_human_build, to_json=_json_build)
 
 
+@app.command("web")
+def web(
+    model: ModelArg,
+    output: Annotated[Path | None, _out_opt("web")] = None,
+    input: InputOpt = None,
+    dynamic: DynamicOpt = None,
+    const: ConstOpt = None,
+    opset: OpsetOpt = None,
+    output_name: OutputNameOpt = None,
+    name: NameOpt = None,
+    ort_version: OrtVersionOpt = None,
+    no_fix: NoFixOpt = False,
+    no_compare_exporters: NoCompareExportersOpt = False,
+    approximate: ApproximateOpt = None,
+    quantize: QuantizeOpt = None,
+    calibration: CalibrationOpt = None,
+    calibration_method: CalibrationMethodOpt = "minmax",
+    eval_: EvalOpt = None,
+    min_cosine: MinCosineOpt = 0.99,
+    min_top1: MinTop1Opt = 0.98,
+    atol: AtolOpt = 1e-4,
+    rtol: RtolOpt = 1e-3,
+    sample: SampleOpt = None,
+    sample_only: SampleOnlyOpt = False,
+    range_: RangeOpt = None,
+    allow_degenerate: AllowDegenerateOpt = False,
+    task: TaskOpt = None,
+    labels: LabelsOpt = None,
+    resize: ResizeOpt = None,
+    resize_filter: ResizeFilterOpt = None,
+    crop: CropOpt = None,
+    mean: MeanOpt = None,
+    std: StdOpt = None,
+    scale: ScaleOpt = None,
+    channels: ChannelsOpt = None,
+    layout: LayoutOpt = None,
+    sample_rate: SampleRateOpt = None,
+    state: StateOpt = None,
+    softmax: SoftmaxOpt = False,
+    top_k: TopKOpt = None,
+    style: StyleOpt = "runtime",
+    trust_pickle: TrustPickleOpt = False,
+    model_class: ModelClassOpt = None,
+    model_kwargs: ModelKwargsOpt = None,
+    zip_out: ZipOpt = False,
+    force: ForceOpt = False,
+    json_out: JsonOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Build an npm package for the browser (TypeScript wrapper on onnxruntime-web, WebGPU then WASM, the .onnx, golden replay in Node and headless Chromium)."""
+
+    def action() -> Any:
+        from mobilegen.targets.jsshared import JsOptions
+
+        i = JsOptions(class_name=name, ort_version=ort_version)
+        mopts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs, consts=const)
+        return _build(model, output or default_out(model, "web"), mopts, targets={"web": i}, atol=atol, rtol=rtol, sample=sample, keep_dynamic=True,
+                      style=style, force=force, zip_out=zip_out, no_fix=no_fix, no_compare_exporters=no_compare_exporters, approximate=approximate,
+                      ranges=range_, sample_only=sample_only, allow_degenerate=allow_degenerate,
+                      quantize=quantize_options(quantize, calibration, calibration_method, eval_, min_cosine, min_top1),
+                      task=task_spec(task, labels, resize, crop, mean, std, scale, channels, layout, sample_rate, softmax, top_k,
+                                     resize_filter=resize_filter, state=state))
+
+    run_command(action, json_out=json_out, debug=debug, human=_human_build, to_json=_json_build)
+
+
+@app.command("react-native")
+def react_native(
+    model: ModelArg,
+    output: Annotated[Path | None, _out_opt("react-native")] = None,
+    input: InputOpt = None,
+    dynamic: DynamicOpt = None,
+    const: ConstOpt = None,
+    opset: OpsetOpt = None,
+    output_name: OutputNameOpt = None,
+    name: NameOpt = None,
+    ort_version: OrtVersionOpt = None,
+    no_fix: NoFixOpt = False,
+    no_compare_exporters: NoCompareExportersOpt = False,
+    approximate: ApproximateOpt = None,
+    quantize: QuantizeOpt = None,
+    calibration: CalibrationOpt = None,
+    calibration_method: CalibrationMethodOpt = "minmax",
+    eval_: EvalOpt = None,
+    min_cosine: MinCosineOpt = 0.99,
+    min_top1: MinTop1Opt = 0.98,
+    atol: AtolOpt = 1e-4,
+    rtol: RtolOpt = 1e-3,
+    sample: SampleOpt = None,
+    sample_only: SampleOnlyOpt = False,
+    range_: RangeOpt = None,
+    allow_degenerate: AllowDegenerateOpt = False,
+    task: TaskOpt = None,
+    labels: LabelsOpt = None,
+    resize: ResizeOpt = None,
+    resize_filter: ResizeFilterOpt = None,
+    crop: CropOpt = None,
+    mean: MeanOpt = None,
+    std: StdOpt = None,
+    scale: ScaleOpt = None,
+    channels: ChannelsOpt = None,
+    layout: LayoutOpt = None,
+    sample_rate: SampleRateOpt = None,
+    state: StateOpt = None,
+    softmax: SoftmaxOpt = False,
+    top_k: TopKOpt = None,
+    style: StyleOpt = "runtime",
+    trust_pickle: TrustPickleOpt = False,
+    model_class: ModelClassOpt = None,
+    model_kwargs: ModelKwargsOpt = None,
+    zip_out: ZipOpt = False,
+    force: ForceOpt = False,
+    json_out: JsonOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Build an npm package for React Native (the TypeScript wrapper on onnxruntime-react-native, the .ort as an asset, per-platform providers, Jest golden tests on onnxruntime-node)."""
+
+    def action() -> Any:
+        from mobilegen.targets.jsshared import JsOptions
+
+        i = JsOptions(class_name=name, ort_version=ort_version)
+        mopts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs, consts=const)
+        return _build(model, output or default_out(model, "react-native"), mopts, targets={"react-native": i}, atol=atol, rtol=rtol, sample=sample, keep_dynamic=True,
+                      style=style, force=force, zip_out=zip_out, no_fix=no_fix, no_compare_exporters=no_compare_exporters, approximate=approximate,
+                      ranges=range_, sample_only=sample_only, allow_degenerate=allow_degenerate,
+                      quantize=quantize_options(quantize, calibration, calibration_method, eval_, min_cosine, min_top1),
+                      task=task_spec(task, labels, resize, crop, mean, std, scale, channels, layout, sample_rate, softmax, top_k,
+                                     resize_filter=resize_filter, state=state))
+
+    run_command(action, json_out=json_out, debug=debug, human=_human_build, to_json=_json_build)
+
+
 # After --output-name: the target flags of every provider, from the registry.
 @app.command()
 @with_provider_flags(_package_flags, after="output_name")
@@ -395,6 +527,8 @@ def package(
     model: ModelArg,
     android_: Annotated[bool, typer.Option("--android", help="Include the Android project.")] = False,
     ios_: Annotated[bool, typer.Option("--ios", help="Include the iOS Swift Package.")] = False,
+    web_: Annotated[bool, typer.Option("--web", help="Include the Web npm package (onnxruntime-web).")] = False,
+    react_native_: Annotated[bool, typer.Option("--react-native", help="Include the React Native npm package (onnxruntime-react-native).")] = False,
     output: PackageOutOpt = None,
     input: InputOpt = None,
     dynamic: DynamicOpt = None,
@@ -445,13 +579,13 @@ def package(
     debug: DebugOpt = False,
     **flags: Any,
 ) -> None:
-    """Build one handoff package for Android and/or iOS: projects, model, golden vectors, report, manifest."""
+    """Build one handoff package for Android, iOS, Web and/or React Native: projects, model, golden vectors, report, manifest."""
 
     def action() -> Any:
         from mobilegen.errors import UsageError
 
-        if not android_ and not ios_:
-            raise UsageError("package needs a target", hint="pass --android, --ios, or both")
+        if not (android_ or ios_ or web_ or react_native_):
+            raise UsageError("package needs a target", hint="pass --android, --ios, --web and/or --react-native")
         refuse_without_target([t for t, on in (("android", android_), ("ios", ios_)) if on], flags)
         chosen: dict[str, Any] = {}
         if android_:
@@ -462,6 +596,11 @@ def package(
             from mobilegen.targets.ios.project import IosOptions
 
             chosen["ios"] = IosOptions(class_name=name, ort_version=ios_ort_version, **target_options("ios", flags))
+        for js_name, js_on in (("web", web_), ("react-native", react_native_)):
+            if js_on:
+                from mobilegen.targets.jsshared import JsOptions
+
+                chosen[js_name] = JsOptions(class_name=name)
         mopts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs, consts=const)
         return _build(model, output or default_out(model, "package"), mopts, targets=chosen, atol=atol, rtol=rtol, sample=sample, keep_dynamic=keep_dynamic,
                       style=style, force=force, zip_out=zip_out, no_fix=no_fix, no_compare_exporters=no_compare_exporters, approximate=approximate,

@@ -43,6 +43,7 @@ def render(
             model_name=opts.model.stem,
             io=model.onnx.io,
             model_file=model.converted().path,
+            onnx_file=model.onnx.path,
             golden_mgv=root / model.golden_mgv,
             atol=atol,
             rtol=rtol,

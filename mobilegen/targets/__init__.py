@@ -21,6 +21,7 @@ __all__ = ["BUILTIN", "BuildContext", "Target", "get", "names", "register", "unr
 BUILTIN: dict[str, str] = {
     "android": "mobilegen.targets.android:TARGET",
     "ios": "mobilegen.targets.ios:TARGET",
+    "web": "mobilegen.targets.web:TARGET",
 }
 
 _loaded: dict[str, Target[Any]] = {}
