@@ -54,7 +54,7 @@ def ts_string(value: str) -> str:
 
 def ts_comment(value: str) -> str:
     """One line of comment text: control characters become spaces, ``*/`` cannot close a block comment,
-    non-ASCII becomes ``\\uXXXX``-style text so no bidi control reaches the file."""
+    non-ASCII (and ``<``, ``>``, ``&``) becomes ``\\uXXXX``-style text so no bidi control reaches the file."""
     out = []
     for ch in str(value):
         if ch.isascii() and ch.isprintable():
@@ -63,7 +63,7 @@ def ts_comment(value: str) -> str:
             out.append(" ")
         else:
             out.append(f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\u{{{ord(ch):x}}}")
-    return "".join(out).replace("*/", "* /")
+    return re.sub(r"[<>&]", lambda m: _HTML_UNSAFE[m.group(0)], "".join(out).replace("*/", "* /"))
 
 
 def ts_type_name(text: str, fallback: str = "Model") -> str:
