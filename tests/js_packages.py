@@ -52,6 +52,21 @@ def models(tmp: Path) -> dict[str, tuple[Path, tuple[str, ...]]]:
     }
 
 
+def built(factory: pytest.TempPathFactory, target: str) -> dict[str, Path]:
+    """Each model of :func:`models` built once per test process with both JS targets (the Web and React
+    Native test files share the builds); returns name -> a fresh copy of ``target``'s package folder."""
+    base = factory.getbasetemp() / "js-builds"
+    base.mkdir(exist_ok=True)
+    out: dict[str, Path] = {}
+    copies = factory.mktemp(target)
+    for name, (model, args) in models(base).items():
+        done = base / f"{name}-out"
+        if not (done / "manifest.json").is_file():
+            build(done, model, ("web", "react-native"), *args)
+        out[name] = Path(shutil.copytree(done / target, copies / name, symlinks=True))
+    return out
+
+
 def npm() -> str:
     found = shutil.which("npm")
     if found is None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from ci import missing_tool
-from js_packages import HOSTILE_INPUTS, build, models, npm, npm_ci, run, share_node_modules
+from js_packages import HOSTILE_INPUTS, built, npm, npm_ci, run, share_node_modules
 
 pytestmark = pytest.mark.slow  # three builds, an npm install and a browser: ~1 min
 
@@ -25,13 +25,7 @@ pytestmark = pytest.mark.slow  # three builds, an npm install and a browser: ~1 
 @pytest.fixture(scope="module")
 def web_packages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     npm()
-    tmp = tmp_path_factory.mktemp("web")
-    root = tmp / "served"
-    root.mkdir()
-    pkgs: dict[str, Path] = {}
-    for name, (model, args) in models(tmp).items():
-        out = build(tmp / f"{name}-out", model, ("web",), *args)
-        pkgs[name] = shutil.move(str(out / "web"), str(root / name))
+    pkgs = built(tmp_path_factory, "web")  # one folder: one server, one browser for all
     first = next(iter(pkgs.values()))
     npm_ci(Path(first))
     for p in list(pkgs.values())[1:]:
