@@ -117,16 +117,6 @@ RELEASES: tuple[RuntimeRelease, ...] = (
         source=f"Maven {_MVN} (2026-06-30); {_FACTS}",
         released="2026-06-30",
     ),
-    RuntimeRelease(
-        version="1.30.0",
-        channels=("npm",),
-        max_opset=24,
-        ort_format_versions=(5, 6),
-        source=(
-            "npm onnxruntime-web 1.30.0 (latest on npm 2026-11-27; golden vectors run in headless Chromium 156, "
-            f"shared/research/rn-web-2026-11-27.md); {_FACTS}"
-        ),
-    ),
     # onnxruntime-android-qnn only: no source seen here lists 1.28/1.29 for onnxruntime-android.
     RuntimeRelease(
         version="1.28.0",
@@ -141,6 +131,16 @@ RELEASES: tuple[RuntimeRelease, ...] = (
         max_opset=24,
         ort_format_versions=(5, 6),
         source=f"Maven {_MVN_QNN} (2026-08); {_FACTS}",
+    ),
+    RuntimeRelease(
+        version="1.30.0",
+        channels=("npm",),
+        max_opset=24,
+        ort_format_versions=(5, 6),
+        source=(
+            "npm onnxruntime-web 1.30.0 (latest on npm 2026-11-27; golden vectors run in headless Chromium 156, "
+            f"shared/research/rn-web-2026-11-27.md); {_FACTS}"
+        ),
     ),
 )
 
