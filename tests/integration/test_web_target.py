@@ -114,3 +114,15 @@ def test_golden_vectors_in_headless_chromium_wasm(web_packages: dict[str, Path])
     assert outputs == {"y", 'z"<', "m"}
     assert all(c["exact"] for case in multi["cases"] for c in case["comparisons"] if c["output"] != "y")
     assert HOSTILE_INPUTS  # the inputs named </script> and a"b went through run() above
+
+
+def test_golden_vectors_on_webgpu_in_chromium_swiftshader(web_packages: dict[str, Path]) -> None:
+    """The package's own browser runner with onnxruntime-web's default build on WebGPU; without a GPU,
+    Chromium's SwiftShader Vulkan runs the WebGPU kernels (slow: ~15 s for the demo model)."""
+    _chromium()
+    done = run(["node", "test/browser.mjs", "webgpu"], web_packages["demo"], timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    res = json.loads(done.stdout.strip().splitlines()[-1])
+    print(f"demo (chromium, {res['provider']} on SwiftShader): {res['passed']}/{res['checks']} checks, max abs {res['maxAbs']}, max rel {res['maxRel']}")
+    assert res["provider"] == "webgpu" and res["fallbacks"] == []
+    assert res["checks"] >= 3 and res["passed"] == res["checks"]

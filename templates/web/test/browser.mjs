@@ -25,15 +25,22 @@ const gpu = ep === 'webgpu'
   ? ['--enable-unsafe-webgpu', '--use-angle=swiftshader', '--enable-features=Vulkan', '--use-vulkan=swiftshader', '--use-webgpu-adapter=swiftshader']
   : [];
 const profile = await mkdtemp(join(tmpdir(), 'chromium-'));
-const args = ['--headless', '--no-sandbox', '--disable-gpu-sandbox', '--no-first-run', `--user-data-dir=${profile}`, ...gpu, '--virtual-time-budget=600000', '--dump-dom', url];
-const chrome = spawn(process.env.CHROME ?? 'chromium', args, { stdio: ['ignore', 'pipe', 'ignore'] });
-let dom = '';
-chrome.stdout.on('data', (d) => { dom += d; });
-const code = await new Promise((ok) => chrome.on('close', ok));
+// No --dump-dom/virtual time (it does not wait for WebGPU work): the page logs its result to the console,
+// which --enable-logging=stderr prints; chromium is stopped once the line arrives.
+const args = ['--headless', '--no-sandbox', '--no-first-run', `--user-data-dir=${profile}`, '--enable-logging=stderr', '--v=0', ...gpu, url];
+const chrome = spawn(process.env.CHROME ?? 'chromium', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+let log = '';
+let found = null;
+const limit = setTimeout(() => chrome.kill(), 600_000);
+chrome.stderr.on('data', (d) => {
+  log += d;
+  const m = /"MOBILEGEN_RESULT (\w+) (.*)", source:/.exec(log);
+  if (m && !found) { found = m; chrome.kill(); }
+});
+await new Promise((ok) => chrome.on('close', ok));
+clearTimeout(limit);
 server.close();
 await rm(profile, { recursive: true, force: true });
-const m = /<title>([^<]*)<\/title>[\s\S]*<pre id="result">([\s\S]*?)<\/pre>/.exec(dom);
-if (!m) { console.error(`chromium exited ${code} without a result`); process.exit(2); }
-const text = m[2].replace(/&quot;/g, '"').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&amp;/g, '&');
-console.log(text);
-process.exit(m[1] === 'DONE' ? 0 : 1);
+if (!found) { console.error(`chromium gave no result:\n${log.slice(-3000)}`); process.exit(2); }
+console.log(found[2]);
+process.exit(found[1] === 'DONE' ? 0 : 1);

@@ -9,6 +9,7 @@ const root = new URL('../', location.href);
 const show = (title: string, value: unknown): void => {
   document.getElementById('result')!.textContent = JSON.stringify(value, (_k, v) => (v === Infinity ? 'Infinity' : v));
   document.title = title;
+  console.log(`MOBILEGEN_RESULT ${title} ${document.getElementById('result')!.textContent}`); // for test/browser.mjs
 };
 
 async function main(): Promise<void> {
