@@ -65,6 +65,9 @@ class ReactNativeTarget(Target[JsOptions]):
         }
         render_js(spec, "react-native", context, dest, {PurePosixPath(MODEL_FILE): spec.model_file})
 
+    def model_pin(self, spec: ProjectSpec, opts: JsOptions) -> str:
+        return ""  # an npm package holds its own copy of the model (npm pack and bundlers need it inside)
+
     def device_tolerances(self, spec: ProjectSpec, opts: JsOptions) -> tuple[float, float]:
         return spec.accelerated_tolerances(fp16=True)  # NNAPI and CoreML may compute in float16
 

@@ -42,6 +42,9 @@ class WebTarget(Target[JsOptions]):
     def render(self, spec: ProjectSpec, opts: JsOptions, dest: Path) -> None:
         impl.render_web(spec, opts, dest)
 
+    def model_pin(self, spec: ProjectSpec, opts: JsOptions) -> str:
+        return ""  # an npm package holds its own copy of the model (npm pack and bundlers need it inside)
+
     def device_tolerances(self, spec: ProjectSpec, opts: JsOptions) -> tuple[float, float]:
         return spec.atol, spec.rtol  # WASM computes in float32 like the CPU provider the golden vectors were checked on
 
