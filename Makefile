@@ -8,6 +8,10 @@ LOCK := requirements.lock
 KOTLIN_VERSION ?= 2.4.20
 KOTLINC := .tools/node_modules/kotlin-compiler/bin/kotlinc
 DEMO_OUT ?= out/demo
+# npm packages of the generated Web / React Native packages, exactly as their lock files (template data) pin
+# them: `make tools` warms this cache so the tests run `npm ci --offline --cache .tools/npm-cache` without network.
+NPM_CACHE := .tools/npm-cache
+NPM_LOCKS := templates/web/package-lock.json templates/react-native/package-lock.json
 # -n 2: both cores (pytest-xdist; a file's tests stay on one worker, so module fixtures are built once);
 # a worker that crashes ends the run instead of being replaced
 PYTEST_ARGS ?= -q --durations=25 -n 2 --dist loadfile --max-worker-restart=0
@@ -35,13 +39,29 @@ lock: | $(PYTHON)
 
 # Test-only tools: a Kotlin compiler from npm (JDK 17 must be on the machine) and Chromium for the
 # report screenshot test (Debian package).
-tools: $(KOTLINC)
+tools: $(KOTLINC) $(NPM_CACHE)/.warm
 	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || { \
 	  if [ "$(CI)" = "true" ]; then echo "error: could not install chromium (apt-get install chromium); CI needs it for tests/integration/test_report_chromium.py"; exit 1; \
 	  else echo "warning: could not install chromium (apt-get install chromium): its tests will skip"; fi; }
 	@command -v javac >/dev/null 2>&1 || { \
 	  if [ "$(CI)" = "true" ]; then echo "error: no JDK on PATH (javac); the Kotlin tests need JDK 17 (apt-get install openjdk-17-jdk-headless)"; exit 1; \
 	  else echo "warning: no JDK on PATH (javac): the Kotlin tests will skip"; fi; }
+
+# One `npm ci` per lock file in a scratch folder (package.json rebuilt from the lock's root entry, the
+# target's .npmrc beside it); install scripts are skipped (onnxruntime-node's would download CUDA binaries).
+$(NPM_CACHE)/.warm: $(NPM_LOCKS)
+	@mkdir -p $(NPM_CACHE)
+	@for lock in $(NPM_LOCKS); do \
+	  d=$$(mktemp -d) && cp $$lock $$d/package-lock.json && { cp $$(dirname $$lock)/.npmrc $$d/ 2>/dev/null || true; } && \
+	  node -e 'const fs=require("fs"),d=process.argv[1],l=JSON.parse(fs.readFileSync(d+"/package-lock.json")),r=l.packages[""];fs.writeFileSync(d+"/package.json",JSON.stringify({name:l.name,version:r.version,private:true,dependencies:r.dependencies,devDependencies:r.devDependencies,peerDependencies:r.peerDependencies}))' $$d && \
+	  (cd $$d && ONNXRUNTIME_NODE_INSTALL=skip npm ci --ignore-scripts --no-audit --no-fund --silent --cache $(abspath $(NPM_CACHE))); \
+	  rc=$$?; rm -rf $$d; \
+	  if [ $$rc != 0 ]; then \
+	    if [ "$(CI)" = "true" ]; then echo "error: could not install the npm packages of $$lock into $(NPM_CACHE) (needs node, npm and the npm registry); CI needs them for the Web / React Native tests"; exit 1; \
+	    else echo "warning: could not install the npm packages of $$lock into $(NPM_CACHE): the Web / React Native tests will skip"; exit 0; fi; \
+	  fi; \
+	done
+	@touch $@
 
 $(KOTLINC):
 	mkdir -p .tools

@@ -188,6 +188,7 @@ class ProjectSpec:
     # None: the project holds its own copy of the model (a standalone project). Set: the project's build
     # copies ``model_file`` from the package folder (``ModelLink.path``), checking its size and sha256.
     model_link: ModelLink | None = None
+    onnx_file: Path | None = None  # the verified .onnx the .ort was converted from (the Web target ships it)
 
 
 @dataclass(frozen=True)

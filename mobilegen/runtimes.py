@@ -14,7 +14,9 @@ from mobilegen.errors import UsageError
 # "maven-qnn": com.microsoft.onnxruntime:onnxruntime-android-qnn, a separate AAR (arm64-v8a) from the same
 # build (java/build-android.gradle: artifactId "-android" + "-qnn" when built with qnnVersion), which the
 # QNN provider pins on Android (its RuntimeArtifact, mobilegen.providers.qnn.AAR).
-CHANNELS = ("maven", "maven-qnn", "swiftpm", "cocoapods")
+# "npm": onnxruntime-web (the Web target); "npm-react-native": onnxruntime-react-native, whose JS API
+# (onnxruntime-common) has that exact version (its native libraries are pinned to it by the generated app config).
+CHANNELS = ("maven", "maven-qnn", "swiftpm", "cocoapods", "npm", "npm-react-native")
 
 
 @dataclass(frozen=True)
@@ -74,10 +76,13 @@ RELEASES: tuple[RuntimeRelease, ...] = (
     ),
     RuntimeRelease(
         version="1.24.3",
-        channels=("maven",),
+        channels=("maven", "npm-react-native"),
         max_opset=24,
         ort_format_versions=(5, 6),
-        source=f"Maven {_MVN} (2026-03-06); SwiftPM PR #44 for 1.24.3 not merged; {_FACTS}",
+        source=(
+            f"Maven {_MVN} (2026-03-06); SwiftPM PR #44 for 1.24.3 not merged; npm onnxruntime-react-native 1.24.3 "
+            f"(latest on npm 2026-11-27; depends on onnxruntime-common 1.24.3 exactly); {_FACTS}"
+        ),
         released="2026-03-06",
     ),
     RuntimeRelease(
@@ -126,6 +131,16 @@ RELEASES: tuple[RuntimeRelease, ...] = (
         max_opset=24,
         ort_format_versions=(5, 6),
         source=f"Maven {_MVN_QNN} (2026-08); {_FACTS}",
+    ),
+    RuntimeRelease(
+        version="1.30.0",
+        channels=("npm",),
+        max_opset=24,
+        ort_format_versions=(5, 6),
+        source=(
+            "npm onnxruntime-web 1.30.0 (latest on npm 2026-11-27; golden vectors run in headless Chromium 156, "
+            f"shared/research/rn-web-2026-11-27.md); {_FACTS}"
+        ),
     ),
 )
 

@@ -34,7 +34,7 @@ app = LazyTyper(
 )
 
 # Modules that register commands on `app` (each owns one command family).
-COMMAND_MODULES = ("core", "build", "package_cmds", "check", "fix", "bench")
+COMMAND_MODULES = ("core", "build", "package_cmds", "check", "fix", "bench", "js_build")
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -395,6 +395,8 @@ def package(
     model: ModelArg,
     android_: Annotated[bool, typer.Option("--android", help="Include the Android project.")] = False,
     ios_: Annotated[bool, typer.Option("--ios", help="Include the iOS Swift Package.")] = False,
+    web_: Annotated[bool, typer.Option("--web", help="Include the Web npm package (onnxruntime-web).")] = False,
+    react_native_: Annotated[bool, typer.Option("--react-native", help="Include the React Native npm package (onnxruntime-react-native).")] = False,
     output: PackageOutOpt = None,
     input: InputOpt = None,
     dynamic: DynamicOpt = None,
@@ -445,13 +447,13 @@ def package(
     debug: DebugOpt = False,
     **flags: Any,
 ) -> None:
-    """Build one handoff package for Android and/or iOS: projects, model, golden vectors, report, manifest."""
+    """Build one handoff package for Android, iOS, Web and/or React Native: projects, model, golden vectors, report, manifest."""
 
     def action() -> Any:
         from mobilegen.errors import UsageError
 
-        if not android_ and not ios_:
-            raise UsageError("package needs a target", hint="pass --android, --ios, or both")
+        if not (android_ or ios_ or web_ or react_native_):
+            raise UsageError("package needs a target", hint="pass --android, --ios, --web and/or --react-native")
         refuse_without_target([t for t, on in (("android", android_), ("ios", ios_)) if on], flags)
         chosen: dict[str, Any] = {}
         if android_:
@@ -462,6 +464,11 @@ def package(
             from mobilegen.targets.ios.project import IosOptions
 
             chosen["ios"] = IosOptions(class_name=name, ort_version=ios_ort_version, **target_options("ios", flags))
+        for js_name, js_on in (("web", web_), ("react-native", react_native_)):
+            if js_on:
+                from mobilegen.targets.jsshared import JsOptions
+
+                chosen[js_name] = JsOptions(class_name=name)
         mopts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs, consts=const)
         return _build(model, output or default_out(model, "package"), mopts, targets=chosen, atol=atol, rtol=rtol, sample=sample, keep_dynamic=keep_dynamic,
                       style=style, force=force, zip_out=zip_out, no_fix=no_fix, no_compare_exporters=no_compare_exporters, approximate=approximate,

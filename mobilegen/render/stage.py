@@ -43,6 +43,7 @@ def render(
             model_name=opts.model.stem,
             io=model.onnx.io,
             model_file=model.converted().path,
+            onnx_file=model.onnx.path,
             golden_mgv=root / model.golden_mgv,
             atol=atol,
             rtol=rtol,
@@ -58,7 +59,8 @@ def render(
         )
         c.target.render(spec, c.opts, root / c.target.folder)
         tolerances[c.target.tolerance_key] = c.target.device_tolerances(spec, c.opts)
-        if link is not None:
-            links.append((c.target.name, f"{c.target.folder}/{c.target.model_pin(spec, c.opts)}", link))
+        pin = c.target.model_pin(spec, c.opts) if link is not None else ""
+        if link is not None and pin:  # "": the project holds its own copy of the model
+            links.append((c.target.name, f"{c.target.folder}/{pin}", link))
     return tolerances, tuple(links)
 

@@ -21,6 +21,8 @@ __all__ = ["BUILTIN", "BuildContext", "Target", "get", "names", "register", "unr
 BUILTIN: dict[str, str] = {
     "android": "mobilegen.targets.android:TARGET",
     "ios": "mobilegen.targets.ios:TARGET",
+    "web": "mobilegen.targets.web:TARGET",
+    "react-native": "mobilegen.targets.react_native:TARGET",
 }
 
 _loaded: dict[str, Target[Any]] = {}

@@ -75,7 +75,8 @@ class Target(ABC, Generic[Opts]):
     @abstractmethod
     def model_pin(self, spec: ProjectSpec, opts: Opts) -> str:
         """The project file (relative to ``folder``) that pins the model's size and sha256 when the project
-        copies its model from the package folder at build time (``spec.model_link`` set)."""
+        copies its model from the package folder at build time (``spec.model_link`` set); ``""`` when the
+        project always holds its own copy (the npm packages: ``npm pack`` and Metro need the file inside)."""
 
     @abstractmethod
     def device_tolerances(self, spec: ProjectSpec, opts: Opts) -> tuple[float, float]:

@@ -148,7 +148,7 @@ def test_help_lists_every_command() -> None:
     assert {"android", "ios", "package", "check", "verify"} <= set(names)
 
 
-@pytest.mark.parametrize("name", ["inspect", "export", "convert", "android", "ios", "package", "verify", "check"])
+@pytest.mark.parametrize("name", ["inspect", "export", "convert", "android", "ios", "package", "verify", "check", "web", "react-native"])
 def test_help_shows_plain_flags_and_metavars(name: str) -> None:
     r = invoke(name, "--help")
     assert r.exit_code == 0, r.stderr
