@@ -44,12 +44,12 @@ def kotlinc() -> Path | None:
 
 
 def render_task_support(dest: Path) -> Path:
-    """``TaskSupport.kt`` of an image task in package ``mgcam`` (the sampler's size and filter are per call)."""
+    """``TaskSupport.kt`` of an image task in package ``mg.cam`` (the sampler's size and filter are per call)."""
     tpl = dest / "tpl"
     (tpl / "TaskSupport.kt.jinja").parent.mkdir(parents=True)
     shutil.copyfile(templates_root() / "android" / TASK_SUPPORT, tpl / "TaskSupport.kt.jinja")
     task = {"kind": "image", "is_image": True, "is_classification": False, "is_audio": False, "resize": 256, "crop_h": 224, "crop_w": 224, "antialias": True}
-    render_tree(tpl, {"mobilegen_version": "camera-frames", "package": "mgcam", "asset_dir": "mgcam", "task": task}, dest / "src")
+    render_tree(tpl, {"mobilegen_version": "camera-frames", "package": "mg.cam", "asset_dir": "mgcam", "task": task}, dest / "src")
     return dest / "src" / "TaskSupport.kt"
 
 
@@ -68,7 +68,7 @@ def run_harness(compiler: Path, jar: Path, commands: list[str], work: Path) -> l
     script.write_text("\n".join(commands) + "\n", encoding="utf-8")
     stdlib = compiler.resolve().parent.parent / "lib" / "kotlin-stdlib.jar"
     proc = subprocess.run(
-        ["java", "-Xmx1g", "-cp", os.pathsep.join([str(jar), str(stdlib)]), "mgcam.Camera_harnessKt", str(script)],
+        ["java", "-Xmx1g", "-cp", os.pathsep.join([str(jar), str(stdlib)]), "mg.cam.Camera_harnessKt", str(script)],
         capture_output=True, text=True, timeout=1800,
     )
     if proc.returncode != 0:
@@ -182,8 +182,8 @@ def main() -> int:
                 parity = line[0] == expected(frame, rotation, crop, spec)
                 stats = dict(kv.split("=") for kv in line[1].split())
                 rows.append((frame.fmt, f"{w}x{h}", rotation, parity, stats))
-                for f in work.glob(f"f{w}.*"):
-                    f.unlink()
+            for f in work.glob(f"f{w}.*"):
+                f.unlink()
     print("frames → 224x224 (resize 256, antialias), with a crop rectangle; time and allocation per frame, steady state")
     print(f"{'format':6} {'size':>10} {'rot':>4} {'= ref':>6} {'= before':>8} {'after ms':>9} {'after B':>10} {'before ms':>10} {'before B':>12}")
     for fmt, size, rot, parity, s in rows:

@@ -1,12 +1,12 @@
 // The JVM harness of benchmarks/camera_frames.py and tests/integration/test_camera_input.py: runs the
-// generated FrameSampler (TaskSupport.kt of an image task, package mgcam) on frames written by Python.
+// generated FrameSampler (TaskSupport.kt of an image task, package mg.cam) on frames written by Python.
 // Commands, one per line of args[0] (CROP: "-" or left,top,right,bottom; FILTER: ANTIALIAS | BILINEAR):
 //   rgba FILE W H ROWSTRIDE PIXSTRIDE ROT CROP SHORTER CH CW FILTER        -> hex of the sampled tensor
 //   argb FILE W H OFFSET STRIDE ROT CROP SHORTER CH CW FILTER              -> the same (FILE: little-endian int32)
 //   yuv YFILE UVFILE UOFF VOFF W H YROW YPIX UVROW UVPIX ROT CROP SHORTER CH CW FILTER -> the same
 //   bench N <one of the lines above>  -> "after" and "before": ms/frame and bytes allocated/frame in steady
 //                                        state (N frames after 3 warm-up frames), and whether both agree
-package mgcam
+package mg.cam
 
 import java.io.File
 import java.lang.management.ManagementFactory
