@@ -11,7 +11,8 @@ hands NV21-backed frames) and ARGB ints with an offset and a wider stride, at 64
   (``yuv420_to_rgb``/``orient``/``resize_crop``, in numpy) and the full-frame pipeline an app had to run
   before (frame → ARGB IntArray → rotated copy → ``ImageInput.prepare``);
 * time (ms) and bytes allocated per frame in steady state (``com.sun.management.ThreadMXBean
-  .getThreadAllocatedBytes`` around N calls after 3 warm-up calls), after (fused) and before.
+  .getThreadAllocatedBytes`` around N calls after 3 warm-up calls), after (fused) and before, in three
+  interleaved rounds, the fastest round of each kept (the machine is shared).
 
 Asserts nothing. A few minutes on a shared 2-core machine (kotlinc is most of it). ``--quick`` skips 12 MP.
 """

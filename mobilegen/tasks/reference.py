@@ -221,22 +221,33 @@ def resize_crop(image: Image.Image | np.ndarray, spec: TaskSpec) -> np.ndarray:
 
 
 YUV_COEFFS = (91881, -22554, -46802, 116130)  # 1.402, 0.344136, 0.714136, 1.772 (JFIF) x 2^16, rounded
+YUV_VIDEO_COEFFS = (76309, 104597, -25675, -53279, 132201)  # BT.601 video range (Y 16-235, C 16-240) x 2^16
 ROTATIONS = (0, 90, 180, 270)
 
 
-def yuv420_to_rgb(y: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+def yuv420_to_rgb(y: np.ndarray, u: np.ndarray, v: np.ndarray, video_range: bool = False) -> np.ndarray:
     """YUV 4:2:0 planes (``h × w`` luma, ``ceil(h/2) × ceil(w/2)`` chroma; uint8) → ``h × w × 3`` uint8 RGB,
-    BT.601 full range in 16-bit fixed point (the module docstring's formula; Kotlin ``FrameSampler.yuv``)."""
+    BT.601 full range in 16-bit fixed point (the module docstring's formula; Kotlin ``FrameSampler.yuv``,
+    Swift 420f). ``video_range``: BT.601 video range (Y 16-235, chroma 16-240; Swift 420v), with
+    ``l = 76309 * (Y - 16)``: ``R = (l + 104597 v + 32768) >> 16``, ``G = (l - 25675 u - 53279 v + 32768) >> 16``,
+    ``B = (l + 132201 u + 32768) >> 16``, clamped (1.164383, 1.596027, 0.391762, 0.812968, 2.017232 × 2^16)."""
     h, w = y.shape
     if u.shape != v.shape or u.shape[0] < (h + 1) // 2 or u.shape[1] < (w + 1) // 2:
         raise UsageError(f"chroma planes {u.shape}/{v.shape} do not cover a {w}x{h} luma plane", hint="pass 4:2:0 planes (half size, rounded up)")
     luma = y.astype(np.int64)
     cu = np.repeat(np.repeat(u.astype(np.int64) - 128, 2, axis=0), 2, axis=1)[:h, :w]
     cv = np.repeat(np.repeat(v.astype(np.int64) - 128, 2, axis=0), 2, axis=1)[:h, :w]
-    kr, kgu, kgv, kb = YUV_COEFFS
-    r = luma + ((kr * cv + 32768) >> 16)
-    g = luma + ((kgu * cu + kgv * cv + 32768) >> 16)
-    b = luma + ((kb * cu + 32768) >> 16)
+    if video_range:
+        ky, kr, kgu, kgv, kb = YUV_VIDEO_COEFFS
+        scaled = ky * (luma - 16)
+        r = (scaled + kr * cv + 32768) >> 16
+        g = (scaled + kgu * cu + kgv * cv + 32768) >> 16
+        b = (scaled + kb * cu + 32768) >> 16
+    else:
+        kr, kgu, kgv, kb = YUV_COEFFS
+        r = luma + ((kr * cv + 32768) >> 16)
+        g = luma + ((kgu * cu + kgv * cv + 32768) >> 16)
+        b = luma + ((kb * cu + 32768) >> 16)
     out: np.ndarray = np.clip(np.stack([r, g, b], axis=-1), 0, 255).astype(np.uint8)
     return out
 
