@@ -95,6 +95,14 @@ ANDROID_PINS: tuple[Pin, ...] = (
         "in a 2026-08-23 dependency review); lifecycleScope is in lifecycle-runtime-ktx",
     ),
     Pin(
+        "androidx_camera",
+        "1.4.2",
+        "UNVERIFIED first-party: androidx.camera:camera-core 1.4.2, a 2025 stable release recalled from "
+        "developer.android.com/jetpack/androidx/releases/camera, not resolved here; image tasks only. The API used "
+        "(ImageProxy planes/cropRect/imageInfo.rotationDegrees, ImageAnalysis.Analyzer) exists since 1.0, "
+        "OUTPUT_IMAGE_FORMAT_RGBA_8888 since 1.1",
+    ),
+    Pin(
         "kotlinx_coroutines",
         "1.11.0",
         "UNVERIFIED first-party: Maven Central latest stable kotlinx-coroutines as quoted in a 2026-08-23 dependency "

@@ -82,6 +82,23 @@ In the graph (``mobilegen.tasks.graph``), and here in float32, in this order
 scores in descending order, ties to the lower index (``--top-k``). Audio: ``x = float32(sample) /
 32768``.
 
+Camera input (:func:`yuv420_to_rgb`, :func:`orient`, :func:`camera_input`; Kotlin ``FrameSampler``)
+-----------------------------------------------------------------------------------------------------
+A frame is RGBA_8888, ARGB_8888 or YUV_420_888 (a full-resolution Y plane, U and V at half resolution in
+both directions, rounded up). YUV is BT.601 full range (JFIF, what camera YUV buffers carry), 16-bit fixed
+point, per pixel ``(x, y)`` with the chroma sample ``(x // 2, y // 2)`` (no chroma interpolation)::
+
+    u = U - 128;  v = V - 128
+    R = clamp(Y + ((91881 * v + 32768) >> 16))
+    G = clamp(Y + ((-22554 * u - 46802 * v + 32768) >> 16))
+    B = clamp(Y + ((116130 * u + 32768) >> 16))        (>>: arithmetic shift; clamp to 0..255)
+
+Then the crop rectangle ``(left, top, right, bottom)`` (columns ``[left, right)``, rows ``[top, bottom)``,
+in the frame's own un-rotated coordinates, as CameraX's ``ImageProxy.cropRect``), then the rotation
+clockwise by ``rotation`` degrees (0/90/180/270, CameraX's ``rotationDegrees``: what makes the frame
+upright), then :func:`resize_crop` on the upright image. The ports never build the converted, cropped
+or rotated frame: each reads, per line of the upright image, only the source pixels the taps need.
+
 Audio, natively (:func:`pcm16_input`, :func:`float_input`): mono samples at ``--sample-rate``, ``window``
 of them per run when the model's input length is fixed. 16-bit PCM (``runPcm16``) goes in as its sample
 values; floats in [-1, 1] (``runFloat``) as ``float32(x) * 32768`` (exact), refused outside [-1, 1].
@@ -201,6 +218,58 @@ def resize_crop(image: Image.Image | np.ndarray, spec: TaskSpec) -> np.ndarray:
     v = a + (b - a) * fy3
     out: np.ndarray = np.minimum(np.maximum(np.floor(v + 0.5), 0.0), 255.0).astype(np.uint8)
     return out
+
+
+YUV_COEFFS = (91881, -22554, -46802, 116130)  # 1.402, 0.344136, 0.714136, 1.772 (JFIF) x 2^16, rounded
+YUV_VIDEO_COEFFS = (76309, 104597, -25675, -53279, 132201)  # BT.601 video range (Y 16-235, C 16-240) x 2^16
+ROTATIONS = (0, 90, 180, 270)
+
+
+def yuv420_to_rgb(y: np.ndarray, u: np.ndarray, v: np.ndarray, video_range: bool = False) -> np.ndarray:
+    """YUV 4:2:0 planes (``h × w`` luma, ``ceil(h/2) × ceil(w/2)`` chroma; uint8) → ``h × w × 3`` uint8 RGB,
+    BT.601 full range in 16-bit fixed point (the module docstring's formula; Kotlin ``FrameSampler.yuv``,
+    Swift 420f). ``video_range``: BT.601 video range (Y 16-235, chroma 16-240; Swift 420v), with
+    ``l = 76309 * (Y - 16)``: ``R = (l + 104597 v + 32768) >> 16``, ``G = (l - 25675 u - 53279 v + 32768) >> 16``,
+    ``B = (l + 132201 u + 32768) >> 16``, clamped (1.164383, 1.596027, 0.391762, 0.812968, 2.017232 × 2^16)."""
+    h, w = y.shape
+    if u.shape != v.shape or u.shape[0] < (h + 1) // 2 or u.shape[1] < (w + 1) // 2:
+        raise UsageError(f"chroma planes {u.shape}/{v.shape} do not cover a {w}x{h} luma plane", hint="pass 4:2:0 planes (half size, rounded up)")
+    luma = y.astype(np.int64)
+    cu = np.repeat(np.repeat(u.astype(np.int64) - 128, 2, axis=0), 2, axis=1)[:h, :w]
+    cv = np.repeat(np.repeat(v.astype(np.int64) - 128, 2, axis=0), 2, axis=1)[:h, :w]
+    if video_range:
+        ky, kr, kgu, kgv, kb = YUV_VIDEO_COEFFS
+        scaled = ky * (luma - 16)
+        r = (scaled + kr * cv + 32768) >> 16
+        g = (scaled + kgu * cu + kgv * cv + 32768) >> 16
+        b = (scaled + kb * cu + 32768) >> 16
+    else:
+        kr, kgu, kgv, kb = YUV_COEFFS
+        r = luma + ((kr * cv + 32768) >> 16)
+        g = luma + ((kgu * cu + kgv * cv + 32768) >> 16)
+        b = luma + ((kb * cu + 32768) >> 16)
+    out: np.ndarray = np.clip(np.stack([r, g, b], axis=-1), 0, 255).astype(np.uint8)
+    return out
+
+
+def orient(rgb: np.ndarray, rotation: int = 0, crop: tuple[int, int, int, int] | None = None) -> np.ndarray:
+    """The upright image of a frame: ``crop`` (left, top, right, bottom; in the frame's un-rotated
+    coordinates) cut out, then rotated clockwise by ``rotation`` degrees (0/90/180/270)."""
+    if rotation not in ROTATIONS:
+        raise UsageError(f"rotation must be 0, 90, 180 or 270 degrees, got {rotation}", hint="pass CameraX's rotationDegrees")
+    h, w = rgb.shape[:2]
+    if crop is not None:
+        left, top, right, bottom = crop
+        if not (0 <= left < right <= w and 0 <= top < bottom <= h):
+            raise UsageError(f"crop {crop} is not a non-empty part of the {w}x{h} frame", hint="pass (left, top, right, bottom) inside the frame")
+        rgb = rgb[top:bottom, left:right]
+    return np.ascontiguousarray(np.rot90(rgb, k=-(rotation // 90)))
+
+
+def camera_input(frame: np.ndarray, spec: TaskSpec, rotation: int = 0, crop: tuple[int, int, int, int] | None = None) -> np.ndarray:
+    """The graph's input (crop h × w × 3 uint8) from a camera frame already in RGB (``h × w × 3|4``; see
+    :func:`yuv420_to_rgb` for YUV): :func:`orient`, then :func:`resize_crop`."""
+    return resize_crop(orient(rgb_array(frame), rotation, crop), spec)
 
 
 def normalize(pixels: np.ndarray, spec: TaskSpec) -> np.ndarray:

@@ -42,6 +42,7 @@ KNOWN_METHODS = frozenset(
     withUnsafeMutableBytes removeLast draw deletingPathExtension decode
     split trimmingCharacters filter data write hash prefix sorted rounded firstIndex
     first removeAll removeFirst lock unlock
+    assumingMemoryBound intersection withUnsafeBufferPointer
     """.split()
 )
 

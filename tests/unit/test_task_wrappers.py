@@ -49,6 +49,7 @@ COREGRAPHICS = {
     "CGRect": "cgrect/init(x:y:width:height:) (Int overload)",
     "CGDataProvider": "cgdataprovider/init(data:)",
     "CGBitmapInfo": "cgbitmapinfo/init(rawvalue:)",
+    "CGImagePropertyOrientation": "imageio/cgimagepropertyorientation (up, right, down, left; rawValue): camera input",
 }
 CG_IDENT = re.compile(r"\bCG[A-Z][A-Za-z0-9]*")
 CODE_SUFFIXES = (".kt", ".kts", ".swift", ".toml", ".xml", ".pro", ".yml")

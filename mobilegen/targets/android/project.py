@@ -384,6 +384,8 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
         "task": task,
         "task_support_file": "TaskSupport.kt" if task else "",
         "task_file": f"{class_name}Task.kt" if task else "",
+        # Camera input (issue 31): the sample app's CameraX analyzer, for image tasks only.
+        "camera_analyzer_file": "FrameAnalyzer.kt" if task and task["is_image"] else "",
         # Text tasks (mobilegen.tasks.text): the tokenizer's subpackage, "text", renders only for them.
         "tokenizer_dir": "",
         "labels_asset": f"{asset_dir}/{tw.LABELS_FILE}",

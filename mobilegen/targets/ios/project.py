@@ -297,6 +297,8 @@ def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str) -> di
         # --task (mobilegen.render.task_wrappers): the task-level API renders only with a task.
         "task": task,
         "task_swift_file": f"{class_name}+Task.swift" if task else "",
+        # Camera input (issue 31): the sample app's AVCaptureVideoDataOutput delegate, for image tasks only.
+        "camera_swift_file": "CameraFrames.swift" if task and task["is_image"] else "",
         # Text tasks (mobilegen.tasks.text): TextTokenizer.swift renders only for them.
         "tokenizer_swift_file": "",
         "labels_resource": tw.LABELS_FILE.rsplit(".", 1)[0],
