@@ -385,9 +385,10 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
         "task_support_file": "TaskSupport.kt" if task else "",
         "task_file": f"{class_name}Task.kt" if task else "",
         # Text tasks (mobilegen.tasks.text): the tokenizer's subpackage, "text", renders only for them.
-        "tokenizer_dir": "",
+        "tokenizer_dir": "text" if task and task["is_text"] else "",
+        "tokenizer_asset": f"{asset_dir}/{tw.TOKENIZER_FILE}",
         "labels_asset": f"{asset_dir}/{tw.LABELS_FILE}",
-        "task_test_file": f"{class_name}TaskTest.kt" if task and tw.task_golden_dir(spec) else "",
+        "task_test_file": f"{class_name}TaskTest.kt" if task and not task["is_text"] and tw.task_golden_dir(spec) else "",
         "task_golden_asset": f"{asset_dir}/task",
         "model_name_literal": kt.string_literal(spec.model_name),
         "model_name_comment": kt.line_comment(spec.model_name),
@@ -454,6 +455,7 @@ def render_android(spec: ProjectSpec, opts: AndroidOptions, dest: Path) -> list[
             shutil.copyfile(src, target)
             written.append(rel)
         written += tw.write_labels(dest, PurePosixPath(context["module"], "src/main/assets", context["labels_asset"]), spec.task)
+        written += tw.copy_tokenizer(dest, PurePosixPath(context["module"], "src/main/assets", context["tokenizer_asset"]), spec)
         golden_task = tw.task_golden_dir(spec)
         written += tw.copy_task_golden(dest, PurePosixPath(context["module"], "src/androidTest/assets", context["task_golden_asset"]), golden_task)
     except BaseException:
