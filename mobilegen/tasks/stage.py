@@ -148,7 +148,6 @@ def golden_inputs(spec: TaskSpec, wrapped: OnnxModel) -> list[GoldenInput]:
 def text_reference(loaded: LoadedModel, exported: OnnxModel, wrapped: OnnxModel, spec: TaskSpec, opts: VerifyOptions, tok: TokenizerSpec) -> tuple[Expected, LoadedModel]:
     """``reference`` for a text task: the original model on the graph's inputs (renamed back to the model's),
     then the numpy pooling / normalisation / softmax — on the seeded ids and on the golden texts' ids."""
-    import numpy as np
 
     from mobilegen.tasks.text.task import golden_texts, graph_feeds, model_feeds, postprocess
     from mobilegen.verify.gate import Expected, reference_outputs

@@ -11,6 +11,8 @@ Only the model's first output is kept (a Hugging Face model's pooler output and 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -62,7 +64,7 @@ def wrap_text(model: onnx.ModelProto, spec: TaskSpec) -> onnx.ModelProto:
         inits.append(numpy_helper.from_array(value, name))
         return name
 
-    def node(op: str, inputs: list[str], what: str, out_name: str | None = None, **attrs: object) -> str:
+    def node(op: str, inputs: list[str], what: str, out_name: str | None = None, **attrs: Any) -> str:
         o = out_name or names.new(what)
         nodes.append(helper.make_node(op, inputs, [o], name=names.new(f"{what}_node"), **attrs))
         return o
