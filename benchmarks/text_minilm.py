@@ -79,7 +79,7 @@ def main() -> None:
         sess = ort.InferenceSession(str(ort_path), providers=["CPUExecutionProvider"])
         got = np.concatenate([sess.run(["embedding"], graph_feeds(tok, spec, s))[0] for s in SENTENCES])
         cos = (got * want).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(want, axis=1)
-        print(f"{ort_path.relative_to(out)}: {len(SENTENCES)} sentences, cosine to SentenceTransformer.encode min {cos.min():.6f} mean {cos.mean():.6f}")
+        print(f"{ort_path.relative_to(out)}: {len(SENTENCES)} sentences, cosine to SentenceTransformer.encode min {cos.min():.7f} (1 - min = {1 - cos.min():.1e}), max abs diff {np.abs(got - want).max():.1e}")
     for cov in manifest.get("coverage", []) if isinstance(manifest.get("coverage"), list) else []:
         print("coverage:", json.dumps(cov)[:300])
     kotlinc = shutil.which("kotlinc") or str(Path(".tools/node_modules/kotlin-compiler/bin/kotlinc"))

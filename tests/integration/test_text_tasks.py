@@ -184,7 +184,9 @@ def test_kotlin_text_api_compiles(bert: dict[str, Path], roberta: dict[str, Path
     for case in (bert, roberta):
         tree = case["out"] / "android"
         kt += sorted(p for p in tree.glob("*/src/main/kotlin/**/*.kt") if p.relative_to(tree).parts[0] != "app")
+        kt += sorted(tree.glob("*/src/androidTest/kotlin/**/*TaskTest.kt")) + sorted(tree.glob("*/src/androidTest/kotlin/**/*GoldenTest.kt"))
     assert any(p.name == "Tokenizer.kt" for p in kt) and sum(p.name.endswith("Task.kt") for p in kt) == 2
+    assert sum(p.name.endswith("TaskTest.kt") for p in kt) == 2  # the golden texts replayed on the device
     # the two projects share a package name: compile each on its own
     for case in (bert, roberta):
         files = [p for p in kt if p.is_relative_to(case["out"])]
@@ -199,6 +201,7 @@ def test_swift_text_api_parses(bert: dict[str, Path], roberta: dict[str, Path]) 
         files = {p.name: p.read_bytes() for p in (case["out"] / "ios").rglob("*.swift")}
         task = next(v for k, v in files.items() if k.endswith("+Task.swift"))
         assert api.encode() in task and "TextTokenizer.swift" in files
+        assert b"func testTokenizerMatchesHuggingFace()" in next(v for k, v in files.items() if k.endswith("TaskTests.swift"))
         for name, source in files.items():
             assert syntax_problems(source) == [], name
 

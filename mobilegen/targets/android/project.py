@@ -388,7 +388,7 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
         "tokenizer_dir": "text" if task and task["is_text"] else "",
         "tokenizer_asset": f"{asset_dir}/{tw.TOKENIZER_FILE}",
         "labels_asset": f"{asset_dir}/{tw.LABELS_FILE}",
-        "task_test_file": f"{class_name}TaskTest.kt" if task and not task["is_text"] and tw.task_golden_dir(spec) else "",
+        "task_test_file": f"{class_name}TaskTest.kt" if task and tw.task_golden_dir(spec) else "",
         "task_golden_asset": f"{asset_dir}/task",
         "model_name_literal": kt.string_literal(spec.model_name),
         "model_name_comment": kt.line_comment(spec.model_name),

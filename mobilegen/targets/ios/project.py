@@ -302,7 +302,7 @@ def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str) -> di
         "labels_resource": tw.LABELS_FILE.rsplit(".", 1)[0],
         "labels_resource_ext": tw.LABELS_FILE.rsplit(".", 1)[1],
         "labels_file": tw.LABELS_FILE if task and task["is_classification"] else "",
-        "task_test_swift_file": f"{class_name}TaskTests.swift" if task and not task["is_text"] and tw.task_golden_dir(spec) else "",
+        "task_test_swift_file": f"{class_name}TaskTests.swift" if task and tw.task_golden_dir(spec) else "",
         "coreml_format": fmt_value,
         "coreml_format_case": fmt_case,
         "compute_units": cu_value,

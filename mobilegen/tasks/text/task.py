@@ -285,6 +285,25 @@ def tokenizer_record(tok: TokenizerSpec, report: ParityReport, stats: LengthStat
     }
 
 
+def describe_tokenizer(rec: dict[str, Any]) -> str:
+    """One line for the report from :func:`tokenizer_record`: algorithm, vocabulary, components, the gate, lengths."""
+    parity = rec.get("parity") or {}
+    parts = [
+        f"{rec.get('algorithm')}, vocabulary {rec.get('vocab_size')}",
+        ", ".join(str(c) for c in rec.get("components") or [] if str(c) != str(rec.get("algorithm"))) or "no normalizer or pre-tokenizer",
+        f"truncation at {rec.get('max_length')}" + (f", padded to {rec.get('padding')}" if rec.get("padding") else ", no padding (any length)"),
+        f"parity gate: {parity.get('strings')} texts ({parity.get('tokens')} ids) identical to Hugging Face tokenizers, {parity.get('mismatches')} mismatches",
+        "generated Kotlin and Swift tokenizers read the shipped asset (vocabulary as data)",
+    ]
+    lengths = rec.get("sample_lengths")
+    if isinstance(lengths, dict):
+        parts.append(
+            f"--sample token lengths: median {lengths.get('p50')}, p90 {lengths.get('p90')}, p99 {lengths.get('p99')}, longest {lengths.get('longest')}"
+            f"; {lengths.get('truncated')} of {lengths.get('texts')} truncated at {lengths.get('max_length')}"
+        )
+    return "; ".join(parts)
+
+
 # --- the numpy reference of the graph's post-processing ------------------------------------------------
 
 
