@@ -108,6 +108,30 @@ def roberta(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"out": out, "tok": tok, "root": root, "model": root / "torch_model.bin"}
 
 
+@pytest.fixture(scope="module")
+def tagger(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A tiny BERT token classifier (per-token softmax), dynamic sequence length, labels from --labels."""
+    import torch
+    from tokenizers import Tokenizer
+    from transformers import BertConfig, BertForTokenClassification
+
+    root = tmp_path_factory.mktemp("tagger")
+    tok = train_wordpiece(root)
+    torch.manual_seed(1)
+    cfg = BertConfig(vocab_size=Tokenizer.from_file(str(tok)).get_vocab_size(), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                     intermediate_size=64, max_position_embeddings=64, num_labels=4)
+    model = BertForTokenClassification(cfg).eval()
+    pt = _trace(model, 40, tok.parent, with_types=True)
+    torch.save(model, root / "torch_model.bin")
+    labels = root / "labels.txt"
+    labels.write_text("O\nB-PER\nI-PER\nB-LOC\n", encoding="utf-8")
+    out = root / "pkg"
+    proc = _cli("package", str(pt), "--task", "token-classification", "--labels", str(labels), "--android", "--ios", "-o", str(out),
+                "--input", "input_ids:1x40:int64", "--input", "attention_mask:1x40:int64", "--input", "token_type_ids:1x40:int64")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return {"out": out, "tok": tok, "root": root, "model": root / "torch_model.bin"}
+
+
 def _manifest_task(out: Path) -> dict:  # type: ignore[type-arg]
     return json.loads((out / "manifest.json").read_text())["options"]["task"]  # type: ignore[no-any-return]
 
@@ -142,13 +166,13 @@ def _torch_reference(model_file: Path, ids: list[int], mask: list[int], kind: st
     return e / e.sum(-1, keepdims=True)  # type: ignore[no-any-return]
 
 
-@pytest.mark.parametrize("which", ["bert", "roberta"])
+@pytest.mark.parametrize("which", ["bert", "roberta", "tagger"])
 def test_shipped_ort_matches_pytorch_on_hf_tokenizer_ids(which: str, request: pytest.FixtureRequest) -> None:
     import onnxruntime as ort
     from tokenizers import Tokenizer
 
     case = request.getfixturevalue(which)
-    kind = "text-embedding" if which == "bert" else "text-classification"
+    kind = {"bert": "text-embedding", "roberta": "text-classification", "tagger": "token-classification"}[which]
     hf = Tokenizer.from_file(str(case["tok"]))
     for ort_file in sorted(case["out"].glob("model/*/model.ort")):
         sess = ort.InferenceSession(str(ort_file), providers=["CPUExecutionProvider"])
@@ -172,7 +196,7 @@ def test_text_golden_cases_hold_hf_ids(bert: dict[str, Path]) -> None:
         assert case["input_ids"] == hf.encode(case["text"]).ids
 
 
-def test_kotlin_text_api_compiles(bert: dict[str, Path], roberta: dict[str, Path], tmp_path: Path) -> None:
+def test_kotlin_text_api_compiles(bert: dict[str, Path], roberta: dict[str, Path], tagger: dict[str, Path], tmp_path: Path) -> None:
     from test_android_kotlin import SHIM, _kotlinc, _run
 
     kotlinc = _kotlinc()
@@ -181,23 +205,23 @@ def test_kotlin_text_api_compiles(bert: dict[str, Path], roberta: dict[str, Path
     sources = sorted(SHIM.rglob("*.java")) + sorted((REPO / "tests" / "shims" / "android_sdk").rglob("*.java"))
     _run(["javac", "-d", str(shims), *map(str, sources)], "javac (ORT + Android shims)")
     kt = []
-    for case in (bert, roberta):
+    for case in (bert, roberta, tagger):
         tree = case["out"] / "android"
         kt += sorted(p for p in tree.glob("*/src/main/kotlin/**/*.kt") if p.relative_to(tree).parts[0] != "app")
         kt += sorted(tree.glob("*/src/androidTest/kotlin/**/*TaskTest.kt")) + sorted(tree.glob("*/src/androidTest/kotlin/**/*GoldenTest.kt"))
-    assert any(p.name == "Tokenizer.kt" for p in kt) and sum(p.name.endswith("Task.kt") for p in kt) == 2
-    assert sum(p.name.endswith("TaskTest.kt") for p in kt) == 2  # the golden texts replayed on the device
+    assert any(p.name == "Tokenizer.kt" for p in kt) and sum(p.name.endswith("Task.kt") for p in kt) == 3
+    assert sum(p.name.endswith("TaskTest.kt") for p in kt) == 3  # the golden texts replayed on the device
     # the two projects share a package name: compile each on its own
-    for case in (bert, roberta):
+    for case in (bert, roberta, tagger):
         files = [p for p in kt if p.is_relative_to(case["out"])]
         _run([str(kotlinc), "-nowarn", "-cp", os.pathsep.join([str(shims), str(coroutines)]), "-d", str(tmp_path / f"{case['root'].name}.jar"),
               *map(str, files)], "kotlinc (text task project)")
 
 
-def test_swift_text_api_parses(bert: dict[str, Path], roberta: dict[str, Path]) -> None:
+def test_swift_text_api_parses(bert: dict[str, Path], roberta: dict[str, Path], tagger: dict[str, Path]) -> None:
     from test_ios_swift import syntax_problems
 
-    for case, api in ((bert, "func embed("), (roberta, "func classify(_ text: String")):
+    for case, api in ((bert, "func embed("), (roberta, "func classify(_ text: String"), (tagger, "func classifyTokens(_ text: String")):
         files = {p.name: p.read_bytes() for p in (case["out"] / "ios").rglob("*.swift")}
         task = next(v for k, v in files.items() if k.endswith("+Task.swift"))
         assert api.encode() in task and "TextTokenizer.swift" in files
