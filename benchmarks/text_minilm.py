@@ -3,7 +3,10 @@
 sentence-transformers' own ``encode`` and the generated Kotlin tokenizer against Hugging Face tokenizers.
 Prints numbers measured in one run; asserts nothing.
 
-    python benchmarks/text_minilm.py WORKDIR
+    python benchmarks/text_minilm.py WORKDIR [sdpa|eager]
+
+The second argument is the attention implementation traced (transformers' ``attn_implementation``): the
+mask construction of ``sdpa`` brings Where/IsNaN nodes no mobile provider takes.
 """
 
 from __future__ import annotations
@@ -35,7 +38,9 @@ def main() -> None:
     src = Path(gt.get_model_path())
     work.mkdir(parents=True, exist_ok=True)
     length = 128  # the tokenizer.json pads to 128 (Fixed); NNAPI wants a fixed length anyway
-    model = AutoModel.from_pretrained(src).eval()
+    attn = sys.argv[2] if len(sys.argv) > 2 else "sdpa"
+    model = AutoModel.from_pretrained(src, attn_implementation=attn).eval()
+    print(f"traced with attn_implementation={attn}")
     ex = (torch.ones(1, length, dtype=torch.long), torch.ones(1, length, dtype=torch.long), torch.zeros(1, length, dtype=torch.long))
 
     class Hidden(torch.nn.Module):
@@ -80,8 +85,10 @@ def main() -> None:
         got = np.concatenate([sess.run(["embedding"], graph_feeds(tok, spec, s))[0] for s in SENTENCES])
         cos = (got * want).sum(1) / np.linalg.norm(got, axis=1) / np.linalg.norm(want, axis=1)
         print(f"{ort_path.relative_to(out)}: {len(SENTENCES)} sentences, cosine to SentenceTransformer.encode min {cos.min():.7f} (1 - min = {1 - cos.min():.1e}), max abs diff {np.abs(got - want).max():.1e}")
-    for cov in manifest.get("coverage", []) if isinstance(manifest.get("coverage"), list) else []:
-        print("coverage:", json.dumps(cov)[:300])
+    for cov in manifest.get("coverage", []):
+        refused = ", ".join(f"{r['op']}×{r['nodes']}" for r in cov["refused_ops"])
+        print(f"coverage {cov['label']}: {cov['supported_nodes']}/{cov['total_nodes']} nodes ({cov['percent']}%), {cov['partitions']} partitions, "
+              f"verdict {cov['verdict']}; on the CPU: {refused or 'nothing'}")
     kotlinc = shutil.which("kotlinc") or str(Path(".tools/node_modules/kotlin-compiler/bin/kotlinc"))
     if Path(kotlinc).exists():
         from mobilegen.tasks.text import jvm, parity
