@@ -12,6 +12,7 @@ mask construction of ``sdpa`` brings Where/IsNaN nodes no mobile provider takes.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -89,7 +90,7 @@ def main() -> None:
         refused = ", ".join(f"{r['op']}×{r['nodes']}" for r in cov["refused_ops"])
         print(f"coverage {cov['label']}: {cov['supported_nodes']}/{cov['total_nodes']} nodes ({cov['percent']}%), {cov['partitions']} partitions, "
               f"verdict {cov['verdict']}; on the CPU: {refused or 'nothing'}")
-    kotlinc = shutil.which("kotlinc") or str(Path(".tools/node_modules/kotlin-compiler/bin/kotlinc"))
+    kotlinc = os.environ.get("KOTLINC") or shutil.which("kotlinc") or str(Path(".tools/node_modules/kotlin-compiler/bin/kotlinc"))
     if Path(kotlinc).exists():
         from mobilegen.tasks.text import jvm, parity
 
