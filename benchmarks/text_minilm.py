@@ -6,7 +6,8 @@ Prints numbers measured in one run; asserts nothing.
     python benchmarks/text_minilm.py WORKDIR [sdpa|eager]
 
 The second argument is the attention implementation traced (transformers' ``attn_implementation``): the
-mask construction of ``sdpa`` brings Where/IsNaN nodes no mobile provider takes.
+mask construction of ``sdpa`` brings Where/IsNaN nodes no mobile provider takes (7 partitions on NNAPI and
+CoreML); ``eager`` leaves one partition each.
 """
 
 from __future__ import annotations
