@@ -80,7 +80,8 @@ def build(opts: BuildOptions) -> BuildResult:
         onnx_model, opts = notes.take(task_stage.wrap_build(exported, opts))  # --task: pre/post-processing nodes from here on
         check_io(chosen, onnx_model)
         onnx_model = notes.take(fix_stage.prepare(onnx_model, chosen, keep_dynamic=opts.keep_dynamic))
-        expected, loaded = task_stage.build_reference(loaded, exported, onnx_model, opts)  # PyTorch runs now, then is let go
+        opts, text_gate = notes.take(task_stage.text_gate_build(opts, onnx_model))  # text tasks: the tokenizer parity gate (exit 5)
+        expected, loaded = task_stage.build_reference(loaded, exported, onnx_model, opts, text_gate)  # PyTorch runs now, then is let go
         exported = onnx_model  # the unwrapped model's proto is not needed any more
         progress.step("fixing")
         fix_plan = notes.take(fix_stage.fix(onnx_model, chosen, opts))  # per target: the passes that help its providers
@@ -91,7 +92,7 @@ def build(opts: BuildOptions) -> BuildResult:
         verification = verify_stage.verify(expected, models, opts.verify, root, quantize_stage.sorted_outputs(opts.task))
         fp32_coverage = exporter_advice.fp32_coverage(opts, loaded, as_exported, models, chosen)  # before --quantize
         models = notes.take(quantize_stage.quantize_build(models, chosen, opts, root, verification.golden_cases))  # per target
-        task_files = task_stage.build_files(root, opts, onnx_model, models)
+        task_files = task_stage.build_files(root, opts, onnx_model, models, text_gate)
         check_runtimes(chosen, models)
         progress.step("analysing")
         coverage = coverage_stage.analyse(models, chosen)

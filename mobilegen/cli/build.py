@@ -55,6 +55,8 @@ from mobilegen.cli.task_options import (
     LabelsOpt,
     LayoutOpt,
     MeanOpt,
+    NormalizeOpt,
+    PoolingOpt,
     ResizeFilterOpt,
     ResizeOpt,
     SampleRateOpt,
@@ -63,6 +65,7 @@ from mobilegen.cli.task_options import (
     StateOpt,
     StdOpt,
     TaskOpt,
+    TokenizerOpt,
     TopKOpt,
     task_spec,
 )
@@ -128,6 +131,8 @@ def _build(
 ) -> Any:
     from mobilegen.pipeline import BuildOptions, build
 
+    if task is not None and task.is_text:  # --sample of a text task is its sample texts (in the task spec)
+        sample = None
     return build(
         BuildOptions(
             model=model,
@@ -292,6 +297,9 @@ def android(
     state: StateOpt = None,
     softmax: SoftmaxOpt = False,
     top_k: TopKOpt = None,
+    tokenizer: TokenizerOpt = None,
+    pooling: PoolingOpt = None,
+    normalize: NormalizeOpt = None,
     style: StyleOpt = "runtime",
     trust_pickle: TrustPickleOpt = False,
     model_class: ModelClassOpt = None,
@@ -314,7 +322,8 @@ def android(
                       ranges=range_, sample_only=sample_only, allow_degenerate=allow_degenerate,
                       quantize=quantize_options(quantize, calibration, calibration_method, eval_, min_cosine, min_top1),
                       task=task_spec(task, labels, resize, crop, mean, std, scale, channels, layout, sample_rate, softmax, top_k,
-                                     resize_filter=resize_filter, state=state), standalone=True)
+                                     resize_filter=resize_filter, state=state, tokenizer=tokenizer, pooling=pooling, normalize=normalize,
+                                     sample=sample, model=model), standalone=True)
 
     run_command(action, json_out=json_out, debug=debug, human=_human_build, to_json=_json_build)
 
@@ -361,6 +370,9 @@ def ios(
     state: StateOpt = None,
     softmax: SoftmaxOpt = False,
     top_k: TopKOpt = None,
+    tokenizer: TokenizerOpt = None,
+    pooling: PoolingOpt = None,
+    normalize: NormalizeOpt = None,
     style: StyleOpt = "runtime",
     trust_pickle: TrustPickleOpt = False,
     model_class: ModelClassOpt = None,
@@ -383,7 +395,8 @@ def ios(
                       ranges=range_, sample_only=sample_only, allow_degenerate=allow_degenerate,
                       quantize=quantize_options(quantize, calibration, calibration_method, eval_, min_cosine, min_top1),
                       task=task_spec(task, labels, resize, crop, mean, std, scale, channels, layout, sample_rate, softmax, top_k,
-                                     resize_filter=resize_filter, state=state), standalone=True)
+                                     resize_filter=resize_filter, state=state, tokenizer=tokenizer, pooling=pooling, normalize=normalize,
+                                     sample=sample, model=model), standalone=True)
 
     run_command(action, json_out=json_out, debug=debug, human=_human_build, to_json=_json_build)
 
@@ -437,6 +450,9 @@ def package(
     state: StateOpt = None,
     softmax: SoftmaxOpt = False,
     top_k: TopKOpt = None,
+    tokenizer: TokenizerOpt = None,
+    pooling: PoolingOpt = None,
+    normalize: NormalizeOpt = None,
     style: StyleOpt = "runtime",
     trust_pickle: TrustPickleOpt = False,
     model_class: ModelClassOpt = None,
@@ -475,6 +491,7 @@ def package(
                       ranges=range_, sample_only=sample_only, allow_degenerate=allow_degenerate,
                       quantize=quantize_options(quantize, calibration, calibration_method, eval_, min_cosine, min_top1),
                       task=task_spec(task, labels, resize, crop, mean, std, scale, channels, layout, sample_rate, softmax, top_k,
-                                     resize_filter=resize_filter, state=state))
+                                     resize_filter=resize_filter, state=state, tokenizer=tokenizer, pooling=pooling, normalize=normalize,
+                                     sample=sample, model=model))
 
     run_command(action, json_out=json_out, debug=debug, human=_human_build, to_json=_json_build)

@@ -12,7 +12,12 @@ if TYPE_CHECKING:
 
 TaskOpt = Annotated[
     str | None,
-    typer.Option("--task", metavar="TASK", help="Wrap the model in pre/post-processing: image-classification, image or audio (see docs/tasks.md)."),
+    typer.Option(
+        "--task",
+        metavar="TASK",
+        help="Wrap the model in pre/post-processing: image-classification, image, audio, text-embedding, text-classification "
+        "or token-classification (see docs/tasks.md).",
+    ),
 ]
 LabelsOpt = Annotated[Path | None, typer.Option("--labels", metavar="FILE.txt", help="image-classification: the class names, one per line, UTF-8 (shipped as a data file).")]
 ResizeOpt = Annotated[int | None, typer.Option("--resize", metavar="N", help="Image tasks: scale the shorter side to N pixels before the centre crop (default: the crop's larger side).")]
@@ -42,6 +47,15 @@ ChannelsOpt = Annotated[str | None, typer.Option("--channels", metavar="ORDER", 
 LayoutOpt = Annotated[str | None, typer.Option("--layout", metavar="LAYOUT", help="Image tasks: the model's input layout: nchw (default) or nhwc.")]
 SampleRateOpt = Annotated[int | None, typer.Option("--sample-rate", metavar="HZ", help="audio: the model's sample rate (mono 16-bit PCM).")]
 SoftmaxOpt = Annotated[bool, typer.Option("--softmax", help="Task models: softmax over the class scores, in the graph.")]
+TokenizerOpt = Annotated[
+    Path | None,
+    typer.Option("--tokenizer", metavar="DIR|tokenizer.json", help="Text tasks: the model's Hugging Face tokenizer (default: the tokenizer.json beside the model)."),
+]
+PoolingOpt = Annotated[str | None, typer.Option("--pooling", metavar="MODE", help="text-embedding: mean (over the attention mask) or cls, in the graph (default: the sentence-transformers config, else mean).")]
+NormalizeOpt = Annotated[
+    bool | None,
+    typer.Option("--normalize/--no-normalize", help="text-embedding: L2-normalise the embedding in the graph (default: as the sentence-transformers config, else on)."),
+]
 TopKOpt = Annotated[int | None, typer.Option("--top-k", metavar="K", help='Task models: the K best classes in the graph (outputs "scores" and "indices").')]
 
 
@@ -61,8 +75,16 @@ def task_spec(
     *,
     resize_filter: str | None = None,
     state: str | None = None,
+    tokenizer: Path | None = None,
+    pooling: str | None = None,
+    normalize: bool | None = None,
+    sample: Path | None = None,
+    model: Path | None = None,
 ) -> TaskSpec | None:  # imported lazily: keeps --help fast
     from mobilegen.tasks.spec import TaskFlags, task_from_flags
 
-    flags = TaskFlags(task, labels, resize, crop, mean, std, scale, channels, layout, sample_rate, softmax, top_k, resize_filter=resize_filter, state=state)
+    flags = TaskFlags(
+        task, labels, resize, crop, mean, std, scale, channels, layout, sample_rate, softmax, top_k, resize_filter=resize_filter, state=state,
+        tokenizer=tokenizer, pooling=pooling, normalize=normalize, sample=sample if task is not None else None, model=model,
+    )
     return task_from_flags(flags)

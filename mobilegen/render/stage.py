@@ -53,6 +53,7 @@ def render(
             notes=tuple(texts(notices_for(c.target.name, build_notices(warnings), coverage, {x.target.name for x in chosen}))),
             task=opts.task,  # resolved against the model by the pipeline (crop filled in)
             labels_file=task_files.labels if task_files else None,
+            tokenizer_file=task_files.tokenizer if task_files else None,
             task_golden=task_files.golden.get(c.target.name) if task_files else None,
             quantization=model.quantization.shipped if model.quantization is not None and model.quantization.quantized else "",
             model_link=link,

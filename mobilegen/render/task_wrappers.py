@@ -30,7 +30,11 @@ if TYPE_CHECKING:
     from mobilegen.tasks.spec import TaskSpec
 
 LABELS_FILE = "labels.txt"
-TASK_KINDS = ("image-classification", "image", "audio")
+TEXT_KINDS = ("text-embedding", "text-classification", "token-classification")
+TASK_KINDS = ("image-classification", "image", "audio", *TEXT_KINDS)
+TOKENIZER_FILE = "tokenizer.json"  # the generated tokenizers' asset (mobilegen.tasks.text.spec.to_asset), shipped as data
+TEXT_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+EMBEDDING_OUTPUT = "embedding"
 IMAGE_INPUT = "image"
 PCM_INPUT = "pcm"
 SCORES_OUTPUT = "scores"
@@ -59,15 +63,21 @@ class MobileTask:
     window: int = 0  # audio: samples per run (the pcm input's fixed length); 0 = any length
     scores: TensorSpec | None = None
     indices: TensorSpec | None = None
+    text_inputs: tuple[TensorSpec, ...] = ()  # text tasks: input_ids, attention_mask[, token_type_ids] int64 [1, L]
+    embedding: TensorSpec | None = None  # text-embedding: float32 [1, H]
 
     @property
     def is_image(self) -> bool:
         return self.kind in ("image-classification", "image")
 
     @property
+    def is_text(self) -> bool:
+        return self.kind in TEXT_KINDS
+
+    @property
     def is_classification(self) -> bool:
-        """Classes with labels (``Labels``, ``Scores``, ``classify``): image-classification, audio with labels."""
-        return self.kind == "image-classification" or (self.kind == "audio" and bool(self.labels))
+        """Classes with labels (``Labels``, ``Scores``, ``classify``): image/text classification, audio with labels."""
+        return self.kind in ("image-classification", "text-classification", "token-classification") or (self.kind == "audio" and bool(self.labels))
 
 
 def _find(tensors: Sequence[TensorSpec], name: str) -> TensorSpec | None:
@@ -102,6 +112,8 @@ def mobile_task(task: TaskSpec | None, io: IOSpec) -> MobileTask | None:
     if task.is_image and (crop is None or resize < max(crop)):
         raise _bug(f"an image task needs a crop and a resize at least as large, got {crop} / {task.resize}")
     image = pcm = scores = indices = None
+    if task.kind in TEXT_KINDS:
+        return _mobile_text_task(task, io)
     if task.kind == "audio":
         pcm = _find(io.inputs, PCM_INPUT)
         if pcm is None or pcm.dtype not in PCM_DTYPES or len(pcm.shape) != 2:
@@ -146,6 +158,26 @@ def mobile_task(task: TaskSpec | None, io: IOSpec) -> MobileTask | None:
         pcm=pcm,
         scores=scores,
         indices=indices,
+    )
+
+
+def _mobile_text_task(task: TaskSpec, io: IOSpec) -> MobileTask:
+    ins = [_find(io.inputs, n) for n in TEXT_INPUTS]
+    text_inputs = tuple(t for t in ins if t is not None)
+    if ins[0] is None or len(text_inputs) != len(io.inputs) or any(t.dtype != "int64" or len(t.shape) != 2 for t in text_inputs):
+        raise _bug(f"a text task's graph takes int64 [1, L] {', '.join(TEXT_INPUTS)}, got {', '.join(t.name for t in io.inputs)}")
+    embedding = scores = None
+    if task.kind == "text-embedding":
+        embedding = _find(io.outputs, EMBEDDING_OUTPUT)
+        if embedding is None or embedding.dtype != "float32" or len(embedding.shape) != 2:
+            raise _bug(f"a text-embedding graph returns float32 [1, H] {EMBEDDING_OUTPUT!r}, got {embedding}")
+    else:
+        scores = _find(io.outputs, SCORES_OUTPUT)
+        if scores is None or scores.dtype != "float32" or not isinstance(scores.shape[-1], int):
+            raise _bug(f"a text classifier's graph returns float32 {SCORES_OUTPUT!r}, got {scores}")
+    return MobileTask(
+        kind=task.kind, labels=tuple(task.labels), resize=0, crop_h=0, crop_w=0, softmax=True, graph_top_k=0,
+        scores=scores, text_inputs=text_inputs, embedding=embedding,
     )
 
 
@@ -222,12 +254,34 @@ def task_context(task: MobileTask | None, inputs: Sequence[dict[str, Any]], outp
         ],  # in the graph's input order (Swift's memberwise Input init takes its arguments in that order)
         "scores": _tensor_ctx(outputs, task.scores),
         "indices": _tensor_ctx(outputs, task.indices),
+        # text tasks (the generated tokenizer feeds these; mobilegen.tasks.text)
+        "is_text": task.is_text,
+        "is_embedding": task.kind == "text-embedding",
+        "is_text_classification": task.kind == "text-classification",
+        "is_token_classification": task.kind == "token-classification",
+        "text_inputs": [{"tensor": _tensor_ctx(inputs, t), "role": t.name} for t in task.text_inputs],
+        "text_static": all(t.is_static for t in task.text_inputs),
+        "embedding": _tensor_ctx(outputs, task.embedding),
+        "class_count": int(task.scores.shape[-1]) if task.scores is not None and isinstance(task.scores.shape[-1], int) else 0,
+        "tokenizer_file": TOKENIZER_FILE,
     }
+
+
+def copy_tokenizer(dest: Path, rel: PurePosixPath, spec: ProjectSpec) -> list[PurePosixPath]:
+    """Ship a text task's tokenizer asset (data, never source) at ``dest/rel``; returns what was written."""
+    if spec.task is None or spec.task.kind not in TEXT_KINDS:
+        return []
+    if spec.tokenizer_file is None or not Path(spec.tokenizer_file).is_file():
+        raise InternalError("a text task's build has no tokenizer asset", hint="this is a bug in the pipeline")
+    target = dest.joinpath(*rel.parts)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(spec.tokenizer_file, target)
+    return [rel]
 
 
 def write_labels(dest: Path, rel: PurePosixPath, task: TaskSpec | None) -> list[PurePosixPath]:
     """Write the labels file of a classifier (image, or audio with labels) at ``dest/rel``; returns what was written."""
-    if task is None or not (task.kind == "image-classification" or (task.kind == "audio" and task.labels)):
+    if task is None or not (task.kind in ("image-classification", "text-classification", "token-classification") or (task.kind == "audio" and task.labels)):
         return []
     target = dest.joinpath(*rel.parts)
     target.parent.mkdir(parents=True, exist_ok=True)

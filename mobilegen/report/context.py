@@ -224,9 +224,13 @@ def _summary(result: BuildResult) -> tuple[Fact, ...]:
 def _task(result: BuildResult) -> tuple[Fact, ...]:
     """``--task``: the pre/post-processing around the model (mobilegen.tasks)."""
     from mobilegen.tasks.spec import describe
+    from mobilegen.tasks.text.task import describe_tokenizer
 
     rec = result.options.get("task")
-    return (Fact("Task", describe(rec)),) if isinstance(rec, dict) else ()
+    if not isinstance(rec, dict):
+        return ()
+    tok = rec.get("tokenizer")
+    return (Fact("Task", describe(rec)), *((Fact("Tokenizer", describe_tokenizer(tok)),) if isinstance(tok, dict) else ()))
 
 
 def _models(result: BuildResult) -> tuple[Fact, ...]:

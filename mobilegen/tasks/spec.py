@@ -25,8 +25,10 @@ if TYPE_CHECKING:
     from mobilegen.artifacts import JSONValue
     from mobilegen.spec import IOSpec, TensorSpec
 
-TaskKind = Literal["image-classification", "image", "audio"]
-TASK_KINDS: tuple[str, ...] = ("image-classification", "image", "audio")
+TaskKind = Literal["image-classification", "image", "audio", "text-embedding", "text-classification", "token-classification"]
+TEXT_KINDS: tuple[str, ...] = ("text-embedding", "text-classification", "token-classification")
+TASK_KINDS: tuple[str, ...] = ("image-classification", "image", "audio", *TEXT_KINDS)
+POOLINGS: tuple[str, ...] = ("mean", "cls")
 CHANNELS = ("rgb", "bgr")
 LAYOUTS = ("nchw", "nhwc")
 # --resize-filter: antialias = Pillow's BILINEAR (its triangle filter widened when shrinking, as torchvision's
@@ -40,6 +42,10 @@ SAMPLE_FORMATS = ("int16", "float")
 
 # The wrapped graph's IO names (mobilegen.tasks.graph).
 IMAGE_INPUT, PCM_INPUT, SCORES_OUTPUT, INDICES_OUTPUT = "image", "pcm", "scores", "indices"
+# Text tasks: the wrapped graph's inputs (int64 [1, L]; the model's own names are renamed) and embedding output.
+IDS_INPUT, MASK_INPUT, TYPES_INPUT, EMBEDDING_OUTPUT = "input_ids", "attention_mask", "token_type_ids", "embedding"
+MAX_SAMPLE_TEXTS = 10_000
+MAX_SAMPLE_BYTES = 8 << 20
 
 MAX_LABELS_BYTES = 4 << 20
 MAX_LABELS = 100_000
@@ -69,19 +75,33 @@ class TaskSpec:
     window: int | None = None  # audio: samples per run (the model's fixed input length); None: any length
     # audio, --state IN=OUT: model inputs fed with an output of the previous window (zeros at first / reset)
     state: tuple[tuple[str, str], ...] = ()
+    # Text tasks (mobilegen.tasks.text.task): the tokenizer.json, pooling and L2 normalisation (embeddings),
+    # the --sample texts, and — resolved against the model — the graph's text inputs and its sequence length.
+    tokenizer: Path | None = None
+    pooling: Literal["mean", "cls"] | None = None
+    pooling_source: str = ""  # where the pooling/normalize defaults came from (the report says it)
+    normalize: bool = False
+    texts: tuple[str, ...] = ()
+    text_inputs: tuple[tuple[str, str], ...] = ()  # (graph name input_ids|attention_mask|token_type_ids, the model's name)
+    seq_len: int | None = None  # fixed sequence length; None: any length (up to max_length)
+    max_length: int | None = None  # the tokenizer's truncation length
 
     @property
     def is_image(self) -> bool:
         return self.kind in ("image-classification", "image")
 
     @property
+    def is_text(self) -> bool:
+        return self.kind in TEXT_KINDS
+
+    @property
     def is_classifier(self) -> bool:
         """Classes with labels: image-classification, and audio given --labels (a keyword spotter, an audio tagger)."""
-        return self.kind == "image-classification" or (self.kind == "audio" and bool(self.labels))
+        return self.kind in ("image-classification", "text-classification", "token-classification") or (self.kind == "audio" and bool(self.labels))
 
     @property
     def input_name(self) -> str:
-        return IMAGE_INPUT if self.is_image else PCM_INPUT
+        return IMAGE_INPUT if self.is_image else IDS_INPUT if self.is_text else PCM_INPUT
 
     @property
     def state_inputs(self) -> tuple[str, ...]:
@@ -94,6 +114,10 @@ class TaskSpec:
     @property
     def output_names(self) -> tuple[str, ...]:
         """The outputs the task names (``--top-k``: scores, indices); empty: the model's output keeps its name."""
+        if self.kind == "text-embedding":
+            return (EMBEDDING_OUTPUT,)
+        if self.is_text:
+            return (SCORES_OUTPUT,)
         return (SCORES_OUTPUT, INDICES_OUTPUT) if self.top_k is not None else ()
 
     def channel_values(self, values: tuple[float, ...]) -> tuple[float, float, float]:
@@ -103,6 +127,17 @@ class TaskSpec:
     def record(self) -> dict[str, JSONValue]:
         """The manifest's ``options.task`` and the report's task section (labels by count: they are a file)."""
         rec: dict[str, JSONValue] = {"kind": self.kind}
+        if self.is_text:
+            rec |= {
+                "inputs": [g for g, _ in self.text_inputs],
+                "sequence_length": self.seq_len,
+                "max_length": self.max_length,
+            }
+            if self.kind == "text-embedding":
+                rec |= {"pooling": self.pooling, "normalize": self.normalize, "defaults_from": self.pooling_source or None}
+            if self.is_classifier:
+                rec["labels"] = len(self.labels)
+            return rec
         if self.is_image:
             rec |= {
                 "resize": self.resize,
@@ -146,6 +181,11 @@ class TaskFlags:
     top_k: int | None = None
     resize_filter: str | None = None
     state: str | None = None
+    tokenizer: Path | None = None
+    pooling: str | None = None
+    normalize: bool | None = None
+    sample: Path | None = None  # text tasks: --sample is a UTF-8 text file, one text per line
+    model: Path | None = None  # where a tokenizer.json / config.json beside the model is looked for
 
 
 _IMAGE_FLAGS = ("resize", "resize_filter", "crop", "mean", "std", "scale", "channels", "layout")
@@ -155,6 +195,12 @@ def task_from_flags(f: TaskFlags) -> TaskSpec | None:
     """The spec the flags describe (None without ``--task``); every flag error is a one-line UsageError."""
     given = [name for name in (*_IMAGE_FLAGS, "labels", "sample_rate", "top_k", "state") if getattr(f, name) is not None]
     given += ["softmax"] if f.softmax else []
+    text_given = [name for name in ("tokenizer", "pooling", "normalize") if getattr(f, name) is not None]
+    if f.task is None or f.task not in TEXT_KINDS:
+        if text_given and f.task is not None and f.task in TASK_KINDS:
+            raise UsageError(f"--{text_given[0]} is for text tasks, not --task {f.task}", hint=f"drop --{text_given[0]}")
+        if text_given and f.task is None:
+            raise UsageError(f"--{text_given[0]} needs --task", hint="add --task text-embedding, text-classification or token-classification")
     if f.task is None:
         if given:
             raise UsageError(f"--{given[0].replace('_', '-')} needs --task", hint=_needs_task_hint(given[0]))
@@ -162,6 +208,10 @@ def task_from_flags(f: TaskFlags) -> TaskSpec | None:
     if f.task not in TASK_KINDS:
         raise UsageError(f"unknown --task {f.task!r}", hint="--task is one of " + ", ".join(TASK_KINDS))
     kind = cast(TaskKind, f.task)
+    if kind in TEXT_KINDS:
+        from mobilegen.tasks.text.task import text_task_from_flags
+
+        return text_task_from_flags(kind, f, given)
     _check_flag_kinds(kind, f)
     spec = TaskSpec(kind=kind, softmax=f.softmax, top_k=_top_k(f.top_k))
     if kind == "audio":
@@ -379,6 +429,10 @@ def labels_text(labels: tuple[str, ...]) -> str:
 def resolve(spec: TaskSpec, io: IOSpec) -> TaskSpec:
     """``spec`` checked against the exported model's IO, with the crop filled in from its input shape.
     One-line UsageErrors name the mismatch."""
+    if spec.is_text:
+        from mobilegen.tasks.text.task import resolve_text
+
+        return resolve_text(spec, io)
     _check_state(spec, io)
     data_inputs = [t for t in io.inputs if t.name not in spec.state_inputs]
     if len(data_inputs) != 1:
@@ -476,6 +530,16 @@ def _check_scores(spec: TaskSpec, io: IOSpec) -> None:
 def describe(rec: Mapping[str, object]) -> str:
     """One line for the report and the READMEs from a manifest's ``options.task`` (:meth:`TaskSpec.record`)."""
     parts = [str(rec.get("kind"))]
+    if str(rec.get("kind")) in TEXT_KINDS:
+        seq = rec.get("sequence_length")
+        parts.append(f"text → tokenizer (native, generated) → ids [1, {seq}]" if seq else "text → tokenizer (native, generated) → ids [1, any length]")
+        if rec.get("kind") == "text-embedding":
+            parts.append(f"in the graph: {rec.get('pooling')} pooling over the attention mask" + (", L2 normalisation" if rec.get("normalize") else ""))
+        else:
+            parts.append("in the graph: softmax" + (" per token" if rec.get("kind") == "token-classification" else ""))
+        if rec.get("labels"):
+            parts.append(f"{rec.get('labels')} labels ({rec.get('labels_file')})")
+        return "; ".join(parts)
     if rec.get("kind") == "audio":
         window = rec.get("window")
         length = f"{window} samples per run" if isinstance(window, int) else "any number of samples per run"

@@ -30,11 +30,15 @@ if TYPE_CHECKING:
     from mobilegen.notices import Notice
     from mobilegen.options import BuildOptions
     from mobilegen.tasks.golden import GoldenInput
+    from mobilegen.tasks.text.spec import TokenizerSpec
     from mobilegen.verify.gate import Expected, VerifyOptions
 
 LABELS_FILE = "model/labels.txt"  # package-relative; the renderers ship it as a data file
 # The seeded verification inputs of the wrapped graph span the input's whole range.
 _SEED_RANGES = {"image": "0:256", "pcm": "-32768:32768"}
+
+
+TOKENIZER_FILE = "model/tokenizer.json"  # text tasks: the generated tokenizers' asset (mobilegen.tasks.text.spec.to_asset)
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,16 @@ class TaskFiles:
 
     labels: Path | None
     golden: dict[str, Path]  # target name -> <golden folder>/task
+    tokenizer: Path | None = None  # text tasks: the tokenizer asset
+    tokenizer_record: dict[str, JSONValue] | None = None  # text tasks: algorithm, vocabulary, parity, lengths
+
+
+@dataclass(frozen=True)
+class TextGate:
+    """A text task's tokenizer, as the app runs it, and what the build's parity gate measured."""
+
+    tokenizer: TokenizerSpec
+    record: dict[str, JSONValue]
 
 
 def wrap_exported(exported: OnnxModel, spec: TaskSpec) -> tuple[OnnxModel, TaskSpec]:
@@ -50,8 +64,39 @@ def wrap_exported(exported: OnnxModel, spec: TaskSpec) -> tuple[OnnxModel, TaskS
     resolved = resolve(spec, exported.io)
     if exported.proto is None:
         raise InternalError("the task wrapper needs the in-memory model; the export stage did not keep it")
+    if resolved.is_text:
+        from mobilegen.tasks.text.graph import wrap_text
+
+        proto = wrap_text(exported.proto, resolved)
+        return replace(exported, proto=proto, io=onnx_io_spec(proto)), resolved
     proto = wrap(exported.proto, resolved)
     return replace(exported, proto=proto, io=onnx_io_spec(proto)), resolved
+
+
+def text_gate(spec: TaskSpec, prepared: OnnxModel) -> tuple[TaskSpec, TextGate, list[Notice]]:
+    """A text task after the targets fixed its dims (NNAPI fixes the sequence length): the sequence length
+    the app pads to, then the tokenizer parity gate (exit 5 naming a text that differs) — before the
+    reference runs and anything is written. A notice when fixed-length samples would be truncated."""
+    from mobilegen.notices import Notice
+    from mobilegen.spec import TensorSpec
+    from mobilegen.tasks.text.task import gate, tokenizer_record
+
+    ids: TensorSpec = next(t for t in prepared.io.inputs if t.name == spec.input_name)
+    length = ids.shape[1]
+    if isinstance(length, int) and spec.seq_len != length:
+        spec = replace(spec, seq_len=length, max_length=length)
+    tok, report, stats = gate(spec)
+    out: list[Notice] = []
+    if stats is not None and stats.truncated:
+        out.append(
+            Notice(
+                "texts-truncated",
+                "warning",
+                f"{stats.truncated} of {stats.texts} --sample texts are longer than the model's {stats.max_length} tokens "
+                f"(longest {stats.longest}, 99th percentile {stats.p99}): the tokenizer cuts them, the model sees their start only",
+            )
+        )
+    return spec, TextGate(tok, tokenizer_record(tok, report, stats)), out
 
 
 def notices(spec: TaskSpec) -> list[Notice]:
@@ -72,6 +117,14 @@ def notices(spec: TaskSpec) -> list[Notice]:
 def verify_options(opts: VerifyOptions, spec: TaskSpec) -> VerifyOptions:
     """Seeded inputs over the wrapped input's whole range (0..255 pixels, 16-bit sample values) unless
     ``--range`` names it or ``--sample-only`` replaces them."""
+    if spec.is_text:  # token ids over the vocabulary, a full attention mask, segment 0
+        from mobilegen.tasks.text.spec import load
+
+        vocab = load(spec.tokenizer).vocab_size if spec.tokenizer is not None else 2
+        want = {"input_ids": f"0:{vocab}", "attention_mask": "1:2", "token_type_ids": "0:1"}
+        given = opts.value_ranges()
+        extra = [f"{g}={want[g]}" for g, _ in spec.text_inputs if g not in given]
+        return opts if opts.sample_only else replace(opts, ranges=(*opts.ranges, *extra))
     name = spec.input_name
     if opts.sample_only or name in opts.value_ranges():
         return opts
@@ -90,6 +143,35 @@ def golden_inputs(spec: TaskSpec, wrapped: OnnxModel) -> list[GoldenInput]:
         n = wrapped.io.inputs[0].shape[1]
         samples = n if isinstance(n, int) else wrapped.example_sizes.get(n, spec.sample_rate)
     return make(spec, samples)
+
+
+def text_reference(loaded: LoadedModel, exported: OnnxModel, wrapped: OnnxModel, spec: TaskSpec, opts: VerifyOptions, tok: TokenizerSpec) -> tuple[Expected, LoadedModel]:
+    """``reference`` for a text task: the original model on the graph's inputs (renamed back to the model's),
+    then the numpy pooling / normalisation / softmax — on the seeded ids and on the golden texts' ids."""
+
+    from mobilegen.tasks.text.task import golden_texts, graph_feeds, model_feeds, postprocess
+    from mobilegen.verify.gate import Expected, reference_outputs
+    from mobilegen.verify.stage import reference_for
+
+    inner, label = reference_for(loaded, exported)
+
+    def runner(arrays: dict[str, np.ndarray]) -> list[np.ndarray]:
+        return postprocess(inner(model_feeds(arrays, spec)), arrays, spec)
+
+    label = task_reference_label(label)
+    expected = reference_outputs(runner, wrapped, opts, reference_label=label)
+    texts = golden_texts(spec)
+    cases = tuple(graph_feeds(tok, spec, t) for _, t in texts)
+    return (
+        Expected(
+            cases=expected.cases + cases,
+            outputs=expected.outputs + tuple(runner(c) for c in cases),
+            label=expected.label,
+            origins=expected.origins + tuple(f"task golden text {n}" for n, _ in texts),
+            labels=expected.labels + tuple(f"text:{n}" for n, _ in texts),
+        ),
+        replace(loaded, module=None),
+    )
 
 
 def reference(loaded: LoadedModel, exported: OnnxModel, wrapped: OnnxModel, spec: TaskSpec, opts: VerifyOptions) -> tuple[Expected, LoadedModel]:
@@ -122,6 +204,27 @@ def task_reference_label(label: str) -> str:
     return f"{subject} wrapped in mobilegen.tasks' reference pre/post-processing" + (f" ({remark}" if paren else "")
 
 
+def write_text_files(root: Path, spec: TaskSpec, gate: TextGate, models: Sequence[ShippedModel]) -> TaskFiles:
+    """A text task's files: the tokenizer asset (``model/tokenizer.json``, mobilegen's format: the
+    vocabulary as data), the labels of a classifier, and per shipped model its text golden cases."""
+    from mobilegen.tasks.text.spec import write_asset
+    from mobilegen.tasks.text.task import write_text_golden
+    from mobilegen.verify.gate import ort_runner
+
+    asset = root / TOKENIZER_FILE
+    asset.parent.mkdir(parents=True, exist_ok=True)
+    write_asset(gate.tokenizer, asset)
+    labels = None
+    if spec.labels:
+        labels = root / LABELS_FILE
+        labels.write_bytes(labels_text(spec.labels).encode("utf-8"))
+    golden: dict[str, Path] = {}
+    for m in models:
+        folder = write_text_golden(root / m.golden, spec, gate.tokenizer, ort_runner(m.converted().path), [o.name for o in m.onnx.io.outputs])
+        golden |= {t: folder for t in m.targets}
+    return TaskFiles(labels, golden, asset, gate.record)
+
+
 def write_files(root: Path, spec: TaskSpec, wrapped: OnnxModel, models: Sequence[ShippedModel]) -> TaskFiles:
     """``model/labels.txt`` and, per shipped model, ``<its golden folder>/task/``: the golden cases with
     that model's own outputs (onnxruntime CPU, its shipped ``.ort``, as its golden vectors are: a quantized
@@ -150,6 +253,9 @@ def record(spec: TaskSpec | None, files: TaskFiles | None, root: Path) -> dict[s
     if files is not None:
         rec["labels_file"] = files.labels.relative_to(root).as_posix() if files.labels else None
         rec["golden"] = {t: p.relative_to(root).as_posix() for t, p in sorted(files.golden.items())}
+        if files.tokenizer is not None:
+            rec["tokenizer_file"] = files.tokenizer.relative_to(root).as_posix()
+            rec["tokenizer"] = files.tokenizer_record
     return rec
 
 
@@ -165,14 +271,31 @@ def wrap_build(exported: OnnxModel, opts: BuildOptions) -> tuple[tuple[OnnxModel
     return (wrapped, replace(opts, task=task, verify=verify_options(opts.verify, task))), notices(task)
 
 
-def build_reference(loaded: LoadedModel, exported: OnnxModel, model: OnnxModel, opts: BuildOptions) -> tuple[Expected, LoadedModel]:
+def text_gate_build(opts: BuildOptions, prepared: OnnxModel) -> tuple[tuple[BuildOptions, TextGate | None], list[Notice]]:
+    """A text task's :func:`text_gate` on the prepared model (its sequence length as shipped); the options
+    with the task's final sequence length. Nothing for other builds."""
+    if opts.task is None or not opts.task.is_text:
+        return (opts, None), []
+    task, gate, gate_notices = text_gate(opts.task, prepared)
+    return (replace(opts, task=task), gate), gate_notices
+
+
+def build_reference(
+    loaded: LoadedModel, exported: OnnxModel, model: OnnxModel, opts: BuildOptions, gate: TextGate | None = None
+) -> tuple[Expected, LoadedModel]:
     """The reference's outputs: the original model inside mobilegen.tasks' reference pre/post-processing
-    (``--task``), else the model itself (:func:`mobilegen.verify.stage.reference`)."""
+    (``--task``; a text task's on its golden texts too), else the model itself (:func:`mobilegen.verify.stage.reference`)."""
     if opts.task is None:
         return verify_stage.reference(loaded, model, opts.verify)
+    if gate is not None:
+        return text_reference(loaded, exported, model, opts.task, opts.verify, gate.tokenizer)
     return reference(loaded, exported, model, opts.task, opts.verify)
 
 
-def build_files(root: Path, opts: BuildOptions, wrapped: OnnxModel, models: Sequence[ShippedModel]) -> TaskFiles | None:
-    """:func:`write_files` for a build with ``--task``; None without."""
-    return write_files(root, opts.task, wrapped, models) if opts.task is not None else None
+def build_files(root: Path, opts: BuildOptions, wrapped: OnnxModel, models: Sequence[ShippedModel], gate: TextGate | None = None) -> TaskFiles | None:
+    """:func:`write_files` (a text task: :func:`write_text_files`) for a build with ``--task``; None without."""
+    if opts.task is None:
+        return None
+    if gate is not None:
+        return write_text_files(root, opts.task, gate, models)
+    return write_files(root, opts.task, wrapped, models)

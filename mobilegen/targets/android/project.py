@@ -387,7 +387,8 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
         # Camera input (issue 31): the sample app's CameraX analyzer, for image tasks only.
         "camera_analyzer_file": "FrameAnalyzer.kt" if task and task["is_image"] else "",
         # Text tasks (mobilegen.tasks.text): the tokenizer's subpackage, "text", renders only for them.
-        "tokenizer_dir": "",
+        "tokenizer_dir": "text" if task and task["is_text"] else "",
+        "tokenizer_asset": f"{asset_dir}/{tw.TOKENIZER_FILE}",
         "labels_asset": f"{asset_dir}/{tw.LABELS_FILE}",
         "task_test_file": f"{class_name}TaskTest.kt" if task and tw.task_golden_dir(spec) else "",
         "task_golden_asset": f"{asset_dir}/task",
@@ -456,6 +457,7 @@ def render_android(spec: ProjectSpec, opts: AndroidOptions, dest: Path) -> list[
             shutil.copyfile(src, target)
             written.append(rel)
         written += tw.write_labels(dest, PurePosixPath(context["module"], "src/main/assets", context["labels_asset"]), spec.task)
+        written += tw.copy_tokenizer(dest, PurePosixPath(context["module"], "src/main/assets", context["tokenizer_asset"]), spec)
         golden_task = tw.task_golden_dir(spec)
         written += tw.copy_task_golden(dest, PurePosixPath(context["module"], "src/androidTest/assets", context["task_golden_asset"]), golden_task)
     except BaseException:

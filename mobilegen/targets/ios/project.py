@@ -300,7 +300,7 @@ def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str) -> di
         # Camera input (issue 31): the sample app's AVCaptureVideoDataOutput delegate, for image tasks only.
         "camera_swift_file": "CameraFrames.swift" if task and task["is_image"] else "",
         # Text tasks (mobilegen.tasks.text): TextTokenizer.swift renders only for them.
-        "tokenizer_swift_file": "",
+        "tokenizer_swift_file": "TextTokenizer.swift" if task and task["is_text"] else "",
         "labels_resource": tw.LABELS_FILE.rsplit(".", 1)[0],
         "labels_resource_ext": tw.LABELS_FILE.rsplit(".", 1)[1],
         "labels_file": tw.LABELS_FILE if task and task["is_classification"] else "",
@@ -361,6 +361,7 @@ def render_ios(spec: ProjectSpec, opts: IosOptions, dest: Path) -> list[PurePosi
             shutil.copyfile(src, target)
             written.append(rel)
         written += tw.write_labels(dest, PurePosixPath("Sources", context["target"], "Resources", tw.LABELS_FILE), spec.task)
+        written += tw.copy_tokenizer(dest, PurePosixPath("Sources", context["target"], "Resources", tw.TOKENIZER_FILE), spec)
         golden_task = tw.task_golden_dir(spec)
         written += tw.copy_task_golden(dest, PurePosixPath("Tests", context["test_target"], "Resources", "task"), golden_task)
     except BaseException:

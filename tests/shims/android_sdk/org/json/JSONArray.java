@@ -5,4 +5,5 @@ public class JSONArray {
   public int length() { throw new UnsupportedOperationException("shim"); }
 
   public JSONObject getJSONObject(int index) throws JSONException { throw new UnsupportedOperationException("shim"); }
+  public long getLong(int index) throws JSONException { throw new UnsupportedOperationException("shim"); }
 }

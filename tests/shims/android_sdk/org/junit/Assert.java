@@ -9,4 +9,6 @@ public class Assert {
   public static void assertEquals(String message, Object expected, Object actual) { throw new UnsupportedOperationException("shim"); }
 
   public static void assertArrayEquals(String message, byte[] expecteds, byte[] actuals) { throw new UnsupportedOperationException("shim"); }
+
+  public static void assertArrayEquals(String message, long[] expecteds, long[] actuals) { throw new UnsupportedOperationException("shim"); }
 }
