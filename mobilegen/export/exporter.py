@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -254,6 +255,8 @@ def export_pytorch(loaded: LoadedModel, options: ExportOptions, out_path: Path, 
         program_model, exporter, fallback = _export_program(loaded, args, names, dyn, options.opset, out_path)
     model = bindings.bind_onnx_inputs(program_model, loaded.consts)  # a .pt2's bound inputs (modules had them traced in)
     del program_model  # one reference: finish_model's result replaces it (see finish_model)
+    if loaded.kind == "exported_program":
+        specs = _pin_program_dims(model, specs, options.inputs, sizes)
     _rename_dims(model, specs)
     rename_outputs(model, options.output_names)
     model = finish_model(model, out_path, source=None, write=False)
@@ -323,6 +326,51 @@ def _export_torchscript(
         tmp.unlink(missing_ok=True)
         for extra in tmp.parent.glob(tmp.name + "*"):
             extra.unlink(missing_ok=True)
+
+
+def _pin_program_dims(model: Any, specs: list[TensorSpec], user: tuple[TensorSpec, ...], sizes: dict[str, int]) -> list[TensorSpec]:
+    """A ``.pt2`` keeps the dynamic dims it was exported with (torch.onnx.export takes the program as it
+    is): a size the user gave for one of them (``--input x:1x128`` where the program has ``x_dim1``)
+    fixes it in the ONNX model, as it would for a module or TorchScript input. The exporter's symbol
+    becomes the size in every shape of every graph; a shape expression over it (``16*s27``) is cleared
+    and inferred again (finish_model). The range and shared-dim checks ran before the export
+    (``load.check_program_inputs``). Returns the specs with those dims fixed."""
+    from onnxruntime.tools.onnx_model_utils import iterate_graph_per_graph_func
+
+    given = {u.name: u for u in user}
+    symbols: dict[str, int] = {}  # the exporter's symbol (s27) and mobilegen's name (x_dim1) -> size
+    graph_inputs = {vi.name: vi for vi in model.graph.input}
+    for s in specs:
+        u, vi = given.get(s.name), graph_inputs.get(s.name)
+        if u is None or len(u.shape) != len(s.shape):
+            continue
+        dims = vi.type.tensor_type.shape.dim if vi is not None else ()
+        for axis, (du, ds) in enumerate(zip(u.shape, s.shape, strict=True)):
+            if isinstance(du, int) and isinstance(ds, str):
+                symbols[ds] = sizes[ds] = du
+                if axis < len(dims) and dims[axis].dim_param:
+                    symbols[dims[axis].dim_param] = du
+    if not symbols:
+        return specs
+    token = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+    def pin(graph: Any) -> None:
+        for coll in (graph.input, graph.output, graph.value_info):
+            for v in coll:
+                if not v.type.HasField("tensor_type"):
+                    continue
+                for d in v.type.tensor_type.shape.dim:
+                    if not d.dim_param:
+                        continue
+                    if d.dim_param in symbols:
+                        size = symbols[d.dim_param]
+                        d.Clear()
+                        d.dim_value = size
+                    elif any(t in symbols for t in token.findall(d.dim_param)):
+                        d.Clear()  # an expression over a fixed dim: shape inference gives its size
+
+    iterate_graph_per_graph_func(model.graph, pin)
+    return [replace(s, shape=tuple(symbols.get(d, d) if isinstance(d, str) else d for d in s.shape)) for s in specs]
 
 
 def _rename_dims(model: Any, specs: list[TensorSpec]) -> None:

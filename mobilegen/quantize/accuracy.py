@@ -298,7 +298,10 @@ def _worst_layers(fp32: Path, quantized: Path, feeds: list[dict[str, np.ndarray]
         dbg.modify_model_output_intermediate_tensors(str(quantized), str(aug_q))
         noise.update(_activation_noise(dbg, aug_f, aug_q, feeds))
     noise.update(_weight_noise(fp32, model))
-    worst = sorted(noise.items(), key=lambda kv: (kv[1] if not math.isnan(kv[1]) else -math.inf, kv[0]))
+    # a tensor reproduced exactly (a zero bias: no signal and no noise, which the ratio's epsilons make 0 dB)
+    # is no worst layer
+    noisy = {t: v for t, v in noise.items() if v != math.inf}
+    worst = sorted(noisy.items(), key=lambda kv: (kv[1] if not math.isnan(kv[1]) else -math.inf, kv[0]))
     return tuple(LayerNoise(t, v) for t, v in worst[:WORST_LAYERS])
 
 
@@ -345,7 +348,7 @@ def _activation_noise(dbg: Any, aug_f: Path, aug_q: Path, feeds: list[dict[str, 
                 error[tensor] = error.get(tensor, 0.0) + float(np.dot(ref - got, ref - got))
             del refs, gots
     eps = float(np.finfo("float").eps)
-    return {t: 20 * math.log10(max(math.sqrt(signal[t]), eps) / max(math.sqrt(error[t]), eps)) for t in signal}
+    return {t: 20 * math.log10(max(math.sqrt(signal[t]), eps) / max(math.sqrt(error[t]), eps)) if error[t] else math.inf for t in signal}
 
 
 def _weight_noise(fp32: Path, qdq: onnx.ModelProto) -> dict[str, float]:
@@ -381,6 +384,10 @@ def _weight_noise(fp32: Path, qdq: onnx.ModelProto) -> dict[str, float]:
 def _sqnr(ref: Sequence[np.ndarray], got: Sequence[np.ndarray]) -> float:
     """onnxruntime's SQNR (dB) on flattened tensors: it concatenates them, which 0-d arrays (a scalar
     weight such as ``x * 0.5``'s, or a scalar activation) cannot be."""
+    import numpy as np
     from onnxruntime.quantization.qdq_loss_debug import compute_signal_to_quantization_noice_ratio as sqnr
 
-    return float(sqnr([r.reshape(-1) for r in ref], [g.reshape(-1) for g in got]))
+    flat_ref, flat_got = [r.reshape(-1) for r in ref], [g.reshape(-1) for g in got]
+    if all(np.array_equal(r, g) for r, g in zip(flat_ref, flat_got, strict=True)):
+        return math.inf  # exact (onnxruntime's epsilons would say 0 dB for an all-zero tensor)
+    return float(sqnr(flat_ref, flat_got))

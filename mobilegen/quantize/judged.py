@@ -161,7 +161,7 @@ def offenders(after: CoverageReport, refused_fp32: set[str], model_path: Path, l
     output (a quantized Add after attention's float Q·Kᵀ MatMul puts a Q on the MatMul's output), so the
     ops that put a Q on its output are left float too, which breaks the unit. The analysis sees the
     graph onnxruntime optimizes: a node it renamed (``name/Fusion``, ``name/duplicated``) is found by the
-    part before the first ``/``."""
+    longest ``/``-separated prefix of its name that names a node (a node's own name may hold ``/``)."""
     import onnx
 
     model = onnx.load_model(str(model_path), load_external_data=False)
@@ -173,7 +173,14 @@ def offenders(after: CoverageReport, refused_fp32: set[str], model_path: Path, l
             consumers.setdefault(x, []).append(n)
 
     def found(name: str) -> onnx.NodeProto | None:
-        return nodes.get(name) or nodes.get(name.split("/", 1)[0])
+        # onnxruntime appends "/duplicated", "/Fusion", ...; names may hold "/" themselves (the TorchScript
+        # exporter's "/encoder/0/Slice_4", fold-if's "If_0/..."): strip trailing parts until one is a node
+        while name:
+            node: onnx.NodeProto | None = nodes.get(name)
+            if node is not None:
+                return node
+            name = name.rpartition("/")[0]
+        return None
 
     refused = [found(v.name) for v in after.nodes if not v.supported and v.name not in refused_fp32]
     ops = [n.name for n in refused if n is not None and n.op_type not in _QDQ and n.name not in refused_fp32]

@@ -54,6 +54,17 @@ class StreamNet(nn.Module):
         return self.lin(x) * (sr / 16000.0) + state.sum(0), state * 0.5
 
 
+class FlattenNet(nn.Module):
+    """Two dynamic dims and an output whose size is an expression over them (``16*s27``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(16, 16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.lin(x)).reshape(x.shape[0], -1)
+
+
 class CountNet(nn.Module):
     """A symbolic int argument and a tensor flag in a .pt2."""
 
@@ -74,7 +85,7 @@ def _tmpdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("const-models")
     torch.manual_seed(0)
-    out = {"scripted": d / "sr_script.pt", "traced": d / "gain_traced.pt", "stream": d / "stream.pt2", "count": d / "count.pt2"}
+    out = {"scripted": d / "sr_script.pt", "traced": d / "gain_traced.pt", "stream": d / "stream.pt2", "count": d / "count.pt2", "flat": d / "flat.pt2"}
     torch.jit.save(torch.jit.script(SampleRateNet().eval()), str(out["scripted"]))
     torch.jit.save(torch.jit.trace(GainNet().eval(), (torch.randn(2, 16), torch.tensor(2.0))), str(out["traced"]))
     batch = torch.export.Dim("batch", min=1, max=64)
@@ -82,6 +93,9 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     torch.export.save(stream, str(out["stream"]))
     count = torch.export.export(CountNet().eval(), (torch.randn(3, 4), 5, torch.tensor(1.0)), dynamic_shapes=(None, torch.export.Dim.DYNAMIC, None))
     torch.export.save(count, str(out["count"]))
+    seq = torch.export.Dim("seq", min=2, max=256)
+    flat = torch.export.export(FlattenNet().eval(), (torch.randn(2, 8, 16),), dynamic_shapes=({0: batch, 1: seq},))
+    torch.export.save(flat, str(out["flat"]))
     return out
 
 
@@ -187,11 +201,34 @@ def test_onnx_input_becomes_an_initializer(tmp_path: Path) -> None:
 def test_shared_pt2_dim_takes_one_size(models: dict[str, Path], tmp_path: Path) -> None:
     """A size given for ``x``'s batch is ``state``'s too (it was 5 for one and the example 3 for the other)."""
     out = tmp_path / "s.onnx"
-    doc, _, _ = _exported(invoke("export", models["stream"], "--input", "x:5x16", "-o", out, "--json"), out)
-    assert _cases(doc) == ["x:5x16;state:2x5x16", "x:6x16;state:2x6x16"]
+    doc, model, _ = _exported(invoke("export", models["stream"], "--input", "x:5x16", "-o", out, "--json"), out)
+    assert _cases(doc) == ["x:5x16;state:2x5x16"]  # the size fixes the dim (one case, no second size)
+    assert [[d.dim_param or d.dim_value for d in i.type.tensor_type.shape.dim] for i in model.graph.input] == [[5, 16], [2, 5, 16]]
     # renaming the dim in one input renames it in both
     doc, model, _ = _exported(invoke("export", models["stream"], "--input", "state:2xbatchx16", "-o", out, "--force", "--json"), out)
     assert [[d.dim_param or d.dim_value for d in i.type.tensor_type.shape.dim] for i in model.graph.input] == [["batch", 16], [2, "batch", 16]]
+
+
+def _dims(values: Any) -> list[list[int | str]]:
+    return [[d.dim_param or d.dim_value for d in v.type.tensor_type.shape.dim] for v in values]
+
+
+def test_pt2_input_size_fixes_its_named_dims(models: dict[str, Path], tmp_path: Path) -> None:
+    """``--input x:1x128x16`` on a .pt2 exported with dynamic dims gives a fixed-size ONNX model, as for a
+    module (it kept ``x_dim0``/``x_dim1``: NNAPI, XNNPACK and the shape-dependent passes lost); an output
+    sized by an expression over them (``16*s27``) is inferred again; a name keeps the dim dynamic."""
+    out = tmp_path / "f.onnx"
+    doc, model, session = _exported(invoke("export", models["flat"], "--input", "x:1x128x16", "-o", out, "--json"), out)
+    assert _dims(model.graph.input) == [[1, 128, 16]] and _dims(model.graph.output) == [[1, 2048]]
+    assert all(not d.dim_param for v in model.graph.value_info for d in v.type.tensor_type.shape.dim)
+    assert _cases(doc) == ["x:1x128x16"]
+    x = np.random.default_rng(0).standard_normal((1, 128, 16)).astype(np.float32)
+    program = torch.export.load(str(models["flat"])).module()
+    np.testing.assert_allclose(session.run(None, {"x": x})[0], program(torch.from_numpy(x)).detach().numpy(), rtol=1e-5, atol=1e-5)
+    _, model, _ = _exported(invoke("export", models["flat"], "--input", "x:1xseqx16", "-o", out, "--force", "--json"), out)
+    assert _dims(model.graph.input) == [[1, "seq", 16]]
+    assert_fails(invoke("export", models["flat"], "--input", "x:1x300x16", "-o", tmp_path / "g.onnx"), 2, "dim 1 (x_dim1) must be in 2..256, given 300")
+    assert not (tmp_path / "g.onnx").exists()
 
 
 def test_shared_named_dim_without_recorded_shapes(models: dict[str, Path], tmp_path: Path) -> None:

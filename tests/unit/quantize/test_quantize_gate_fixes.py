@@ -135,3 +135,18 @@ def test_gate_failure_names_the_cosine_with_enough_digits(tmp_path: Path) -> Non
     cos = report.outputs[0].cosine
     assert cos < 1.0 and not report.passed
     assert report.failures == (f"y: cosine {cosine_text(cos, 1.0)} < 1.0",) and "1.0000 <" not in report.failures[0]
+
+
+def test_a_zero_bias_is_no_worst_layer(tmp_path: Path) -> None:
+    """A zero bias (random-init transformers layers have them) is reproduced exactly; onnxruntime's SQNR
+    epsilons made it 0 dB, listed first among the worst layers of ViT and ConvNeXt builds."""
+    w = np.random.default_rng(0).standard_normal((8, 4)).astype(np.float32)
+    nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["y"])]
+    inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(np.zeros(4, np.float32), "b")]
+    src = _save(tmp_path / "m.onnx", nodes, [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], inits)
+    opts = QuantizeOptions(mode="int8", calibration="random")
+    calib = load_calibration(opts, IO)
+    q = quantize(src, _recipe("int8"), calib, tmp_path / "q.onnx")
+    report = accuracy(src, q.path, calib.held_out, opts, calib=calib)
+    layers = {w.tensor: w.sqnr_db for w in report.worst_layers}
+    assert report.worst_layers and "b" not in layers and all(np.isfinite(v) and v > 0 for v in layers.values()), layers

@@ -168,3 +168,20 @@ def test_activation_noise_sample_by_sample_equals_onnxruntimes(tmp_path: Path) -
     theirs = {t: e["xmodel_err"] for t, e in dbg.compute_activation_error(matched, _sqnr).items() if "xmodel_err" in e}
     assert theirs and set(ours) == set(theirs)
     assert all(abs(ours[t] - theirs[t]) < 1e-3 for t in theirs)
+
+
+@pytest.mark.parametrize("name", ["/encoder/0/mm", "If_0/If_0_then_branch__Inline_0__/mm"])
+def test_a_node_onnxruntime_renamed_is_found_when_its_own_name_holds_a_slash(tmp_path: Path, name: str) -> None:
+    """The analysis reports ``<name>/duplicated``; a TorchScript export's names start with ``/`` and fold-if's
+    hold ``/``: the node was looked up by the part before the first ``/`` ("" or "If_0") and never blamed,
+    so the narrowing gave up (Swin, silero-vad)."""
+    from types import SimpleNamespace
+    from typing import Any, cast
+
+    from mobilegen.quantize.judged import offenders
+
+    path = _save(tmp_path / "m.onnx", [helper.make_node("MatMul", ["x", "x"], ["y"], name=name)], ["x"], [], [1, 4, 4])
+    report = cast(Any, SimpleNamespace(nodes=[SimpleNamespace(name=f"{name}/duplicated", supported=False, op_type="MatMul")]))
+    assert offenders(report, set(), path) == [name]
+    report = cast(Any, SimpleNamespace(nodes=[SimpleNamespace(name=name, supported=False, op_type="MatMul")]))
+    assert offenders(report, set(), path) == [name]
