@@ -81,7 +81,8 @@ def task_spec(
     sample: Path | None = None,
     model: Path | None = None,
 ) -> TaskSpec | None:  # imported lazily: keeps --help fast
-    from mobilegen.tasks.spec import TaskFlags, task_from_flags
+    from mobilegen.tasks.dispatch import task_from_flags
+    from mobilegen.tasks.spec import TaskFlags
 
     flags = TaskFlags(
         task, labels, resize, crop, mean, std, scale, channels, layout, sample_rate, softmax, top_k, resize_filter=resize_filter, state=state,

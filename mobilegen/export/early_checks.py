@@ -1,7 +1,7 @@
 """Flag errors that can be known before the export, found before it.
 
 The task flags (``--task``, ``--crop``, ``--resize``, ``--layout``, ``--labels``, ``--top-k``,
-``--softmax``) are checked against the exported model's IO (``mobilegen.tasks.spec.resolve``). For a
+``--softmax``) are checked against the exported model's IO (``mobilegen.tasks.dispatch.resolve``). For a
 PyTorch model that IO is mostly known before the export, which takes most of a build's time:
 
 - the inputs are the specs the export will use (``--input``, else the ``.pt2``'s recorded shapes) —
@@ -32,7 +32,7 @@ from mobilegen.export.exporter import (
 from mobilegen.infra.quiet import quiet
 from mobilegen.load.loader import _torch_dtype_name
 from mobilegen.spec import IOSpec, TensorSpec
-from mobilegen.tasks.spec import resolve
+from mobilegen.tasks.dispatch import resolve
 
 if TYPE_CHECKING:
     from mobilegen.artifacts import LoadedModel

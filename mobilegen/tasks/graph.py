@@ -35,7 +35,7 @@ PREFIX = "mobilegen_task"
 
 
 def wrap(model: onnx.ModelProto, spec: TaskSpec) -> onnx.ModelProto:
-    """A copy of ``model`` (one float32 input, checked by ``spec.resolve``) with the task's nodes around it."""
+    """A copy of ``model`` (one float32 input, checked by ``tasks.dispatch.resolve``) with the task's nodes around it."""
     from onnxruntime.tools.onnx_model_utils import fix_output_shapes, make_dim_param_fixed
 
 

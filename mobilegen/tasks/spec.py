@@ -1,7 +1,7 @@
 """The task spec (``--task`` and its flags): what happens to a photo or a sound before the model, and to
 its scores after. Importable without torch, onnx or numpy (the CLI parses flags with it).
 
-Flags are parsed and checked here before any heavy work (:func:`task_from_flags`); what needs the model
+Flags are parsed and checked here before any heavy work (:func:`mobilegen.tasks.dispatch.task_from_flags`); what needs the model
 (its input shape, its class count) is checked right after the export (:func:`resolve`). Labels are read
 from a UTF-8 file, one per line, and refused when they could not survive being read back as lines on
 both platforms (control or line-break characters, NUL bytes, overlong labels): labels are data, they
@@ -191,8 +191,9 @@ class TaskFlags:
 _IMAGE_FLAGS = ("resize", "resize_filter", "crop", "mean", "std", "scale", "channels", "layout")
 
 
-def task_from_flags(f: TaskFlags) -> TaskSpec | None:
-    """The spec the flags describe (None without ``--task``); every flag error is a one-line UsageError."""
+def task_kind_from_flags(f: TaskFlags) -> tuple[TaskKind, list[str]] | None:
+    """The checks every task's flags share: the kind ``--task`` names and the task flags given (None
+    without ``--task``); every flag error is a one-line UsageError. mobilegen.tasks.dispatch goes on per kind."""
     given = [name for name in (*_IMAGE_FLAGS, "labels", "sample_rate", "top_k", "state") if getattr(f, name) is not None]
     given += ["softmax"] if f.softmax else []
     text_given = [name for name in ("tokenizer", "pooling", "normalize") if getattr(f, name) is not None]
@@ -207,11 +208,11 @@ def task_from_flags(f: TaskFlags) -> TaskSpec | None:
         return None
     if f.task not in TASK_KINDS:
         raise UsageError(f"unknown --task {f.task!r}", hint="--task is one of " + ", ".join(TASK_KINDS))
-    kind = cast(TaskKind, f.task)
-    if kind in TEXT_KINDS:
-        from mobilegen.tasks.text.task import text_task_from_flags
+    return cast(TaskKind, f.task), given
 
-        return text_task_from_flags(kind, f, given)
+
+def media_task_from_flags(kind: TaskKind, f: TaskFlags) -> TaskSpec:
+    """An image or audio task's spec from its flags (after :func:`task_kind_from_flags`)."""
     _check_flag_kinds(kind, f)
     spec = TaskSpec(kind=kind, softmax=f.softmax, top_k=_top_k(f.top_k))
     if kind == "audio":
@@ -426,13 +427,9 @@ def labels_text(labels: tuple[str, ...]) -> str:
 # --- against the model --------------------------------------------------------------------------------
 
 
-def resolve(spec: TaskSpec, io: IOSpec) -> TaskSpec:
-    """``spec`` checked against the exported model's IO, with the crop filled in from its input shape.
-    One-line UsageErrors name the mismatch."""
-    if spec.is_text:
-        from mobilegen.tasks.text.task import resolve_text
-
-        return resolve_text(spec, io)
+def resolve_media(spec: TaskSpec, io: IOSpec) -> TaskSpec:
+    """An image or audio ``spec`` checked against the exported model's IO, with the crop filled in from its
+    input shape (mobilegen.tasks.dispatch.resolve picks this or the text one). One-line UsageErrors name the mismatch."""
     _check_state(spec, io)
     data_inputs = [t for t in io.inputs if t.name not in spec.state_inputs]
     if len(data_inputs) != 1:

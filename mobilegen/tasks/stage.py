@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING
 from mobilegen.errors import InternalError
 from mobilegen.notices import Notice
 from mobilegen.spec import onnx_io_spec
+from mobilegen.tasks.dispatch import resolve
 from mobilegen.tasks.golden import golden_inputs as make
 from mobilegen.tasks.golden import write_task_golden
 from mobilegen.tasks.graph import wrap
 from mobilegen.tasks.reference import initial_state, wrap_reference
-from mobilegen.tasks.spec import TaskSpec, duplicate_labels, labels_text, resolve
+from mobilegen.tasks.spec import TaskSpec, duplicate_labels, labels_text
 from mobilegen.verify import stage as verify_stage
 from mobilegen.verify.gate import Expected, ort_runner, reference_outputs, reference_subject
 from mobilegen.verify.stage import reference_for
@@ -207,8 +208,8 @@ def task_reference_label(label: str) -> str:
 def write_text_files(root: Path, spec: TaskSpec, gate: TextGate, models: Sequence[ShippedModel]) -> TaskFiles:
     """A text task's files: the tokenizer asset (``model/tokenizer.json``, mobilegen's format: the
     vocabulary as data), the labels of a classifier, and per shipped model its text golden cases."""
+    from mobilegen.tasks.text.golden import write_text_golden
     from mobilegen.tasks.text.spec import write_asset
-    from mobilegen.tasks.text.task import write_text_golden
     from mobilegen.verify.gate import ort_runner
 
     asset = root / TOKENIZER_FILE

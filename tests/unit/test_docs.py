@@ -47,7 +47,8 @@ def test_every_generated_part_is_used_and_each_table_has_rows() -> None:
 def _help_flags(help_text: str) -> set[str]:
     """The flags `--help` lists: each option line starts with its flags (``-o, --output DIR  …``)."""
     options = help_text.split("Options:", 1)[1]
-    return {f for m in re.finditer(r"^  ((?:-{1,2}[a-z][\w-]*(?:, )?)+)", options, re.M) for f in m.group(1).split(", ")}
+    flags = r"^  ((?:-{1,2}[a-z][\w-]*(?:, | / )?)+)"  # `-o, --output` and on/off pairs `--normalize / --no-normalize`
+    return {f for m in re.finditer(flags, options, re.M) for f in re.split(r", | / ", m.group(1))}
 
 
 def test_flag_tables_list_every_option_of_every_command() -> None:

@@ -356,28 +356,3 @@ def golden_texts(spec: TaskSpec) -> list[tuple[str, str]]:
     cases = [(f"text_{i}", t) for i, t in enumerate(GOLDEN_TEXTS)]
     cases += [(f"sample_{i}", t) for i, t in enumerate(spec.texts[:MAX_GOLDEN_SAMPLES])]
     return cases
-
-
-def write_text_golden(folder: Path, spec: TaskSpec, tok: TokenizerSpec, run: Any, output_names: list[str]) -> Path:
-    """``folder/task/``: per text its ids (what the tokenizer must give), its vectors (the graph's inputs
-    and the shipped model's outputs, mobilegen.verify.golden's format) and cases.json."""
-    from mobilegen.tasks.golden import FORMAT, TASK_GOLDEN
-    from mobilegen.verify.golden import GoldenCase, encode_mgv
-
-    dest = folder / TASK_GOLDEN
-    dest.mkdir(parents=True, exist_ok=True)
-    cases = []
-    for name, text in golden_texts(spec):
-        feeds = graph_feeds(tok, spec, text)
-        outputs = run(feeds)
-        (dest / f"{name}.mgv").write_bytes(encode_mgv(GoldenCase(feeds, dict(zip(output_names, outputs, strict=True)))))
-        case: dict[str, Any] = {"name": name, "text": text, "vectors": f"{name}.mgv"}
-        case |= {g: [int(v) for v in feeds[g][0]] for g, _ in spec.text_inputs}
-        if spec.kind == "text-classification":
-            scores = outputs[0][0]
-            order = sorted(range(len(scores)), key=lambda i: (-float(scores[i]), i))[:5]
-            case["top_k"] = [{"label": spec.labels[i] if i < len(spec.labels) else str(i), "index": i, "score": float(scores[i])} for i in order]
-        cases.append(case)
-    doc = {"format": FORMAT, "kind": spec.kind, "inputs": [g for g, _ in spec.text_inputs], "cases": cases}
-    (dest / "cases.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return dest

@@ -10,14 +10,13 @@ import pytest
 
 from mobilegen.errors import UsageError
 from mobilegen.spec import IOSpec, TensorSpec
+from mobilegen.tasks.dispatch import resolve, task_from_flags
 from mobilegen.tasks.spec import (
     TaskFlags,
     TaskSpec,
     describe,
     labels_text,
     read_labels,
-    resolve,
-    task_from_flags,
 )
 
 

@@ -15,9 +15,10 @@ from onnx import TensorProto, helper, numpy_helper
 
 from mobilegen.errors import UsageError
 from mobilegen.spec import onnx_io_spec
+from mobilegen.tasks.dispatch import resolve, task_from_flags
 from mobilegen.tasks.graph import wrap
 from mobilegen.tasks.reference import float_input, initial_state, pcm16_input, stream, wrap_reference
-from mobilegen.tasks.spec import TaskFlags, TaskSpec, parse_state, resolve, task_from_flags
+from mobilegen.tasks.spec import TaskFlags, TaskSpec, parse_state
 
 WINDOW = 64
 

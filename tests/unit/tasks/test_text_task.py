@@ -13,7 +13,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from mobilegen.errors import UsageError
 from mobilegen.spec import IOSpec, TensorSpec
-from mobilegen.tasks.spec import TaskFlags, task_from_flags
+from mobilegen.tasks.dispatch import task_from_flags
+from mobilegen.tasks.spec import TaskFlags
 from mobilegen.tasks.text.graph import wrap_text
 from mobilegen.tasks.text.task import postprocess, resolve_text
 from tests.text_tokenizers import train_wordpiece
