@@ -415,6 +415,7 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
         "labels_asset": f"{asset_dir}/{tw.LABELS_FILE}",
         "task_test_file": f"{class_name}TaskTest.kt" if task and tw.task_golden_dir(spec) else "",
         "task_golden_asset": f"{asset_dir}/task",
+        "model_name": spec.model_name,  # raw: templates print it only through kt_str
         "model_name_literal": kt.string_literal(spec.model_name),
         "contract_rows": ic.contract_rows(contracts),
         # The AAR's Maven publication (maven-publish): coordinates checked by validate_android_options.
