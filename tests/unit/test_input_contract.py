@@ -3,6 +3,7 @@ hostile tensor names never change the claims nor reach generated Kotlin/Swift/Ma
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -114,3 +115,21 @@ def test_rendered_trees_carry_the_contract(tmp_path: Path) -> None:
     swift = (tmp_path / "ios" / "Sources" / ictx["target"] / f"{ictx['class_name']}.swift").read_text()
     assert 'public static let libraryVersion = "2.3.4"' in swift and 'layout: "NCHW", layoutGuessed: true' in swift
     assert (tmp_path / "ios" / "Sources" / ictx["target"] / "InputContract.swift").is_file()
+
+
+def _steps(readme: str, heading: str) -> list[str]:
+    block = readme.split(heading, 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"^(\d+)\. ", block, re.M)
+
+
+def test_adding_it_to_an_app_takes_at_most_five_steps(tmp_path: Path) -> None:
+    spec, opts = android_specs(tmp_path / "a")["android_cnn"]
+    render_android(spec, replace(opts, maven_group="com.acme.models", lib_version="3.1.4"), tmp_path / "android")
+    readme = (tmp_path / "android" / "README.md").read_text()
+    assert _steps(readme, "## Adding it to your app") == ["1", "2", "3", "4", "5"]
+    assert 'implementation("com.acme.models:' in readme and ":3.1.4\")" in readme and "org.jetbrains.kotlin.android" in readme
+    ispec, iopts = ios_specs(tmp_path / "i")["ios_cnn"]
+    render_ios(ispec, replace(iopts, lib_version="3.1.4"), tmp_path / "ios")
+    ireadme = (tmp_path / "ios" / "README.md").read_text()
+    assert _steps(ireadme, "## Add it to an app") == ["1", "2", "3", "4", "5"] and "git tag 3.1.4" in ireadme
+    assert "git tag 3.1.4" in (tmp_path / "ios" / "Package.swift").read_text()
