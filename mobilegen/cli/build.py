@@ -83,6 +83,9 @@ AndroidOutOpt = Annotated[Path | None, _out_opt("android")]
 IosOutOpt = Annotated[Path | None, _out_opt("ios")]
 PackageOutOpt = Annotated[Path | None, _out_opt("package")]
 PackageOpt = Annotated[str | None, typer.Option("--package", metavar="NAME", help="Kotlin package of the generated code, e.g. com.example.vision.")]
+MavenGroupOpt = Annotated[str | None, typer.Option("--maven-group", metavar="GROUP", help="groupId of the Android library's Maven publication (default: the Kotlin package).")]
+MavenArtifactOpt = Annotated[str | None, typer.Option("--maven-artifact", metavar="ARTIFACT", help="artifactId of the Android library's Maven publication (default: the library module's name).")]
+LibVersionOpt = Annotated[str | None, typer.Option("--lib-version", metavar="X.Y.Z", help="Version of the generated library: the AAR's Maven version and the Swift package's release tag (default 1.0.0).")]
 KeepDynamicOpt = Annotated[bool, typer.Option("--keep-dynamic", help="With --nnapi, keep dynamic dims (NNAPI then takes no node with a symbolic dim).")]
 ZipOpt = Annotated[bool, typer.Option("--zip", help="Also write OUT.zip (deterministic).")]
 StyleOpt = Annotated[str, typer.Option("--optimization-style", metavar="STYLE", help="ORT-format optimization style: runtime (default) or fixed.")]
@@ -266,6 +269,9 @@ def android(
     output_name: OutputNameOpt = None,
     name: NameOpt = None,
     package: PackageOpt = None,
+    maven_group: MavenGroupOpt = None,
+    maven_artifact: MavenArtifactOpt = None,
+    lib_version: LibVersionOpt = None,
     ort_version: OrtVersionOpt = None,
     keep_dynamic: KeepDynamicOpt = False,
     no_fix: NoFixOpt = False,
@@ -315,7 +321,8 @@ def android(
     def action() -> Any:
         from mobilegen.targets.android.project import AndroidOptions
 
-        a = AndroidOptions(package=package, class_name=name, ort_version=ort_version, **target_options("android", flags))
+        a = AndroidOptions(package=package, class_name=name, ort_version=ort_version, maven_group=maven_group, maven_artifact=maven_artifact,
+                           lib_version=lib_version, **target_options("android", flags))
         mopts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs, consts=const)
         return _build(model, output or default_out(model, "android"), mopts, targets={"android": a}, atol=atol, rtol=rtol, sample=sample, keep_dynamic=keep_dynamic,
                       style=style, force=force, zip_out=zip_out, no_fix=no_fix, no_compare_exporters=no_compare_exporters, approximate=approximate,
@@ -341,6 +348,7 @@ def ios(
     output_name: OutputNameOpt = None,
     name: NameOpt = None,
     ort_version: OrtVersionOpt = None,
+    lib_version: LibVersionOpt = None,
     no_fix: NoFixOpt = False,
     no_compare_exporters: NoCompareExportersOpt = False,
     approximate: ApproximateOpt = None,
@@ -388,7 +396,7 @@ def ios(
     def action() -> Any:
         from mobilegen.targets.ios.project import IosOptions
 
-        i = IosOptions(class_name=name, ort_version=ort_version, **target_options("ios", flags))
+        i = IosOptions(class_name=name, ort_version=ort_version, lib_version=lib_version, **target_options("ios", flags))
         mopts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs, consts=const)
         return _build(model, output or default_out(model, "ios"), mopts, targets={"ios": i}, atol=atol, rtol=rtol, sample=sample, keep_dynamic=True,
                       style=style, force=force, zip_out=zip_out, no_fix=no_fix, no_compare_exporters=no_compare_exporters, approximate=approximate,
@@ -417,6 +425,9 @@ def package(
     opset: OpsetOpt = None,
     output_name: OutputNameOpt = None,
     package_name: PackageOpt = None,
+    maven_group: MavenGroupOpt = None,
+    maven_artifact: MavenArtifactOpt = None,
+    lib_version: LibVersionOpt = None,
     name: NameOpt = None,
     android_ort_version: Annotated[str | None, typer.Option("--android-ort-version", metavar="VERSION", help="Pin another published onnxruntime-android version.")] = None,
     ios_ort_version: Annotated[str | None, typer.Option("--ios-ort-version", metavar="VERSION", help="Pin another published ORT Swift package version.")] = None,
@@ -471,15 +482,18 @@ def package(
         if not (android_ or ios_ or web_ or react_native_):
             raise UsageError("package needs a target", hint="pass --android, --ios, --web and/or --react-native")
         refuse_without_target([t for t, on in (("android", android_), ("ios", ios_)) if on], flags)
+        if (maven_group is not None or maven_artifact is not None) and not android_:
+            raise UsageError("--maven-group / --maven-artifact name the Android library's publication", hint="add --android, or drop them")
         chosen: dict[str, Any] = {}
         if android_:
             from mobilegen.targets.android.project import AndroidOptions
 
-            chosen["android"] = AndroidOptions(package=package_name, class_name=name, ort_version=android_ort_version, **target_options("android", flags))
+            chosen["android"] = AndroidOptions(package=package_name, class_name=name, ort_version=android_ort_version, maven_group=maven_group,
+                                               maven_artifact=maven_artifact, lib_version=lib_version, **target_options("android", flags))
         if ios_:
             from mobilegen.targets.ios.project import IosOptions
 
-            chosen["ios"] = IosOptions(class_name=name, ort_version=ios_ort_version, **target_options("ios", flags))
+            chosen["ios"] = IosOptions(class_name=name, ort_version=ios_ort_version, lib_version=lib_version, **target_options("ios", flags))
         for js_name, js_on in (("web", web_), ("react-native", react_native_)):
             if js_on:
                 from mobilegen.targets.jsshared import JsOptions

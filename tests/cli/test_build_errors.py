@@ -42,6 +42,11 @@ def no_leftovers(parent: Path) -> None:
         (["ios", "--compute-units", "gpu"], "--compute-units"),
         (["package"], "--android"),
         (["package", "--ios", "--nnapi"], "--android"),
+        (["android", "--maven-group", 'com.acme"x'], "--maven-group"),
+        (["android", "--maven-artifact", "my lib"], "--maven-artifact"),
+        (["android", "--lib-version", "1.0"], "--lib-version"),
+        (["ios", "--lib-version", "v1.0.0"], "--lib-version"),
+        (["package", "--ios", "--maven-group", "com.acme.models"], "--android"),
     ],
 )
 def test_bad_flags(fmodel: Path, tmp_path: Path, args: list[str], needle: str) -> None:

@@ -190,7 +190,7 @@ def test_hostile_names_give_parseable_swift_with_nothing_injected(
             assert all(b == 0x0A or 0x20 <= b < 0x7F for b in code), path.relative_to(out)
             texts[path] = source.decode("utf-8")
 
-        wrapper = next(t for p, t in texts.items() if p.parent.parent.name == "Sources")
+        wrapper = next(t for p, t in texts.items() if p.parent.parent.name == "Sources" and p.name != "InputContract.swift")
         for name, _, _ in inputs + outputs:
             assert swift.swift_string(name) in wrapper
 

@@ -204,6 +204,8 @@ def test_android_reserved_names_cover_the_template(tmp_path: Path) -> None:
         if m and len(m.group(1)) % 4 == 0:
             declared.add(m.group(2))
     derived = {n for t in ctx["inputs"] + ctx["outputs"] for n in (t["prop"], t["shape_prop"], t["name_const"], t["shape_const"])}
+    # the input contract's constants (issue 31): the const stem + each contract suffix
+    derived |= {t["contract"]["const"] + s for t in ctx["inputs"] for s in android.CONST_SUFFIXES[2:]}
     known = (
         android.RESERVED_MEMBERS
         | android.FIXED_CONSTANTS

@@ -18,6 +18,8 @@ from mobilegen import providers
 from mobilegen.artifacts import FP16_TOLERANCE, ProjectSpec
 from mobilegen.errors import InternalError, UsageError
 from mobilegen.providers.qnn import android as android_qnn
+from mobilegen.render import input_contract as ic
+from mobilegen.render import library as lib
 from mobilegen.render import task_wrappers as tw
 from mobilegen.render.lang import kotlin as kt
 from mobilegen.render.markdown import coverage_rows, md_escape
@@ -114,12 +116,12 @@ RESERVED_MEMBERS = frozenset(
 FIXED_CONSTANTS = frozenset(
     """
     TAG MODEL_NAME MODEL_ASSET GOLDEN_ASSET INPUT_NAMES OUTPUT_NAMES ATOL RTOL ACCELERATED_ATOL
-    ACCELERATED_RTOL CPU_ONLY USE_FP16 USE_NCHW CPU_DISABLED LABELS_ASSET QNN_ABI
+    ACCELERATED_RTOL CPU_ONLY USE_FP16 USE_NCHW CPU_DISABLED LABELS_ASSET QNN_ABI LIBRARY_VERSION
     """.split()
 )
 # Derived names of one tensor: property + shape property, name constant + shape constant.
 PROP_SUFFIXES = ("", "Shape")
-CONST_SUFFIXES = ("_NAME", "_SHAPE")
+CONST_SUFFIXES = ("_NAME", "_SHAPE", *ic.KOTLIN_SUFFIXES)  # the input contract's constants too
 
 
 
@@ -168,6 +170,9 @@ class AndroidOptions:
     android_api: int | None = None  # API level the NNAPI analysis targets (None: the provider's default)
     qnn: bool = False  # Qualcomm QNN (Hexagon NPU) first in the provider chain, on onnxruntime-android-qnn
     qnn_htp_arch: int | None = None  # Hexagon generation the QNN estimate assumes (None: mobilegen.providers.qnn's default)
+    maven_group: str | None = None  # --maven-group: the AAR publication's groupId (None: the Kotlin package)
+    maven_artifact: str | None = None  # --maven-artifact: its artifactId (None: the library module's name)
+    lib_version: str | None = None  # --lib-version: the publication's version (None: mobilegen.render.library.DEFAULT_VERSION)
 
 
 def validate_android_options(opts: AndroidOptions) -> None:
@@ -191,6 +196,7 @@ def validate_android_options(opts: AndroidOptions) -> None:
     if opts.android_api is not None:
         providers.validate_settings({"android_api": opts.android_api})  # the NNAPI provider's declared range
     details += android_qnn.problems(opts)
+    details += lib.coordinate_problems(opts.maven_group, opts.maven_artifact, opts.lib_version)
     if not details:
         return
     hints = []
@@ -202,6 +208,8 @@ def validate_android_options(opts: AndroidOptions) -> None:
         hints.append("pass --nnapi with --nnapi-flags taken from: " + ", ".join(NNAPI_FLAGS))
     if any(d.startswith("--android-api") for d in details):
         hints.append("add --nnapi, or drop --android-api")
+    if any(d.startswith(("--maven-", "--lib-version")) for d in details):
+        hints.append(lib.COORDINATE_HINT)
     if (qnn_hint := android_qnn.hint(details)) is not None:
         hints.append(qnn_hint)
     raise UsageError(
@@ -281,7 +289,9 @@ def _names(spec: ProjectSpec, opts: AndroidOptions) -> tuple[str, str]:
     return class_name, package
 
 
-def _tensor_contexts(io: IOSpec, class_name: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _tensor_contexts(
+    io: IOSpec, class_name: str, contracts: tuple[ic.InputContract, ...] = ()
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     tensors: list[tuple[str, TensorSpec]] = [("input", t) for t in io.inputs] + [("output", t) for t in io.outputs]
     bases = [
         kt.identifier(t.name, style="camel", fallback=f"{role}{i}", avoid=RESERVED_MEMBERS)
@@ -300,7 +310,7 @@ def _tensor_contexts(io: IOSpec, class_name: str) -> tuple[list[dict[str, Any]],
         ktype = KOTLIN_TYPES[t.dtype]
         static = t.is_static
         dims = [d if isinstance(d, int) else -1 for d in t.shape]
-        ctx = {
+        ctx: dict[str, Any] = {
             "name": t.name,
             "name_literal": kt.string_literal(t.name),
             "name_md": md_escape(t.name),
@@ -325,6 +335,18 @@ def _tensor_contexts(io: IOSpec, class_name: str) -> tuple[list[dict[str, Any]],
             "probe_dims": ", ".join(f"{d if d > 0 else 1}L" for d in dims),
             "bad_size": _product([d if d > 0 else 1 for d in dims]) + 1,
         }
+        if role == "input" and i < len(contracts):
+            c = contracts[i]
+            ctx["contract"] = {
+                "const": const_bases[i],
+                "layout": kt.string_literal(c.layout),
+                "layout_guessed": "true" if c.layout_guessed else "false",
+                "dtype": kt.string_literal(c.dtype),
+                "value_range": kt.string_literal(c.value_range),
+                "normalization": kt.string_literal(c.normalization),
+                "channel_order": kt.string_literal(c.channel_order),
+                "resize": kt.string_literal(c.resize),
+            }
         (inputs if role == "input" else outputs).append(ctx)
     consts = [c for t in inputs + outputs for c in (t["name_const"], t["shape_const"])]
     members = [m for t in inputs + outputs for m in (t["prop"], t["shape_prop"])]
@@ -355,7 +377,8 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
     accel_atol, accel_rtol = accelerated_tolerances(spec, opts)
     _check_tolerances(("atol", spec.atol), ("rtol", spec.rtol), ("accel_atol", accel_atol), ("accel_rtol", accel_rtol))
     class_name, package = _names(spec, opts)
-    inputs, outputs = _tensor_contexts(spec.io, class_name)
+    contracts = ic.infer_contracts(spec.task, spec.io)
+    inputs, outputs = _tensor_contexts(spec.io, class_name, contracts)
     module = kt.kebab(class_name)
     asset_dir = kt.snake(class_name)
     task = tw.task_context(tw.mobile_task(spec.task, spec.io), inputs, outputs)
@@ -392,7 +415,13 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
         "labels_asset": f"{asset_dir}/{tw.LABELS_FILE}",
         "task_test_file": f"{class_name}TaskTest.kt" if task and tw.task_golden_dir(spec) else "",
         "task_golden_asset": f"{asset_dir}/task",
+        "model_name": spec.model_name,  # raw: templates print it only through kt_str
         "model_name_literal": kt.string_literal(spec.model_name),
+        "contract_rows": ic.contract_rows(contracts),
+        # The AAR's Maven publication (maven-publish): coordinates checked by validate_android_options.
+        "maven_group": opts.maven_group or package,
+        "maven_artifact": opts.maven_artifact or module,
+        "library_version": opts.lib_version or lib.DEFAULT_VERSION,
         "model_name_comment": kt.line_comment(spec.model_name),
         "model_name_md": md_escape(spec.model_name),
         "inputs": inputs,

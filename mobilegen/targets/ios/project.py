@@ -24,6 +24,8 @@ from typing import Any
 from mobilegen.artifacts import FP16_TOLERANCE, ProjectSpec
 from mobilegen.errors import InternalError, UsageError
 from mobilegen.infra.digest import sha256_file
+from mobilegen.render import input_contract as ic
+from mobilegen.render import library as lib
 from mobilegen.render import task_wrappers as tw
 from mobilegen.render.lang import swift
 from mobilegen.render.markdown import coverage_rows, md_code, md_escape
@@ -93,7 +95,7 @@ GENERATED_MEMBERS = frozenset(
     skippedProviders openSession appendProvider
     Classification Labels Scores classify classifications pcmInput run init deinit description debugDescription hash hashValue self Type
     ResizeFilter AudioInput Stream graphInput runPCM16 runFloat classifyPCM16 classifyFloat
-    Protocol
+    Protocol libraryVersion inputContracts InputContract
     """.split()
 )
 
@@ -113,6 +115,7 @@ class IosOptions:
     class_name: str | None = None
     ort_version: str | None = None
     xnnpack: bool = False  # append ORT's XNNPACK provider (Objective-C ORTXnnpackExecutionProviderOptions)
+    lib_version: str | None = None  # --lib-version: the package's release tag (None: mobilegen.render.library.DEFAULT_VERSION)
 
 
 def validate_ios_options(opts: IosOptions) -> IosOptions:
@@ -125,6 +128,9 @@ def validate_ios_options(opts: IosOptions) -> IosOptions:
     if opts.compute_units not in COMPUTE_UNITS:
         problems.append(f"unknown --compute-units {opts.compute_units!r}")
         hints.append("--compute-units is one of " + ", ".join(COMPUTE_UNITS))
+    if opts.lib_version is not None and (vp := lib.version_problem(opts.lib_version)) is not None:
+        problems.append(vp)
+        hints.append(lib.COORDINATE_HINT)
     if opts.class_name is not None:
         problem = swift.type_name_problem(opts.class_name)
         if problem is not None:
@@ -256,6 +262,17 @@ def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str) -> di
         _tensor_context(t, ident, ident + "Shape", i, role) for (role, i, t), ident in zip(tensors, idents, strict=True)
     ]
     inputs = [c for c in ctx_tensors if c["role"] == "input"]
+    contracts = ic.infer_contracts(spec.task, spec.io)
+    for ctx, c in zip(inputs, contracts, strict=True):
+        ctx["contract"] = {
+            "layout": swift.swift_string(c.layout),
+            "layout_guessed": "true" if c.layout_guessed else "false",
+            "dtype": swift.swift_string(c.dtype),
+            "value_range": swift.swift_string(c.value_range),
+            "normalization": swift.swift_string(c.normalization),
+            "channel_order": swift.swift_string(c.channel_order),
+            "resize": swift.swift_string(c.resize),
+        }
     outputs = [c for c in ctx_tensors if c["role"] == "output"]
     accel_atol, accel_rtol = accelerated_tolerances(spec, opts)
     task = tw.task_context(tw.mobile_task(spec.task, spec.io), inputs, outputs)
@@ -273,6 +290,8 @@ def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str) -> di
         "model_name_literal": swift.swift_string(spec.model_name),
         "model_name_comment": swift.swift_comment(spec.model_name),
         "model_name_md": md_escape(spec.model_name),
+        "contract_rows": ic.contract_rows(contracts),
+        "library_version": opts.lib_version or lib.DEFAULT_VERSION,
         "model_resource": class_name,
         "model_resource_ext": _MODEL_RESOURCE_EXT,
         "model_file": f"{class_name}.{_MODEL_RESOURCE_EXT}",
