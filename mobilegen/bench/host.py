@@ -40,7 +40,13 @@ from mobilegen.bench.profile import CPU_PROVIDER, read_profile
 from mobilegen.bench.schema import BenchResult, Configuration, Device, Placement, Preprocessing, WarmStats
 from mobilegen.errors import LoadError, UsageError, first_line
 from mobilegen.infra.digest import sha256_file
-from mobilegen.targets.defaults import BENCH_IMAGE_SIZES, DEFAULT_CONFIG, default_chain
+from mobilegen.targets.defaults import (
+    BENCH_IMAGE_SIZES,
+    BENCH_PREPROCESS_MAX_RUNS,
+    BENCH_PREPROCESS_MAX_WARMUP,
+    DEFAULT_CONFIG,
+    default_chain,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -309,7 +315,7 @@ def run_host_bench(
             )
     feeds = model.inputs if model.inputs is not None else _made_inputs(ort, model.ort)
     results = tuple(_measure(ort, model.ort, c, feeds, runs, warmup, clock) for c in configs)
-    pre = preprocessing_rows(model.task, runs=min(runs, PRE_MAX_RUNS), warmup=min(warmup, PRE_MAX_WARMUP), clock=clock)
+    pre = preprocessing_rows(model.task, runs=min(runs, BENCH_PREPROCESS_MAX_RUNS), warmup=min(warmup, BENCH_PREPROCESS_MAX_WARMUP), clock=clock)
     return BenchResult(
         model_sha256=sha256_file(model.ort),
         model_file=model.name,
@@ -323,8 +329,6 @@ def run_host_bench(
     )
 
 
-PRE_MAX_RUNS = 10  # a 12 MP photo through the Python reference takes a second or more
-PRE_MAX_WARMUP = 1
 PRE_ENTRY_POINT = "mobilegen.tasks.reference.resize_crop"
 
 

@@ -18,6 +18,11 @@ from mobilegen.providers import ExecutionProvider
 # frame, a 12 MP photo.
 BENCH_IMAGE_SIZES: tuple[tuple[int, int], ...] = ((640, 480), (1920, 1080), (4000, 3000))
 
+# Timed runs of the preprocessing per source size, at most (a 12 MP photo takes a second or more on a
+# phone's little cores and through the Python reference), and untimed ones before them.
+BENCH_PREPROCESS_MAX_RUNS = 10
+BENCH_PREPROCESS_MAX_WARMUP = 1
+
 # The name of the shipped-default configuration in every benchmark result.
 DEFAULT_CONFIG = "default"
 
