@@ -264,7 +264,7 @@ fun main(args: Array<String>) {
                         o.toString()
                     }
                     else -> error(p[1])
-                }.replace("\n", " "),
+                }.replace("\\n", " "),
             )
             "labels" -> {
                 val labels = Labels.parse(File(p[1]).readBytes())
