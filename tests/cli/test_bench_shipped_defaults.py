@@ -127,3 +127,19 @@ def test_schema_1_results_are_still_read_and_merged(task_package: Path, tmp_path
         validate(doc)
     old.write_text(json.dumps(doc), encoding="utf-8")
     assert_fails(invoke("report", pkg, "--results", old), 2, "preprocessing")
+
+
+def test_report_shows_the_shipped_rows_and_the_preprocessing(task_package: Path, tmp_path: Path) -> None:
+    import shutil
+
+    pkg = Path(shutil.copytree(task_package, tmp_path / "pkg"))
+    result = tmp_path / "r.json"
+    assert invoke("bench", pkg, "--target", "android", "--runs", "1", "--warmup", "0", "-o", result).exit_code == 0
+    assert invoke("report", pkg, "--results", result).exit_code == 0
+    md = (pkg / "report" / "report.md").read_text(encoding="utf-8")
+    html = (pkg / "report" / "report.html").read_text(encoding="utf-8")
+    assert "default-android (what the android app ships)" in md and "default-android (what the android app ships)" in html
+    for text in (md, html):
+        assert "Preprocessing (input preparation alone, per source size)" in text
+        assert all(f"{w}x{h}" in text for w, h in BENCH_IMAGE_SIZES)
+    assert invoke("verify", pkg).exit_code == 0
