@@ -90,6 +90,8 @@ def compare(result: BenchResult, preds: Sequence[Prediction], targets: Collectio
     for c in result.configurations:
         if not c.accelerated or c.status != "ok":
             continue
+        if c.shipped_default and sum(1 for p in c.providers if p != CPU_PROVIDER) > 1:
+            continue  # a chain of providers: the alternatives with one provider each are compared instead
         out.append(_compare_one(result.device.label, c, _prediction_for(c, mine)))
     return tuple(out)
 
@@ -145,7 +147,7 @@ def latency_rows(results: Sequence[BenchResult], files: Sequence[str] = ()) -> l
             rows.append(
                 (
                     f"{r.device.label}, ORT {r.ort_version}",
-                    c.name,
+                    f"{c.name} (what the {c.shipped_default} app ships)" if c.shipped_default else c.name,
                     status,
                     _ms(c.session_create_ms),
                     _ms(c.first_run_ms),
@@ -209,6 +211,36 @@ _INTRO = (
 )
 
 
+PREPROCESSING_HEAD = ("device", "source", "model input", "timed", "status", "first call", "warm p50", "warm p90", "warm min", "warm mean", "runs", "result")
+
+
+def preprocessing_rows(results: Sequence[BenchResult], files: Sequence[str] = ()) -> list[tuple[str, ...]]:
+    """One row per preprocessing row of each result (schema version 2): the app's input preparation timed alone."""
+    rows: list[tuple[str, ...]] = []
+    for i, r in enumerate(results):
+        stored = files[i] if i < len(files) else "–"
+        for p in r.preprocessing:
+            w = p.warm
+            status = p.status if p.status == "ok" else f"{p.status}: {p.reason or ''}".strip()
+            rows.append(
+                (
+                    r.device.label,
+                    f"{p.source[0]}x{p.source[1]}",
+                    "–" if p.output is None else f"{p.output[0]}x{p.output[1]}",
+                    p.entry_point,
+                    status,
+                    _ms(p.first_run_ms),
+                    _ms(w.p50 if w else None),
+                    _ms(w.p90 if w else None),
+                    _ms(w.min if w else None),
+                    _ms(w.mean if w else None),
+                    str(w.n) if w else "–",
+                    stored,
+                )
+            )
+    return rows
+
+
 def _md_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     lines = ["| " + " | ".join(md_escape(h) for h in head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(md_escape(c) for c in row) + " |" for row in rows]
@@ -219,6 +251,9 @@ def measured_markdown(results: Sequence[BenchResult], comparisons: Sequence[Comp
     """``files``: each result's file, as the report folder names it (``results/<device>-<hash>.json``)."""
     lines = [MD_BEGIN, "## Measured on devices", "", _INTRO, "", "### Latency", ""]
     lines += _md_table(LATENCY_HEAD, latency_rows(results, files))
+    if pre := preprocessing_rows(results, files):
+        lines += ["", "### Preprocessing (input preparation alone, per source size)", ""]
+        lines += _md_table(PREPROCESSING_HEAD, pre)
     lines += ["", "### Placement: predicted vs observed", ""]
     rows = placement_rows(comparisons)
     lines += _md_table(PLACEMENT_HEAD, rows) if rows else ["No accelerated configuration ran."]
@@ -235,9 +270,11 @@ def _html_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 def measured_html(results: Sequence[BenchResult], comparisons: Sequence[Comparison], files: Sequence[str] = ()) -> str:
     rows = placement_rows(comparisons)
     placement = _html_table(PLACEMENT_HEAD, rows) if rows else "<p>No accelerated configuration ran.</p>\n"
+    pre = preprocessing_rows(results, files)
+    preprocessing = f"<h3>Preprocessing (input preparation alone, per source size)</h3>\n{_html_table(PREPROCESSING_HEAD, pre)}" if pre else ""
     return (
         f"{HTML_BEGIN}\n<section id=\"measured\">\n<h2>Measured on devices</h2>\n<p>{html.escape(_INTRO, quote=True)}</p>\n"
-        f"<h3>Latency</h3>\n{_html_table(LATENCY_HEAD, latency_rows(results, files))}"
+        f"<h3>Latency</h3>\n{_html_table(LATENCY_HEAD, latency_rows(results, files))}{preprocessing}"
         f"<h3>Placement: predicted vs observed</h3>\n{placement}</section>\n{HTML_END}\n"
     )
 

@@ -11,6 +11,16 @@ XNNPACK's own pool of min(cores, 4) threads):
 
 The inputs are the package's golden inputs (``golden/golden.mgv``, the case the devices replay); a bare
 ``.ort`` runs on deterministic inputs made from its input metadata (dynamic dims = 1).
+
+Without ``--ep``, a package is timed in what its apps ship first: one ``default`` configuration per target
+shipping the model (``shipped_default``: android / ios), the provider chain ``create()`` with default options
+tries (:mod:`mobilegen.targets.defaults`, from the manifest's ``options.<target>``), each provider set up as
+the wrapper sets it up; a provider this host cannot run (NNAPI and CoreML are device-only; XNNPACK is missing
+from PyPI's onnxruntime) is left out as the wrapper leaves out a provider its runtime lacks, and named in the
+configuration's ``options["skipped_providers"]``. Then the alternatives (cpu). An image task's preprocessing
+(the wrapper's native step: resize and centre crop, here its Python reference
+``mobilegen.tasks.reference.resize_crop``) is timed alone on photos of each size in
+``mobilegen.targets.defaults.BENCH_IMAGE_SIZES``, as the result's ``preprocessing`` rows.
 """
 
 from __future__ import annotations
@@ -27,14 +37,22 @@ from mobilegen import __version__, providers
 from mobilegen import targets as target_registry
 from mobilegen.artifacts import GOLDEN_MGV, MANIFEST
 from mobilegen.bench.profile import CPU_PROVIDER, read_profile
-from mobilegen.bench.schema import BenchResult, Configuration, Device, Placement, WarmStats
+from mobilegen.bench.schema import BenchResult, Configuration, Device, Placement, Preprocessing, WarmStats
 from mobilegen.errors import LoadError, UsageError, first_line
 from mobilegen.infra.digest import sha256_file
+from mobilegen.targets.defaults import (
+    BENCH_IMAGE_SIZES,
+    BENCH_PREPROCESS_MAX_RUNS,
+    BENCH_PREPROCESS_MAX_WARMUP,
+    DEFAULT_CONFIG,
+    default_chain,
+)
 
 if TYPE_CHECKING:
     import numpy as np
 
     from mobilegen.providers import ExecutionProvider
+    from mobilegen.tasks.spec import TaskSpec
 
 CPU = "cpu"
 MAX_RUNS = 100_000
@@ -51,6 +69,8 @@ class HostConfig:
     provider_options: tuple[dict[str, str], ...]
     config_entries: dict[str, str]
     intra_op_threads: int  # 0: ORT's default
+    shipped_default: str | None = None  # the target whose create() with default options this is
+    notes: tuple[tuple[str, str], ...] = ()  # recorded in options: the shipped chain, providers left out
 
     def options(self) -> dict[str, str]:
         out = dict(self.config_entries)
@@ -58,6 +78,7 @@ class HostConfig:
             out.update({f"{provider}.{k}": v for k, v in opts.items()})
         if self.intra_op_threads:
             out["intra_op_num_threads"] = str(self.intra_op_threads)
+        out.update(self.notes)
         return out
 
 
@@ -95,11 +116,49 @@ def _host_eps_here() -> str:
     return f"{flags} ({' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} recorded as skipped: onnxruntime {ort.__version__} here lacks {'it' if len(missing) == 1 else 'them'})"
 
 
+def default_host_config(target: str, flags: dict[str, object], available: Sequence[str], ort_version: str) -> HostConfig:
+    """``create()`` with default options of ``target``'s wrapper, as far as this host can run it: the shipped
+    chain (``flags``: the manifest's ``options.<target>``), each provider with its ``host_session`` set-up;
+    a provider without one (device-only) or missing from this onnxruntime is left out, as the wrapper's
+    provider plan leaves out a provider its runtime lacks, and named in ``skipped_providers``."""
+    chain = default_chain(target, flags)
+    kept: list[ExecutionProvider] = []
+    skipped: list[str] = []
+    for p in chain:
+        session = p.host_session()
+        if session is None:
+            skipped.append(f"{p.name} (runs on the device only)")
+        elif p.ort_name not in available:
+            skipped.append(f"{p.name} (onnxruntime {ort_version} on this host lacks it)")
+        else:
+            kept.append(p)
+    sessions = [s for p in kept if (s := p.host_session()) is not None]
+    config_entries: dict[str, str] = {}
+    for s in sessions:
+        config_entries.update(s.config_entries)
+    threads = next((s.intra_op_threads for s in sessions if s.intra_op_threads), 0)
+    notes = [("shipped_providers", ",".join([*(p.name for p in chain), CPU]))]
+    if skipped:
+        notes.append(("skipped_providers", "; ".join(skipped)))
+    return HostConfig(
+        name=f"{DEFAULT_CONFIG}-{target}",
+        ep=kept[0].name if kept else CPU,
+        providers=(*(str(p.ort_name) for p in kept), CPU_PROVIDER),
+        provider_options=(*(dict(s.provider_options) for s in sessions), {}),
+        config_entries=config_entries,
+        intra_op_threads=threads,
+        shipped_default=target,
+        notes=tuple(notes),
+    )
+
+
 @dataclass(frozen=True)
 class Target:
     ort: Path
     name: str  # the .ort's path inside the package, or a bare .ort's file name
     inputs: dict[str, np.ndarray] | None  # None: made from the model's input metadata
+    shipped: tuple[tuple[str, dict[str, object]], ...] = ()  # (target, its manifest options) shipping this model
+    task: dict[str, Any] | None = None  # the manifest's options.task
 
 
 def resolve_target(path: Path, target: str | None = None) -> Target:
@@ -166,7 +225,16 @@ def _package_target(root: Path, target: str | None) -> Target:
         case = decode_mgv(data)
     except MobilegenError as err:
         raise UsageError(f"{mgv}: {err.message}", hint="run mobilegen verify on the package") from err
-    return Target(root / ort, ort, dict(case.inputs))
+    found = doc.get("options") if isinstance(doc, dict) else None
+    options: dict[str, Any] = found if isinstance(found, dict) else {}
+    shipping = [t for m in models if isinstance(m.get("ort"), dict) and m["ort"].get("file") == ort for t in m.get("targets") or [] if isinstance(t, str)]
+    if not models:  # manifest schema 1: one model, every target ships it
+        shipping = [t for t in (doc.get("targets") or []) if isinstance(t, str)] if isinstance(doc, dict) else []
+    if target is not None:
+        shipping = [t for t in shipping if t == target]
+    shipped = tuple((t, dict(o)) for t in dict.fromkeys(shipping) if t in target_registry.names() and isinstance(o := options.get(t), dict))
+    task = options.get("task") if isinstance(options.get("task"), dict) else None
+    return Target(root / ort, ort, dict(case.inputs), shipped, task)
 
 
 def _package_model(root: Path, models: list[dict[str, Any]], target: str | None) -> tuple[str, str]:
@@ -212,24 +280,42 @@ def _processor() -> str:
 
 def run_host_bench(
     target_path: Path,
-    eps: Sequence[str] = ("cpu",),
+    eps: Sequence[str] | None = None,
     *,
     runs: int = 50,
     warmup: int = 5,
     clock: Callable[[], float] = time.perf_counter,
     target: str | None = None,
 ) -> BenchResult:
-    """Benchmark the model on this host, one configuration per ``eps`` entry, in the result schema."""
+    """Benchmark the model on this host, one configuration per ``eps`` entry, in the result schema; ``eps``
+    None: a package's shipped default configurations first (``default``, one per target shipping the
+    model), then cpu; a bare .ort: cpu. An image task's preprocessing is timed per source size."""
     if not 1 <= runs <= MAX_RUNS:
         raise UsageError(f"--runs {runs} is out of range", hint=f"give the number of timed runs, 1 to {MAX_RUNS}, e.g. --runs 50")
     if not 0 <= warmup <= MAX_RUNS:
         raise UsageError(f"--warmup {warmup} is out of range", hint=f"give the number of untimed warm-up runs, 0 to {MAX_RUNS}, e.g. --warmup 5")
-    configs = [host_config(ep) for ep in dict.fromkeys(eps or ("cpu",))]
+    asked = tuple(dict.fromkeys(eps)) if eps else None
+    for ep in asked or ():
+        if ep != DEFAULT_CONFIG:
+            host_config(ep)  # refuses an unknown --ep before the model is read
     model = resolve_target(target_path, target)
     import onnxruntime as ort
 
+    configs: list[HostConfig] = []
+    for ep in asked or (DEFAULT_CONFIG, CPU):
+        if ep != DEFAULT_CONFIG:
+            configs.append(host_config(ep))
+        elif model.shipped:
+            available = ort.get_available_providers()
+            configs.extend(default_host_config(t, flags, available, ort.__version__) for t, flags in model.shipped)
+        elif asked:
+            raise UsageError(
+                f"--ep {DEFAULT_CONFIG}: {target_path} is a bare .ort, whose shipped configuration mobilegen cannot know",
+                hint="pass the package folder (its manifest says what the apps ship)",
+            )
     feeds = model.inputs if model.inputs is not None else _made_inputs(ort, model.ort)
     results = tuple(_measure(ort, model.ort, c, feeds, runs, warmup, clock) for c in configs)
+    pre = preprocessing_rows(model.task, runs=min(runs, BENCH_PREPROCESS_MAX_RUNS), warmup=min(warmup, BENCH_PREPROCESS_MAX_WARMUP), clock=clock)
     return BenchResult(
         model_sha256=sha256_file(model.ort),
         model_file=model.name,
@@ -239,6 +325,56 @@ def run_host_bench(
         runs=runs,
         warmup=warmup,
         configurations=results,
+        preprocessing=pre,
+    )
+
+
+PRE_ENTRY_POINT = "mobilegen.tasks.reference.resize_crop"
+
+
+def preprocessing_rows(
+    task: dict[str, Any] | None, *, runs: int, warmup: int, clock: Callable[[], float] = time.perf_counter
+) -> tuple[Preprocessing, ...]:
+    """An image task's native preprocessing (resize and centre crop) timed alone on a deterministic photo of
+    each source size, through the Python reference of the wrappers' ``ImageInput.prepare``; () otherwise."""
+    spec = _image_task(task)
+    if spec is None:
+        return ()
+    import numpy as np
+
+    from mobilegen.tasks.reference import resize_crop
+
+    rows = []
+    for w, h in BENCH_IMAGE_SIZES:
+        photo = np.random.default_rng(w * h).integers(0, 256, (h, w, 3), dtype=np.uint8)
+        t0 = clock()
+        out = resize_crop(photo, spec)
+        first = (clock() - t0) * 1000
+        for _ in range(warmup):
+            resize_crop(photo, spec)
+        times = []
+        for _ in range(runs):
+            t0 = clock()
+            resize_crop(photo, spec)
+            times.append((clock() - t0) * 1000)
+        rows.append(Preprocessing(f"image-{w}x{h}", PRE_ENTRY_POINT, (w, h), (int(out.shape[1]), int(out.shape[0])), first_run_ms=first, warm=WarmStats.of(times)))
+    return tuple(rows)
+
+
+def _image_task(task: dict[str, Any] | None) -> TaskSpec | None:
+    """The manifest's ``options.task`` as the TaskSpec its native image step needs; None: no image task."""
+    from mobilegen.tasks.spec import TaskSpec
+
+    if not task or task.get("kind") not in ("image-classification", "image"):
+        return None
+    crop, resize, flt = task.get("crop"), task.get("resize"), task.get("resize_filter")
+    if not (isinstance(crop, list) and len(crop) == 2 and all(isinstance(c, int) and c > 0 for c in crop)):
+        return None
+    return TaskSpec(
+        kind=task["kind"],
+        crop=(crop[0], crop[1]),
+        resize=resize if isinstance(resize, int) and resize > 0 else None,
+        resize_filter=flt if flt in ("antialias", "bilinear") else "antialias",
     )
 
 
@@ -267,7 +403,7 @@ def _session(ort: Any, model: Path, config: HostConfig, profile_prefix: str | No
 def _measure(
     ort: Any, model: Path, config: HostConfig, feeds: dict[str, Any], runs: int, warmup: int, clock: Callable[[], float]
 ) -> Configuration:
-    base = Configuration(config.name, config.ep, None, config.providers, config.options())
+    base = Configuration(config.name, config.ep, None, config.providers, config.options(), shipped_default=config.shipped_default)
     missing = [p for p in config.providers if p not in ort.get_available_providers()]
     if missing:
         why = f"onnxruntime {ort.__version__} on this host was built without {', '.join(missing)}"

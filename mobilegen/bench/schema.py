@@ -1,4 +1,4 @@
-"""The benchmark result (schema version 1): typed dataclasses, their JSON, and a reader for files from
+"""The benchmark result (schema version 2; version 1 is still read): typed dataclasses, their JSON, and a reader for files from
 elsewhere (a phone, another host).
 
 The JSON Schema document ``bench-result.schema.json`` next to this module is the published contract
@@ -20,7 +20,8 @@ from typing import Any
 from mobilegen.errors import UsageError
 from mobilegen.infra.datafiles import open_data_file
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)  # version 1: no shipped_default, no preprocessing rows
 KIND = "mobilegen-bench"
 NOT_A_RESULT = "not a mobilegen benchmark result"
 SCHEMA_FILE = "bench-result.schema.json"
@@ -127,6 +128,8 @@ class Configuration:
     first_run_ms: float | None = None
     warm: WarmStats | None = None
     placement: Placement = field(default_factory=lambda: Placement.unavailable("not measured"))
+    # the target ("android" / "ios") whose create() with default options this configuration is; None: an alternative
+    shipped_default: str | None = None
 
     @property
     def accelerated(self) -> bool:
@@ -145,6 +148,37 @@ class Configuration:
             "first_run_ms": None if self.first_run_ms is None else _r(self.first_run_ms),
             "warm": None if self.warm is None else self.warm.to_json(),
             "placement": self.placement.to_json(),
+            "shipped_default": self.shipped_default,
+        }
+
+
+@dataclass(frozen=True)
+class Preprocessing:
+    """The app's input preprocessing timed alone on one source size: a photo of ``source`` (width, height)
+    through ``entry_point`` (the wrapper's public preprocessing call, or the Python reference on a host)
+    to the model's input of ``output`` (width, height)."""
+
+    name: str  # image-<w>x<h>
+    entry_point: str
+    source: tuple[int, int]
+    output: tuple[int, int] | None
+    status: str = "ok"
+    reason: str | None = None
+    first_run_ms: float | None = None
+    warm: WarmStats | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "entry_point": self.entry_point,
+            "source_width": self.source[0],
+            "source_height": self.source[1],
+            "output_width": None if self.output is None else self.output[0],
+            "output_height": None if self.output is None else self.output[1],
+            "status": self.status,
+            "reason": self.reason,
+            "first_run_ms": None if self.first_run_ms is None else _r(self.first_run_ms),
+            "warm": None if self.warm is None else self.warm.to_json(),
         }
 
 
@@ -158,6 +192,7 @@ class BenchResult:
     runs: int
     warmup: int
     configurations: tuple[Configuration, ...]
+    preprocessing: tuple[Preprocessing, ...] = ()
     schema_version: int = SCHEMA_VERSION
     kind: str = KIND
 
@@ -173,6 +208,7 @@ class BenchResult:
             "runs": self.runs,
             "warmup": self.warmup,
             "configurations": [c.to_json() for c in self.configurations],
+            "preprocessing": [p.to_json() for p in self.preprocessing],
         }
 
     def text(self) -> str:
@@ -220,8 +256,9 @@ def _ms(obj: object, key: str, where: str, *, null: bool = True) -> Any:
     raise _Bad(f"{where}.{key} is not a number of milliseconds >= 0")
 
 
-_TOP_FIELDS = ("kind", "schema_version", "model_sha256", "model_file", "mobilegen_version", "ort_version", "device", "runs", "warmup", "configurations")
-_CONFIG_FIELDS = ("name", "ep", "format", "providers", "options", "status", "reason", "session_create_ms", "first_run_ms", "warm", "placement")
+_TOP_FIELDS = ("kind", "schema_version", "model_sha256", "model_file", "mobilegen_version", "ort_version", "device", "runs", "warmup", "configurations", "preprocessing")
+_CONFIG_FIELDS = ("name", "ep", "format", "providers", "options", "status", "reason", "session_create_ms", "first_run_ms", "warm", "placement", "shipped_default")
+_PRE_FIELDS = ("name", "entry_point", "source_width", "source_height", "output_width", "output_height", "status", "reason", "first_run_ms", "warm")
 
 
 def _keys(obj: dict[str, Any], allowed: tuple[str, ...], where: str) -> None:
@@ -289,6 +326,29 @@ def _configuration(v: object, i: int) -> Configuration:
         first_run_ms=_ms(v, "first_run_ms", w),
         warm=_warm(_get(v, "warm", w), f"{w}.warm"),
         placement=_placement(_get(v, "placement", w), f"{w}.placement"),
+        shipped_default=_str(v, "shipped_default", w, null=True, limit=64) if isinstance(v, dict) and "shipped_default" in v else None,
+    )
+
+
+def _preprocessing(v: object, i: int) -> Preprocessing:
+    w = f"preprocessing[{i}]"
+    name = _str(v, "name", w)
+    if not _NAME.match(name):
+        raise _Bad(f"{w}.name {name[:40]!r} is not a lower-case name")
+    _keys(v, _PRE_FIELDS, w)  # type: ignore[arg-type]  # _str checked it is a dict
+    status = _str(v, "status", w)
+    if status not in STATUSES:
+        raise _Bad(f"{w}.status is not one of {', '.join(STATUSES)}")
+    out_w, out_h = _int(v, "output_width", w, null=True), _int(v, "output_height", w, null=True)
+    return Preprocessing(
+        name=name,
+        entry_point=_str(v, "entry_point", w, limit=200),
+        source=(_int(v, "source_width", w, low=1), _int(v, "source_height", w, low=1)),
+        output=None if out_w is None or out_h is None else (out_w, out_h),
+        status=status,
+        reason=_str(v, "reason", w, null=True),
+        first_run_ms=_ms(v, "first_run_ms", w),
+        warm=_warm(_get(v, "warm", w), f"{w}.warm"),
     )
 
 
@@ -297,8 +357,8 @@ def result_from_json(doc: object) -> BenchResult:
     if not isinstance(doc, dict) or doc.get("kind") != KIND:
         raise _Bad(f"{NOT_A_RESULT} (no \"kind\": \"{KIND}\")")
     version = doc.get("schema_version")
-    if version != SCHEMA_VERSION:
-        raise _Bad(f"its schema_version {json.dumps(version)[:20]} is not {SCHEMA_VERSION}, the version this mobilegen reads")
+    if version not in READABLE_VERSIONS or isinstance(version, bool):
+        raise _Bad(f"its schema_version {json.dumps(version)[:20]} is not {' or '.join(map(str, READABLE_VERSIONS))}, the versions this mobilegen reads")
     _keys(doc, _TOP_FIELDS, "the result")
     sha = _str(doc, "model_sha256", "result")
     if not _SHA256.match(sha):
@@ -309,6 +369,13 @@ def result_from_json(doc: object) -> BenchResult:
     names = [_str(c, "name", f"configurations[{i}]") for i, c in enumerate(configs)]
     if len(set(names)) != len(names):
         raise _Bad("two configurations have the same name")
+    pre = doc.get("preprocessing", []) if version >= 2 else []
+    if version >= 2 and "preprocessing" not in doc:
+        raise _Bad("result has no 'preprocessing'")
+    if version < 2 and "preprocessing" in doc:
+        raise _Bad("result has unknown field 'preprocessing' (schema version 1)")
+    if not isinstance(pre, list):
+        raise _Bad("preprocessing is not a list")
     return BenchResult(
         model_sha256=sha,
         model_file=_str(doc, "model_file", "result", limit=255),
@@ -318,6 +385,7 @@ def result_from_json(doc: object) -> BenchResult:
         runs=_int(doc, "runs", "result", low=1),
         warmup=_int(doc, "warmup", "result"),
         configurations=tuple(_configuration(c, i) for i, c in enumerate(configs)),
+        preprocessing=tuple(_preprocessing(p, i) for i, p in enumerate(pre)),
     )
 
 

@@ -30,6 +30,8 @@ def _human_bench(result: BenchResult, console: Console) -> None:
         table.add_column(col)
     notes: list[str] = []  # why a configuration did not run: under the table, so the columns stay narrow
     for c in result.configurations:
+        if c.shipped_default and (left_out := c.options.get("skipped_providers")):
+            notes.append(f"{escape(c.name)}: what the {escape(c.shipped_default)} app ships, without {escape(left_out)}")
         if c.status != "ok":
             table.add_row(escape(c.name), f"[yellow]{escape(c.status)}[/yellow]", *["–"] * 8)
             notes.append(f"{escape(c.name)} {escape(c.status)}: {escape(c.reason or 'no reason given')}")
@@ -42,6 +44,16 @@ def _human_bench(result: BenchResult, console: Console) -> None:
     console.print(table)
     for note in notes:
         console.print(f"  {note}")
+    if result.preprocessing:
+        pre = Table(title=f"preprocessing alone ({escape(result.preprocessing[0].entry_point)})", title_justify="left")
+        for col in ("source", "model input", "status", "first run", "p50", "p90", "min", "mean"):
+            pre.add_column(col)
+        for r in result.preprocessing:
+            out = "–" if r.output is None else f"{r.output[0]}x{r.output[1]}"
+            w = r.warm
+            cells = [r.first_run_ms, *((None,) * 4 if w is None else (w.p50, w.p90, w.min, w.mean))]
+            pre.add_row(f"{r.source[0]}x{r.source[1]}", out, escape(r.status), *("–" if x is None else f"{x:.3f} ms" for x in cells))
+        console.print(pre)
 
 
 def _human_merge(result: MergeResult, console: Console) -> None:
@@ -76,7 +88,7 @@ def bench(
     model: Annotated[Path, typer.Argument(metavar="MODEL.ort|PACKAGE", help="A .ort file or a package folder (its model and golden inputs).", show_default=False)],
     ep: Annotated[
         list[str] | None,
-        typer.Option("--ep", metavar="EP", callback=unique, help="Configuration to run: cpu (default) or xnnpack. Repeatable."),
+        typer.Option("--ep", metavar="EP", callback=unique, help="Configuration to run: default (what the apps ship), cpu or xnnpack. Repeatable. Without it: a package's shipped defaults, then cpu."),
     ] = None,
     target: Annotated[
         str | None,
@@ -110,7 +122,7 @@ def bench(
                 f"-o {output}: inside the package folder {package}, whose manifest.json lists every file (verify would fail)",
                 hint=f"write it outside the package, then: mobilegen report {package} --results FILE.json",
             )
-        result = run_host_bench(model, tuple(ep or ("cpu",)), runs=runs, warmup=warmup, target=target)
+        result = run_host_bench(model, tuple(ep) if ep else None, runs=runs, warmup=warmup, target=target)
         if output is not None:
             _write_result(output, result.text().encode("utf-8"), force=force)
         return result

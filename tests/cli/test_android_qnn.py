@@ -108,7 +108,7 @@ def test_gradle_files_pin_the_qnn_aar_instead_of_onnxruntime_android(tmp_path: P
     assert native == [{f"{ANDROID_NS}name": "libcdsprpc.so", f"{ANDROID_NS}required": "false"}]
     assert "libcdsprpc" not in (out / "app/src/main/AndroidManifest.xml").read_text()  # one declaration, merged
     readme = (out / "README.md").read_text()
-    assert "-e configs cpu,qnn,qnn-no-cpu " in readme and "nnapi" not in readme.split("## Benchmark")[1].split("##")[0]
+    assert "-e configs default,cpu,qnn,qnn-no-cpu " in readme and "nnapi" not in readme.split("## Benchmark")[1].split("##")[0]
     wrapper = next(out.rglob("TinyCnn.kt")).read_text()
     assert "val useQnn: Boolean = true" in wrapper and "sessionOptions.addQnn(" in wrapper
     assert '"ep.context_enable", "1"' in wrapper and '"ep.context_file_path"' in wrapper
@@ -119,7 +119,7 @@ def test_gradle_files_pin_the_qnn_aar_instead_of_onnxruntime_android(tmp_path: P
     # The benchmark's QNN sessions find the QNN libraries the way the wrapper's do.
     bench_test = next(out.rglob("TinyCnnBenchmarkTest.kt")).read_text()
     assert 'if (configs.any { it.ep == "qnn" }) setQnnLibraryPath(context)' in bench_test
-    assert "-e configs cpu,qnn,qnn-no-cpu " in bench_test
+    assert "-e configs default,cpu,qnn,qnn-no-cpu " in bench_test
     layer = next(out.rglob("TinyCnnAndroid.kt")).read_text()
     assert 'internal fun setQnnLibraryPath(context: Context) {\n    Os.setenv("ADSP_LIBRARY_PATH", context.applicationInfo.nativeLibraryDir, true)' in layer
     assert layer.count("ADSP_LIBRARY_PATH\"") == 1 and "    setQnnLibraryPath(context)\n" in layer  # qnnReady reuses it
@@ -144,7 +144,7 @@ def test_without_qnn_the_project_stays_on_onnxruntime_android(tmp_path: Path) ->
     assert "val useQnn: Boolean = false" in next(out.rglob("TinyCnn.kt")).read_text()
     assert "qnn-no-cpu" not in next(out.rglob("ModelBenchmark.kt")).read_text()
     assert "setQnnLibraryPath(context)" not in next(out.rglob("TinyCnnBenchmarkTest.kt")).read_text()
-    assert "-e configs cpu,xnnpack,nnapi,nnapi-fp16,nnapi-no-cpu " in (out / "README.md").read_text()
+    assert "-e configs default,cpu,xnnpack,nnapi,nnapi-fp16,nnapi-no-cpu " in (out / "README.md").read_text()
 
 
 def test_qnn_accelerated_tolerance(tmp_path: Path) -> None:

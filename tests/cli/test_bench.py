@@ -117,7 +117,7 @@ def test_results_validate_against_the_shipped_schema(package: Path) -> None:
         (("configurations", 0, "status"), "fine", "status"),
         (("configurations", 0, "session_create_ms"), -1.0, "session_create_ms"),
         (("device", "kind"), "phone", "device.kind"),
-        (("schema_version",), 2, "schema_version"),
+        (("schema_version",), 3, "schema_version"),
         (("surprise",), 1, "surprise"),
     ],
 )

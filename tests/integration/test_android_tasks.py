@@ -100,6 +100,7 @@ fun hex(bytes: ByteArray): String = bytes.joinToString("") { "%02x".format(it.to
 //                                    (or the error); then the same on cls_all's every-class scores (no indices)
 //   rank ATOL RTOL ei es ai as    -> ModelSupport.rankingMismatches (comma-separated arrays)
 //   accel PROJECT SDK ACTIVE      -> expectedAccelerators(SDK) | missingAccelerators(expected, ACTIVE)
+//   bench P                       -> BenchConfigs.DEFAULT / ALL and ModelBenchmark.preprocessing(1, 0) of project P
 //   crc FILE OFFSET               -> CRC32 of FILE's bytes from OFFSET (a direct buffer), and whether its position moved
 fun doubles(csv: String): DoubleArray = if (csv == "-") DoubleArray(0) else csv.split(",").map { it.toDouble() }.toDoubleArray()
 
@@ -208,6 +209,63 @@ fun main(args: Array<String>) {
                 }
             }
             "filter" -> println("${ImageInput.FILTER} ${com.example.tasks.image.ImageInput.FILTER}")
+            // bench P -> the benchmark core's configurations of project P (names, the shipped default) and its
+            // preprocessing rows (one timed call per source size), as one line of JSON
+            "bench" -> println(
+                when (p[1]) {
+                    "cls_topk" -> com.example.tasks.cls_topk.bench.BenchConfigs.let { b ->
+                        val o = com.example.tasks.cls_topk.bench.Json.Obj()
+                        o["all"] = b.ALL.map { it.name }
+                        o["providers"] = b.DEFAULT.providers
+                        o["options"] = b.DEFAULT.options.keys.sorted()
+                        o["shipped"] = b.DEFAULT.shippedDefault
+                        o["min_api"] = b.DEFAULT.minApi
+                        o["preprocessing"] = com.example.tasks.cls_topk.bench.ModelBenchmark.preprocessing(1, 0)
+                        o.toString()
+                    }
+                    "cls_all" -> com.example.tasks.cls_all.bench.BenchConfigs.let { b ->
+                        val o = com.example.tasks.cls_all.bench.Json.Obj()
+                        o["all"] = b.ALL.map { it.name }
+                        o["providers"] = b.DEFAULT.providers
+                        o["options"] = b.DEFAULT.options.keys.sorted()
+                        o["shipped"] = b.DEFAULT.shippedDefault
+                        o["min_api"] = b.DEFAULT.minApi
+                        o["preprocessing"] = com.example.tasks.cls_all.bench.ModelBenchmark.preprocessing(1, 0)
+                        o.toString()
+                    }
+                    "image" -> com.example.tasks.image.bench.BenchConfigs.let { b ->
+                        val o = com.example.tasks.image.bench.Json.Obj()
+                        o["all"] = b.ALL.map { it.name }
+                        o["providers"] = b.DEFAULT.providers
+                        o["options"] = b.DEFAULT.options.keys.sorted()
+                        o["shipped"] = b.DEFAULT.shippedDefault
+                        o["min_api"] = b.DEFAULT.minApi
+                        o["preprocessing"] = com.example.tasks.image.bench.ModelBenchmark.preprocessing(1, 0)
+                        o.toString()
+                    }
+                    "audio" -> com.example.tasks.audio.bench.BenchConfigs.let { b ->
+                        val o = com.example.tasks.audio.bench.Json.Obj()
+                        o["all"] = b.ALL.map { it.name }
+                        o["providers"] = b.DEFAULT.providers
+                        o["options"] = b.DEFAULT.options.keys.sorted()
+                        o["shipped"] = b.DEFAULT.shippedDefault
+                        o["min_api"] = b.DEFAULT.minApi
+                        o["preprocessing"] = com.example.tasks.audio.bench.ModelBenchmark.preprocessing(1, 0)
+                        o.toString()
+                    }
+                    "cls_qnn" -> com.example.tasks.cls_qnn.bench.BenchConfigs.let { b ->
+                        val o = com.example.tasks.cls_qnn.bench.Json.Obj()
+                        o["all"] = b.ALL.map { it.name }
+                        o["providers"] = b.DEFAULT.providers
+                        o["options"] = b.DEFAULT.options.keys.sorted()
+                        o["shipped"] = b.DEFAULT.shippedDefault
+                        o["min_api"] = b.DEFAULT.minApi
+                        o["preprocessing"] = com.example.tasks.cls_qnn.bench.ModelBenchmark.preprocessing(1, 0)
+                        o.toString()
+                    }
+                    else -> error(p[1])
+                }.replace("\\n", " "),
+            )
             "labels" -> {
                 val labels = Labels.parse(File(p[1]).readBytes())
                 println(labels.joinToString(" ") { "[" + hex(it.toByteArray(Charsets.UTF_8)) + "]" })
@@ -222,12 +280,17 @@ fun main(args: Array<String>) {
 """
 
 
+BENCH_PROJECTS = ("cls_topk", "cls_all", "image", "audio", "cls_qnn")
+
+
 def _sources(projects: dict[str, Path]) -> list[Path]:
     out = []
-    for tree in projects.values():
+    for name, tree in projects.items():
         out += sorted(p for p in tree.glob("*/src/main/kotlin/**/*.kt") if p.relative_to(tree).parts[0] != "app")
         out += sorted(tree.glob("*/src/androidTest/kotlin/**/*TaskTest.kt"))
         out += sorted(tree.glob("*/src/androidTest/kotlin/**/*GoldenTest.kt"))
+        if name in BENCH_PROJECTS:  # the benchmark's measuring core (ORT and the JDK only)
+            out += sorted(tree.glob("*/src/androidTest/kotlin/**/bench/*.kt"))
     return out
 
 
@@ -508,3 +571,51 @@ def test_qnn_context_crc_hashes_like_zlib_without_moving_the_buffer(task_jar: Pa
     empty.write_bytes(b"")
     got = _harness(task_jar, shim_classes, [f"crc {path} 0", f"crc {path} 7", f"crc {empty} 0"], tmp_path)
     assert got == [f"{zlib.crc32(data):x} 0", f"{zlib.crc32(data[7:]):x} 7", "0 0"]
+
+
+def test_benchmark_times_the_shipped_default_first_and_the_preprocessing_per_size(
+    task_jar: Path, shim_classes: Path, tmp_path: Path
+) -> None:
+    """BenchConfigs.DEFAULT is the chain create() with default Options builds (mobilegen.targets.defaults:
+    the options' providers the pinned AAR has, by rank), listed first; ModelBenchmark.preprocessing times
+    ImageInput.prepare per source size, rows the result schema accepts, whose output sizes are the Python
+    reference's. Timings are not checked."""
+    import jsonschema
+
+    from mobilegen.bench import schema_document
+    from mobilegen.targets.android import runtime
+    from mobilegen.targets.defaults import BENCH_IMAGE_SIZES
+
+    lines = _harness(task_jar, shim_classes, [f"bench {n}" for n in BENCH_PROJECTS], tmp_path)
+    got = {n: json.loads(line) for n, line in zip(BENCH_PROJECTS, lines, strict=True)}
+    ort = {"qnn": "QNNExecutionProvider", "nnapi": "NnapiExecutionProvider", "xnnpack": "XnnpackExecutionProvider"}
+    expected = {
+        "cls_topk": ["XnnpackExecutionProvider"],
+        "cls_all": ["NnapiExecutionProvider", "XnnpackExecutionProvider"],
+        "image": ["XnnpackExecutionProvider"],
+        "audio": ["XnnpackExecutionProvider"],
+        "cls_qnn": ["QNNExecutionProvider"],  # onnxruntime-android-qnn has no NNAPI, no XNNPACK
+    }
+    schema = schema_document()
+    row_schema = {"$defs": schema["$defs"], "$ref": "#/$defs/preprocessing"}
+    for name, doc in got.items():
+        opts = AndroidOptions(**(QNN_OPTIONS if name == "cls_qnn" else _OPTIONS.get(name, {"xnnpack": True})))  # type: ignore[arg-type]
+        assert doc["all"][:2] == ["default", "cpu"], name
+        assert doc["all"] == runtime.bench_configs(opts), name
+        assert doc["providers"] == expected[name] + ["CPUExecutionProvider"], name
+        assert doc["providers"] == [ort[p] for p in runtime.shipped_default(opts)] + ["CPUExecutionProvider"], name
+        assert doc["shipped"] == "android" and doc["min_api"] == (27 if name == "cls_all" else 0), name
+        if "XnnpackExecutionProvider" in doc["providers"]:
+            assert "intra_op_num_threads" in doc["options"] and "session.intra_op.allow_spinning" in doc["options"]
+        rows = doc["preprocessing"]
+        spec = PROJECTS[name if name != "cls_qnn" else "cls_topk"][0]
+        if not spec.is_image:
+            assert rows == [], name
+            continue
+        assert [(r["name"], r["source_width"], r["source_height"], r["status"]) for r in rows] == [
+            (f"image-{w}x{h}", w, h, "ok") for w, h in BENCH_IMAGE_SIZES
+        ]
+        for r, (w, h) in zip(rows, BENCH_IMAGE_SIZES, strict=True):
+            jsonschema.validate(r, row_schema)
+            ref = resize_crop(np.zeros((h, w, 3), np.uint8), spec)
+            assert (r["output_width"], r["output_height"]) == (ref.shape[1], ref.shape[0]) and r["warm"]["n"] == 1

@@ -220,3 +220,37 @@ def test_the_checks_catch_an_unescaped_name(tmp_path: Path, monkeypatch: pytest.
     render_ios(replace(spec, io=io), opts, tmp_path / "out")
     wrapper = (tmp_path / "out/Sources/TinyCnn/TinyCnn.swift").read_bytes()
     assert syntax_problems(wrapper) or "fatalError" in called_names(wrapper, "TinyCnn") - baseline
+
+
+def test_benchmark_times_the_shipped_default_and_the_preprocessing(tmp_path: Path) -> None:
+    """The iOS benchmark parses with and without an image task: "default" is the wrapper's init with the
+    default Configuration (its provider list from mobilegen.targets.defaults, as the wrapper's defaults), and
+    the preprocessing is the wrapper's public ImageInput.prepare, timed per source size, never re-implemented."""
+    import re
+
+    from task_specs import task_specs
+
+    from mobilegen.targets.defaults import BENCH_IMAGE_SIZES, default_chain, option_flags
+
+    specs = task_specs(tmp_path / "inputs")
+    ort = {"coreml": "CoreMLExecutionProvider", "xnnpack": "XnnpackExecutionProvider"}
+    for name, opts in (("cls_all", IosOptions(coreml=True, xnnpack=True)), ("image", IosOptions(xnnpack=True)), ("audio", IosOptions())):
+        out = tmp_path / name
+        render_ios(specs[name], opts, out)
+        (bench,) = out.rglob("*BenchmarkTests.swift")
+        source = bench.read_bytes()
+        assert syntax_problems(source) == [], name
+        text = code_without_comments(source).decode()
+        chain = [ort[p.name] for p in default_chain("ios", option_flags(opts))] + ["CPUExecutionProvider"]
+        listed = re.search(r"static let shippedProviders: \[String\] = \[(.*)\]", text)
+        assert listed is not None and [s.strip().strip('"') for s in listed.group(1).split(",")] == chain, name
+        assert '"schema_version": 2' in text and '"shipped_default": "ios"' in text
+        assert "let model = try TinyCnn()" in text  # the default Configuration, as an app creates it
+        wrapper = (out / "Sources").rglob("TinyCnn.swift")
+        assert f"useCoreML: Bool = {'true' if opts.coreml else 'false'}" in next(wrapper).read_text(encoding="utf-8")
+        if name == "audio":
+            assert "ImageInput" not in text and "-> [[String: Any]] { [] }" in text
+            continue
+        assert text.count("TinyCnn.ImageInput.prepare(photo)") == 3 and "resizeCrop" not in text
+        sizes = re.search(r"static let preprocessSizes: \[\(Int, Int\)\] = \[(.*)\]", text)
+        assert sizes is not None and sizes.group(1) == ", ".join(f"({w}, {h})" for w, h in BENCH_IMAGE_SIZES)

@@ -98,8 +98,8 @@ def test_accelerated_android_tests_fail_when_an_available_accelerator_was_not_ad
 def test_aar_providers_and_bench_configs_follow_the_pinned_runtime() -> None:
     assert runtime.aar_providers(AndroidOptions()) == ("nnapi", "xnnpack")
     assert runtime.aar_providers(AndroidOptions(qnn=True, nnapi=True, xnnpack=True)) == ("qnn",)
-    assert runtime.bench_configs(AndroidOptions()) == ["cpu", "xnnpack", "nnapi", "nnapi-fp16", "nnapi-no-cpu"]
-    assert runtime.bench_configs(AndroidOptions(qnn=True, nnapi=True)) == ["cpu", "qnn", "qnn-no-cpu"]
+    assert runtime.bench_configs(AndroidOptions()) == ["default", "cpu", "xnnpack", "nnapi", "nnapi-fp16", "nnapi-no-cpu"]
+    assert runtime.bench_configs(AndroidOptions(qnn=True, nnapi=True)) == ["default", "cpu", "qnn", "qnn-no-cpu"]
 
 
 def test_accelerated_ios_tests_fail_instead_of_skipping_a_failed_coreml_session(trees: dict[str, Path]) -> None:

@@ -28,6 +28,11 @@ from mobilegen.runtimes import RuntimeRelease, find_release
 from mobilegen.spec import IOSpec, TensorSpec
 from mobilegen.targets import toolchains
 from mobilegen.targets.android import runtime
+from mobilegen.targets.defaults import (
+    BENCH_IMAGE_SIZES,
+    BENCH_PREPROCESS_MAX_RUNS,
+    BENCH_PREPROCESS_MAX_WARMUP,
+)
 from mobilegen.targets.provider_setup import template_providers
 from mobilegen.targets.tolerances import tolerance_reason
 
@@ -441,6 +446,11 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
         "ort_artifact": runtime.artifact(opts),
         "aar_providers": list(runtime.aar_providers(opts)),
         "bench_configs": runtime.bench_configs(opts),
+        # the benchmark's "default" configuration: create() with default Options (mobilegen.targets.defaults)
+        "bench_default": list(runtime.shipped_default(opts)),
+        "bench_image_sizes": [list(s) for s in BENCH_IMAGE_SIZES],
+        "bench_preprocess_max_runs": BENCH_PREPROCESS_MAX_RUNS,
+        "bench_preprocess_max_warmup": BENCH_PREPROCESS_MAX_WARMUP,
         "android_providers": template_providers("android", "add_provider.kt.jinja"),  # templates/providers/<name>/android/
         "ort_released": md_escape(release.released or "date unknown"),
         "toolchain": dict(TOOLCHAIN),

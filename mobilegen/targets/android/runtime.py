@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mobilegen import providers
+from mobilegen.targets.defaults import DEFAULT_CONFIG, default_chain, option_flags
 
 if TYPE_CHECKING:
     from mobilegen.providers import ExecutionProvider, RuntimeArtifact
@@ -19,8 +20,8 @@ PLATFORM = "android"
 CHANNEL = "maven"
 ORT_ARTIFACT = "com.microsoft.onnxruntime:onnxruntime-android"
 
-# The benchmark's configurations per provider, in the order of bench/ModelBenchmark.kt's BenchConfigs.ALL
-# (cpu first). A provider not listed has none there.
+# The benchmark's alternative configurations per provider, in the order of bench/ModelBenchmark.kt's
+# BenchConfigs.ALL (after "default", the shipped configuration, and cpu). A provider not listed has none there.
 BENCH_CONFIGS: dict[str, tuple[str, ...]] = {
     "xnnpack": ("xnnpack",),
     "nnapi": ("nnapi", "nnapi-fp16", "nnapi-no-cpu"),
@@ -63,4 +64,10 @@ def aar_providers(opts: AndroidOptions) -> tuple[str, ...]:
 def bench_configs(opts: AndroidOptions) -> list[str]:
     """The benchmark configurations the package's runtime can run, in BenchConfigs.ALL's order."""
     has = aar_providers(opts)
-    return ["cpu"] + [name for ep, names in BENCH_CONFIGS.items() if ep in has for name in names]
+    return [DEFAULT_CONFIG, "cpu"] + [name for ep, names in BENCH_CONFIGS.items() if ep in has for name in names]
+
+
+def shipped_default(opts: AndroidOptions) -> tuple[str, ...]:
+    """The providers the wrapper's ``create()`` with default ``Options`` adds, in its chain order (the CPU
+    provider, always last, not listed): those the options turn on that the pinned runtime has."""
+    return tuple(p.name for p in default_chain(PLATFORM, option_flags(opts), in_runtime=aar_providers(opts)))

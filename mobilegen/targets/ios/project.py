@@ -33,6 +33,13 @@ from mobilegen.render.tree import model_link_context, render_tree, templates_roo
 from mobilegen.runtimes import RuntimeRelease, find_release
 from mobilegen.spec import DTYPES, IOSpec, TensorSpec
 from mobilegen.targets import toolchains
+from mobilegen.targets.defaults import (
+    BENCH_IMAGE_SIZES,
+    BENCH_PREPROCESS_MAX_RUNS,
+    BENCH_PREPROCESS_MAX_WARMUP,
+    default_chain,
+    option_flags,
+)
 from mobilegen.targets.provider_setup import template_providers
 from mobilegen.targets.tolerances import tolerance_reason
 
@@ -313,6 +320,11 @@ def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str) -> di
         "coreml": opts.coreml,
         "xnnpack": opts.xnnpack,
         "ios_providers": template_providers("ios", "append_provider.swift.jinja"),  # templates/providers/<name>/ios/
+        # the benchmark's "default" configuration: init() with the default Configuration (mobilegen.targets.defaults)
+        "bench_default": [p.name for p in default_chain("ios", option_flags(opts))],
+        "bench_image_sizes": [list(s) for s in BENCH_IMAGE_SIZES],
+        "bench_preprocess_max_runs": BENCH_PREPROCESS_MAX_RUNS,
+        "bench_preprocess_max_warmup": BENCH_PREPROCESS_MAX_WARMUP,
         # --task (mobilegen.render.task_wrappers): the task-level API renders only with a task.
         "task": task,
         "task_swift_file": f"{class_name}+Task.swift" if task else "",

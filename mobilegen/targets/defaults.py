@@ -1,0 +1,41 @@
+"""What an app ships: the provider chain ``create()`` with default options tries, and the source image
+sizes its preprocessing is timed at. One place, read by the render contexts (the wrappers' defaults and
+the benchmark harnesses' "default" configuration) and by ``mobilegen bench`` on the host.
+
+A provider is in the default chain when the target options' flag named after it is on (``AndroidOptions.nnapi``,
+``IosOptions.coreml``, a manifest's ``options.<target>.<provider>``), ordered by rank as the wrappers' provider
+plans order them (QNN → NNAPI / CoreML → XNNPACK), the CPU provider last.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from mobilegen import providers
+from mobilegen.providers import ExecutionProvider
+
+# Source image sizes (width, height) the benchmarks time the image preprocessing at: VGA, a 1080p camera
+# frame, a 12 MP photo.
+BENCH_IMAGE_SIZES: tuple[tuple[int, int], ...] = ((640, 480), (1920, 1080), (4000, 3000))
+
+# Timed runs of the preprocessing per source size, at most (a 12 MP photo takes a second or more on a
+# phone's little cores and through the Python reference), and untimed ones before them.
+BENCH_PREPROCESS_MAX_RUNS = 10
+BENCH_PREPROCESS_MAX_WARMUP = 1
+
+# The name of the shipped-default configuration in every benchmark result.
+DEFAULT_CONFIG = "default"
+
+
+def default_chain(platform: str, flags: Mapping[str, object], *, in_runtime: tuple[str, ...] | None = None) -> tuple[ExecutionProvider, ...]:
+    """The accelerating providers ``create()`` with default options tries on ``platform``, in order (the CPU
+    provider, always last, is not listed). ``flags``: the target options as a mapping (provider name ->
+    on/off). ``in_runtime``: the providers the pinned runtime has (others are left out, as the wrapper's
+    provider plan leaves out a provider its runtime lacks); None: not filtered."""
+    chosen = [p for p in providers.on_platform(platform) if flags.get(p.name) is True and (in_runtime is None or p.name in in_runtime)]
+    return tuple(sorted(chosen, key=lambda p: p.rank))
+
+
+def option_flags(opts: object) -> dict[str, object]:
+    """A target options object as the mapping :func:`default_chain` reads (its provider flags)."""
+    return {p.name: getattr(opts, p.name, False) for p in providers.all_providers()}
