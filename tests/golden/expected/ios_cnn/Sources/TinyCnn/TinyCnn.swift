@@ -141,6 +141,17 @@ public final class TinyCnn: @unchecked Sendable {
     public static let inputShape: [Int] = [1, 3, 32, 32]
     /// Declared shape of output `logits`: float32, shape [1, 10]
     public static let logitsShape: [Int] = [1, 10]
+    /// The library's version (the Swift package's release tag; --lib-version).
+    public static let libraryVersion = "1.0.0"
+    /// What each input expects (INPUTS.md), in input order.
+    public static let inputContracts: [InputContract] = [
+        InputContract(
+            name: "input", layout: "NCHW", layoutGuessed: true,
+            dtype: "float32", shape: [1, 3, 32, 32], valueRange: "unknown",
+            normalization: "unknown", channelOrder: "unknown",
+            resize: "unknown"
+        ),
+    ]
 
     /// URL of the `.ort` model inside the package's resource bundle.
     public static var modelURL: URL? {

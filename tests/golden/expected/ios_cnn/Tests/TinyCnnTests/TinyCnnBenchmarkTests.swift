@@ -3,8 +3,9 @@
 //   TEST_RUNNER_MOBILEGEN_BENCH_RUNS=50 xcodebuild test -scheme TinyCnn \
 //     -destination 'platform=iOS Simulator,name=iPhone 16' -only-testing:TinyCnnTests/TinyCnnBenchmarkTests
 // (iPhone 16 is an example: pick a simulator name from `xcrun simctl list devices available`.)
-// For each configuration it times session creation, the first run and N warm runs on the golden inputs,
-// and writes mobilegen's benchmark-result JSON (schema version 1) as a test attachment and to the
+// First what ships ("default": the wrapper's init with the default Configuration, timed through
+// prediction(input:)), then each alternative configuration: session creation, the first run and N warm runs on
+// the golden inputs.// It writes mobilegen's benchmark-result JSON (schema version 2) as a test attachment and to the
 // Documents folder. Placement is not recorded: ONNX Runtime's Objective-C API has no profiling call.
 
 import CryptoKit
@@ -20,7 +21,14 @@ struct BenchConfiguration {
     let format: String?
     let coreMLOptions: [String: String]?
 
-    /// Every configuration, in order (MOBILEGEN_BENCH_CONFIGS=cpu,coreml-mlprogram picks some).
+    /// The shipped configuration's name: `TinyCnn()` with the default Configuration, measured first.
+    static let shippedDefault = "default"
+
+    /// The providers the default Configuration asks for, in chain order (mobilegen.targets.defaults), as
+    /// ONNX Runtime names them; the CPU provider last.
+    static let shippedProviders: [String] = ["CoreMLExecutionProvider", "CPUExecutionProvider"]
+
+    /// Every alternative configuration, in order, after "default" (MOBILEGEN_BENCH_CONFIGS=default,cpu picks some).
     /// To benchmark another setting, add an entry here.
     static let all: [BenchConfiguration] = [
         BenchConfiguration(name: "cpu", ep: "cpu", format: nil, coreMLOptions: nil),
@@ -60,7 +68,8 @@ final class TinyCnnBenchmarkTests: XCTestCase {
             $0.trimmingCharacters(in: .whitespaces)
         }
         let configurations = wanted.isEmpty ? BenchConfiguration.all : BenchConfiguration.all.filter { wanted.contains($0.name) }
-        XCTAssertFalse(configurations.isEmpty, "no configuration named \(wanted)")
+        let shipped = wanted.isEmpty || wanted.contains(BenchConfiguration.shippedDefault)
+        XCTAssertFalse(configurations.isEmpty && !shipped, "no configuration named \(wanted)")
 
         let modelURL = try XCTUnwrap(TinyCnn.modelURL, "the model is missing from the package resources")
         let goldenURL = try XCTUnwrap(
@@ -71,7 +80,7 @@ final class TinyCnnBenchmarkTests: XCTestCase {
 
         var result: [String: Any] = [
             "kind": "mobilegen-bench",
-            "schema_version": 1,
+            "schema_version": 2,
             "model_sha256": SHA256.hash(data: modelData).map { String(format: "%02x", $0) }.joined(),
             "model_file": modelURL.lastPathComponent,
             "mobilegen_version": "0.1.0",
@@ -80,9 +89,12 @@ final class TinyCnnBenchmarkTests: XCTestCase {
             "runs": runs,
             "warmup": warmup,
         ]
-        result["configurations"] = configurations.map {
+        let alternatives = configurations.map {
             Self.measure($0, env: env, modelPath: modelURL.path, golden: golden, runs: runs, warmup: warmup)
         }
+        result["configurations"] = (shipped ? [Self.measureShipped(golden: golden, runs: runs, warmup: warmup)] : []) + alternatives
+        result["preprocessing"] = Self.preprocessing(
+            runs: min(runs, Self.preprocessMaxRuns), warmup: min(warmup, Self.preprocessMaxWarmup))
         let data = try JSONSerialization.data(withJSONObject: result, options: [.prettyPrinted, .sortedKeys])
 
         let attachment = XCTAttachment(data: data, uniformTypeIdentifier: "public.json")
@@ -94,6 +106,80 @@ final class TinyCnnBenchmarkTests: XCTestCase {
         try data.write(to: file, options: .atomic)
         print("mobilegen benchmark result: \(file.path) (also attached to the test result as mobilegen-bench.json)")
     }
+
+    /// Source photo sizes (width, height) the preprocessing is timed at (mobilegen.targets.defaults).
+    static let preprocessSizes: [(Int, Int)] = [(640, 480), (1920, 1080), (4000, 3000)]
+    /// Timed and untimed preprocessing calls per size, at most (a 12 MP photo takes a while).
+    static let preprocessMaxRuns = 10
+    static let preprocessMaxWarmup = 1
+
+    private static func warmStats(_ times: [Double]) -> [String: Any] {
+        let sorted = times.sorted()
+        func rank(_ p: Double) -> Double { sorted[max(1, Int((p / 100 * Double(sorted.count)).rounded(.up))) - 1] }
+        return [
+            "n": sorted.count, "min": sorted[0], "p50": rank(50), "p90": rank(90),
+            "mean": sorted.reduce(0, +) / Double(sorted.count),
+        ]
+    }
+
+    /// What ships: the wrapper created with the default Configuration (its provider chain, threads and CoreML
+    /// options, exactly as an app gets them), timed through `prediction(input:)` on the golden inputs.
+    private static func measureShipped(golden: GoldenVectors, runs: Int, warmup: Int) -> [String: Any] {
+        let names: [TinyCnn.ExecutionProvider: String] = [
+            .coreML: "CoreMLExecutionProvider", .xnnpack: "XnnpackExecutionProvider", .cpu: "CPUExecutionProvider",
+        ]
+        var entry: [String: Any] = [
+            "name": BenchConfiguration.shippedDefault,
+            "format": NSNull(),
+            "shipped_default": "ios",
+            "placement": unavailable(placementUnavailable),
+        ]
+        var options = ["shipped_providers": BenchConfiguration.shippedProviders.joined(separator: ",")]
+        do {
+            let input = try golden.modelInput()
+            let start = DispatchTime.now().uptimeNanoseconds
+            let model = try TinyCnn()
+            let created = milliseconds(since: start)
+            let firstStart = DispatchTime.now().uptimeNanoseconds
+            _ = try model.prediction(input: input)
+            let first = milliseconds(since: firstStart)
+            for _ in 0..<warmup {
+                _ = try model.prediction(input: input)
+            }
+            var times: [Double] = []
+            for _ in 0..<runs {
+                let runStart = DispatchTime.now().uptimeNanoseconds
+                _ = try model.prediction(input: input)
+                times.append(milliseconds(since: runStart))
+            }
+            if !model.skippedProviders.isEmpty {
+                options["skipped_providers"] = model.skippedProviders.joined(separator: "; ")
+            }
+            let accelerated = model.activeExecutionProviders.first { $0 != .cpu }
+            entry["ep"] = accelerated.map { $0 == .coreML ? "coreml" : "xnnpack" } ?? "cpu"
+            entry["providers"] = model.activeExecutionProviders.map { names[$0] ?? $0.rawValue }
+            entry["options"] = options
+            entry["status"] = "ok"
+            entry["reason"] = NSNull()
+            entry["session_create_ms"] = created
+            entry["first_run_ms"] = first
+            entry["warm"] = warmStats(times)
+        } catch {
+            entry["ep"] = "cpu"
+            entry["providers"] = BenchConfiguration.shippedProviders
+            entry["options"] = options
+            entry["status"] = "failed"
+            entry["reason"] = error.localizedDescription
+            entry["session_create_ms"] = NSNull()
+            entry["first_run_ms"] = NSNull()
+            entry["warm"] = NSNull()
+            entry["placement"] = unavailable(error.localizedDescription)
+        }
+        return entry
+    }
+
+    /// No image task: nothing is prepared before the model runs, so there is no preprocessing to time.
+    private static func preprocessing(runs: Int, warmup: Int) -> [[String: Any]] { [] }
 
     private static func device() -> [String: Any] {
         var info = utsname()
@@ -134,6 +220,7 @@ final class TinyCnnBenchmarkTests: XCTestCase {
             "format": configuration.format ?? NSNull(),
             "providers": configuration.providers,
             "options": configuration.coreMLOptions ?? [:],
+            "shipped_default": NSNull(),
         ]
         func stopped(_ status: String, _ reason: String) -> [String: Any] {
             entry["status"] = status
@@ -169,16 +256,11 @@ final class TinyCnnBenchmarkTests: XCTestCase {
                 _ = try session.run(withInputs: feeds, outputNames: outputs, runOptions: nil)
                 times.append(milliseconds(since: runStart))
             }
-            let sorted = times.sorted()
-            func rank(_ p: Double) -> Double { sorted[max(1, Int((p / 100 * Double(sorted.count)).rounded(.up))) - 1] }
             entry["status"] = "ok"
             entry["reason"] = NSNull()
             entry["session_create_ms"] = created
             entry["first_run_ms"] = first
-            entry["warm"] = [
-                "n": sorted.count, "min": sorted[0], "p50": rank(50), "p90": rank(90),
-                "mean": sorted.reduce(0, +) / Double(sorted.count),
-            ] as [String: Any]
+            entry["warm"] = warmStats(times)
             entry["placement"] = unavailable(placementUnavailable)
             return entry
         } catch {

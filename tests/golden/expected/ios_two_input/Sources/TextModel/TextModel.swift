@@ -155,6 +155,23 @@ public final class TextModel: @unchecked Sendable {
     public static let logitsShape: [Int] = [1, 2]
     /// Declared shape of output `pooled.output`: float32, shape [1, 16]
     public static let pooledOutputShape: [Int] = [1, 16]
+    /// The library's version (the Swift package's release tag; --lib-version).
+    public static let libraryVersion = "1.0.0"
+    /// What each input expects (INPUTS.md), in input order.
+    public static let inputContracts: [InputContract] = [
+        InputContract(
+            name: "input_ids", layout: "sequence", layoutGuessed: true,
+            dtype: "int64", shape: [1, 8], valueRange: "unknown",
+            normalization: "unknown", channelOrder: "unknown",
+            resize: "unknown"
+        ),
+        InputContract(
+            name: "attention_mask", layout: "unknown", layoutGuessed: false,
+            dtype: "float32", shape: [1, 8], valueRange: "unknown",
+            normalization: "unknown", channelOrder: "unknown",
+            resize: "unknown"
+        ),
+    ]
 
     /// URL of the `.ort` model inside the package's resource bundle.
     public static var modelURL: URL? {

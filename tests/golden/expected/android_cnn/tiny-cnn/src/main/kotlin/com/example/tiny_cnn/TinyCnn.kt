@@ -189,6 +189,18 @@ class TinyCnn private constructor(
         const val LOGITS_NAME: String = "logits"
         val LOGITS_SHAPE: LongArray get() = longArrayOf(1L, 10L)
 
+        // Input contract of input · float32 · 1x3x32x32 (INPUTS.md)
+        const val INPUT_LAYOUT: String = "NCHW"
+        const val INPUT_LAYOUT_GUESSED: Boolean = true
+        const val INPUT_DTYPE: String = "float32"
+        const val INPUT_VALUE_RANGE: String = "unknown"
+        const val INPUT_NORMALIZATION: String = "unknown"
+        const val INPUT_CHANNEL_ORDER: String = "unknown"
+        const val INPUT_RESIZE: String = "unknown"
+
+        /** The library's version (its Maven publication's version, --lib-version). */
+        const val LIBRARY_VERSION: String = "1.0.0"
+
         /** Original ONNX input names, in model order. */
         @JvmField
         val INPUT_NAMES: List<String> = listOf(INPUT_NAME)

@@ -207,6 +207,27 @@ class TextModel private constructor(
         const val POOLED_OUTPUT_NAME: String = "pooled.output"
         val POOLED_OUTPUT_SHAPE: LongArray get() = longArrayOf(1L, 16L)
 
+        // Input contract of input_ids · int64 · 1x8 (INPUTS.md)
+        const val INPUT_IDS_LAYOUT: String = "sequence"
+        const val INPUT_IDS_LAYOUT_GUESSED: Boolean = true
+        const val INPUT_IDS_DTYPE: String = "int64"
+        const val INPUT_IDS_VALUE_RANGE: String = "unknown"
+        const val INPUT_IDS_NORMALIZATION: String = "unknown"
+        const val INPUT_IDS_CHANNEL_ORDER: String = "unknown"
+        const val INPUT_IDS_RESIZE: String = "unknown"
+
+        // Input contract of attention_mask · float32 · 1x8 (INPUTS.md)
+        const val ATTENTION_MASK_LAYOUT: String = "unknown"
+        const val ATTENTION_MASK_LAYOUT_GUESSED: Boolean = false
+        const val ATTENTION_MASK_DTYPE: String = "float32"
+        const val ATTENTION_MASK_VALUE_RANGE: String = "unknown"
+        const val ATTENTION_MASK_NORMALIZATION: String = "unknown"
+        const val ATTENTION_MASK_CHANNEL_ORDER: String = "unknown"
+        const val ATTENTION_MASK_RESIZE: String = "unknown"
+
+        /** The library's version (its Maven publication's version, --lib-version). */
+        const val LIBRARY_VERSION: String = "1.0.0"
+
         /** Original ONNX input names, in model order. */
         @JvmField
         val INPUT_NAMES: List<String> = listOf(INPUT_IDS_NAME, ATTENTION_MASK_NAME)
