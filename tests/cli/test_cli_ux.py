@@ -160,7 +160,9 @@ def test_help_shows_plain_flags_and_metavars(name: str) -> None:
     for param in command.params:
         if getattr(param, "is_flag", False) and not param.hidden and param.opts:
             flag = param.opts[-1]
-            assert re.search(rf"^\s+(-\w, )?{re.escape(flag)}(\s{{2,}}|$)", text, re.M), (flag, text)
+            # a tri-state on/off pair (--normalize / --no-normalize: unset means the model's own default) shows both
+            pair = "".join(f" / {re.escape(o)}" for o in param.secondary_opts)
+            assert re.search(rf"^\s+(-\w, )?{re.escape(flag)}{pair}(\s{{2,}}|$)", text, re.M), (flag, text)
 
 
 def test_help_names_what_values_are() -> None:
