@@ -44,6 +44,7 @@ class Target(ABC, Generic[Opts]):
     folder: str  # the package folder it renders into (artifacts.ANDROID_DIR...)
     channel: str  # the runtime channel pinned in mobile_runtimes ("maven", "swiftpm")
     tolerance_key: str  # its key in the manifest's options.device_tolerances
+    task_api: bool = True  # it generates the --task API (classify, embed, ...); False: refused with --task
 
     @abstractmethod
     def validate(self, opts: Opts) -> None:

@@ -47,6 +47,9 @@ def no_leftovers(parent: Path) -> None:
         (["android", "--lib-version", "1.0"], "--lib-version"),
         (["ios", "--lib-version", "v1.0.0"], "--lib-version"),
         (["package", "--ios", "--maven-group", "com.acme.models"], "--android"),
+        # the JavaScript targets generate no task API yet: a --task build for them would ship raw tensors silently
+        (["package", "--web", "--task", "image"], "has no --task image API"),
+        (["package", "--android", "--react-native", "--task", "image"], "React Native target has no --task"),
     ],
 )
 def test_bad_flags(fmodel: Path, tmp_path: Path, args: list[str], needle: str) -> None:

@@ -224,6 +224,10 @@ def test_swift_text_api_parses(bert: dict[str, Path], roberta: dict[str, Path], 
         task = next(v for k, v in files.items() if k.endswith("+Task.swift"))
         assert api.encode() in task and "TextTokenizer.swift" in files
         assert b"func testTokenizerMatchesHuggingFace()" in next(v for k, v in files.items() if k.endswith("TaskTests.swift"))
+        # the asset the wrapper loads with Bundle.module is a declared resource (SwiftPM bundles no undeclared .json)
+        sources = next((case["out"] / "ios" / "Sources").iterdir())
+        assert (sources / "Resources" / "tokenizer.json").is_file()
+        assert '.copy("Resources/tokenizer.json")' in (case["out"] / "ios" / "Package.swift").read_text(encoding="utf-8")
         for name, source in files.items():
             assert syntax_problems(source) == [], name
 

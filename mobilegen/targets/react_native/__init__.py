@@ -34,6 +34,7 @@ COREML_FLAG_ONLY_ALLOW_STATIC_INPUT_SHAPES = 0x008
 class ReactNativeTarget(Target[JsOptions]):
     name = "react-native"
     display_name = "React Native"
+    task_api = False  # the task API for React Native: not generated yet (docs/targets/react-native.md)
     folder = RN_DIR
     channel = CHANNEL
     tolerance_key = "react_native_accelerated"

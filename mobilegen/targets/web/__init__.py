@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 class WebTarget(Target[JsOptions]):
     name = "web"
     display_name = "Web"
+    task_api = False  # classify()/embed() for the browser: not generated yet (docs/targets/web.md)
     folder = impl.WEB_DIR
     channel = impl.CHANNEL
     tolerance_key = "web"
