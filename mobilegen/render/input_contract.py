@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 
 UNKNOWN = "unknown"
 REBUILD_HINT = (
-    "rebuild with --task (image-classification, image or audio; see `mobilegen build --help`) so that the package "
-    "carries the preprocessing and states this contract"
+    "rebuild with --task (image-classification, image, audio, text-embedding, text-classification or "
+    "token-classification; see docs/tasks.md) so that the package carries the preprocessing and states this contract"
 )
 # Kotlin constant suffixes of one input's contract (none ends with another, so base + suffix stays unique).
 KOTLIN_SUFFIXES = ("_LAYOUT", "_LAYOUT_GUESSED", "_DTYPE", "_VALUE_RANGE", "_NORMALIZATION", "_CHANNEL_ORDER", "_RESIZE")
@@ -85,6 +85,24 @@ def _task_contract(task: TaskSpec, t: TensorSpec) -> InputContract:
     )
 
 
+_TEXT_RANGES = {
+    "input_ids": "token ids of the model's vocabulary, from the generated tokenizer (Tokenizer.encode / TextTokenizer)",
+    "attention_mask": "1 for a token, 0 for padding (from the generated tokenizer)",
+    "token_type_ids": "segment ids: 0 for a single text (from the generated tokenizer)",
+}
+
+
+def _text_contract(task: TaskSpec, t: TensorSpec) -> InputContract:
+    length = t.shape[-1] if t.shape else "?"
+    return InputContract(
+        t.name, t.dtype, t.shape_str(), "sequence", "task", _TEXT_RANGES[t.name],
+        "none: the generated tokenizer (normalizer, pre-tokenizer, special tokens) produces it from text; "
+        "text-level API: embed / classify / classifyTokens",
+        "n/a",
+        f"truncated and padded to {length} tokens by the tokenizer" if isinstance(length, int) else "dynamic length (the text's own)",
+    )
+
+
 def _guess_layout(t: TensorSpec) -> str:
     """NCHW / NHWC / sequence from the shape alone, or unknown (never from the name)."""
     dims = t.shape
@@ -114,6 +132,9 @@ def infer_contracts(task: TaskSpec | None, io: IOSpec) -> tuple[InputContract, .
     """Every model input's contract, in input order (pure)."""
     out = []
     for t in io.inputs:
+        if task is not None and task.is_text and t.name in _TEXT_RANGES:
+            out.append(_text_contract(task, t))
+            continue
         is_task_input = task is not None and t.name in ("image", "pcm") and t.name == ("pcm" if task.kind == "audio" else "image")
         out.append(_task_contract(task, t) if task is not None and is_task_input else _plain_contract(t))
     return tuple(out)

@@ -41,6 +41,17 @@ def test_task_audio_contract_and_state_inputs() -> None:
     assert (state.source, state.value_range) == ("unknown", "unknown")  # the state tensor is not the task's input
 
 
+def test_task_text_contract_names_the_tokenizer_and_the_length() -> None:
+    spec = TaskSpec("text-embedding", text_inputs=(("input_ids", "input_ids"), ("attention_mask", "attention_mask")))
+    io = IOSpec((TensorSpec("input_ids", "int64", (1, 40)), TensorSpec("attention_mask", "int64", (1, 40))), (TensorSpec("embedding", "float32", (1, 32)),))
+    ids, mask = ic.infer_contracts(spec, io)
+    assert ids.known and mask.known and ids.layout == mask.layout == "sequence"
+    assert "tokenizer" in ids.value_range and mask.value_range.startswith("1 for a token, 0 for padding")
+    assert ids.resize == "truncated and padded to 40 tokens by the tokenizer"
+    assert "rebuild with --task" not in ic.describe_source(ids)
+    assert "text-embedding" in ic.REBUILD_HINT and "mobilegen build" not in ic.REBUILD_HINT and "`" not in ic.REBUILD_HINT
+
+
 @pytest.mark.parametrize(
     ("dtype", "shape", "layout"),
     [
