@@ -250,6 +250,14 @@ def _enospc_copy(monkeypatch: pytest.MonkeyPatch, under: Path) -> None:
         return real(src, dst, *a, **kw)
 
     monkeypatch.setattr(shutil, "copyfile", copyfile)
+    real_link = os.link
+
+    def link(src, dst, *a, **kw):  # a full file system refuses a new name too (no room for the directory entry)
+        if Path(dst).resolve().is_relative_to(under.resolve()):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_link(src, dst, *a, **kw)
+
+    monkeypatch.setattr(os, "link", link)
 
 
 def test_full_tmpdir_is_named(model: Path, tmp_path: Path, tmpdir_env: Path, monkeypatch: pytest.MonkeyPatch) -> None:
