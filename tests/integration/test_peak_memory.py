@@ -4,8 +4,9 @@ The onnx package's light VGG19 is a few KB of ConstantOfShape placeholders that 
 ~513 MB of weights: every stage after the export (conversion, canonicalization, the verification's
 sessions) holds them. Before the stages let go of each copy, `mobilegen convert` on it peaked at 2.8 GB
 (5.5x the .ort); now at ~1.7 GB (3.4x, of which ~0.3 GB is the interpreter with torch and onnxruntime
-imported). The bound is 4.5x: generous for allocator and onnxruntime noise, and still failed by any stage
-that keeps two more copies of the weights alive at once. Only memory is asserted, never time.
+imported; 1.77-1.84 GB, 3.5-3.6x, measured again after the issue-27 conversion changes). One full-suite run
+on a loaded machine saw 2.16 GiB (4.5x) once, so the bound is 5x: above that noise, and still failed by any
+stage that keeps two more copies of the weights alive at once (3.5x + 2x). Only memory is asserted, never time.
 """
 
 from __future__ import annotations
@@ -40,4 +41,4 @@ def test_convert_peak_memory_is_bounded_by_the_model_size(tmp_path: Path) -> Non
     peak = peak_rss_bytes([sys.executable, "-m", "mobilegen", "convert", str(VGG19), "-o", str(out), "--allow-degenerate"], tmp_path)
     size = out.stat().st_size
     assert size > 400e6  # the weights are really there
-    assert peak <= 4.5 * size, f"peak {peak / 2**30:.2f} GiB for a {size / 2**30:.2f} GiB model ({peak / size:.1f}x)"
+    assert peak <= 5.0 * size, f"peak {peak / 2**30:.2f} GiB for a {size / 2**30:.2f} GiB model ({peak / size:.1f}x)"
