@@ -147,7 +147,7 @@ def latency_rows(results: Sequence[BenchResult], files: Sequence[str] = ()) -> l
             rows.append(
                 (
                     f"{r.device.label}, ORT {r.ort_version}",
-                    f"{c.name} (what the {c.shipped_default} app ships)" if c.shipped_default else c.name,
+                    _config_label(c),
                     status,
                     _ms(c.session_create_ms),
                     _ms(c.first_run_ms),
@@ -156,7 +156,7 @@ def latency_rows(results: Sequence[BenchResult], files: Sequence[str] = ()) -> l
                     _ms(w.min if w else None),
                     _ms(w.mean if w else None),
                     str(w.n) if w else "–",
-                    r.model_file,
+                    c.options.get("model_file") or r.model_file,
                     stored,
                 )
             )
@@ -290,3 +290,11 @@ def splice(text: str, section: str, begin: str, end: str, *, before: str | None 
     if before is not None and (at := text.rfind(before)) >= 0:
         return text[:at] + section + text[at:]
     return text.rstrip("\n") + "\n\n" + section
+
+
+def _config_label(c: Configuration) -> str:
+    """A configuration as the report names it, with what the host left out of a shipped default."""
+    if not c.shipped_default:
+        return c.name
+    left_out = c.options.get("skipped_providers")
+    return f"{c.name} (what the {c.shipped_default} app ships{f', without {left_out}' if left_out else ''})"

@@ -32,6 +32,8 @@ def _human_bench(result: BenchResult, console: Console) -> None:
     for c in result.configurations:
         if c.shipped_default and (left_out := c.options.get("skipped_providers")):
             notes.append(f"{escape(c.name)}: what the {escape(c.shipped_default)} app ships, without {escape(left_out)}")
+        if model_file := c.options.get("model_file"):
+            notes.append(f"{escape(c.name)}: times {escape(model_file)}, the file that target ships")
         if c.status != "ok":
             table.add_row(escape(c.name), f"[yellow]{escape(c.status)}[/yellow]", *["–"] * 8)
             notes.append(f"{escape(c.name)} {escape(c.status)}: {escape(c.reason or 'no reason given')}")
@@ -88,14 +90,14 @@ def bench(
     model: Annotated[Path, typer.Argument(metavar="MODEL.ort|PACKAGE", help="A .ort file or a package folder (its model and golden inputs).", show_default=False)],
     ep: Annotated[
         list[str] | None,
-        typer.Option("--ep", metavar="EP", callback=unique, help="Configuration to run: default (what the apps ship), cpu or xnnpack. Repeatable. Without it: a package's shipped defaults, then cpu."),
+        typer.Option("--ep", metavar="EP", callback=unique, help="Configuration to run: default (what the apps ship), cpu or xnnpack. Repeat the option for several (--ep cpu --ep xnnpack). Without it: a package's shipped defaults, then cpu."),
     ] = None,
     target: Annotated[
         str | None,
         typer.Option(
             "--target",
-            metavar="android|ios",
-            help="Which model of a package with one model per target to time (model/android/… or model/ios/…).",
+            metavar="TARGET",
+            help="Which model of a package with one model per target to time (model/android/… or model/ios/…): a target the package ships.",
             show_default=False,
         ),
     ] = None,

@@ -106,12 +106,13 @@ def verify_package(path: Path) -> PackageVerification:
     if stat.S_ISDIR(mode):
         return _verify_folder(path, shown)
     if not stat.S_ISREG(mode):
-        raise PackageVerifyError(f"{shown} is not a mobilegen package: it is {kind(mode)}, neither a folder nor a zip", hint=_PASS_PACKAGE)
+        raise UsageError(f"{shown} is not a mobilegen package: it is {kind(mode)}, neither a folder nor a zip", hint=_PASS_PACKAGE)
     return _verify_zip(path, shown)
 
 
-def _not_a_package(shown: str) -> PackageVerifyError:
-    return PackageVerifyError(f"{shown} is not a mobilegen package: no {MANIFEST} at its top level", hint=_PASS_PACKAGE)
+def _not_a_package(shown: str) -> UsageError:
+    """The argument names no package at all: a usage mistake (exit 2), not a package that failed (exit 9)."""
+    return UsageError(f"{shown} is not a mobilegen package: no {MANIFEST} at its top level", hint=_PASS_PACKAGE)
 
 
 def _fail(shown: str, problems: list[str]) -> NoReturn:
@@ -165,11 +166,11 @@ def _verify_zip(path: Path, shown: str) -> PackageVerification:
     except OSError as err:
         raise UsageError(f"{shown}: cannot be read ({err.strerror or err})") from err
     except Unreadable as err:
-        raise PackageVerifyError(f"{shown} is not a mobilegen package: it {err}", hint=_PASS_PACKAGE) from err
+        raise UsageError(f"{shown} is not a mobilegen package: it {err}", hint=_PASS_PACKAGE) from err
     with f:
         size = os.fstat(f.fileno()).st_size
         if not zipfile.is_zipfile(f):
-            raise PackageVerifyError(f"{shown} is not a mobilegen package (neither a folder nor a zip)", hint=_PASS_PACKAGE)
+            raise UsageError(f"{shown} is not a mobilegen package (neither a folder nor a zip)", hint=_PASS_PACKAGE)
         try:
             zf = zipfile.ZipFile(f)
             infos = zf.infolist()
@@ -305,9 +306,45 @@ def _check_files(source: Source, listed: tuple[FileEntry, ...], problems: list[s
             lost = "lost" if e.executable else "added"
             problems.append(f"{show(e.path)}: executable bit {lost} (manifest says executable={e.executable})")
     listed_paths = {e.path for e in listed}
-    for rel in source.entries:
-        if rel != MANIFEST and rel not in listed_paths:
+    _check_unlisted(source, [rel for rel in source.entries if rel != MANIFEST and rel not in listed_paths], listed, problems)
+
+
+_REVERIFY = "verify the package as delivered (a fresh copy or the zip), not a project built in"
+
+
+def _check_unlisted(source: Source, unlisted: list[str], listed: tuple[FileEntry, ...], problems: list[str]) -> None:
+    """Files the manifest does not list, each a problem, named for what they most likely are: the files of
+    a folder a build or an install makes (``node_modules/``, ``build/``: the targets' ``build_made``), one
+    line per folder; a copy of one of the package's models (a project's build step copies it in); else a
+    file added after packaging."""
+    from mobilegen import targets
+
+    made = {name for n in targets.names() for name in targets.get(n).build_made}
+    by_size: dict[int, list[FileEntry]] = {}
+    for e in listed:
+        if e.path.endswith((".ort", ".onnx")):
+            by_size.setdefault(e.size, []).append(e)
+    folders: dict[str, int] = {}
+    for rel in unlisted:
+        parts = rel.split("/")
+        at = next((i for i, part in enumerate(parts[:-1]) if part in made), None)
+        if at is not None:
+            folder = "/".join(parts[: at + 1])
+            folders[folder] = folders.get(folder, 0) + 1
+            continue
+        entry = source.entries[rel]
+        same = by_size.get(entry.size, [])
+        try:
+            digest = source.digest(rel) if same else ""
+        except Unreadable:
+            digest = ""
+        copy_of = next((e.path for e in same if e.sha256 == digest), None)
+        if copy_of is not None:
+            problems.append(f"{show(rel)}: not listed in {MANIFEST}: a copy of {show(copy_of)}, put there by a project's build step; {_REVERIFY}")
+        else:
             problems.append(f"{show(rel)}: not listed in {MANIFEST} (added after packaging)")
+    for folder, n in folders.items():
+        problems.append(f"{show(folder)}/: {n} {'file' if n == 1 else 'files'} not listed in {MANIFEST}, made by building or installing in the project; {_REVERIFY}")
 
 
 MAX_PIN_FILE_BYTES = 1 << 20  # a Gradle script or a shell script: a few kB

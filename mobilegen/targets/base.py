@@ -45,6 +45,9 @@ class Target(ABC, Generic[Opts]):
     channel: str  # the runtime channel pinned in mobile_runtimes ("maven", "swiftpm")
     tolerance_key: str  # its key in the manifest's options.device_tolerances
     task_api: bool = True  # it generates the --task API (classify, embed, ...); False: refused with --task
+    # folders that building or installing inside the rendered project creates (``mobilegen verify`` names
+    # their files as made by a build, not as tampering)
+    build_made: tuple[str, ...] = ()
 
     @abstractmethod
     def validate(self, opts: Opts) -> None:

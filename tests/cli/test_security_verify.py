@@ -226,9 +226,9 @@ def test_special_file_as_the_package(tmp_path: Path, private_tmp: Path) -> None:
     fifo = tmp_path / "pkg.zip"
     os.mkfifo(fifo)
     r = _cli([str(fifo)], private_tmp)
-    assert r.returncode == 9, r.stderr
+    assert r.returncode == 2, r.stderr
     assert r.stderr.splitlines()[0].startswith(f"error: {fifo} is not a mobilegen package: it is a FIFO (named pipe)")
-    assert_refused(invoke("verify", "/dev/null"), 9, "is not a mobilegen package: it is a character device")
+    assert_refused(invoke("verify", "/dev/null"), 2, "is not a mobilegen package: it is a character device")
 
 
 def test_oversized_manifest(pkg: Path) -> None:

@@ -66,8 +66,8 @@ def test_missing_path(tmp_path: Path) -> None:
 def test_not_a_package(tmp_path: Path) -> None:
     f = tmp_path / "model.pt"
     f.write_bytes(b"\x80\x02not a package")
-    assert_fails(invoke("verify", f), 9, "is not a mobilegen package", alone=True)
-    assert_fails(invoke("verify", tmp_path), 9, "is not a mobilegen package", alone=True)
+    assert_fails(invoke("verify", f), 2, "is not a mobilegen package", alone=True)
+    assert_fails(invoke("verify", tmp_path), 2, "is not a mobilegen package", alone=True)
 
 
 def test_zip_escaping_entry(tmp_path: Path) -> None:
@@ -93,3 +93,23 @@ def test_command_module_imports_no_heavy_libraries() -> None:
         "assert not heavy, heavy"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_files_a_build_made_are_named_as_such(pkg: Path) -> None:
+    """After ``npm ci`` or a Gradle build inside the package, or a build step copying a model in, verify still
+    fails, and says what each unlisted file most likely is; a file added by hand stays "added after packaging"."""
+    manifest = json.loads((pkg / "manifest.json").read_text(encoding="utf-8"))
+    model = manifest["models"][0]["ort"]["file"]
+    modules = pkg / "android" / "node_modules" / "x"
+    modules.mkdir(parents=True)
+    (modules / "a.js").write_text("1")
+    (modules.parent / "b.js").write_text("2")
+    (pkg / "android" / "copied.ort").write_bytes((pkg / model).read_bytes())
+    (pkg / "android" / "extra.txt").write_text("hi")
+    r = invoke("verify", pkg, "--json")
+    assert r.exit_code == 9
+    details = json.loads(r.stdout)["details"]
+    assert "android/node_modules/: 2 files not listed in manifest.json, made by building or installing in the project; verify the package as delivered (a fresh copy or the zip), not a project built in" in details
+    assert any(d.startswith(f"android/copied.ort: not listed in manifest.json: a copy of {model}, put there by a project's build step") for d in details)
+    assert "android/extra.txt: not listed in manifest.json (added after packaging)" in details
+    assert len(details) == 3

@@ -436,7 +436,7 @@ def test_not_a_package(tmp_path: Path, kind: str) -> None:
         (target / "sub").mkdir(parents=True)
         (target / "sub" / MANIFEST).write_text("{}")
         (target / "other.txt").write_text("x")
-    with pytest.raises(PackageVerifyError) as info:
+    with pytest.raises(UsageError) as info:  # no package at all: a usage mistake (exit 2), not a failed package (9)
         verify_package(target)
     assert "is not a mobilegen package" in info.value.message and not info.value.details
 

@@ -29,6 +29,7 @@ class AndroidTarget(Target[AndroidOptions]):
     folder = ANDROID_DIR
     channel = impl.CHANNEL
     tolerance_key = "android_accelerated"
+    build_made = ("build", ".gradle", ".kotlin")  # Gradle's outputs and caches
 
     def validate(self, opts: AndroidOptions) -> None:
         impl.validate_android_options(opts)

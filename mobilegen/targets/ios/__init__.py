@@ -25,6 +25,7 @@ class IosTarget(Target[IosOptions]):
     folder = IOS_DIR
     channel = impl.CHANNEL
     tolerance_key = "ios_coreml"
+    build_made = (".build", ".swiftpm", "DerivedData")  # SwiftPM and Xcode
 
     def validate(self, opts: IosOptions) -> None:
         impl.validate_ios_options(opts)

@@ -38,6 +38,7 @@ class ReactNativeTarget(Target[JsOptions]):
     folder = RN_DIR
     channel = CHANNEL
     tolerance_key = "react_native_accelerated"
+    build_made = ("node_modules",)  # npm ci
 
     def validate(self, opts: JsOptions) -> None:
         validate_js_options(opts)

@@ -25,6 +25,7 @@ class WebTarget(Target[JsOptions]):
     folder = impl.WEB_DIR
     channel = impl.CHANNEL
     tolerance_key = "web"
+    build_made = ("node_modules", "dist")  # npm ci, the build
 
     def validate(self, opts: JsOptions) -> None:
         validate_js_options(opts)
