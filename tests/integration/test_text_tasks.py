@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -211,9 +212,25 @@ def test_kotlin_text_api_compiles(bert: dict[str, Path], roberta: dict[str, Path
         kt += sorted(tree.glob("*/src/androidTest/kotlin/**/*TaskTest.kt")) + sorted(tree.glob("*/src/androidTest/kotlin/**/*GoldenTest.kt"))
     assert any(p.name == "Tokenizer.kt" for p in kt) and sum(p.name.endswith("Task.kt") for p in kt) == 3
     assert sum(p.name.endswith("TaskTest.kt") for p in kt) == 3  # the golden texts replayed on the device
+    kt += [_readme_snippet(case["out"], tmp_path) for case in (bert, roberta, tagger)]
     # each model has its own name, hence its own Kotlin package: one kotlinc run for the three projects
     _run([str(kotlinc), "-nowarn", "-cp", os.pathsep.join([str(shims), str(coroutines)]), "-d", str(tmp_path / "text.jar"), *map(str, kt)],
          "kotlinc (text task projects)")
+
+
+def _readme_snippet(out: Path, tmp_path: Path) -> Path:
+    """The text-task example of the project's README, compiled with the library: its calls exist as written."""
+    readme = (out / "android" / "README.md").read_text(encoding="utf-8")
+    assert "audio contract" not in readme
+    blocks = re.findall(r"```kotlin\n(.*?)```", readme, flags=re.S)
+    (snippet,) = [b for b in blocks if ".text(context)" in b]
+    task = next(p for p in (out / "android").glob("*/src/main/kotlin/**/*Task.kt"))
+    package = re.search(r"^package (\S+)", task.read_text(encoding="utf-8"), flags=re.M).group(1)  # type: ignore[union-attr]
+    class_name = task.name.removesuffix("Task.kt")
+    dest = tmp_path / f"{class_name}Readme.kt"
+    body = "\n".join("    " + line for line in snippet.splitlines())
+    dest.write_text(f"package {package}\n\nfun readmeExample(model: {class_name}, context: android.content.Context) {{\n{body}\n}}\n", encoding="utf-8")
+    return dest
 
 
 def test_swift_text_api_parses(bert: dict[str, Path], roberta: dict[str, Path], tagger: dict[str, Path]) -> None:
@@ -223,6 +240,10 @@ def test_swift_text_api_parses(bert: dict[str, Path], roberta: dict[str, Path], 
         files = {p.name: p.read_bytes() for p in (case["out"] / "ios").rglob("*.swift")}
         task = next(v for k, v in files.items() if k.endswith("+Task.swift"))
         assert api.encode() in task and "TextTokenizer.swift" in files
+        readme = (case["out"] / "ios" / "README.md").read_text(encoding="utf-8")
+        assert "tokenizer.json" in readme and "audio" not in readme.split("Task API", 1)[1].split("\n\n", 1)[0]
+        call = api.removeprefix("func ").split("(")[0]
+        assert f"try await model.{call}(" in readme, call
         assert b"func testTokenizerMatchesHuggingFace()" in next(v for k, v in files.items() if k.endswith("TaskTests.swift"))
         # the asset the wrapper loads with Bundle.module is a declared resource (SwiftPM bundles no undeclared .json)
         sources = next((case["out"] / "ios" / "Sources").iterdir())
