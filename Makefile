@@ -5,6 +5,13 @@ VENV ?= .venv
 PYTHON := $(VENV)/bin/python
 PIP := $(PYTHON) -m pip --disable-pip-version-check
 LOCK := requirements.lock
+# The LiteRT environment (--runtime litert): its own venv and lock, its dependencies conflict with $(LOCK)'s
+LITERT_VENV ?= .venv-litert
+LITERT_PYTHON := $(LITERT_VENV)/bin/python
+LITERT_PIP := $(LITERT_PYTHON) -m pip --disable-pip-version-check
+LITERT_LOCK := requirements-litert.lock
+# The tests that need litert-torch / ai-edge-litert (they skip in the main environment)
+LITERT_TESTS ?= tests/unit/test_backends.py tests/cli/test_runtime_flag.py tests/integration/test_litert.py tests/unit/test_lock.py
 KOTLIN_VERSION ?= 2.4.20
 KOTLINC := .tools/node_modules/kotlin-compiler/bin/kotlinc
 DEMO_OUT ?= out/demo
@@ -18,7 +25,7 @@ PYTEST_ARGS ?= -q --durations=25 -n 2 --dist loadfile --max-worker-restart=0
 # Under CI (CI=true, set by .ci/run) a test tool that cannot be installed fails the run instead of skipping tests.
 CI ?=
 
-.PHONY: install tools demo test test-fast lint docs lock clean distclean
+.PHONY: install tools demo test test-fast test-litert lint docs lock lock-litert clean distclean
 
 install: $(VENV)/.installed
 
@@ -36,6 +43,21 @@ $(VENV)/.installed: $(LOCK) pyproject.toml | $(PYTHON)
 # Refresh requirements.lock from pyproject.toml's ranges (a fresh resolution in a throw-away venv).
 lock: | $(PYTHON)
 	$(PYTHON) scripts/lock.py
+
+# The same for requirements-litert.lock (the [litert] extra's environment).
+lock-litert: | $(PYTHON)
+	$(PYTHON) scripts/lock.py --litert
+
+# The LiteRT environment: torch first (pinned), then mobilegen with its test and litert extras, all from its lock.
+$(LITERT_VENV)/.installed: $(LITERT_LOCK) pyproject.toml
+	@$(PYTHON_BOOT) -m venv $(LITERT_VENV) || { echo "error: could not create the virtual environment $(LITERT_VENV) with $(PYTHON_BOOT)"; rm -rf $(LITERT_VENV); exit 1; }
+	$(LITERT_PIP) install -q -c $(LITERT_LOCK) torch==2.13.0
+	$(LITERT_PIP) install -q -c $(LITERT_LOCK) -e '.[dev,tasks,litert]'
+	@touch $@
+
+# --runtime litert's tests in their own environment (kotlinc from `make tools` for the wrapper compile).
+test-litert: $(LITERT_VENV)/.installed tools
+	$(LITERT_PYTHON) -m pytest -q $(LITERT_TESTS)
 
 # Test-only tools: a Kotlin compiler from npm (JDK 17 must be on the machine) and Chromium for the
 # report screenshot test (Debian package).
@@ -90,4 +112,4 @@ clean:
 
 # `make clean` keeps the virtual environment and the tools; this removes them too.
 distclean: clean
-	rm -rf $(VENV) .tools
+	rm -rf $(VENV) $(LITERT_VENV) .tools

@@ -99,6 +99,8 @@ class BuildOptions:
     standalone: bool = False
     quantize: QuantizeOptions | None = None  # --quantize and its calibration/gate flags (None: fp32, as QuantizeOptions(mode=None))
     task: TaskSpec | None = None  # --task and its pre/post-processing flags (mobilegen.tasks); None: the model as it is
+    # --runtime: the inference runtimes (mobilegen.backends), registry order; "ort" always (the verified ONNX path)
+    runtimes: tuple[str, ...] = ("ort",)
 
     def check_output(self) -> None:
         """``-o`` names the package folder: a name ending in ``.zip`` is refused (``--zip`` writes the zip)."""

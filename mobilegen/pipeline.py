@@ -2,7 +2,7 @@
 points here)::
 
     check flags → load → export → task wrap (--task) → prepare (fixed dims, for every target) → reference
-    → fix (graph passes, per target) → write (one model, or one per target) → convert → verify
+    → other runtimes' conversion (--runtime litert: from the PyTorch module) → fix (graph passes, per target) → write (one model, or one per target) → convert → verify
     → quantize (per target, gated on accuracy) → task files (--task) → check runtimes → analyse
     → exporter advice → render (per target) → package (→ zip)
 
@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from mobilegen import artifacts, package
 from mobilegen import notices as build_notices
 from mobilegen.artifacts import BuildResult, LoadedModel, ModelLink, ShippedModel, VerificationReport
+from mobilegen.backends import stage as runtimes_stage
 from mobilegen.convert import stage as convert_stage
 from mobilegen.coverage import stage as coverage_stage
 from mobilegen.export import advice as exporter_advice
@@ -60,6 +61,7 @@ def check(opts: BuildOptions) -> list[Chosen]:
     opts.model_opts.export_options()
     fix_stage.check_fix_options(opts)
     quantize_stage.check_options(opts)  # --quantize flags (calibration, thresholds)
+    runtimes_stage.check_options(opts)  # --runtime: optional dependency installed, fixed shapes, flags it honours
     check_output_names(opts.task, opts.model_opts.output_names)  # --output-name with --top-k: the task names the outputs
     package.source_date_epoch()  # a malformed SOURCE_DATE_EPOCH fails now, not after the whole build
     opts.check_output()  # -o names the folder, not the zip
@@ -81,7 +83,10 @@ def build(opts: BuildOptions) -> BuildResult:
         check_io(chosen, onnx_model)
         onnx_model = notes.take(fix_stage.prepare(onnx_model, chosen, keep_dynamic=opts.keep_dynamic))
         opts, text_gate = notes.take(task_stage.text_gate_build(opts, onnx_model))  # text tasks: the tokenizer parity gate (exit 5)
+        module = loaded.module  # --runtime litert converts it after the reference ran
         expected, loaded = task_stage.build_reference(loaded, exported, onnx_model, opts, text_gate)  # PyTorch runs now, then is let go
+        runtime_models = runtimes_stage.convert(module, opts.model, onnx_model, expected, opts, root)
+        del module
         exported = onnx_model  # the unwrapped model's proto is not needed any more
         progress.step("fixing")
         fix_plan = notes.take(fix_stage.fix(onnx_model, chosen, opts))  # per target: the passes that help its providers
@@ -89,7 +94,7 @@ def build(opts: BuildOptions) -> BuildResult:
         onnx_model = exported = replace(onnx_model, proto=None)  # the in-memory weights go before the conversion
         progress.step("converting")
         models = convert_stage.convert(models, root, opts.style)
-        verification = verify_stage.verify(expected, models, opts.verify, root, quantize_stage.sorted_outputs(opts.task))
+        verification = verify_stage.verify(expected, models, opts.verify, root, quantize_stage.sorted_outputs(opts.task), runtimes_stage.artifacts(runtime_models))
         fp32_coverage = exporter_advice.fp32_coverage(opts, loaded, as_exported, models, chosen)  # before --quantize
         models = notes.take(quantize_stage.quantize_build(models, chosen, opts, root, verification.golden_cases))  # per target
         task_files = task_stage.build_files(root, opts, onnx_model, models, text_gate)

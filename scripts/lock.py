@@ -2,6 +2,10 @@
 
 Resolves pyproject.toml's ranges from scratch in a throw-away virtual environment (torch first, pinned, so
 no range pulls a CUDA build), then writes every installed distribution but mobilegen itself as ``name==version``.
+
+``--litert`` (``make lock-litert``) writes requirements-litert.lock instead: the LiteRT environment of
+``make test-litert`` — torch, then ``.[dev,tasks]`` under requirements.lock, then the ``[litert]`` extra with
+torch held (its xdsl pin moves typing-extensions below requirements.lock's, so it cannot share that lock).
 The library keeps its ranges; ``make install`` installs with ``-c requirements.lock``, and
 ``tests/unit/test_lock.py`` fails when the lock and pyproject.toml disagree or the environment drifted.
 """
@@ -16,6 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCK = ROOT / "requirements.lock"
+LITERT_LOCK = ROOT / "requirements-litert.lock"
 TORCH = "torch==2.13.0"
 EXTRAS = "dev,tasks"
 HEADER = """\
@@ -36,23 +41,31 @@ def _pin(line: str) -> str | None:
 
 
 def main() -> int:
+    litert = "--litert" in sys.argv[1:]
+    lock = LITERT_LOCK if litert else LOCK
     with tempfile.TemporaryDirectory(prefix="mobilegen-lock-") as tmp:
         env = Path(tmp) / "venv"
         venv.create(env, with_pip=True)
         py = str(env / "bin" / "python")
         pip = [py, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
         subprocess.run([*pip, TORCH], check=True)
-        subprocess.run([*pip, f"{ROOT}[{EXTRAS}]"], check=True)
+        if litert:
+            held = Path(tmp) / "torch.txt"
+            held.write_text(TORCH + "\n")
+            subprocess.run([*pip, "-c", str(LOCK), f"{ROOT}[{EXTRAS}]"], check=True)
+            subprocess.run([*pip, "-c", str(held), f"{ROOT}[litert]"], check=True)
+        else:
+            subprocess.run([*pip, f"{ROOT}[{EXTRAS}]"], check=True)
         frozen = subprocess.run([py, "-m", "pip", "freeze", "--all"], check=True, capture_output=True, text=True).stdout
     pins = sorted({p for p in map(_pin, frozen.splitlines()) if p and not p.lower().startswith(("pip==", "setuptools==", "wheel=="))}, key=str.lower)
-    old = set(LOCK.read_text().splitlines()) if LOCK.exists() else set()
-    LOCK.write_text(HEADER + "\n".join(pins) + "\n")
+    old = set(lock.read_text().splitlines()) if lock.exists() else set()
+    lock.write_text(HEADER + "\n".join(pins) + "\n")
     new = set(pins)
     for line in sorted(new - old, key=str.lower):
         print(f"+ {line}")
     for line in sorted(old - new - set(HEADER.splitlines()), key=str.lower):
         print(f"- {line}")
-    print(f"{LOCK.name}: {len(pins)} pins")
+    print(f"{lock.name}: {len(pins)} pins")
     return 0
 
 

@@ -36,6 +36,7 @@ from mobilegen.cli.options import (
     QuantizeOpt,
     RangeOpt,
     RtolOpt,
+    RuntimeOpt,
     SampleOnlyOpt,
     SampleOpt,
     TrustPickleOpt,
@@ -131,7 +132,9 @@ def _build(
     quantize: Any = None,
     task: Any = None,
     standalone: bool = False,
+    runtime: str | None = None,
 ) -> Any:
+    from mobilegen.backends import parse_runtimes
     from mobilegen.pipeline import BuildOptions, build
 
     if task is not None and task.is_text:  # --sample of a text task is its sample texts (in the task spec)
@@ -153,6 +156,7 @@ def _build(
             standalone=standalone,
             quantize=quantize,
             task=task,
+            runtimes=parse_runtimes(runtime, list(targets)),
         )
     )
 
@@ -273,6 +277,7 @@ def android(
     maven_artifact: MavenArtifactOpt = None,
     lib_version: LibVersionOpt = None,
     ort_version: OrtVersionOpt = None,
+    runtime: RuntimeOpt = None,
     keep_dynamic: KeepDynamicOpt = False,
     no_fix: NoFixOpt = False,
     no_compare_exporters: NoCompareExportersOpt = False,
@@ -330,7 +335,7 @@ def android(
                       quantize=quantize_options(quantize, calibration, calibration_method, eval_, min_cosine, min_top1),
                       task=task_spec(task, labels, resize, crop, mean, std, scale, channels, layout, sample_rate, softmax, top_k,
                                      resize_filter=resize_filter, state=state, tokenizer=tokenizer, pooling=pooling, normalize=normalize,
-                                     sample=sample, model=model), standalone=True)
+                                     sample=sample, model=model), standalone=True, runtime=runtime)
 
     run_command(action, json_out=json_out, debug=debug, human=_human_build, to_json=_json_build)
 
@@ -348,6 +353,7 @@ def ios(
     output_name: OutputNameOpt = None,
     name: NameOpt = None,
     ort_version: OrtVersionOpt = None,
+    runtime: RuntimeOpt = None,
     lib_version: LibVersionOpt = None,
     no_fix: NoFixOpt = False,
     no_compare_exporters: NoCompareExportersOpt = False,
@@ -404,7 +410,7 @@ def ios(
                       quantize=quantize_options(quantize, calibration, calibration_method, eval_, min_cosine, min_top1),
                       task=task_spec(task, labels, resize, crop, mean, std, scale, channels, layout, sample_rate, softmax, top_k,
                                      resize_filter=resize_filter, state=state, tokenizer=tokenizer, pooling=pooling, normalize=normalize,
-                                     sample=sample, model=model), standalone=True)
+                                     sample=sample, model=model), standalone=True, runtime=runtime)
 
     run_command(action, json_out=json_out, debug=debug, human=_human_build, to_json=_json_build)
 
@@ -431,6 +437,7 @@ def package(
     name: NameOpt = None,
     android_ort_version: Annotated[str | None, typer.Option("--android-ort-version", metavar="VERSION", help="Pin another published onnxruntime-android version.")] = None,
     ios_ort_version: Annotated[str | None, typer.Option("--ios-ort-version", metavar="VERSION", help="Pin another published ORT Swift package version.")] = None,
+    runtime: RuntimeOpt = None,
     keep_dynamic: KeepDynamicOpt = False,
     no_fix: NoFixOpt = False,
     no_compare_exporters: NoCompareExportersOpt = False,
@@ -506,6 +513,6 @@ def package(
                       quantize=quantize_options(quantize, calibration, calibration_method, eval_, min_cosine, min_top1),
                       task=task_spec(task, labels, resize, crop, mean, std, scale, channels, layout, sample_rate, softmax, top_k,
                                      resize_filter=resize_filter, state=state, tokenizer=tokenizer, pooling=pooling, normalize=normalize,
-                                     sample=sample, model=model))
+                                     sample=sample, model=model), runtime=runtime)
 
     run_command(action, json_out=json_out, debug=debug, human=_human_build, to_json=_json_build)

@@ -44,6 +44,14 @@ AllowDegenerateOpt = Annotated[
     bool,
     typer.Option("--allow-degenerate", help="Accept outputs whose reference is degenerate (all ~0, constant or NaN/Inf) instead of failing; they are reported as unverified."),
 ]
+RuntimeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--runtime",
+        metavar="NAME[,NAME]",
+        help="Inference runtime of the generated wrapper: ort (ONNX Runtime, default), litert (Android, pip install 'mobilegen[litert]'); comma-separated for package.",
+    ),
+]
 OrtVersionOpt = Annotated[str | None, typer.Option("--ort-version", metavar="VERSION", help="Pin another published ONNX Runtime mobile version (checked against what the model needs).")]
 NameOpt = Annotated[str | None, typer.Option("--name", metavar="CLASS", help="Class name of the generated wrapper (default: from the model file name).")]
 NoFixOpt = Annotated[bool, typer.Option("--no-fix", help="Ship the exported graph as it is: no graph passes for the execution providers (fixed dims for NNAPI still follow --keep-dynamic).")]

@@ -12,8 +12,9 @@ from typing import Any
 
 import numpy as np
 
+from mobilegen import backends
 from mobilegen.artifacts import JSONValue, LoadedModel, OnnxModel, VerificationReport, VerifyRow
-from mobilegen.errors import ReferenceFailedError, UsageError, VerificationError, first_line
+from mobilegen.errors import MobilegenError, ReferenceFailedError, UsageError, VerificationError, first_line
 from mobilegen.export.errors import explain_gate_failure
 from mobilegen.export.exporter import torch_callable
 from mobilegen.infra import progress
@@ -404,10 +405,14 @@ def _artifact_runs(reference: Expected, artifacts: Mapping[str, Path]) -> dict[s
     runs: dict[str, list[Run]] = {}
     total = len(reference.cases) * len(artifacts)
     for i, (label, path) in enumerate(artifacts.items()):
+        runtime = backends.by_suffix(path.suffix)
         try:
-            run = ort_runner(path)
-        except Exception as err:  # noqa: BLE001 — ORT load failures are plain exceptions
-            raise VerificationError(f"onnxruntime cannot load the {label} artifact: {first_line(err)}", hint="rerun with --debug") from err
+            run = ort_runner(path) if runtime is None or runtime.name == backends.DEFAULT else backends.host_runner(path)
+        except MobilegenError:
+            raise
+        except Exception as err:  # noqa: BLE001 — ORT (and the other runtimes') load failures are plain exceptions
+            who = "onnxruntime" if runtime is None or runtime.name == backends.DEFAULT else f"{runtime.display_name}'s host runtime"
+            raise VerificationError(f"{who} cannot load the {label} artifact: {first_line(err)}", hint="rerun with --debug") from err
         got: list[Run] = []
         for k, arrays in enumerate(reference.cases, 1):
             progress.count("verifying", i * len(reference.cases) + k, total)

@@ -4,7 +4,7 @@ on every shipped model's .onnx and .ort; the notices the verification gives."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -75,13 +75,23 @@ def artifact_label(model: ShippedModel, kind: str, models: Sequence[ShippedModel
     return kind if len(models) == 1 else f"{'+'.join(model.targets)}/{kind}"
 
 
-def verify(expected: Expected, models: Sequence[ShippedModel], opts: VerifyOptions, root: Path, sorted_outputs: Sequence[str] = ()) -> VerificationReport:
-    """The gate: the reference's outputs against every model's .onnx and .ort (one table, every failure
-    listed); golden vectors and tolerances. ``sorted_outputs`` (``--top-k``'s scores) get no top-1 figure."""
+def verify(
+    expected: Expected,
+    models: Sequence[ShippedModel],
+    opts: VerifyOptions,
+    root: Path,
+    sorted_outputs: Sequence[str] = (),
+    runtimes: Mapping[str, Path] | None = None,
+) -> VerificationReport:
+    """The gate: the reference's outputs against every model's .onnx and .ort, and the other runtimes'
+    models (``runtimes``: label → file, e.g. ``litert`` → model.tflite, run by their own host runtime), in
+    one table, every failure listed; golden vectors and tolerances. ``sorted_outputs`` (``--top-k``'s
+    scores) get no top-1 figure."""
     paths = {}
     for m in models:
         paths[artifact_label(m, "onnx", models)] = m.onnx.path
         paths[artifact_label(m, "ort", models)] = m.converted().path
+    paths.update(runtimes or {})
     try:
         report = run_gate(expected, paths, models[0].onnx, opts, root / "golden", sorted_outputs=sorted_outputs)
     except VerificationError as err:

@@ -38,6 +38,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "mobilegen.render.stage",
             "mobilegen.report",
             "mobilegen.package",
+            "mobilegen.backends",  # the --runtime registry: converts (a stage of its own) and runs models on the host (the gate)
         ),
     ),
     (

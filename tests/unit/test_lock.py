@@ -14,25 +14,48 @@ from packaging.version import Version
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _lock() -> dict[str, Version]:
+# Extras with a lock of their own (their dependencies conflict with requirements.lock's) and the test
+# environment that installs them (make test-litert).
+OWN_LOCKS = {"litert": "requirements-litert.lock"}
+
+
+def _in_litert_env() -> bool:
+    try:
+        metadata.version("litert-torch")
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def _lock(name: str = "requirements.lock") -> dict[str, Version]:
     pins: dict[str, Version] = {}
-    for raw in (ROOT / "requirements.lock").read_text().splitlines():
+    for raw in (ROOT / name).read_text().splitlines():
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
         req = Requirement(line)
         (spec,) = req.specifier
-        assert spec.operator == "==" and "*" not in spec.version, f"requirements.lock: {line!r} is not an exact pin"
+        assert spec.operator == "==" and "*" not in spec.version, f"{name}: {line!r} is not an exact pin"
         pins[canonicalize_name(req.name)] = Version(spec.version)
     return pins
 
 
-def _project_requirements() -> list[Requirement]:
+def _project_requirements(own: str | None = None) -> list[Requirement]:
+    """The requirements requirements.lock pins (``own=None``: the base and every extra without a lock of
+    its own), or those of the base and the extras that an own lock pins (``own="litert"``)."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     reqs = [Requirement(r) for r in project["dependencies"]]
-    for extra in project.get("optional-dependencies", {}).values():
-        reqs += [Requirement(r) for r in extra]
+    for name, extra in project.get("optional-dependencies", {}).items():
+        if (name in OWN_LOCKS) == (own is not None) and (own is None or name == own):
+            reqs += [Requirement(r) for r in extra]
     return reqs
+
+
+def test_every_extra_with_its_own_lock_is_locked_there() -> None:
+    for extra, lock in OWN_LOCKS.items():
+        pins = _lock(lock)
+        problems = [str(r) for r in _project_requirements(extra) if (p := pins.get(canonicalize_name(r.name))) is None or not r.specifier.contains(p, prereleases=True)]
+        assert not problems, f"{lock}: " + "; ".join(problems) + " — run `make lock-litert`"
 
 
 def test_every_dependency_is_locked_within_its_range() -> None:
@@ -51,7 +74,7 @@ def test_every_dependency_is_locked_within_its_range() -> None:
 
 def test_the_environment_is_the_locked_one() -> None:
     drift = []
-    for name, pin in _lock().items():
+    for name, pin in _lock(OWN_LOCKS["litert"] if _in_litert_env() else "requirements.lock").items():
         try:
             installed = Version(metadata.version(name))
         except metadata.PackageNotFoundError:
@@ -65,4 +88,4 @@ def test_the_environment_is_the_locked_one() -> None:
 def test_the_makefile_installs_from_the_lock() -> None:
     makefile = (ROOT / "Makefile").read_text()
     installs = [line for line in makefile.splitlines() if "pip" in line.lower() and " install " in line and "--upgrade pip" not in line]
-    assert installs and all("-c $(LOCK)" in line for line in installs), installs
+    assert installs and all("-c $(LOCK)" in line or "-c $(LITERT_LOCK)" in line for line in installs), installs
