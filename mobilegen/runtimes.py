@@ -155,7 +155,7 @@ def version_key(v: str) -> tuple[int, ...]:
 
 
 # The channel each platform's projects pin their runtime from (the targets' ``channel``).
-PLATFORM_CHANNEL = {"android": "maven", "ios": "swiftpm"}  # a provider's own build: its RuntimeArtifact.channel
+PLATFORM_CHANNEL = {"android": "maven", "ios": "swiftpm", "web": "npm"}  # a provider's own build: its RuntimeArtifact.channel
 
 
 def rules_release(version: str, platform: str) -> str:

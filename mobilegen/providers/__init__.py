@@ -70,6 +70,7 @@ BUILTIN: dict[str, str] = {
     "coreml": "mobilegen.providers.coreml:PROVIDER",
     "xnnpack": "mobilegen.providers.xnnpack:PROVIDER",
     "qnn": "mobilegen.providers.qnn:PROVIDER",
+    "webgpu": "mobilegen.providers.webgpu:PROVIDER",
 }
 ENTRY_POINT_GROUP = "mobilegen.providers"
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
@@ -100,7 +101,7 @@ def unregister(name: str) -> None:
 
 
 def names() -> tuple[str, ...]:
-    """Every provider name: the built-ins (nnapi, coreml, xnnpack, qnn), then the registered ones in
+    """Every provider name: the built-ins (nnapi, coreml, xnnpack, qnn, webgpu), then the registered ones in
     registration order, then entry-point plug-ins. Imports no provider module."""
     out = list(BUILTIN)
     for name in [*_registered, *_plugin_refs()]:
@@ -134,7 +135,7 @@ def all_providers() -> tuple[ExecutionProvider, ...]:
 
 
 def on_platform(platform: str) -> tuple[ExecutionProvider, ...]:
-    """The providers a platform's apps can use ("android", "ios"), in :func:`names` order."""
+    """The providers a platform's apps can use ("android", "ios", "web"), in :func:`names` order."""
     return tuple(p for p in all_providers() if platform in p.platforms)
 
 
