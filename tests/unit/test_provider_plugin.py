@@ -145,7 +145,7 @@ def plugin(tmp_path: Path) -> Path:
 def test_its_setting_is_a_check_flag_and_it_is_an_ep_choice(plugin: Path) -> None:
     shown = _mobilegen(plugin, "check", "--help")
     assert shown.returncode == 0, shown.stderr
-    assert "qnn, toynpu" in shown.stdout  # --ep's choices
+    assert "qnn, webgpu, toynpu" in shown.stdout  # --ep's choices
     assert "--toynpu-max-rank RANK" in shown.stdout and "highest input rank ToyNPU takes (1..4; default 2)." in " ".join(shown.stdout.split())
 
 

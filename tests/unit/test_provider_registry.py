@@ -85,10 +85,10 @@ def _model(path: Path) -> Path:
 
 def test_registered_provider_is_a_check_choice(toy: ExecutionProvider, tmp_path: Path) -> None:
     help_text = " ".join(invoke("check", "--help", env={"COLUMNS": "200"}).output.split())  # as read, whatever the wrapping
-    assert f"Execution provider: nnapi, coreml, xnnpack, qnn, {NAME}." in help_text
+    assert f"Execution provider: nnapi, coreml, xnnpack, qnn, webgpu, {NAME}." in help_text
     wrong = invoke("check", _model(tmp_path / "m.onnx"), "--ep", "npu")
     assert wrong.exit_code == 2
-    assert f"unknown --ep 'npu' — use one of: nnapi, coreml, xnnpack, qnn, {NAME}" in wrong.stderr
+    assert f"unknown --ep 'npu' — use one of: nnapi, coreml, xnnpack, qnn, webgpu, {NAME}" in wrong.stderr
 
 
 def test_registered_provider_in_check_json(toy: ExecutionProvider, tmp_path: Path) -> None:
@@ -140,7 +140,7 @@ def test_registry_refusals(toy: ExecutionProvider) -> None:
         providers.register(replace(TOY, name="Toy NPU"))
     with pytest.raises(UsageError, match="unknown execution provider 'npu'") as err:
         EPTarget("npu")
-    assert err.value.hint == f"use one of: nnapi, coreml, xnnpack, qnn, {NAME}"
+    assert err.value.hint == f"use one of: nnapi, coreml, xnnpack, qnn, webgpu, {NAME}"
 
 
 PLUGIN = ToyNpu(name="toyplug", display_name="ToyPlug", platform="ios")

@@ -24,6 +24,7 @@ NW: dict[str, Any] = {"ep": "coreml", "coreml_format": "neuralnetwork"}
 XP: dict[str, Any] = {"ep": "xnnpack"}
 ML27: dict[str, Any] = {**ML, "ort_version": "1.27.0"}  # builders added in 1.27/1.28 (coreml/releases.py)
 ML28: dict[str, Any] = {**ML, "ort_version": "1.28.0"}
+WG: dict[str, Any] = {"ep": "webgpu"}
 W = K(np.ones((4, 3, 3, 3)))
 W1 = K(np.ones((4, 3, 3)))
 
@@ -203,6 +204,10 @@ CASES: dict[str, tuple[Case, Case]] = {
     ),
     "xnnpack.fusion": ((XP, conv_then("Relu")), (XP, m("Relu", [X4]))),
     "xnnpack.gemm.c": ((XP, m("Gemm", [T((2, 4)), K(np.ones((4, 5))), K(np.ones(5))])), (XP, m("Gemm", [T((2, 4)), K(np.ones((4, 5)))]))),
+    # ---- WebGPU (onnxruntime-web's JSEP): exact since-versions, registered dtypes, opset >= 7
+    "webgpu.model_opset": ((WG, m("Relu", [X4], opset=7)), (WG, m("Relu", [X4], opset=6))),
+    "webgpu.since": ((WG, m("Conv", [X4, W], opset=21)), (WG, m("Conv", [X4, W], opset=22))),
+    "webgpu.types": ((WG, m("Add", [T((2, 3), I32), T((2, 3), I32)])), (WG, m("Add", [T((2, 3), I64), T((2, 3), I64)]))),
 }
 
 
