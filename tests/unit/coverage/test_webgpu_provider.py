@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 from cli_helpers import invoke
-from cov_helpers import F, I32, I64, K, T, node_model
+from cov_helpers import I32, I64, F, K, T, node_model
 from onnx import helper, numpy_helper
 
 from mobilegen import providers
