@@ -146,7 +146,7 @@ def parse(text: str) -> dict[str, dict[str, object]]:
 # --- probe models -----------------------------------------------------------------------------------
 
 F, F16, I32, U32, I64, B, U8, I8 = T.FLOAT, T.FLOAT16, T.INT32, T.UINT32, T.INT64, T.BOOL, T.UINT8, T.INT8
-Inputs = list[tuple[str, int, list[int]]]
+Inputs = list[tuple[str, int, list[int | str]]]
 
 
 def _c(value: object, name: str, dtype: type = np.float32) -> onnx.TensorProto:
@@ -245,10 +245,10 @@ PROBE_OPSETS = (7, 11, 13, 17, 21, 22, 23)
 
 
 def _shape_chain() -> onnx.ModelProto | None:
-    """Shape(x) -> Gather(table, shape) -> Add -> Relu, joined with Neg(x): Gather reads the shape (a CPU
-    tensor) on an input it takes in GPU memory, its data is an initializer, so GetCpuPreferredNodes sends
-    it back to the CPU, and the Add and Relu that only read its output follow; Shape, Neg and the last Add
-    (it reads Neg's GPU output) stay on WebGPU."""
+    """Shape(x) -> Gather(table, shape) -> Add -> Relu, joined with Neg(x). GetCpuPreferredNodes picks
+    Gather, Add and Relu (they compute only on Shape's CPU output and a small initializer), but the
+    second GetCapability pass after the layout transformation gives them to WebGPU again: all six run
+    there (onnxruntime-web 1.30.0)."""
     nodes = [
         h.make_node("Shape", [_X], ["s"], name="shape"),
         h.make_node("Gather", ["table", "s"], ["g"], name="gather", axis=0),
@@ -257,7 +257,8 @@ def _shape_chain() -> onnx.ModelProto | None:
         h.make_node("Neg", [_X], ["n"], name="neg"),
         h.make_node("Add", ["r", "n"], ["y"], name="join"),
     ]
-    return _model(nodes, [(_X, F, [2, 3])], [_c(np.ones((4, 3)), "table")])
+    # a symbolic batch dim: onnxruntime's constant folding would otherwise fold the Shape chain away
+    return _model(nodes, [(_X, F, ["n", 3])], [_c(np.ones((4, 3)), "table")])
 
 
 def probe_models(folder: Path) -> dict[str, Path]:

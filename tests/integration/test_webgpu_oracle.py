@@ -3,8 +3,9 @@ file, installed offline) creates a WebGPU session per model in headless Chromium
 provider each node lands on, read from its verbose "Node placements" log, must be what mobilegen's
 WebGPU rules predict, node for node.
 
-The models: ~50 ops × dtypes × ONNX versions (tests/webgpu_oracle.py), the GetCpuPreferredNodes chain,
-and the models the Web target ships for the demo, a multi-input int64/bool model and an int8 one."""
+The models: ~50 ops × dtypes × ONNX versions (tests/webgpu_oracle.py), a shape computation
+(GetCpuPreferredNodes), and the models the Web target ships for the demo, a multi-input int64/bool model
+and an int8 one."""
 
 from __future__ import annotations
 
@@ -53,6 +54,9 @@ def ort_web(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _compare(name: str, path: Path, seen: dict[str, object]) -> tuple[int, list[str]]:
     """(nodes compared, disagreements) for one model."""
     report = analyze(onnx.load(str(path)), EPTarget("webgpu"))
+    if name.startswith("package:"):
+        print(f"{name}: mobilegen {report.supported_nodes}/{report.total_nodes} nodes on WebGPU, "
+              f"{len(report.partitions)} partition(s); browser: {seen['all'] or seen['nodes']}")
     placed = seen["nodes"]
     assert isinstance(placed, dict)
     everything = seen["all"]
@@ -100,6 +104,8 @@ def test_webgpu_rules_match_onnxruntime_web_in_chromium(ort_web: Path, tmp_path:
     assert on_gpu > 100
     chain = seen["ShapeChain"]["nodes"]
     assert isinstance(chain, dict)
-    expected = {"gather": CPU, "add": CPU, "relu": CPU, "shape": WEBGPU, "neg": WEBGPU, "join": WEBGPU}
-    assert {k: chain.get(k) for k in expected} == expected
+    # GetCpuPreferredNodes' picks do not last (mobilegen.providers.webgpu): every node of the chain on WebGPU
+    assert seen["ShapeChain"]["all"] == WEBGPU or set(chain.values()) == {WEBGPU}
+    # int64 shape arithmetic and int8 quantization stay on the CPU: the browser places on both providers
+    assert any(CPU in s["nodes"].values() for s in seen.values() if isinstance(s["nodes"], dict))
     assert not wrong, f"{len(wrong)} of {nodes} nodes placed otherwise than mobilegen predicts:\n" + "\n".join(wrong)

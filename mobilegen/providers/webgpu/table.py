@@ -8,9 +8,8 @@ The native WebGPU EP (``onnxruntime/core/providers/webgpu/``, ``WebGpuExecutionP
 ``onnxruntime-web/webgpu`` export (``ort.webgpu.*.mjs`` -> ``ort-wasm-simd-threaded.asyncify.wasm``), which
 the generated package does not import. Both facts are read from the 1.30.0 package's ``dist`` files.
 
-JSEP's GetCapability (``js_execution_provider.cc``) takes every node its kernel registry has a kernel for,
-then hands back to the CPU the nodes ``GetCpuPreferredNodes`` picks (``core/framework/
-fallback_cpu_capability.cc``: :meth:`WebGpu.refine`). A kernel is looked up by op, domain, since-version
+JSEP's GetCapability (``js_execution_provider.cc``) takes every node its kernel registry has a kernel for
+(its GetCpuPreferredNodes step has no lasting effect: see :mod:`mobilegen.providers.webgpu`). A kernel is looked up by op, domain, since-version
 and type constraints (``core/framework/kernel_registry.cc`` VerifyKernelDef): an open-ended registration
 matches only a node whose since_version *equals* its start version, so a newer ONNX schema of an op
 (Conv-22, Reshape-23) has no kernel until the EP registers one. Hence :data:`KERNELS` lists, per op, the
@@ -64,13 +63,12 @@ MEASURED = f"measured in onnxruntime-web {ORT_WEB_VERSION}"
 @dataclass(frozen=True)
 class Kernel:
     """What JSEP registers for one op: the since-versions that find a kernel, the element types each
-    typed input (and output) may have, the inputs it reads from CPU memory (``InputMemoryType``)."""
+    typed input (and output) may have."""
 
     file: str  # operators/<file>, or the EP file
     since: tuple[int, ...]
     inputs: dict[int, tuple[int, ...]]  # input index -> allowed element types
     outputs: dict[int, tuple[int, ...]] | None = None  # output index -> allowed element types
-    cpu_inputs: tuple[int, ...] = ()  # inputs the kernel declares in CPU memory (shapes, axes, pads)
     note: str = ""  # where a fact was measured rather than read
 
     @property
@@ -78,8 +76,8 @@ class Kernel:
         return JS + self.file
 
 
-def _k(file: str, since: tuple[int, ...], t0: tuple[int, ...], note: str = "", **kw: object) -> Kernel:
-    return Kernel(file, since, {0: t0}, note=note, **kw)  # type: ignore[arg-type]
+def _k(file: str, since: tuple[int, ...], t0: tuple[int, ...], note: str = "") -> Kernel:
+    return Kernel(file, since, {0: t0}, note=note)
 
 
 _UNARY = "operators/unary.cc"
@@ -117,7 +115,7 @@ KERNELS: dict[str, Kernel] = {
     "Not": _k(_UNARY, (1,), (BOOL,)),
     "Gelu": _k(_UNARY, (20,), FLOAT, MEASURED),
     # activations
-    "Clip": _k(_UNARY, (6, 11, 12, 13), FLOAT, cpu_inputs=(1, 2)),
+    "Clip": _k(_UNARY, (6, 11, 12, 13), FLOAT),
     "Elu": _k(_UNARY, (6,), FLOAT),
     "Relu": _k(_UNARY, (6, 13, 14), FLOAT),
     "LeakyRelu": _k(_UNARY, (6, 16), FLOAT),
@@ -137,24 +135,24 @@ KERNELS: dict[str, Kernel] = {
     "Cast": Kernel("operators/cast.cc", (6, 9, 13, 19, 21), {0: CAST}, outputs={0: CAST}, note=MEASURED + " (21)"),
     # --- shape and data movement (int64 data stays on the CPU: JSEP keeps no int64 tensor on the GPU)
     "Shape": _k("operators/shape_op.cc", (1, 13, 15, 19, 21), DATA, MEASURED + " (19, 21)"),
-    "Reshape": _k("operators/reshape.cc", (5, 13, 14, 19, 21), DATA, MEASURED + " (19, 21; not int64)", cpu_inputs=(1,)),
-    "Squeeze": _k("operators/squeeze.cc", (1, 11, 13, 21), DATA, MEASURED + " (21)", cpu_inputs=(1,)),
-    "Unsqueeze": _k("operators/unsqueeze.cc", (1, 11, 13, 21), DATA, MEASURED + " (21)", cpu_inputs=(1,)),
+    "Reshape": _k("operators/reshape.cc", (5, 13, 14, 19, 21), DATA, MEASURED + " (19, 21; not int64)"),
+    "Squeeze": _k("operators/squeeze.cc", (1, 11, 13, 21), DATA, MEASURED + " (21)"),
+    "Unsqueeze": _k("operators/unsqueeze.cc", (1, 11, 13, 21), DATA, MEASURED + " (21)"),
     "Flatten": _k("operators/flatten.cc", (1, 9, 11, 13, 21), FLOAT, MEASURED + " (21; float only)"),
     "Transpose": _k("operators/transpose.cc", (1, 13, 21), DATA, MEASURED + " (21)"),
     "Concat": _k("operators/concat.cc", (1, 4, 11, 13), (F32, F16, I32), MEASURED + " (no uint32)"),
-    "Split": _k("operators/split.cc", (1, 2, 11, 13, 18), (F32,), MEASURED + " (float32 only)", cpu_inputs=(1,)),
-    "Expand": _k("operators/expand.cc", (8, 13), (*DATA, BOOL), MEASURED + " (bool)", cpu_inputs=(1,)),
-    "Tile": _k("operators/tile.cc", (6, 13), DATA, cpu_inputs=(1,)),
-    "Slice": _k("operators/slice.cc", (1, 10, 11, 13), DATA, cpu_inputs=(1, 2, 3, 4)),
+    "Split": _k("operators/split.cc", (1, 2, 11, 13, 18), (F32,), MEASURED + " (float32 only)"),
+    "Expand": _k("operators/expand.cc", (8, 13), (*DATA, BOOL), MEASURED + " (bool)"),
+    "Tile": _k("operators/tile.cc", (6, 13), DATA),
+    "Slice": _k("operators/slice.cc", (1, 10, 11, 13), DATA),
     "Gather": Kernel("operators/gather.cc", (1, 11, 13), {0: DATA, 1: (I32, I64)}, note=MEASURED + " (bool refused)"),
     "GatherElements": Kernel("operators/gather_elements.cc", (11, 13), {0: (F32, I32, U32), 1: (I32, I64)}, note=MEASURED + " (no float16)"),
     "GatherND": Kernel("operators/gather_nd.cc", (11, 12, 13), {0: DATA, 1: (I64,)}, note=MEASURED),
     "ScatterND": Kernel("operators/scatter_nd.cc", (11, 13, 16, 18), {0: DATA, 1: (I64,)}, note=MEASURED),
     "DepthToSpace": _k("operators/depth_to_space.cc", (11, 13), DATA, MEASURED),
-    "Pad": _k("operators/pad.cc", (2, 11, 13, 18, 19, 21), FLOAT, MEASURED + " (21)", cpu_inputs=(1, 2, 3)),
-    "Range": _k("operators/range.cc", (11,), (F32, I32), cpu_inputs=(0, 1, 2)),
-    "CumSum": _k("operators/cumsum.cc", (11, 14), DATA, cpu_inputs=(1,)),
+    "Pad": _k("operators/pad.cc", (2, 11, 13, 18, 19, 21), FLOAT, MEASURED + " (21)"),
+    "Range": _k("operators/range.cc", (11,), (F32, I32)),
+    "CumSum": _k("operators/cumsum.cc", (11, 14), DATA),
     "DequantizeLinear": Kernel("operators/quantize_linear.cc", (10, 13, 19, 21), {0: (U8, I8, I32)}, note=MEASURED),
     # --- math, NN
     "MatMul": _k("operators/matmul.cc", (1, 9, 13), FLOAT),
@@ -172,19 +170,19 @@ KERNELS: dict[str, Kernel] = {
     "BatchNormalization": _k("operators/batch_norm.cc", (7, 9, 14, 15), FLOAT),
     "InstanceNormalization": _k("operators/instance_norm.cc", (6,), FLOAT),
     "LayerNormalization": _k("operators/layer_norm.cc", (17,), FLOAT),
-    "Resize": _k("operators/resize.cc", (10, 11, 13, 18, 19), FLOAT, cpu_inputs=(1, 2, 3)),
+    "Resize": _k("operators/resize.cc", (10, 11, 13, 18, 19), FLOAT),
     "GridSample": _k("operators/grid_sample.cc", (16,), FLOAT, MEASURED),
     "DFT": _k("operators/dft.cc", (17, 20), FLOAT, MEASURED),
-    "ReduceMax": _k(_REDUCE, _R20, FLOAT, cpu_inputs=(1,)),
-    "ReduceMin": _k(_REDUCE, _R20, FLOAT, cpu_inputs=(1,)),
-    "ReduceMean": _k(_REDUCE, _R18, FLOAT, cpu_inputs=(1,)),
-    "ReduceProd": _k(_REDUCE, _R18, FLOAT, cpu_inputs=(1,)),
-    "ReduceSum": _k(_REDUCE, (1, 11, 13), FLOAT, cpu_inputs=(1,)),
-    "ReduceL1": _k(_REDUCE, _R18, FLOAT, cpu_inputs=(1,)),
-    "ReduceL2": _k(_REDUCE, _R18, FLOAT, cpu_inputs=(1,)),
-    "ReduceLogSum": _k(_REDUCE, _R18, FLOAT, cpu_inputs=(1,)),
-    "ReduceSumSquare": _k(_REDUCE, _R18, FLOAT, cpu_inputs=(1,)),
-    "ReduceLogSumExp": _k(_REDUCE, _R18, FLOAT, cpu_inputs=(1,)),
+    "ReduceMax": _k(_REDUCE, _R20, FLOAT),
+    "ReduceMin": _k(_REDUCE, _R20, FLOAT),
+    "ReduceMean": _k(_REDUCE, _R18, FLOAT),
+    "ReduceProd": _k(_REDUCE, _R18, FLOAT),
+    "ReduceSum": _k(_REDUCE, (1, 11, 13), FLOAT),
+    "ReduceL1": _k(_REDUCE, _R18, FLOAT),
+    "ReduceL2": _k(_REDUCE, _R18, FLOAT),
+    "ReduceLogSum": _k(_REDUCE, _R18, FLOAT),
+    "ReduceSumSquare": _k(_REDUCE, _R18, FLOAT),
+    "ReduceLogSumExp": _k(_REDUCE, _R18, FLOAT),
 }
 
 # JSEP registers an If kernel (1, 11, 13, 19; operators/if.cc) and runs its bodies' nodes through the same

@@ -75,32 +75,20 @@ def test_int64_stays_on_the_cpu_and_int32_does_not() -> None:
     assert not supported and "output" in reasons[0]
 
 
-def test_shape_computation_goes_back_to_the_cpu() -> None:
-    """GetCpuPreferredNodes: Gather reads Shape's CPU output on an input it takes in GPU memory and its
-    data is an initializer, so it and what only follows it go to the CPU; Neg(x) and the Add reading it stay."""
+def test_shape_computation_stays_on_webgpu() -> None:
+    """GetCpuPreferredNodes' picks do not last in onnxruntime-web 1.30.0 (measured: the second GetCapability
+    pass takes them back), so float nodes computing on a shape are WebGPU's like any other."""
     nodes = [
         helper.make_node("Shape", ["x"], ["s"], name="shape"),
         helper.make_node("Gather", ["table", "s"], ["g"], name="gather", axis=0),
-        helper.make_node("Add", ["g", "g"], ["a"], name="add"),
-        helper.make_node("Relu", ["a"], ["r"], name="relu"),
-        helper.make_node("Neg", ["x"], ["n"], name="neg"),
-        helper.make_node("Add", ["r", "n"], ["y"], name="join"),
+        helper.make_node("Relu", ["g"], ["y"], name="relu"),
     ]
     graph = helper.make_graph(
-        nodes, "chain", [helper.make_tensor_value_info("x", F, [2, 3])], [helper.make_tensor_value_info("y", F, [2, 3])],
+        nodes, "chain", [helper.make_tensor_value_info("x", F, ["n", 3])], [helper.make_tensor_value_info("y", F, [2, 3])],
         [numpy_helper.from_array(np.ones((4, 3), np.float32), "table")],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    v = _verdicts(model)
-    assert {k for k, (ok, _) in v.items() if not ok} == {"gather", "add", "relu"}
-    assert all("GetCpuPreferredNodes" in v[k][1][-1] for k in ("gather", "add", "relu"))
-    # a reshape target read from Shape is a CPU input of Reshape (InputMemoryType): nothing moves
-    reshape = [
-        helper.make_node("Shape", ["x"], ["s"], name="shape"),
-        helper.make_node("Reshape", ["x", "s"], ["y"], name="reshape"),
-    ]
-    graph = helper.make_graph(reshape, "r", [helper.make_tensor_value_info("x", F, [2, 3])], [helper.make_tensor_value_info("y", F, [2, 3])])
-    assert all(ok for ok, _ in _verdicts(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])).values())
+    v = _verdicts(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    assert v == {"shape": (True, ()), "gather": (True, ()), "relu": (True, ())}
 
 
 def test_every_kernel_names_its_source_and_versions() -> None:
