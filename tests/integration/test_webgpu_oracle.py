@@ -55,8 +55,12 @@ def _compare(name: str, path: Path, seen: dict[str, object]) -> tuple[int, list[
     """(nodes compared, disagreements) for one model."""
     report = analyze(onnx.load(str(path)), EPTarget("webgpu"))
     if name.startswith("package:"):
-        print(f"{name}: mobilegen {report.supported_nodes}/{report.total_nodes} nodes on WebGPU, "
-              f"{len(report.partitions)} partition(s); browser: {seen['all'] or seen['nodes']}")
+        placed = seen["nodes"]
+        assert isinstance(placed, dict)
+        counts = {ep: sum(1 for v in placed.values() if v == ep) for ep in (WEBGPU, CPU)}
+        browser = f"all on {seen['all']}" if seen["all"] else counts
+        print(f"{name}: mobilegen {report.supported_nodes}/{report.total_nodes} nodes on WebGPU, {len(report.partitions)} "
+              f"partition(s); browser: {browser} (counting its own Transpose/Memcpy nodes)")
     placed = seen["nodes"]
     assert isinstance(placed, dict)
     everything = seen["all"]
