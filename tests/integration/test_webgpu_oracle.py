@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import onnx
@@ -82,6 +84,12 @@ def test_webgpu_rules_match_onnxruntime_web_in_chromium(ort_web: Path, tmp_path:
     packages = built(tmp_path_factory, "web")
     for pkg_name, pkg in packages.items():
         models[f"package:{pkg_name}"] = pkg / "model" / "model.onnx"
+    # a small transformer encoder (torch.export): int64 token ids, mixed placement
+    encoder = tmp_path / "encoder.onnx"
+    done = subprocess.run([sys.executable, "-m", "mobilegen", "export", str(ROOT / "examples" / "encoder_tiny.pt2"), "-o", str(encoder)],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stdout + done.stderr
+    models["package:encoder"] = encoder
     seen = placements(chromium, ort_web, models)
     compared = nodes = 0
     wrong: list[str] = []
