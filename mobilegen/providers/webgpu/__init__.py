@@ -17,15 +17,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mobilegen.providers.base import ExecutionProvider
+from mobilegen.errors import UsageError
+from mobilegen.providers.base import ORT_VERSION, ExecutionProvider, SettingValue
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from mobilegen.coverage.rules import EPTable
 
 DISPLAY_NAME = "WebGPU"
 JS = "onnxruntime/core/providers/js/"
 EP_SOURCE = JS + "js_execution_provider.cc"
 ORT_WEB_VERSION = "1.30.0"  # the onnxruntime-web release the table was measured in (templates/web/package-lock.json)
+# The onnxruntime-web releases whose WebGPU kernels the table holds: --ort-version names one of them.
+KNOWN_RELEASES = (ORT_WEB_VERSION,)
 
 # The Web target's provider chain, in the order the generated wrapper tries them (templates/web/src/ort.ts
 # defaultProviders): WebGPU where the browser offers an adapter, else WebAssembly on the CPU.
@@ -38,6 +43,17 @@ class WebGpu(ExecutionProvider):
         from mobilegen.providers.webgpu.table import TABLE
 
         return TABLE
+
+    def resolve(self, given: Mapping[str, object]) -> tuple[tuple[str, SettingValue], ...]:
+        """As every provider, but only a release whose JSEP kernels the table holds (no other was measured)."""
+        values = super().resolve(given)
+        version = dict(values)[ORT_VERSION.name]
+        if version not in KNOWN_RELEASES:
+            raise UsageError(
+                f"the WebGPU rules are known for onnxruntime-web {', '.join(KNOWN_RELEASES)} only, not {version}",
+                hint=f"drop --ort-version, or pass --ort-version {KNOWN_RELEASES[-1]}",
+            )
+        return values
 
 
 PROVIDER = WebGpu(

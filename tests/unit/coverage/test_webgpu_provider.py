@@ -114,3 +114,14 @@ def test_check_ep_webgpu_on_the_command_line(tmp_path: Path) -> None:
     human = invoke("check", "--ep", "webgpu", str(path))
     assert human.exit_code == 0 and "webgpu: 1/2 nodes (50%), 1 partition(s)" in human.output, human.output
     assert "rules of onnxruntime 1.30.0" in human.output
+
+
+def test_only_the_measured_onnxruntime_web_release_is_accepted(tmp_path: Path) -> None:
+    """--ort-version names a release the table holds; another would be analysed with 1.30.0's kernels."""
+    path = tmp_path / "m.onnx"
+    vi = helper.make_tensor_value_info
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "m", [vi("x", F, [2])], [vi("y", F, [2])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    done = invoke("check", "--ep", "webgpu", "--ort-version", "1.24.3", str(path))
+    assert done.exit_code == 2 and "known for onnxruntime-web 1.30.0 only, not 1.24.3" in done.output, done.output
+    assert invoke("check", "--ep", "webgpu", "--ort-version", "1.30.0", str(path)).exit_code == 0
