@@ -176,6 +176,15 @@ def _one(op: str, ins: list[str], inputs: Inputs, inits: Iterable[onnx.TensorPro
     return _model([h.make_node(op, ins, ["y", "y2"][:n_out], name="n", **attrs)], inputs, inits, opset)
 
 
+def _if(t: int, opset: int) -> onnx.ModelProto | None:
+    """If(c) then Relu(x) else Neg(x): the If node has a JSEP kernel (operators/if.cc)."""
+    vi = h.make_tensor_value_info
+    then_g = h.make_graph([h.make_node("Relu", [_X], ["t"], name="then_relu")], "then", [], [vi("t", t, [2, 3])])
+    else_g = h.make_graph([h.make_node("Neg", [_X], ["e"], name="else_neg")], "else", [], [vi("e", t, [2, 3])])
+    node = h.make_node("If", ["c"], ["y"], name="n", then_branch=then_g, else_branch=else_g)
+    return _model([node], [("c", B, []), (_X, t, [2, 3])], opset=opset)
+
+
 # op -> builder(dtype, opset) of a one-node model, its data input of that dtype
 _X = "x"
 BUILDERS: dict[str, Callable[[int, int], onnx.ModelProto | None]] = {
@@ -228,6 +237,7 @@ BUILDERS: dict[str, Callable[[int, int], onnx.ModelProto | None]] = {
     "LayerNormalization": lambda t, o: _one("LayerNormalization", [_X, "g"], [(_X, t, [2, 3]), ("g", t, [3])], opset=o),
     "InstanceNormalization": lambda t, o: _one("InstanceNormalization", [_X, "s", "b"], [(_X, t, [1, 2, 3, 3]), ("s", t, [2]), ("b", t, [2])], opset=o),
     "DequantizeLinear": lambda t, o: _one("DequantizeLinear", [_X, "s"], [(_X, t, [2, 3])], [_c(0.1, "s")], opset=o),
+    "If": _if,
     # ops JSEP has no kernel for
     "QuantizeLinear": lambda t, o: _one("QuantizeLinear", [_X, "s"], [(_X, t, [2, 3])], [_c(0.1, "s")], opset=o),
     "TopK": lambda t, o: _one("TopK", [_X, "k"], [(_X, t, [2, 3])], [_c([1], "k", np.int64)], opset=o, n_out=2),
@@ -241,7 +251,7 @@ BUILDERS: dict[str, Callable[[int, int], onnx.ModelProto | None]] = {
 
 PROBE_DTYPES = (F, F16, I32, U32, I64, B, U8, I8)
 # ONNX since-versions probed per op (each at that opset): covers the exact-start rule (Conv-22, Reshape-23)
-PROBE_OPSETS = (7, 11, 13, 17, 21, 22, 23)
+PROBE_OPSETS = (7, 11, 13, 17, 19, 21, 22, 23)
 
 
 def _shape_chain() -> onnx.ModelProto | None:

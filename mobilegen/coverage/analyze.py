@@ -286,7 +286,7 @@ def evaluate_node(
     """Every reason the provider's builder/kernel would refuse this node for (empty: supported on its own)."""
     node = graph.nodes[index]
     ep, name = provider.name, provider.display_name
-    if node.op_type in CONTROL_FLOW_OPS and node.is_onnx_domain:
+    if node.op_type in CONTROL_FLOW_OPS and node.is_onnx_domain and node.op_type not in provider.control_flow_kernels:
         if provider.takes_subgraphs:
             body = f"its {node.subgraph_nodes} body node(s) are judged on their own, each body partitioned separately"
         else:

@@ -229,6 +229,9 @@ class ExecutionProvider:
     # file the answer was read from, quoted in the reasons. A plug-in that says nothing takes none.
     takes_subgraphs: bool = False
     subgraph_source: str = ""
+    # Control-flow ops (If/Loop/Scan) the provider has a kernel for (onnxruntime-web's WebGPU: If): the node
+    # itself is then judged by the rule table like any other; by default no provider takes one.
+    control_flow_kernels: frozenset[str] = frozenset()
     # Every target whose apps can run it (XNNPACK: android and ios); () = ``platform`` alone.
     platforms: tuple[str, ...] = ()
     # Rules of the provider's QDQ table that refuse every unit a calibrated recipe makes: an int8 recipe

@@ -65,4 +65,5 @@ PROVIDER = WebGpu(
     # GetCapability has no IsSubgraph() check: a body's nodes get the same kernel lookup as the main graph's
     takes_subgraphs=True,
     subgraph_source=EP_SOURCE,
+    control_flow_kernels=frozenset({"If"}),  # operators/if.cc: the If node runs on WebGPU too (its bodies on their own)
 )

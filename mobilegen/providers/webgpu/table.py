@@ -154,6 +154,8 @@ KERNELS: dict[str, Kernel] = {
     "Range": _k("operators/range.cc", (11,), (F32, I32)),
     "CumSum": _k("operators/cumsum.cc", (11, 14), DATA),
     "DequantizeLinear": Kernel("operators/quantize_linear.cc", (10, 13, 19, 21), {0: (U8, I8, I32)}, note=MEASURED),
+    # --- control flow: the If node (its bodies' nodes go through GetCapability on their own: takes_subgraphs)
+    "If": Kernel("operators/if.cc", (1, 11, 13, 16, 19, 21), {0: (BOOL,)}, note=MEASURED + " (21)"),
     # --- math, NN
     "MatMul": _k("operators/matmul.cc", (1, 9, 13), FLOAT),
     "Gemm": _k("operators/gemm.cc", (7, 9, 11, 13), FLOAT),
@@ -185,8 +187,6 @@ KERNELS: dict[str, Kernel] = {
     "ReduceLogSumExp": _k(_REDUCE, _R18, FLOAT),
 }
 
-# JSEP registers an If kernel (1, 11, 13, 19; operators/if.cc) and runs its bodies' nodes through the same
-# GetCapability: the coverage analysis treats control flow alike for every provider (bodies on their own).
 MIN_MODEL_OPSET = 7
 
 

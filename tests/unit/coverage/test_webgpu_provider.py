@@ -125,3 +125,17 @@ def test_only_the_measured_onnxruntime_web_release_is_accepted(tmp_path: Path) -
     done = invoke("check", "--ep", "webgpu", "--ort-version", "1.24.3", str(path))
     assert done.exit_code == 2 and "known for onnxruntime-web 1.30.0 only, not 1.24.3" in done.output, done.output
     assert invoke("check", "--ep", "webgpu", "--ort-version", "1.30.0", str(path)).exit_code == 0
+
+
+def test_the_if_node_has_a_webgpu_kernel_and_its_bodies_are_judged() -> None:
+    """operators/if.cc: If runs on WebGPU (no other provider takes a control-flow node), its branches' nodes too."""
+    vi = helper.make_tensor_value_info
+    then_g = helper.make_graph([helper.make_node("Relu", ["x"], ["t"], name="then_relu")], "then", [], [vi("t", F, [2, 3])])
+    else_g = helper.make_graph([helper.make_node("Neg", ["x"], ["e"], name="else_neg")], "else", [], [vi("e", F, [2, 3])])
+    node = helper.make_node("If", ["c"], ["y"], name="the_if", then_branch=then_g, else_branch=else_g)
+    graph = helper.make_graph([node], "m", [vi("c", onnx.TensorProto.BOOL, []), vi("x", F, [2, 3])], [vi("y", F, [2, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    webgpu = analyze(model, EPTarget("webgpu"), optimize=False)
+    assert (webgpu.supported_nodes, webgpu.total_nodes) == (3, 3)
+    xnnpack = analyze(model, EPTarget("xnnpack"), optimize=False)
+    assert [n.supported for n in xnnpack.nodes if n.op_type == "If"] == [False]
