@@ -82,6 +82,8 @@ FIXED_CLASS_NAMES = frozenset(
         "Reader",
         # the wrapper's file-private QNN context helper (issue 26 item 5)
         "QnnContext",
+        # the wrapper's reused output tensors (issue 31: direct, reused output buffers)
+        "PinnedOutputs",
     }
 ) | frozenset(
     # java.* / android.* / JUnit types the benchmark names
@@ -98,7 +100,7 @@ FIXED_CLASS_NAMES = frozenset(
     InstrumentationRegistry Int IntArray IntBuffer JvmField JvmName JvmOverloads JvmStatic LinkedHashMap List
     Log Long LongArray LongBuffer Map Math ModelSupportTest MutableList MutableMap NoSuchElementException
     NNAPIFlags Nothing Number OnnxJavaType OnnxTensor OrtEnvironment OrtException OrtProvider OrtSession Pair Path
-    ReentrantReadWriteLock Result RunWith Runtime ScrollView SessionOptions Set Short ShortArray ShortBuffer
+    ReentrantLock ReentrantReadWriteLock Result Buffer RunWith Runtime ScrollView SessionOptions Set Short ShortArray ShortBuffer
     StandardCharsets String System Test TextView Throwable Throws Type Unit ViewCompat WindowInsetsCompat
     Bitmap Classification CoroutineDispatcher FileChannel FileInputStream FileNotFoundException ImageInput Labels
     RgbImage Scores TaskTest JSONObject Android Config MapMode File Os CRC32 ResizeFilter AudioInput""".split()
@@ -114,7 +116,7 @@ RESERVED_MEMBERS = frozenset(
     activeProviders lock closed nnapiFlags outputTensor boolBytes floats doubles ints longs shorts bytes
     booleans env feeds result labels qnnProviderOptions qnnContextFile openSession skippedProviders tryChain
     addProvider qnnAbiProblem skippedText nativeLibraryMessage supportedAbis tookNodes discard release loadedFromCache
-    qnnLibraryPathSet skipReason
+    qnnLibraryPathSet skipReason runSession pinned outputsLock directBuffer copyOut copyOutBooleans tensors requested
     """.split()
 )
 # SCREAMING_SNAKE namespace: the fixed companion constants, Options.CPU_ONLY and the NnapiFlag entries.
@@ -154,6 +156,11 @@ KOTLIN_TYPES: dict[str, KotlinType] = {
     "uint8": KotlinType("ByteArray", None, "UINT8", "bytes", "asByteArray", "unsignedToDoubles", "unsignedToLongs"),
     "bool": KotlinType("BooleanArray", None, "BOOL", "booleans", "asBooleanArray", "toDoubles", "toLongs"),
 }
+# Bytes per element in a direct buffer (java.nio: Float 4, Double 8, Int 4, Long 8, Short 2; bytes and ORT's
+# one-byte bool 1).
+ELEMENT_BYTES: dict[str, int] = {"float32": 4, "float64": 8, "int32": 4, "int64": 8, "int16": 2, "int8": 1, "uint8": 1, "bool": 1}
+# ByteBuffer.allocateDirect takes an Int; ORT's OrtUtil.prepareBuffer refuses sizes above Integer.MAX_VALUE - 8 elements.
+_MAX_DIRECT_BYTES = 2**31 - 1 - 64
 _UNSUPPORTED_DTYPES = {
     "uint16": "the ORT Java API has no unsigned 16-bit type (OnnxJavaType)",
     "uint32": "the ORT Java API has no unsigned 32-bit type (OnnxJavaType)",
@@ -335,6 +342,10 @@ def _tensor_contexts(
             "static": static,
             "dims": ", ".join(f"{d}L" for d in dims),
             "element_count": _product(dims) if static else None,
+            "element_bytes": ELEMENT_BYTES[t.dtype],
+            # An output ONNX Runtime writes into this instance's reused direct buffer (OrtSession.run's
+            # pinnedOutputs): a fixed shape with at least one element, in one direct buffer (< 2 GiB).
+            "pinned": role == "output" and static and 0 < _product(dims) * ELEMENT_BYTES[t.dtype] <= _MAX_DIRECT_BYTES,
             "dims_md": "[" + ", ".join(str(d) for d in dims) + "]",
             # A deliberately wrong-sized input for the generated JVM test (dynamic dims probed at 1).
             "probe_dims": ", ".join(f"{d if d > 0 else 1}L" for d in dims),
@@ -432,6 +443,8 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
         "inputs": inputs,
         "outputs": outputs,
         "all_inputs_static": all(t["static"] for t in inputs),
+        "pinned_outputs": [t for t in outputs if t["pinned"]],
+        "allocated_outputs": [t for t in outputs if not t["pinned"]],
         "atol": repr(float(spec.atol)),
         "rtol": repr(float(spec.rtol)),
         "accel_atol": repr(accel_atol),

@@ -30,6 +30,22 @@ public class OrtSession implements AutoCloseable {
     throw new UnsupportedOperationException("fake");
   }
 
+  // Output pinning (microsoft/onnxruntime PR #16835, "[java] Enable output pinning in OrtSession",
+  // aed43f42, first released in 1.17.0): pinned outputs are written in place and not owned by the Result.
+  public Result run(
+      Map<String, ? extends OnnxTensorLike> inputs, Map<String, ? extends OnnxValue> pinnedOutputs)
+      throws OrtException {
+    throw new UnsupportedOperationException("fake");
+  }
+
+  public Result run(
+      Map<String, ? extends OnnxTensorLike> inputs,
+      Set<String> requestedOutputs,
+      Map<String, ? extends OnnxValue> pinnedOutputs)
+      throws OrtException {
+    throw new UnsupportedOperationException("fake");
+  }
+
   public long getProfilingStartTimeInNs() throws OrtException {
     throw new UnsupportedOperationException("fake");
   }
