@@ -41,7 +41,7 @@ KNOWN_METHODS = frozenset(
     createDirectory withUnsafeBytes copyBytes copyMemory now foregroundColor navigationTitle task
     withUnsafeMutableBytes removeLast draw deletingPathExtension decode
     split trimmingCharacters filter data write hash prefix sorted rounded firstIndex
-    first removeAll removeFirst lock unlock
+    first removeAll removeFirst lock unlock try
     assumingMemoryBound intersection withUnsafeBufferPointer
     """.split()
 )

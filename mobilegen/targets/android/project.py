@@ -116,7 +116,7 @@ RESERVED_MEMBERS = frozenset(
     activeProviders lock closed nnapiFlags outputTensor boolBytes floats doubles ints longs shorts bytes
     booleans env feeds result labels qnnProviderOptions qnnContextFile openSession skippedProviders tryChain
     addProvider qnnAbiProblem skippedText nativeLibraryMessage supportedAbis tookNodes discard release loadedFromCache
-    qnnLibraryPathSet skipReason runSession pinned outputsLock directBuffer copyOut copyOutBooleans tensors requested
+    qnnLibraryPathSet skipReason runSession pinned outputsLock directBuffer copyOut copyOutBooleans tensors requested buffers
     """.split()
 )
 # SCREAMING_SNAKE namespace: the fixed companion constants, Options.CPU_ONLY and the NnapiFlag entries.

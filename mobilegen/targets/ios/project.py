@@ -103,6 +103,7 @@ GENERATED_MEMBERS = frozenset(
     Classification Labels Scores classify classifications pcmInput run init deinit description debugDescription hash hashValue self Type
     ResizeFilter AudioInput Stream graphInput runPCM16 runFloat classifyPCM16 classifyFloat
     Protocol libraryVersion inputContracts InputContract
+    outputsLock reusedOutputs ReusedOutputs copyOut
     """.split()
 )
 
@@ -238,6 +239,7 @@ def _tensor_context(t: TensorSpec, ident: str, shape_ident: str, index: int, rol
         "dims": swift.swift_int_array(dims),
         "warm_dims": swift.swift_int_array(warm_dims),
         "warm_count": math.prod(warm_dims),
+        "element_count": math.prod(dims) if t.is_static else None,
         "doc": swift.swift_comment(doc),
         "md_name": md_code(t.name),
         "md_shape": md_escape(shape_text),
@@ -312,6 +314,9 @@ def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str) -> di
         "inputs": inputs,
         "outputs": outputs,
         "is_static": spec.io.is_static,
+        # Every output has a fixed shape with at least one element: the wrapper runs into its reused output
+        # buffers (ORTSession's run(withInputs:outputs:runOptions:) takes a value for each output it returns).
+        "outputs_reused": all(t["element_count"] for t in outputs),
         "atol": swift.swift_float(spec.atol),
         "rtol": swift.swift_float(spec.rtol),
         "accel_atol": swift.swift_float(accel_atol),
