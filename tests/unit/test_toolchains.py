@@ -6,9 +6,11 @@ and runs it only when its SHA-256 matches, and the Swift side stays Swift-6-clea
 from __future__ import annotations
 
 import hashlib
+import http.server
 import re
 import shutil
 import subprocess
+import threading
 import tomllib
 import zipfile
 from pathlib import Path
@@ -211,8 +213,54 @@ def test_gradlew_refuses_a_download_whose_checksum_differs_and_installs_nothing(
         f"error: the download of {zpath.as_uri()} has SHA-256 {sha}, not the distributionSha256Sum {wrong}; "
         "nothing was installed (a proxy or mirror may have changed it)"
     )
-    dists = tmp_path / "home/.gradle/wrapper/dists" / f"gradle-{PINS['gradle']}-bin"
-    assert list(dists.iterdir()) == []
+    assert not (tmp_path / "home").exists()  # nothing left behind: not even the folders it created
+
+
+class _Unavailable(http.server.BaseHTTPRequestHandler):
+    """503 with Retry-After: 1, a transient error curl --retry retries (after 1 s, not its default 1+2+4 s)."""
+
+    hits = 0
+
+    def do_GET(self) -> None:
+        type(self).hits += 1
+        self.send_response(503)
+        self.send_header("Retry-After", "1")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_gradlew_whose_download_fails_prints_one_line_and_leaves_nothing_behind(
+    android_project: Path, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(android_project, project)
+    _, sha = _fake_distribution(tmp_path, PINS["gradle"])
+    server = http.server.HTTPServer(("127.0.0.1", 0), _Unavailable)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_port}/gradle-{PINS['gradle']}-bin.zip"
+    _point_at(project, url, sha)
+    try:
+        done = _run_gradlew(project, tmp_path)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+    assert done.returncode == 1
+    assert done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert lines[0] == f"Downloading Gradle {PINS['gradle']} (first run only, SHA-256 checked): {url}"
+    assert len(lines) == 2, done.stderr  # curl's own messages (one per retry) are not printed
+    error = lines[1]
+    assert error.startswith(f"error: could not download {url} (") and error.endswith(
+        "); check the network or proxy (curl/wget settings), or create the jar with a local Gradle (see README.md)"
+    )
+    assert "503" in error  # the downloader's last message, quoted
+    if shutil.which("curl", path="/usr/bin:/bin"):
+        assert _Unavailable.hits == 4  # the first try and curl's 3 retries
+    assert not (tmp_path / "home").exists()
 
 
 def test_gradlew_without_a_checksum_downloads_nothing_and_points_to_the_readme(
