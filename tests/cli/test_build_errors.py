@@ -44,8 +44,11 @@ def no_leftovers(parent: Path) -> None:
         (["package", "--ios", "--nnapi"], "--android"),
         (["android", "--maven-group", 'com.acme"x'], "--maven-group"),
         (["android", "--maven-artifact", "my lib"], "--maven-artifact"),
-        (["android", "--lib-version", "1.0"], "--lib-version"),
+        (["android", "--lib-version", "1.0@aar"], "not a Maven version"),  # Gradle's notation: @ starts the type
         (["ios", "--lib-version", "v1.0.0"], "--lib-version"),
+        (["ios", "--lib-version", "1.0"], "SwiftPM"),
+        # 1.0 is a Maven version but no SwiftPM tag: the iOS side refuses it, naming SwiftPM
+        (["package", "--android", "--ios", "--lib-version", "1.0"], "SwiftPM"),
         (["package", "--ios", "--maven-group", "com.acme.models"], "--android"),
         # the JavaScript targets generate no task API yet: a --task build for them would ship raw tensors silently
         (["package", "--web", "--task", "image"], "has no --task image API"),

@@ -88,17 +88,56 @@ def test_names_never_steer_the_guess(name: str) -> None:
 
 def test_coordinates_are_validated() -> None:
     assert lib.coordinate_problems("com.example.models", "my-model", "1.2.0-rc.1") == []
-    assert len(lib.coordinate_problems("com", "a b", "1.2")) == 3
-    assert lib.version_problem("01.2.3") is not None and lib.version_problem("1.2.3+build") is not None
+    assert lib.coordinate_problems("com.example.models", "my-model", "1.2.0+build.5") == []
+    assert len(lib.coordinate_problems("com", "a b", "1.2:3")) == 3
     with pytest.raises(UsageError) as err:
         validate_ios_options(IosOptions(lib_version="v1"))
-    assert "--lib-version" in str(err.value)
+    assert "--lib-version" in str(err.value) and "SwiftPM" in str(err.value) and "Maven" not in str(err.value)
+    validate_ios_options(IosOptions(lib_version="1.2.0+build.5"))
+
+
+# semver.org 2.0.0's own regular expression ("Is there a suggested regular expression (RegEx) to check a SemVer
+# string?"): the oracle for the iOS check, independent of mobilegen's.
+SEMVER_ORG = re.compile(
+    r"^(?P<major>0|[1-9]\d*)\.(?P<minor>0|[1-9]\d*)\.(?P<patch>0|[1-9]\d*)"
+    r"(?:-(?P<prerelease>(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
+    r"(?:\+(?P<buildmetadata>[0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$"
+)
+VERSIONS = [
+    "1.0.0", "1.2.0+build.5", "1.2.0-rc.1+build.5", "1.2.0+001", "1.0.0-SNAPSHOT", "1.0.0-0A.is.legal",
+    "01.2.3", "1.2", "1", "1.2.0+", "1.2.0-01", "1.2.0-rc..1", "v1.2.0", "1.2.0@aar", "1.2:3", "1.+",
+    "1.2.0 ", "1.2.0+b\u00e9ta", "1.2.0\n", "-1.2.0", "1.2.3-alpha_1", "2024.05",
+]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_lib_version_is_checked_per_platform(version: str) -> None:
+    # iOS: exactly semver.org's grammar (SwiftPM parses git tags as semantic versions, build metadata included).
+    assert (lib.swiftpm_version_problem(version) is None) == bool(SEMVER_ORG.fullmatch(version))  # fullmatch: $ alone accepts a trailing newline
+    # Android: Maven bans \\ / : " < > | ? * (and, Maven 4, [ ] ( ) { } ,); Gradle's notation adds @ and a trailing +.
+    maven_ok = lib.maven_version_problem(version) is None
+    if SEMVER_ORG.fullmatch(version):
+        assert maven_ok  # every semantic version is a Maven version
+    if any(c in version for c in '\\/:"<>|?*[](){},@ \n') or version.endswith("+") or not version[:1].isalnum():
+        assert not maven_ok
+    problem = lib.maven_version_problem(version) or ""
+    assert "SwiftPM" not in problem
+
+
+def test_android_accepts_build_metadata_and_names_maven(tmp_path: Path) -> None:
+    spec, opts = android_specs(tmp_path)["android_cnn"]
+    ctx = android_context(spec, replace(opts, lib_version="1.2.0+build.5"))
+    assert ctx["library_version"] == "1.2.0+build.5"
+    with pytest.raises(UsageError) as err:
+        android_context(spec, replace(opts, lib_version="1.2.0@aar"))
+    text = str(err.value) + str(err.value.hint)  # type: ignore[attr-defined]
+    assert "Maven version" in text and "SwiftPM" not in text
 
 
 def test_android_refuses_bad_coordinates(tmp_path: Path) -> None:
     spec, opts = android_specs(tmp_path)["android_cnn"]
     with pytest.raises(UsageError) as err:
-        android_context(spec, replace(opts, maven_group='com.x"; evil', maven_artifact="-a", lib_version="1"))
+        android_context(spec, replace(opts, maven_group='com.x"; evil', maven_artifact="-a", lib_version="1.+"))
     assert len(err.value.details) == 3 and "--maven-group like" in err.value.hint  # type: ignore[attr-defined]
 
 

@@ -136,9 +136,9 @@ def validate_ios_options(opts: IosOptions) -> IosOptions:
     if opts.compute_units not in COMPUTE_UNITS:
         problems.append(f"unknown --compute-units {opts.compute_units!r}")
         hints.append("--compute-units is one of " + ", ".join(COMPUTE_UNITS))
-    if opts.lib_version is not None and (vp := lib.version_problem(opts.lib_version)) is not None:
+    if opts.lib_version is not None and (vp := lib.swiftpm_version_problem(opts.lib_version)) is not None:
         problems.append(vp)
-        hints.append(lib.COORDINATE_HINT)
+        hints.append(lib.SWIFTPM_VERSION_HINT)
     if opts.class_name is not None:
         problem = swift.type_name_problem(opts.class_name)
         if problem is not None:
