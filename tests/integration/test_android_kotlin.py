@@ -124,6 +124,21 @@ def fixed_trees(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out["android_qnn"] = root / "android_qnn"
     qnn = AndroidOptions(qnn=True, qnn_htp_arch=75, nnapi=True, xnnpack=True, package="com.example.qnn")
     render_android(replace(spec, ort_version=""), qnn, out["android_qnn"])
+    # Reused output buffers (issue 31): pinned float32/int64/bool/int8 outputs next to dynamic and empty ones.
+    spec, opts = make_specs(root / "mixed_inputs")["android_cnn"]
+    mixed = IOSpec(
+        spec.io.inputs,
+        (
+            TensorSpec("scores", "float32", (1, 10)),
+            TensorSpec("best", "int64", (1,)),
+            TensorSpec("mask", "bool", (1, 10)),
+            TensorSpec("q", "int8", (2, 3)),
+            TensorSpec("boxes", "float32", ("n", 4)),
+            TensorSpec("empty", "uint8", (0, 4)),
+        ),
+    )
+    out["android_mixed_outputs"] = root / "android_mixed_outputs"
+    render_android(replace(spec, io=mixed), replace(opts, package="com.example.mixed"), out["android_mixed_outputs"])
     return out
 
 
@@ -218,6 +233,8 @@ def test_core_and_helpers_compile(fixed_jar: Path) -> None:
     assert "com/example/tiny_cnn/TinyCnn.class" in names
     assert "com/example/textmodel/TextModel$Inputs.class" in names
     assert "com/example/textmodel/GoldenVectors.class" in names
+    assert "com/example/tiny_cnn/TinyCnn$PinnedOutputs.class" in names
+    assert "com/example/mixed/TinyCnn$PinnedOutputs.class" in names
 
 
 def _all_dtypes_case() -> GoldenCase:
