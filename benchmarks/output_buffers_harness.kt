@@ -1,0 +1,108 @@
+// JVM harness of benchmarks/output_buffers.py: the generated wrapper (reused, pinned output buffers) against the
+// previous wrapper's way of running (ORT-allocated outputs, each read through getXBuffer() then into an array),
+// on a real ONNX Runtime. Prints one line per check and per measurement; asserts nothing.
+package mgbench
+
+import ai.onnxruntime.OnnxJavaType
+import ai.onnxruntime.OnnxTensor
+import ai.onnxruntime.OrtEnvironment
+import ai.onnxruntime.OrtSession
+import java.io.File
+import java.lang.management.ManagementFactory
+import java.nio.FloatBuffer
+
+fun allocated(): Long =
+    (ManagementFactory.getThreadMXBean() as com.sun.management.ThreadMXBean).getThreadAllocatedBytes(Thread.currentThread().id)
+
+/** Steady state: [warm] calls, then heap bytes allocated and ms per call over [n] calls, the best of 3 rounds. */
+fun measure(label: String, warm: Int, n: Int, call: () -> Unit) {
+    repeat(warm) { call() }
+    var bestBytes = Long.MAX_VALUE
+    var bestMs = Double.MAX_VALUE
+    repeat(3) {
+        val b0 = allocated()
+        val t0 = System.nanoTime()
+        repeat(n) { call() }
+        val t1 = System.nanoTime()
+        val b1 = allocated()
+        bestBytes = minOf(bestBytes, (b1 - b0) / n)
+        bestMs = minOf(bestMs, (t1 - t0) / 1e6 / n)
+    }
+    println("$label: bytes/run=$bestBytes ms/run=${"%.3f".format(bestMs)}")
+}
+
+fun report(ok: Boolean, what: String) = println((if (ok) "PASS " else "FAIL ") + what)
+
+/** What the wrapper did before reused outputs: ORT allocates every output; each is copied to a heap buffer, then an array. */
+fun runLikeBefore(session: OrtSession, inputName: String, x: FloatArray, shape: LongArray): List<Any> {
+    val env = OrtEnvironment.getEnvironment()
+    OnnxTensor.createTensor(env, FloatBuffer.wrap(x), shape).use { input ->
+        session.run(mapOf(inputName to input)).use { result ->
+            return result.map { (_, value) ->
+                val t = value as OnnxTensor
+                when (t.info.type) {
+                    OnnxJavaType.FLOAT -> t.floatBuffer.let { b -> FloatArray(b.remaining()).also { b.get(it) } }
+                    OnnxJavaType.INT64 -> t.longBuffer.let { b -> LongArray(b.remaining()).also { b.get(it) } }
+                    else -> t.byteBuffer.let { b -> ByteArray(b.remaining()).also { b.get(it) } }
+                }
+            }
+        }
+    }
+}
+
+fun mixed(dir: File, n: Int) {
+    val g = mg.mixed.GoldenVectors.parse(File(dir, "golden.mgv").readBytes())
+    val modelBytes = File(dir, "model.ort").readBytes()
+    val x = g.input(mg.mixed.Model.X_NAME).asFloatArray()
+    fun matches(o: mg.mixed.Model.Outputs): Boolean =
+        mg.mixed.ModelSupport.mismatches(
+            g.output(mg.mixed.Model.LOGITS_NAME).toDoubles(), mg.mixed.ModelSupport.toDoubles(o.logits),
+            mg.mixed.Model.ATOL, mg.mixed.Model.RTOL,
+        ).isEmpty() &&
+            o.logitsShape.contentEquals(g.output(mg.mixed.Model.LOGITS_NAME).shape) &&
+            g.output(mg.mixed.Model.CLS_NAME).toLongs().contentEquals(o.cls) &&
+            g.output(mg.mixed.Model.POS_NAME).toLongs().contentEquals(mg.mixed.ModelSupport.toLongs(o.pos)) &&
+            g.output(mg.mixed.Model.NZ_NAME).toLongs().contentEquals(o.nz) &&
+            o.nzShape.contentEquals(g.output(mg.mixed.Model.NZ_NAME).shape)
+    mg.mixed.Model.create(modelBytes, mg.mixed.Model.Options.CPU_ONLY).use { m ->
+        val first = m.run(x)
+        report(matches(first), "mixed: golden vectors (pinned float32, int64, bool outputs; NonZero output of shape ${first.nzShape.contentToString()})")
+        val zeros = m.run(FloatArray(x.size))
+        report(matches(first) && !zeros.logits.contentEquals(first.logits), "mixed: an earlier call's Outputs are unchanged by a later call")
+        report(matches(m.run(x)), "mixed: golden vectors again (the reused buffers rewritten)")
+        val failures = java.util.concurrent.atomic.AtomicInteger()
+        val threads = (0 until 4).map { Thread { repeat(300) { if (!matches(m.run(x))) failures.incrementAndGet() } } }
+        threads.forEach { it.start() }
+        threads.forEach { it.join() }
+        report(failures.get() == 0, "mixed: 4 threads x 300 concurrent calls match the golden vectors (${failures.get()} failed)")
+        measure("mixed, generated wrapper (reused outputs)", 200, n) { m.run(x) }
+    }
+    OrtEnvironment.getEnvironment().createSession(modelBytes).use { s ->
+        measure("mixed, ORT-allocated outputs (the previous wrapper)", 200, n) { runLikeBefore(s, "x", x, mg.mixed.Model.X_SHAPE) }
+    }
+}
+
+fun seg(dir: File, n: Int) {
+    val g = mg.seg.GoldenVectors.parse(File(dir, "golden.mgv").readBytes())
+    val modelBytes = File(dir, "model.ort").readBytes()
+    val x = g.input(mg.seg.Model.X_NAME).asFloatArray()
+    val expected = g.output(mg.seg.Model.SCORES_NAME).toDoubles()
+    mg.seg.Model.create(modelBytes, mg.seg.Model.Options.CPU_ONLY).use { m ->
+        val o = m.run(x)
+        report(
+            mg.seg.ModelSupport.mismatches(expected, mg.seg.ModelSupport.toDoubles(o.scores), mg.seg.Model.ATOL, mg.seg.Model.RTOL).isEmpty(),
+            "seg: golden vectors (output ${o.scoresShape.contentToString()} float32, ${expected.size * 4} bytes)",
+        )
+        measure("seg, generated wrapper (reused outputs)", 20, n / 10) { m.run(x) }
+    }
+    OrtEnvironment.getEnvironment().createSession(modelBytes).use { s ->
+        measure("seg, ORT-allocated outputs (the previous wrapper)", 20, n / 10) { runLikeBefore(s, "x", x, mg.seg.Model.X_SHAPE) }
+    }
+}
+
+fun main(args: Array<String>) {
+    println("ONNX Runtime Java API ${OrtEnvironment.getEnvironment().version}")
+    val n = args[2].toInt()
+    mixed(File(args[0]), n)
+    seg(File(args[1]), n)
+}
