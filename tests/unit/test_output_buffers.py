@@ -93,3 +93,13 @@ def test_ios_reuses_outputs_only_when_every_output_is_static(tmp_path: Path, dim
     assert "tensorData() as Data" not in swift
     readme = (out / "README.md").read_text()
     assert ("wrapped once in the `ORTValue`" in readme) == reused
+
+
+def test_every_android_runtime_has_output_pinning() -> None:
+    # OrtSession.run(inputs, requestedOutputs, pinnedOutputs): microsoft/onnxruntime PR #16835 (aed43f42), merged
+    # when VERSION_NUMBER read 1.17.0. Every release the Android projects can pin must have it.
+    from mobilegen import runtimes
+
+    android = [r for r in runtimes.RELEASES if {"maven", "maven-qnn"} & set(r.channels)]
+    assert android
+    assert all(runtimes.version_key(r.version) >= (1, 17, 0) for r in android)
