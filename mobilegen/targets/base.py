@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from mobilegen.notices import Notice
     from mobilegen.runtimes import RuntimeRelease
     from mobilegen.spec import IOSpec
+    from mobilegen.tasks.spec import TaskSpec
 
 Opts = TypeVar("Opts")  # the target's own frozen options type
 
@@ -85,6 +86,11 @@ class Target(ABC, Generic[Opts]):
     @abstractmethod
     def device_tolerances(self, spec: ProjectSpec, opts: Opts) -> tuple[float, float]:
         """(atol, rtol) the generated accelerated device tests assert."""
+
+    def task_refusal(self, task: TaskSpec) -> str | None:
+        """Why this target cannot generate ``task``'s API, in one line (None: it can; the default when
+        ``task_api``). A build with that task and this target is refused before any work."""
+        return None if self.task_api else "its package would take raw tensors only"
 
     def notices(self, opts: Opts) -> tuple[Notice, ...]:
         """What the target says about its options wherever it is built (none by default)."""

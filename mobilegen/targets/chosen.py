@@ -41,9 +41,10 @@ def choose_targets(opts: BuildOptions) -> list[Chosen]:
         if name in opts.targets:
             target = targets.get(name)
             target.validate(opts.targets[name])
-            if opts.task is not None and not target.task_api:
+            why = target.task_refusal(opts.task) if opts.task is not None else None
+            if opts.task is not None and why is not None:
                 raise UsageError(
-                    f"the {target.display_name} target has no --task {opts.task.kind} API yet: its package would take raw tensors only",
+                    f"the {target.display_name} target has no --task {opts.task.kind} API for this build: {why}",
                     hint="build it without --task (its typed run() is generated), and the task for the other targets in a run of its own",
                 )
             chosen.append(Chosen(target, opts.targets[name], target.runtime(opts.targets[name])))

@@ -13,14 +13,18 @@ import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mobilegen.artifacts import ProjectSpec
 from mobilegen.errors import InternalError, UsageError
 from mobilegen.render.lang import typescript as ts
+from mobilegen.render import task_wrappers as tw
 from mobilegen.render.markdown import md_code, md_escape
 from mobilegen.render.tree import render_tree, templates_root
 from mobilegen.spec import IOSpec, TensorSpec
+
+if TYPE_CHECKING:
+    from mobilegen.tasks.spec import TaskSpec
 
 # dtype -> the typed array the wrapper takes and returns (tensors.ts ARRAY_TYPES must agree)
 ARRAY_TYPES: dict[str, str] = {
@@ -93,18 +97,34 @@ def golden_files(spec: ProjectSpec) -> list[Path]:
     return [spec.golden_mgv, *sorted(folder.glob("golden*.npz"))]
 
 
-def js_context(spec: ProjectSpec, opts: JsOptions, *, model_file: str, golden_dir: str) -> dict[str, Any]:
-    """The render context of ``templates/js`` and the targets' own templates (pure but for listing files)."""
+def task_refusal(task: TaskSpec) -> str | None:
+    """Why a JS target cannot generate ``task``'s API (None: it can): the one-line reason ``--task`` is refused with."""
+    if task.is_text:
+        return "the TypeScript tokenizer is not generated yet (text tasks: Android and iOS)"
+    if task.state:
+        return "--state (a stream carrying state between audio windows) has no streaming helper in the JS wrappers yet"
+    return None
+
+
+def js_context(spec: ProjectSpec, opts: JsOptions, *, model_file: str, golden_dir: str, asset_dir: str) -> dict[str, Any]:
+    """The render context of ``templates/js`` and the targets' own templates (pure but for listing files).
+    ``asset_dir``: the package folder the model's data files (labels, tokenizer) ship in."""
     validate_js_options(opts)
     class_name = class_name_for(spec, opts)
     files = [f"{golden_dir}/{p.name}" for p in golden_files(spec)]
+    inputs = [_tensor(t) for t in spec.io.inputs]
+    outputs = [_tensor(t) for t in spec.io.outputs]
+    if spec.task is not None and (why := task_refusal(spec.task)) is not None:
+        raise InternalError(f"the JS targets cannot render --task {spec.task.kind}: {why}", hint="this build should have been refused earlier")
+    task = tw.task_context(tw.mobile_task(spec.task, spec.io), inputs, outputs)
+    golden_task = tw.task_golden_dir(spec) if task else None
     return {
         "class_name": class_name,
         "model_name": spec.model_name,
         "model_name_md": md_escape(spec.model_name),
         "mobilegen_version": spec.mobilegen_version or "dev",
-        "inputs": [_tensor(t) for t in spec.io.inputs],
-        "outputs": [_tensor(t) for t in spec.io.outputs],
+        "inputs": inputs,
+        "outputs": outputs,
         "atol": ts.ts_number(spec.atol),
         "rtol": ts.ts_number(spec.rtol),
         "model_file": model_file,
@@ -113,6 +133,16 @@ def js_context(spec: ProjectSpec, opts: JsOptions, *, model_file: str, golden_di
         "typescript_version": TYPESCRIPT_VERSION,
         "quantization": spec.quantization,
         "notes": [md_escape(n) for n in spec.notes],
+        # --task (mobilegen.render.task_wrappers): the task API's files render only with a task
+        "task": task,
+        "task_file": "task.ts" if task else "",
+        "pixels_file": "pixels.ts" if task and task["is_image"] else "",
+        "tokenizer_file": "tokenizer.ts" if task and task["is_text"] else "",
+        "task_test_file": "task-replay.ts" if golden_task is not None else "",
+        "task_golden": golden_task is not None,
+        "jest_task_test": "task.test.ts" if golden_task is not None else "",
+        "labels_path": f"{asset_dir}/{tw.LABELS_FILE}" if task and task["is_classification"] else "",
+        "tokenizer_path": f"{asset_dir}/{tw.TOKENIZER_FILE}" if task and task["is_text"] else "",
     }
 
 
@@ -129,6 +159,13 @@ def render_js(spec: ProjectSpec, target_templates: str, context: dict[str, Any],
         written += render_tree(templates_root() / target_templates, context, dest, filters=ts.FILTERS)
         for p in golden_files(spec):
             extra[PurePosixPath("test", "golden", p.name)] = p
+        task = context.get("task")
+        if task:
+            if context["labels_path"]:
+                written += tw.write_labels(dest, PurePosixPath(context["labels_path"]), spec.task)
+            if context["tokenizer_path"]:
+                written += tw.copy_tokenizer(dest, PurePosixPath(context["tokenizer_path"]), spec)
+            written += tw.copy_task_golden(dest, PurePosixPath("test", "golden", "task"), tw.task_golden_dir(spec))
         for rel, src in extra.items():
             target = dest.joinpath(*rel.parts)
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from mobilegen.artifacts import JSONValue
 from mobilegen.targets.base import BuildContext, Target
-from mobilegen.targets.jsshared import JsOptions, check_js_io, validate_js_options
+from mobilegen.targets.jsshared import JsOptions, check_js_io, task_refusal, validate_js_options
 from mobilegen.targets.web import project as impl
 
 if TYPE_CHECKING:
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from mobilegen.coverage.target import EPTarget
     from mobilegen.runtimes import RuntimeRelease
     from mobilegen.spec import IOSpec
+    from mobilegen.tasks.spec import TaskSpec
 
 
 def provider_chain() -> tuple[str, ...]:
@@ -29,7 +30,6 @@ def provider_chain() -> tuple[str, ...]:
 class WebTarget(Target[JsOptions]):
     name = "web"
     display_name = "Web"
-    task_api = False  # classify()/embed() for the browser: not generated yet (docs/targets/web.md)
     folder = impl.WEB_DIR
     channel = impl.CHANNEL
     tolerance_key = "web"
@@ -45,6 +45,9 @@ class WebTarget(Target[JsOptions]):
 
     def check_io(self, io: IOSpec) -> None:
         check_js_io(io, "onnxruntime-web")
+
+    def task_refusal(self, task: TaskSpec) -> str | None:
+        return task_refusal(task)
 
     def providers(self, opts: JsOptions, ctx: BuildContext) -> list[EPTarget]:
         # Not analysed in builds yet: `check --ep webgpu` reports WebGPU coverage. Listing it here would also make
