@@ -99,8 +99,6 @@ def golden_files(spec: ProjectSpec) -> list[Path]:
 
 def task_refusal(task: TaskSpec) -> str | None:
     """Why a JS target cannot generate ``task``'s API (None: it can): the one-line reason ``--task`` is refused with."""
-    if task.is_text:
-        return "the TypeScript tokenizer is not generated yet (text tasks: Android and iOS)"
     if task.state:
         return "--state (a stream carrying state between audio windows) has no streaming helper in the JS wrappers yet"
     return None
