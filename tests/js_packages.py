@@ -3,11 +3,18 @@ offline npm install from the cache ``make tools`` warms (.tools/npm-cache)."""
 
 from __future__ import annotations
 
+import functools
+import html
+import http.server
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from ci import missing_tool
@@ -95,3 +102,61 @@ def share_node_modules(src: Path, dst: Path) -> None:
 
 def run(cmd: list[str], cwd: Path, timeout: int = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+# --- headless Chromium (Debian's chromium, make tools) ------------------------------------------------
+
+
+def chromium() -> str:
+    for name in ("chromium", "chromium-browser"):
+        if shutil.which(name):
+            return name
+    missing_tool("chromium is not installed (apt-get install chromium, or make tools)")
+    raise AssertionError("unreachable")
+
+
+_PAGE = """<!doctype html><title>RUNNING</title><body><pre id="result"></pre><script>
+const names = %s;
+const frames = names.map((n) => { const f = document.createElement('iframe'); f.src = n + '/test/harness.html?ep=%s&build=%s'; document.body.appendChild(f); return f; });
+const poll = () => {
+  const titles = frames.map((f) => f.contentDocument && f.contentDocument.title);
+  if (titles.every((t) => t && t !== 'RUNNING')) {
+    document.getElementById('result').textContent = JSON.stringify(frames.map((f, i) => ({ name: names[i], title: titles[i], result: JSON.parse(f.contentDocument.getElementById('result').textContent || '{}') })));
+    document.title = 'DONE';
+  } else setTimeout(poll, 50);
+};
+poll();
+</script>"""
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+def page_in_chromium(root: Path, page: str, *flags: str, timeout: int = 300) -> Any:
+    """``root/page`` served over HTTP and loaded in headless Chromium until its title leaves RUNNING; the
+    JSON in its ``<pre id="result">`` (the title must be DONE)."""
+    browser = chromium()
+    handler = functools.partial(_QuietHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/{page}"
+        done = subprocess.run(
+            [browser, "--headless", "--no-sandbox", "--no-first-run", f"--user-data-dir={root / '.profile'}", *flags,
+             "--virtual-time-budget=600000", "--dump-dom", url],
+            capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+        )
+    finally:
+        server.shutdown()
+    m = re.search(r"<title>([^<]*)</title>.*?<pre id=\"result\">(.*?)</pre>", done.stdout, re.S)
+    assert m and m.group(1) == "DONE", f"no result from chromium: {done.stdout[-2000:]}{done.stderr[-2000:]}"
+    return json.loads(html.unescape(m.group(2)))
+
+
+def in_chromium(root: Path, names: list[str], ep: str, *flags: str, timeout: int = 300) -> list[dict[str, Any]]:
+    """Every package ``root/<name>``'s golden replay page (test/harness.html) in one browser, one iframe each."""
+    (root / "index.html").write_text(_PAGE % (json.dumps(names), ep, "all" if ep == "webgpu" else "wasm"))
+    result: list[dict[str, Any]] = page_in_chromium(root, "index.html", *flags, timeout=timeout)
+    return result

@@ -5,19 +5,11 @@ Chromium (one browser for every package)."""
 
 from __future__ import annotations
 
-import functools
-import html
-import http.server
 import json
-import re
-import shutil
-import subprocess
-import threading
 from pathlib import Path
 
 import pytest
-from ci import missing_tool
-from js_packages import HOSTILE_INPUTS, built, npm, npm_ci, run, share_node_modules
+from js_packages import HOSTILE_INPUTS, built, chromium, in_chromium, npm, npm_ci, run, share_node_modules
 
 pytestmark = pytest.mark.slow  # three builds, an npm install and a browser: ~1 min
 
@@ -52,56 +44,9 @@ def test_golden_vectors_in_node(web_packages: dict[str, Path]) -> None:
         assert summary["checks"] >= 3 and summary["passed"] == summary["checks"]
 
 
-def _chromium() -> str:
-    for name in ("chromium", "chromium-browser"):
-        if shutil.which(name):
-            return name
-    missing_tool("chromium is not installed (apt-get install chromium, or make tools)")
-    raise AssertionError("unreachable")
-
-
-_PAGE = """<!doctype html><title>RUNNING</title><body><pre id="result"></pre><script>
-const names = %s;
-const frames = names.map((n) => { const f = document.createElement('iframe'); f.src = n + '/test/harness.html?ep=%s&build=%s'; document.body.appendChild(f); return f; });
-const poll = () => {
-  const titles = frames.map((f) => f.contentDocument && f.contentDocument.title);
-  if (titles.every((t) => t && t !== 'RUNNING')) {
-    document.getElementById('result').textContent = JSON.stringify(frames.map((f, i) => ({ name: names[i], title: titles[i], result: JSON.parse(f.contentDocument.getElementById('result').textContent || '{}') })));
-    document.title = 'DONE';
-  } else setTimeout(poll, 50);
-};
-poll();
-</script>"""
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
-def _in_chromium(root: Path, names: list[str], ep: str, *flags: str, timeout: int = 300) -> list[dict]:
-    chromium = _chromium()
-    (root / "index.html").write_text(_PAGE % (json.dumps(names), ep, "all" if ep == "webgpu" else "wasm"))
-    handler = functools.partial(_QuietHandler, directory=str(root))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}/index.html"
-        done = subprocess.run(
-            [chromium, "--headless", "--no-sandbox", "--no-first-run", f"--user-data-dir={root / '.profile'}", *flags,
-             "--virtual-time-budget=600000", "--dump-dom", url],
-            capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-        )
-    finally:
-        server.shutdown()
-    m = re.search(r"<title>([^<]*)</title>.*?<pre id=\"result\">(.*?)</pre>", done.stdout, re.S)
-    assert m and m.group(1) == "DONE", f"no result from chromium: {done.stdout[-2000:]}{done.stderr[-2000:]}"
-    return json.loads(html.unescape(m.group(2)))
-
-
 def test_golden_vectors_in_headless_chromium_wasm(web_packages: dict[str, Path]) -> None:
     root = next(iter(web_packages.values())).parent
-    results = _in_chromium(root, list(web_packages), "wasm")
+    results = in_chromium(root, list(web_packages), "wasm")
     assert [r["name"] for r in results] == list(web_packages)
     for r in results:
         res = r["result"]
@@ -119,7 +64,7 @@ def test_golden_vectors_in_headless_chromium_wasm(web_packages: dict[str, Path])
 def test_golden_vectors_on_webgpu_in_chromium_swiftshader(web_packages: dict[str, Path]) -> None:
     """The package's own browser runner with onnxruntime-web's default build on WebGPU; without a GPU,
     Chromium's SwiftShader Vulkan runs the WebGPU kernels (slow: ~15 s for the demo model)."""
-    _chromium()
+    chromium()
     done = run(["node", "test/browser.mjs", "webgpu"], web_packages["demo"], timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     res = json.loads(done.stdout.strip().splitlines()[-1])
