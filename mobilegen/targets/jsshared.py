@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from mobilegen.artifacts import ProjectSpec
 from mobilegen.errors import InternalError, UsageError
-from mobilegen.render.lang import typescript as ts
 from mobilegen.render import task_wrappers as tw
+from mobilegen.render.lang import typescript as ts
 from mobilegen.render.markdown import md_code, md_escape
 from mobilegen.render.tree import render_tree, templates_root
 from mobilegen.spec import IOSpec, TensorSpec

@@ -79,7 +79,13 @@ def _text_models(root: Path) -> dict[str, tuple[Path, tuple[str, ...]]]:
     import torch
     from text_tokenizers import train_byte_level_bpe, train_wordpiece
     from tokenizers import Tokenizer
-    from transformers import BertConfig, BertForTokenClassification, BertModel, RobertaConfig, RobertaForSequenceClassification
+    from transformers import (
+        BertConfig,
+        BertForTokenClassification,
+        BertModel,
+        RobertaConfig,
+        RobertaForSequenceClassification,
+    )
 
     out: dict[str, tuple[Path, tuple[str, ...]]] = {}
     bpe = train_byte_level_bpe(root / "bpe")
