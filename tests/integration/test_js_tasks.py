@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -34,6 +35,7 @@ from mobilegen.tasks.spec import TaskSpec
 pytestmark = pytest.mark.slow  # five builds, two npm installs, one browser, Jest: ~3 min
 
 AUDIO_LABELS = ("silence", "tone \"A\"", "noise ${x}")
+TASK_KINDS = {"image": "image-classification", "audio": "audio", "text": "text-classification", "tokens": "token-classification", "embed": "text-embedding"}
 
 
 def _audio_model(d: Path) -> Path:
@@ -248,20 +250,67 @@ def test_a_photo_through_classify_img_equals_pillow_and_the_reference(web: dict[
 
 
 def test_task_golden_cases_in_node(web: dict[str, Path]) -> None:
-    for name, pkg in web.items():
-        done = run(["node", "test/node-golden.mjs"], pkg)
+    """``npm test``'s replay on onnxruntime-web's WASM in Node (an image and a text package: the browser test
+    above runs every one through the same replay code)."""
+    for name in ("image", "text"):
+        done = run(["node", "test/node-golden.mjs"], web[name])
         print(f"{name} (node, wasm): {done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ''}")
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         summary = json.loads(done.stdout.strip().splitlines()[-1])
-        assert summary["checks"] > 0 and summary["passed"] == summary["checks"]
+        assert summary["task"] == TASK_KINDS[name] and summary["checks"] > 0 and summary["passed"] == summary["checks"]
 
 
 def test_react_native_task_packages_typecheck_and_pass_jest(rn: dict[str, Path]) -> None:
     for name, pkg in rn.items():
         tsc = run(["node", "node_modules/typescript/bin/tsc", "--noEmit", "-p", "tsconfig.json"], pkg)
         assert tsc.returncode == 0, f"{name}: {tsc.stdout}{tsc.stderr}"
-        done = run(["node", "node_modules/jest/bin/jest.js", "--ci", "--silent=false"], pkg)
-        summary = [ln.strip() for ln in (done.stdout + done.stderr).splitlines() if '"task"' in ln or ln.startswith("Tests:")]
-        print(f"{name} (jest, onnxruntime-node cpu): {' | '.join(summary)}")
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-        assert "Tests:       4 passed, 4 total" in done.stderr, done.stderr[-2000:]
+    first = next(iter(rn.values()))
+    # one Jest process, each package a project with its own jest.config.cjs (one ts-jest start-up for all)
+    done = run(["node", str(first / "node_modules/jest/bin/jest.js"), "--ci", "--silent=false", "--projects", *map(str, rn.values())], first.parent, timeout=600)
+    text = done.stdout + done.stderr
+    summaries = [json.loads(m) for m in re.findall(r'^\s*(\{"task".*\})\s*$', text, re.M)]
+    for s in summaries:
+        print(f"jest, onnxruntime-node {s['provider']}: {s['task']} {s['passed']}/{s['checks']} checks, max abs {s['maxAbs']}, pre-processing max abs {s['inputMaxAbs']}")
+    assert done.returncode == 0, text[-4000:]
+    assert f"Tests:       {4 * len(rn)} passed, {4 * len(rn)} total" in text, text[-2000:]
+    assert sorted(s["task"] for s in summaries) == sorted(TASK_KINDS[n] for n in rn)
+    assert all(s["checks"] > 0 and s["passed"] == s["checks"] for s in summaries)
+
+_RESIZE = """import { readFileSync } from 'node:fs';
+import { fromRgba, resizeCrop } from './dist/src/task.js';
+// argv: a JSON file of [path, width, height, shorter, cropHeight, cropWidth, filter]; prints one hex line each.
+const out = [];
+for (const [path, w, h, shorter, ch, cw, filter] of JSON.parse(readFileSync(process.argv[2], 'utf8'))) {
+  const img = resizeCrop(fromRgba(new Uint8Array(readFileSync(path)), w, h), shorter, ch, cw, filter);
+  out.push(`${img.width}x${img.height} ${Buffer.from(img.pixels).toString('hex')}`);
+}
+process.stdout.write(out.join('\\n') + '\\n');
+"""
+
+# (shorter, crop h, crop w): up- and downscaling, square and not, crop = whole resized side and smaller (as the Kotlin test).
+CONFIGS = [(1, 1, 1), (4, 3, 4), (8, 8, 8), (9, 2, 9), (17, 16, 16), (30, 24, 13)]
+
+
+def test_typescript_resize_crop_matches_the_python_reference_value_for_value(web: dict[str, Path], tmp_path: Path) -> None:
+    """Both --resize-filters on random images of many sizes and aspect ratios, up- and downscaling."""
+    pkg = web["image"]
+    rng = np.random.default_rng(30)
+    sizes = [(1, 1), (1, 5), (5, 1), (2, 2), (7, 13), (13, 7), (3, 100), (33, 50), (64, 48), (200, 3)]
+    commands, expected = [], []
+    for n, (h, w) in enumerate(sizes):
+        img = rng.integers(0, 256, (h, w, 4), dtype=np.uint8)
+        path = tmp_path / f"img{n}.rgba"
+        path.write_bytes(img.tobytes())
+        for shorter, ch, cw in CONFIGS:
+            for resize_filter in ("antialias", "bilinear"):
+                ref = resize_crop(img, TaskSpec(kind="image", resize=shorter, crop=(ch, cw), resize_filter=resize_filter))  # type: ignore[arg-type]
+                commands.append([str(path), w, h, shorter, ch, cw, resize_filter])
+                expected.append(f"{cw}x{ch} " + ref.tobytes().hex())
+    (pkg / "resize.mjs").write_text(_RESIZE)
+    (tmp_path / "commands.json").write_text(json.dumps(commands))
+    done = run(["node", "resize.mjs", str(tmp_path / "commands.json")], pkg)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = done.stdout.splitlines()
+    assert len(got) == len(expected) == len(sizes) * len(CONFIGS) * 2
+    mismatches = [c for c, g, e in zip(commands, got, expected, strict=True) if g != e]
+    assert not mismatches, mismatches[:5]
