@@ -13,7 +13,7 @@ import json
 import shutil
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mobilegen.artifacts import ProjectSpec
 from mobilegen.errors import InternalError, UsageError
@@ -22,9 +22,6 @@ from mobilegen.render.lang import typescript as ts
 from mobilegen.render.markdown import md_code, md_escape
 from mobilegen.render.tree import render_tree, templates_root
 from mobilegen.spec import IOSpec, TensorSpec
-
-if TYPE_CHECKING:
-    from mobilegen.tasks.spec import TaskSpec
 
 # dtype -> the typed array the wrapper takes and returns (tensors.ts ARRAY_TYPES must agree)
 ARRAY_TYPES: dict[str, str] = {
@@ -97,13 +94,6 @@ def golden_files(spec: ProjectSpec) -> list[Path]:
     return [spec.golden_mgv, *sorted(folder.glob("golden*.npz"))]
 
 
-def task_refusal(task: TaskSpec) -> str | None:
-    """Why a JS target cannot generate ``task``'s API (None: it can): the one-line reason ``--task`` is refused with."""
-    if task.state:
-        return "--state (a stream carrying state between audio windows) has no streaming helper in the JS wrappers yet"
-    return None
-
-
 def js_context(spec: ProjectSpec, opts: JsOptions, *, model_file: str, golden_dir: str, asset_dir: str) -> dict[str, Any]:
     """The render context of ``templates/js`` and the targets' own templates (pure but for listing files).
     ``asset_dir``: the package folder the model's data files (labels, tokenizer) ship in."""
@@ -112,8 +102,6 @@ def js_context(spec: ProjectSpec, opts: JsOptions, *, model_file: str, golden_di
     files = [f"{golden_dir}/{p.name}" for p in golden_files(spec)]
     inputs = [_tensor(t) for t in spec.io.inputs]
     outputs = [_tensor(t) for t in spec.io.outputs]
-    if spec.task is not None and (why := task_refusal(spec.task)) is not None:
-        raise InternalError(f"the JS targets cannot render --task {spec.task.kind}: {why}", hint="this build should have been refused earlier")
     task = tw.task_context(tw.mobile_task(spec.task, spec.io), inputs, outputs)
     golden_task = tw.task_golden_dir(spec) if task else None
     return {

@@ -50,9 +50,6 @@ def no_leftovers(parent: Path) -> None:
         # 1.0 is a Maven version but no SwiftPM tag: the iOS side refuses it, naming SwiftPM
         (["package", "--android", "--ios", "--lib-version", "1.0"], "SwiftPM"),
         (["package", "--ios", "--maven-group", "com.acme.models"], "--android"),
-        # the JavaScript targets have no streaming helper for --state yet: refused, not shipped without one
-        (["package", "--web", "--task", "audio", "--sample-rate", "16000", "--state", "h=h_out"], "Web target has no --task audio API for this build: --state"),
-        (["package", "--android", "--react-native", "--task", "audio", "--sample-rate", "16000", "--state", "h=h_out"], "React Native target has no --task audio"),
     ],
 )
 def test_bad_flags(fmodel: Path, tmp_path: Path, args: list[str], needle: str) -> None:

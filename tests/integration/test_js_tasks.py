@@ -1,5 +1,5 @@
 """The task API of the Web and React Native packages (issue 30) end to end: an image classifier, an audio
-classifier and three text models (text-classification with a byte-level BPE tokenizer and any sequence
+classifier, an audio model that carries state between windows (``--state``) and three text models (text-classification with a byte-level BPE tokenizer and any sequence
 length, token-classification and text-embedding with WordPiece at a fixed length) are built with
 ``--web --react-native``; their packages install offline from the pinned locks and type-check, and
 
@@ -12,6 +12,8 @@ length, token-classification and text-embedding with WordPiece at a fixed length
   pixels) goes into ``classify(<img>)``: the TypeScript pre-processing equals the Python reference byte
   for byte and Pillow's ``resize(BILINEAR)`` + crop within one step, and the classes equal the reference
   chain's (reference pre-processing, onnxruntime, reference ranking);
+* the generated ``<Name>Stream`` feeds each window the state the previous one returned, as
+  ``mobilegen.tasks.reference.stream`` does on onnxruntime;
 * in Node (onnxruntime-web WASM) and under Jest (onnxruntime-node, the React Native stand-in) the same
   task golden cases pass.
 """
@@ -35,7 +37,7 @@ from mobilegen.tasks.spec import TaskSpec
 pytestmark = pytest.mark.slow  # five builds, two npm installs, one browser, Jest: ~3 min
 
 AUDIO_LABELS = ("silence", "tone \"A\"", "noise ${x}")
-TASK_KINDS = {"image": "image-classification", "audio": "audio", "text": "text-classification", "tokens": "token-classification", "embed": "text-embedding"}
+TASK_KINDS = {"image": "image-classification", "audio": "audio", "stream": "audio", "text": "text-classification", "tokens": "token-classification", "embed": "text-embedding"}
 
 
 def _audio_model(d: Path) -> Path:
@@ -54,6 +56,23 @@ def _audio_model(d: Path) -> Path:
     path = d / "audio.pt"
     torch.jit.trace(Audio().eval(), torch.zeros(1, 1600)).save(str(path))
     (d / "audio_labels.txt").write_text("".join(f"{x}\n" for x in AUDIO_LABELS), encoding="utf-8")
+    return path
+
+
+def _stream_model(d: Path) -> Path:
+    """An ONNX model that carries state between windows (as silero-vad does): x [1, 400], state [2, 1, 8] →
+    out [1, 1], stateN [2, 1, 8]."""
+    import torch
+    from torch import nn
+
+    class Stateful(nn.Module):
+        def forward(self, x: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            new = torch.tanh(0.9 * state + 4.0 * x.reshape(50, 8).mean(0))
+            return new.sum().reshape(1, 1), new
+
+    path = d / "stream.onnx"
+    torch.onnx.export(Stateful().eval(), (torch.zeros(1, 400), torch.zeros(2, 1, 8)), str(path), input_names=["x", "state"],
+                      output_names=["out", "stateN"], dynamo=False, opset_version=17)
     return path
 
 
@@ -130,6 +149,8 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
            "--mean", "0.485,0.456,0.406", "--std", "0.229,0.224,0.225", "--scale", "1/255", "--softmax", "--top-k", "3")
     _build(outs["audio"], _audio_model(root), "-i", "x:1x1600", "--task", "audio", "--sample-rate", "16000", "--labels",
            str(root / "audio_labels.txt"), "--softmax")
+    outs["stream"] = root / "stream-out"
+    _build(outs["stream"], _stream_model(root), "--task", "audio", "--sample-rate", "16000", "--state", "state=stateN")
     for name, (pt, args) in _text_models(root).items():
         outs[name] = root / f"{name}-out"
         _build(outs[name], pt, *args)
@@ -314,3 +335,51 @@ def test_typescript_resize_crop_matches_the_python_reference_value_for_value(web
     assert len(got) == len(expected) == len(sizes) * len(CONFIGS) * 2
     mismatches = [c for c, g, e in zip(commands, got, expected, strict=True) if g != e]
     assert not mismatches, mismatches[:5]
+
+
+_STREAM = """import { readFileSync } from 'node:fs';
+import * as pkg from './dist/src/index.js';
+// argv: a JSON file of windows (int16 sample lists). Prints the outputs of every window (JSON).
+const Task = Object.values(pkg).find((v) => typeof v === 'function' && v.name.endsWith('Task'));
+const Stream = pkg[Task.name.slice(0, -'Task'.length) + 'Stream'];
+const task = await Task.create(new Uint8Array(readFileSync(pkg.MODEL_FILE)), {}, { providers: [{ name: 'wasm', config: 'wasm' }] });
+const stream = new Stream(task);
+const out = [];
+const windows = JSON.parse(readFileSync(process.argv[2], 'utf8'));
+for (const [i, w] of windows.entries()) {
+  if (i === 2) stream.reset();
+  const o = await stream.pushPcm16(Int16Array.from(w));
+  out.push(Object.fromEntries(Object.entries(o).map(([k, v]) => [k, Array.from(v.data)])));
+}
+process.stdout.write(JSON.stringify(out));
+"""
+
+
+def test_stream_feeds_the_state_back_as_the_reference_does(web: dict[str, Path], tmp_path: Path) -> None:
+    import onnxruntime as ort
+
+    from mobilegen.tasks.reference import pcm16_input, stream
+
+    pkg = web["stream"]
+    rng = np.random.default_rng(5)
+    windows = [rng.integers(-20000, 20000, 400).astype(np.int16) for _ in range(4)]
+    (pkg / "stream.mjs").write_text(_STREAM)
+    (tmp_path / "windows.json").write_text(json.dumps([w.tolist() for w in windows]))
+    done = run(["node", "stream.mjs", str(tmp_path / "windows.json")], pkg)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout)
+    session = ort.InferenceSession(str(pkg / "model" / "model.onnx"), providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    spec = TaskSpec(kind="audio", sample_rate=16000, window=400, state=(("state", "stateN"),))
+
+    def runner(feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        return list(session.run(None, feeds))
+
+    shapes = {"state": (2, 1, 8)}
+    want = stream(runner, spec, shapes, names, [pcm16_input(w) for w in windows[:2]])  # reset() before the third window
+    want += stream(runner, spec, shapes, names, [pcm16_input(w) for w in windows[2:]])
+    assert len(got) == 4
+    for g, w in zip(got, want, strict=True):
+        for name, value in zip(names, w, strict=True):
+            assert np.abs(np.asarray(g[name], np.float32) - value.reshape(-1)).max() <= 1e-5, name
+    assert not np.allclose(want[1][0], stream(runner, spec, shapes, names, [pcm16_input(windows[1])])[0][0])  # the state matters

@@ -1,6 +1,6 @@
 """The task API files of the Web and React Native packages (issue 30), rendered from the task projects of
 tests/task_specs.py (hostile labels, real task golden files; no model runs, no npm): which files each task
-gets, labels shipped as data and never in code, and --state refused with its reason. The packages
+gets, labels shipped as data and never in code, and the --state stream helper. The packages
 themselves are compiled and run in tests/integration/test_js_tasks.py."""
 
 from __future__ import annotations
@@ -12,11 +12,10 @@ import pytest
 from task_specs import HOSTILE_LABELS, task_specs
 
 from mobilegen import targets
-from mobilegen.errors import InternalError
 from mobilegen.render.task_wrappers import labels_text
 from mobilegen.targets.jsshared import JsOptions
 
-RENDERED = ("cls_topk", "cls_all", "image", "audio", "audio_window")
+RENDERED = ("cls_topk", "cls_all", "image", "audio", "audio_window", "audio_stream")
 
 
 @pytest.fixture(scope="module")
@@ -70,14 +69,13 @@ def test_image_sources_per_target(specs: dict[str, object], tmp_path: Path) -> N
     assert "export type ImageSource = RgbaImage;" in rn and "HTMLImageElement" not in rn
 
 
-def test_state_is_refused_with_its_reason(specs: dict[str, object], tmp_path: Path) -> None:
-    spec = specs["audio_stream"]
+def test_every_task_is_accepted_and_state_gets_a_stream(specs: dict[str, object], tmp_path: Path) -> None:
     for name in ("web", "react-native"):
-        why = targets.get(name).task_refusal(spec.task)  # type: ignore[attr-defined]
-        assert why is not None and "--state" in why
-        with pytest.raises(InternalError, match="--state"):
-            _render(name, spec, tmp_path / name)
-        assert not (tmp_path / name).exists()
         for other in RENDERED:
             assert targets.get(name).task_refusal(specs[other].task) is None  # type: ignore[attr-defined]
-    assert targets.get("android").task_refusal(spec.task) is None  # type: ignore[attr-defined]
+    text = (_render("web", specs["audio_stream"], tmp_path / "web") / "src" / "task.ts").read_text()
+    assert "export class TinyStream" in text and "export const STATE_SIZES: readonly number[] = [256];" in text
+    assert '[\"state\"]: stateInput(state, 0)' in text or '["state"]: stateInput(state, 0)' in text
+    assert 'outputOf(out, "stateN")' in text
+    plain = (_render("web", specs["audio"], tmp_path / "plain") / "src" / "task.ts").read_text()
+    assert "Stream" not in plain and "STATE_SIZES" not in plain

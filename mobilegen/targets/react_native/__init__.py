@@ -21,7 +21,6 @@ from mobilegen.targets.jsshared import (
     check_js_io,
     js_context,
     render_js,
-    task_refusal,
     validate_js_options,
 )
 
@@ -30,7 +29,6 @@ if TYPE_CHECKING:
     from mobilegen.coverage.target import EPTarget
     from mobilegen.runtimes import RuntimeRelease
     from mobilegen.spec import IOSpec
-    from mobilegen.tasks.spec import TaskSpec
 
 CHANNEL = "npm-react-native"
 RN_DIR = "react-native"
@@ -55,9 +53,6 @@ class ReactNativeTarget(Target[JsOptions]):
 
     def check_io(self, io: IOSpec) -> None:
         check_js_io(io, "onnxruntime-react-native")
-
-    def task_refusal(self, task: TaskSpec) -> str | None:
-        return task_refusal(task)
 
     def providers(self, opts: JsOptions, ctx: BuildContext) -> list[EPTarget]:
         return []  # no coverage analysis yet: the chains are NNAPI/XNNPACK/CPU and CoreML/CPU with CPU fallback

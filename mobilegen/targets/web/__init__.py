@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from mobilegen.artifacts import JSONValue
 from mobilegen.targets.base import BuildContext, Target
-from mobilegen.targets.jsshared import JsOptions, check_js_io, task_refusal, validate_js_options
+from mobilegen.targets.jsshared import JsOptions, check_js_io, validate_js_options
 from mobilegen.targets.web import project as impl
 
 if TYPE_CHECKING:
@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from mobilegen.coverage.target import EPTarget
     from mobilegen.runtimes import RuntimeRelease
     from mobilegen.spec import IOSpec
-    from mobilegen.tasks.spec import TaskSpec
 
 
 def provider_chain() -> tuple[str, ...]:
@@ -45,9 +44,6 @@ class WebTarget(Target[JsOptions]):
 
     def check_io(self, io: IOSpec) -> None:
         check_js_io(io, "onnxruntime-web")
-
-    def task_refusal(self, task: TaskSpec) -> str | None:
-        return task_refusal(task)
 
     def providers(self, opts: JsOptions, ctx: BuildContext) -> list[EPTarget]:
         # Not analysed in builds yet: `check --ep webgpu` reports WebGPU coverage. Listing it here would also make
