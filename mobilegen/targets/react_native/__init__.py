@@ -16,13 +16,7 @@ from mobilegen.artifacts import JSONValue
 from mobilegen.render.lang import typescript as ts
 from mobilegen.runtimes import find_release
 from mobilegen.targets.base import BuildContext, Target
-from mobilegen.targets.jsshared import (
-    JsOptions,
-    check_js_io,
-    js_context,
-    render_js,
-    validate_js_options,
-)
+from mobilegen.targets.jsshared import JsOptions, check_js_io, js_context, render_js, validate_js_options
 
 if TYPE_CHECKING:
     from mobilegen.artifacts import ProjectSpec
