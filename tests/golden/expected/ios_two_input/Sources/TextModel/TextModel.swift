@@ -72,6 +72,13 @@ public enum TextModelError: Error, LocalizedError, Equatable {
 /// Thread safety: an instance holds one immutable `ORTSession`; ONNX Runtime documents `Run` as
 /// thread-safe (sessions are stateless), so one instance may serve concurrent predictions. That is
 /// what `@unchecked Sendable` relies on.
+///
+/// Output buffers: each instance owns one set of output tensors, created at the first prediction (every
+/// output of this model has a fixed shape): one buffer per output, wrapped once in the `ORTValue` that ONNX
+/// Runtime writes into (`run(withInputs:outputs:runOptions:)`); a prediction copies each into the array it
+/// returns, so outputs are the caller's. One prediction at a time uses that set (an `NSLock`, never waited
+/// for): a prediction made while another thread's holds it lets ONNX Runtime allocate its outputs (one
+/// more allocation per output). For the fewest allocations, use one instance per thread.
 public final class TextModel: @unchecked Sendable {
     /// Execution providers a session can use, in priority order.
     public enum ExecutionProvider: String, Sendable, CaseIterable {
@@ -193,6 +200,38 @@ public final class TextModel: @unchecked Sendable {
     /// Why XNNPACK is not among `activeExecutionProviders` although it was requested; nil otherwise.
     public let xnnpackUnavailableReason: String?
     private let session: ORTSession
+    /// Held by the one prediction that uses `reusedOutputs`.
+    private let outputsLock = NSLock()
+    /// This instance's output tensors (see the class doc); created by the first prediction, under `outputsLock`.
+    private var reusedOutputs: ReusedOutputs?
+
+    /// One zero-filled buffer per output, each wrapped once in the `ORTValue` ONNX Runtime writes the output
+    /// into; the `ORTValue` keeps its buffer alive.
+    private final class ReusedOutputs {
+        let buffers: [NSMutableData]
+        let values: [String: ORTValue]
+
+        init() throws {
+            var buffers: [NSMutableData] = []
+            var values: [String: ORTValue] = [:]
+            guard let data0 = NSMutableData(length: 2 * MemoryLayout<Float>.stride) else {
+                throw TextModelError.runtime("could not allocate the output buffer of \(TextModel.outputNames[0])")
+            }
+            values[TextModel.outputNames[0]] = try ORTValue(
+                tensorData: data0, elementType: ORTTensorElementDataType.float,
+                shape: TextModel.logitsShape.map { NSNumber(value: $0) })
+            buffers.append(data0)
+            guard let data1 = NSMutableData(length: 16 * MemoryLayout<Float>.stride) else {
+                throw TextModelError.runtime("could not allocate the output buffer of \(TextModel.outputNames[1])")
+            }
+            values[TextModel.outputNames[1]] = try ORTValue(
+                tensorData: data1, elementType: ORTTensorElementDataType.float,
+                shape: TextModel.pooledOutputShape.map { NSNumber(value: $0) })
+            buffers.append(data1)
+            self.buffers = buffers
+            self.values = values
+        }
+    }
 
     /// One ORT environment per process, created on first use (Swift runs a static's initializer once,
     /// thread-safely).
@@ -313,6 +352,29 @@ public final class TextModel: @unchecked Sendable {
         feeds[Self.inputNames[1]] = try Self.makeTensor(
             input.attentionMask, shape: Self.attentionMaskShape, declared: Self.attentionMaskShape,
             name: Self.inputNames[1], elementType: ORTTensorElementDataType.float)
+        if outputsLock.try() {
+            defer { outputsLock.unlock() }
+            let reused: ReusedOutputs
+            do {
+                if let existing = reusedOutputs {
+                    reused = existing
+                } else {
+                    reused = try ReusedOutputs()
+                    reusedOutputs = reused
+                }
+                try session.run(withInputs: feeds, outputs: reused.values, runOptions: nil)
+            } catch let error as TextModelError {
+                throw error
+            } catch {
+                throw TextModelError.runtime(error.localizedDescription)
+            }
+            return TextModelOutput(
+                logits: Self.copyOut(reused.buffers[0], as: Float.self),
+                logitsShape: Self.logitsShape,
+                pooledOutput: Self.copyOut(reused.buffers[1], as: Float.self),
+                pooledOutputShape: Self.pooledOutputShape
+            )
+        }
         let results: [String: ORTValue]
         do {
             results = try session.run(withInputs: feeds, outputNames: Set(Self.outputNames), runOptions: nil)
@@ -454,6 +516,17 @@ public final class TextModel: @unchecked Sendable {
         }
     }
 
+    /// The elements of `data` (a tensor's bytes) as a new array: one copy.
+    private static func copyOut<T>(_ data: NSMutableData, as type: T.Type) -> [T] {
+        let count = data.length / MemoryLayout<T>.stride
+        return [T](unsafeUninitializedCapacity: count) { buffer, initialized in
+            if let base = buffer.baseAddress, count > 0 {
+                UnsafeMutableRawPointer(base).copyMemory(from: data.bytes, byteCount: count * MemoryLayout<T>.stride)
+            }
+            initialized = count
+        }
+    }
+
     private static func readTensor<T>(
         _ results: [String: ORTValue], name: String, as type: T.Type, elementType: ORTTensorElementDataType
     ) throws -> (values: [T], shape: [Int]) {
@@ -466,13 +539,10 @@ public final class TextModel: @unchecked Sendable {
                 throw TextModelError.unsupportedElementType(tensor: name, elementType: Int(info.elementType.rawValue))
             }
             let shape = info.shape.map { $0.intValue }
-            // Copy out of ORT-owned memory so nothing returned outlives the ORTValue.
-            let data = try value.tensorData() as Data
-            let count = data.count / MemoryLayout<T>.stride
-            let values = [T](unsafeUninitializedCapacity: count) { buffer, initialized in
-                initialized = data.copyBytes(to: buffer) / MemoryLayout<T>.stride
-            }
-            return (values, shape)
+            // One copy out of ORT-owned memory (tensorData() wraps it without copying; no bridging to
+            // Data, which would copy it once more), so nothing returned outlives the ORTValue.
+            let data = try value.tensorData()
+            return (copyOut(data, as: type), shape)
         } catch let error as TextModelError {
             throw error
         } catch {

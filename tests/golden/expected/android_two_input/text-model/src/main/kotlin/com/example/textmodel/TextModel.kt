@@ -11,13 +11,16 @@ import ai.onnxruntime.OrtProvider
 import ai.onnxruntime.OrtSession
 import ai.onnxruntime.providers.NNAPIFlags
 import java.io.File
+import java.nio.Buffer
 import java.nio.ByteBuffer
+import java.nio.ByteOrder
 import java.nio.DoubleBuffer
 import java.nio.FloatBuffer
 import java.nio.IntBuffer
 import java.nio.LongBuffer
 import java.nio.ShortBuffer
 import java.util.EnumSet
+import java.util.concurrent.locks.ReentrantLock
 import java.util.concurrent.locks.ReentrantReadWriteLock
 import kotlin.concurrent.read
 import kotlin.concurrent.write
@@ -29,7 +32,15 @@ class TextModelException(message: String, cause: Throwable? = null) : Exception(
  * Typed wrapper around the model's ONNX Runtime session.
  *
  * Create it with `create(model, options)` (or `newInstance(context)` on Android), call [run]
- * off the main thread, and [close] it when done. [run] is thread-safe: ORT sessions are stateless.
+ * off the main thread, and [close] it when done.
+ *
+ * Threads: [run] is thread-safe (ORT sessions are stateless) and calls on several threads run at once.
+ * Each instance owns one set of output tensors, created at the first [run]: a direct buffer in native byte
+ * order per output with a fixed shape, which ONNX Runtime writes into in place (OrtSession.run's
+ * pinnedOutputs); [run] then copies each into the array it returns, so [Outputs] are the caller's and never
+ * change afterwards. One call at a time uses that set: a call made while another thread's call holds it,
+ * and every output whose shape is dynamic, gets outputs ONNX Runtime allocates for that call (one more copy,
+ * more garbage). For the fewest allocations, run one instance per thread. [close] waits for running calls.
  */
 class TextModel private constructor(
     private val session: OrtSession,
@@ -139,21 +150,78 @@ class TextModel private constructor(
             try {
                 feeds[INPUT_IDS_NAME] = OnnxTensor.createTensor(env, LongBuffer.wrap(inputs.inputIds), INPUT_IDS_SHAPE)
                 feeds[ATTENTION_MASK_NAME] = OnnxTensor.createTensor(env, FloatBuffer.wrap(inputs.attentionMask), ATTENTION_MASK_SHAPE)
-                session.run(feeds).use { result ->
-                    val o0 = outputTensor(result, LOGITS_NAME)
-                    val o1 = outputTensor(result, POOLED_OUTPUT_NAME)
-                    return Outputs(
-                        logits = o0.floats(),
-                        logitsShape = o0.info.shape,
-                        pooledOutput = o1.floats(),
-                        pooledOutputShape = o1.info.shape,
-                    )
-                }
+                return runSession(feeds)
             } catch (e: OrtException) {
                 throw TextModelException("ONNX Runtime failed to run the model: ${e.message}", e)
             } finally {
                 for (tensor in feeds.values) tensor.close()
             }
+        }
+    }
+
+    /** This instance's reused output tensors (see the class doc), created by the first [runSession]. */
+    private var pinned: PinnedOutputs? = null
+
+    /** Held by the one call that uses [pinned]; never waited for (a busy set means allocated outputs). */
+    private val outputsLock = ReentrantLock()
+
+    /** Runs the session on [feeds] (under [lock]'s read lock) and copies the outputs into new arrays. */
+    private fun runSession(feeds: Map<String, OnnxTensor>): Outputs {
+        if (outputsLock.tryLock()) {
+            try {
+                val outs = pinned ?: PinnedOutputs(OrtEnvironment.getEnvironment()).also { pinned = it }
+                // Pinned outputs are written in place and stay ours: the Result does not own (close) them.
+                session.run(feeds, outs.requested, outs.tensors).use { result ->
+                    return Outputs(
+                        logits = (outs.buffers[0] as FloatBuffer).copyOut(),
+                        logitsShape = LOGITS_SHAPE,
+                        pooledOutput = (outs.buffers[1] as FloatBuffer).copyOut(),
+                        pooledOutputShape = POOLED_OUTPUT_SHAPE,
+                    )
+                }
+            } finally {
+                outputsLock.unlock()
+            }
+        }
+        session.run(feeds).use { result ->
+            val o0 = outputTensor(result, LOGITS_NAME)
+            val o1 = outputTensor(result, POOLED_OUTPUT_NAME)
+            return Outputs(
+                logits = o0.floats(),
+                logitsShape = o0.info.shape,
+                pooledOutput = o1.floats(),
+                pooledOutputShape = o1.info.shape,
+            )
+        }
+    }
+
+    /**
+     * One direct buffer (native byte order) per output with a fixed shape, each wrapped once in the OnnxTensor
+     * that ONNX Runtime writes into ([tensors], passed as OrtSession.run's pinnedOutputs); [requested] are
+     * the outputs with a dynamic shape, which ONNX Runtime allocates at each call.
+     */
+    private class PinnedOutputs(env: OrtEnvironment) : AutoCloseable {
+        val buffers: Array<Buffer> = arrayOf(
+            // logits · float32 · 1x2
+            directBuffer(8).asFloatBuffer(),
+            // pooled.output · float32 · 1x16
+            directBuffer(64).asFloatBuffer(),
+        )
+        val tensors = LinkedHashMap<String, OnnxTensor>()
+        val requested: Set<String> = emptySet()
+
+        init {
+            try {
+                tensors[LOGITS_NAME] = OnnxTensor.createTensor(env, buffers[0] as FloatBuffer, LOGITS_SHAPE)
+                tensors[POOLED_OUTPUT_NAME] = OnnxTensor.createTensor(env, buffers[1] as FloatBuffer, POOLED_OUTPUT_SHAPE)
+            } catch (e: OrtException) {
+                close()
+                throw e
+            }
+        }
+
+        override fun close() {
+            for (tensor in tensors.values) tensor.close()
         }
     }
 
@@ -163,6 +231,7 @@ class TextModel private constructor(
             if (closed) return
             closed = true
             try {
+                pinned?.close()
                 session.close()
             } finally {
                 sessionOptions.close()
@@ -565,6 +634,18 @@ private class QnnContext(val file: File, val temporary: Boolean) {
         if (temporary) discard()
     }
 }
+
+private fun directBuffer(bytes: Int): ByteBuffer = ByteBuffer.allocateDirect(bytes).order(ByteOrder.nativeOrder())
+
+// Copies of a whole reused output buffer. The rewind goes through java.nio.Buffer: the typed buffers'
+// covariant rewind() only exists from Java 9 (and not on older Android).
+private fun FloatBuffer.copyOut(): FloatArray = FloatArray(capacity()).also { (this as Buffer).rewind(); get(it) }
+private fun DoubleBuffer.copyOut(): DoubleArray = DoubleArray(capacity()).also { (this as Buffer).rewind(); get(it) }
+private fun IntBuffer.copyOut(): IntArray = IntArray(capacity()).also { (this as Buffer).rewind(); get(it) }
+private fun LongBuffer.copyOut(): LongArray = LongArray(capacity()).also { (this as Buffer).rewind(); get(it) }
+private fun ShortBuffer.copyOut(): ShortArray = ShortArray(capacity()).also { (this as Buffer).rewind(); get(it) }
+private fun ByteBuffer.copyOut(): ByteArray = ByteArray(capacity()).also { (this as Buffer).rewind(); get(it) }
+private fun ByteBuffer.copyOutBooleans(): BooleanArray = BooleanArray(capacity()) { get(it).toInt() != 0 }
 
 private fun boolBytes(values: BooleanArray): ByteArray = ByteArray(values.size) { if (values[it]) 1 else 0 }
 
