@@ -157,8 +157,6 @@ def accuracy(
     batch dim of one) and compare their outputs. ``quantized`` may be an ``.ort`` file (then
     ``worst_layers`` is (): the per-tensor noise needs the ``.onnx``). ``sorted_outputs``: outputs whose
     values are sorted by the graph (top-k scores): no top-1 agreement for them."""
-    import numpy as np
-
     ref_sess, q_sess = _session(fp32), _session(quantized, reference=True)
     feeds = _feeds(ref_sess, data)
     if not feeds:  # two empty outputs compare as equal: a gate on no samples would pass any model
@@ -166,6 +164,29 @@ def accuracy(
     names = [o.name for o in ref_sess.get_outputs()]
     ref = [ref_sess.run(names, f) for f in feeds]
     got = [q_sess.run(names, f) for f in feeds]
+    return accuracy_of_runs(
+        names, ref, got, opts, calib=calib, sorted_outputs=sorted_outputs, worst_layers=_worst_layers(fp32, quantized, feeds[:NOISE_SAMPLES])
+    )
+
+
+def accuracy_of_runs(
+    names: Sequence[str],
+    ref: Sequence[Sequence[Any]],
+    got: Sequence[Sequence[Any]],
+    opts: QuantizeOptions,
+    *,
+    calib: Calibration | None = None,
+    sorted_outputs: Collection[str] = (),
+    worst_layers: tuple[LayerNoise, ...] = (),
+) -> AccuracyReport:
+    """The gate on outputs already computed: ``ref[i]`` / ``got[i]`` are the fp32 and the quantized model's
+    outputs (ordered as ``names``) on sample ``i``. :func:`accuracy` runs two onnxruntime sessions and calls
+    this; a backend with its own runtime (Core AI's int8 ``.aimodel``, ``mobilegen.backends.coreai``) runs its
+    models and calls it directly, so both are judged by the same thresholds and formulas."""
+    import numpy as np
+
+    if not ref:
+        raise InternalError("the accuracy gate got no samples", hint="this is a bug in mobilegen.quantize: the callers check the sample counts")
     outputs = []
     for k, name in enumerate(names):
         if ref and not np.issubdtype(np.asarray(ref[0][k]).dtype, np.inexact):
@@ -184,8 +205,8 @@ def accuracy(
             failures.append(f"{o.name}: {what} {o.top1:.3f} < {opts.min_top1}")
     return AccuracyReport(
         outputs=tuple(outputs),
-        worst_layers=_worst_layers(fp32, quantized, feeds[:NOISE_SAMPLES]),
-        samples=len(feeds),
+        worst_layers=worst_layers,
+        samples=len(ref),
         min_cosine=opts.min_cosine,
         min_top1=opts.min_top1,
         passed=not failures,

@@ -365,10 +365,27 @@ def verify(
     reference is degenerate unless ``options.allow_degenerate``). ``sorted_outputs``: outputs the graph
     sorts (``--top-k``'s ``scores``): their argmax is the first column in every run, so the table shows no
     top-1 agreement for them (it would always be 1)."""
-    out_names = [o.name for o in onnx_model.io.outputs]
     if not isinstance(reference, Expected):
         reference = reference_outputs(reference, onnx_model, options, reference_label=reference_label)
     runs = _artifact_runs(reference, artifacts)
+    return verify_runs(reference, runs, onnx_model, options, golden_dir, sorted_outputs=sorted_outputs)
+
+
+def verify_runs(
+    reference: Expected,
+    runs: Mapping[str, list[Run]],
+    onnx_model: OnnxModel,
+    options: VerifyOptions,
+    golden_dir: Path | None = None,
+    *,
+    sorted_outputs: Collection[str] = (),
+) -> VerificationReport:
+    """The gate on outputs already computed: ``runs`` holds every artifact's outputs (or what it raised) on
+    every case of ``reference``, in its order. :func:`verify` runs ONNX Runtime artifacts and calls this;
+    a backend with a runtime of its own (Core AI's host runtime, ``mobilegen.backends.coreai``) computes its
+    runs and calls it directly, so every runtime is judged by the same comparison, degenerate-reference
+    check and golden vectors."""
+    out_names = [o.name for o in onnx_model.io.outputs]
     degenerate = degenerate_outputs(reference, out_names, options.atol, options.rtol)
     accepted = {d.output: f"degenerate reference ({d.short}), accepted with --allow-degenerate" for d in degenerate if options.allow_degenerate}
     rows = _rows(reference, runs, out_names, options, accepted, sorted_outputs)
