@@ -172,6 +172,8 @@ def to_coreai_int8(
                     for case in calibration:
                         prepared(*_args(io, case))
             finalized = quantizer.finalize()
+            # prepare() re-exports in training mode: BatchNorm would stay a training op Core AI does not lower
+            torch.ao.quantization.move_exported_model_to_eval(finalized)
             quantized = torch.export.export(finalized, args, strict=False)
     except Exception as err:  # noqa: BLE001 — coreai-opt and torch.export raise anything
         raise ConversionError(

@@ -104,6 +104,7 @@ GENERATED_MEMBERS = frozenset(
     ResizeFilter AudioInput Stream graphInput runPCM16 runFloat classifyPCM16 classifyFloat
     Protocol libraryVersion inputContracts InputContract
     outputsLock reusedOutputs ReusedOutputs copyOut
+    Runtime runtime coreAI coreAIUnavailableReason preferCoreAI waitFor ResultBox
     """.split()
 )
 
@@ -252,8 +253,9 @@ def _swift_versions_literal(versions: tuple[str, ...]) -> str:
     return "[" + ", ".join(named.get(v, f'.version("{v}")') for v in versions) + "]"
 
 
-def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str) -> dict[str, Any]:
-    """The render context of ``templates/ios`` (pure; exposed for tests)."""
+def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str, coreai: CoreAIModel | None = None) -> dict[str, Any]:
+    """The render context of ``templates/ios`` (pure; exposed for tests). ``coreai``: the Core AI model shipped
+    beside the ORT one (``--runtime coreai``), or None (the ORT build alone, rendered exactly as before)."""
     validate_ios_options(opts)
     check_ios_io(spec.io)
     # The pipeline pins spec.ort_version from ios_runtime(opts); either way it must be a SwiftPM release.
@@ -289,6 +291,7 @@ def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str) -> di
     cu_value, cu_case = COMPUTE_UNITS[opts.compute_units]
 
     return {
+        **_coreai_context(coreai, class_name, inputs, outputs),
         "class_name": class_name,
         "target": class_name,
         "module": class_name,
@@ -368,12 +371,44 @@ def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str) -> di
     }
 
 
+@dataclass(frozen=True)
+class CoreAIModel:
+    """The Core AI model rendered beside the ORT one: its ``.aimodel`` folder and the inputs it takes as
+    int32 where the ORT model takes int64 (``mobilegen.backends.coreai.convert.CoreAIArtifact.narrowed``)."""
+
+    folder: Path
+    narrowed: tuple[str, ...] = ()
+
+
+CORE_AI_FUNCTION = "main"  # the converted program's entry point (mobilegen.backends.coreai.facts.FUNCTION)
+_CORE_AI_INT = {"Int64": "Int32", "UInt64": "UInt32"}
+
+
+def _coreai_context(coreai: CoreAIModel | None, class_name: str, inputs: list[dict[str, Any]], outputs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The Core AI part of the context: empty names (nothing rendered) without it."""
+    if coreai is None:
+        return {"coreai": False, "coreai_swift_file": "", "coreai_inputs": [], "coreai_outputs": []}
+    core_in = [t | {"narrowed": t["name"] in coreai.narrowed, "core_swift_type": _CORE_AI_INT.get(t["swift_type"], t["swift_type"])} for t in inputs]
+    core_out = [t | {"core_swift_type": _CORE_AI_INT.get(t["swift_type"], t["swift_type"])} for t in outputs]
+    return {
+        "coreai": True,
+        "coreai_swift_file": f"{class_name}+CoreAI.swift",
+        "coreai_resource": class_name,
+        "coreai_resource_ext": "aimodel",
+        "coreai_model_file": f"{class_name}.aimodel",
+        "coreai_function": CORE_AI_FUNCTION,
+        "coreai_inputs": core_in,
+        "coreai_outputs": core_out,
+    }
+
+
 # mobilegen package: the script that copies the package's model into the Swift package (relative to ios/)
 FETCH_MODEL_SCRIPT = "scripts/fetch-model.sh"
 
 
-def render_ios(spec: ProjectSpec, opts: IosOptions, dest: Path) -> list[PurePosixPath]:
-    """Render the Swift package into ``dest`` (must not exist); returns the written paths, sorted.
+def render_ios(spec: ProjectSpec, opts: IosOptions, dest: Path, *, coreai: CoreAIModel | None = None) -> list[PurePosixPath]:
+    """Render the Swift package into ``dest`` (must not exist); returns the written paths, sorted. With
+    ``coreai``, the package also holds the Core AI model and the Swift that runs it on iOS / macOS 27+.
 
     On any failure nothing is left behind: ``dest`` is removed again.
     """
@@ -383,7 +418,9 @@ def render_ios(spec: ProjectSpec, opts: IosOptions, dest: Path) -> list[PurePosi
         if not path.is_file():
             raise InternalError(f"the {label} file {path} does not exist", hint="this is a bug in the pipeline; please report it")
     sha = spec.model_link.sha256 if spec.model_link is not None else sha256_file(spec.model_file)  # hashed once
-    context = ios_context(spec, opts, model_sha256=sha)
+    if coreai is not None and not coreai.folder.is_dir():
+        raise InternalError(f"the Core AI model {coreai.folder} is not a folder", hint="this is a bug in the pipeline; please report it")
+    context = ios_context(spec, opts, model_sha256=sha, coreai=coreai)
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", context["target"]) or not re.fullmatch(r"[A-Za-z0-9_.]+", context["model_file"]):
         raise InternalError("the Swift target or model resource name is not a plain identifier", hint="this is a bug in mobilegen's Swift sanitizer")
     try:
@@ -396,6 +433,14 @@ def render_ios(spec: ProjectSpec, opts: IosOptions, dest: Path) -> list[PurePosi
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src, target)
             written.append(rel)
+        if coreai is not None:  # the .aimodel is a folder: every file in it, byte for byte
+            folder = PurePosixPath("Sources", context["target"], "Resources", context["coreai_model_file"])
+            for src in sorted(p for p in coreai.folder.rglob("*") if p.is_file()):
+                rel = folder / src.relative_to(coreai.folder).as_posix()
+                target = dest.joinpath(*rel.parts)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(src, target)
+                written.append(rel)
         written += tw.write_labels(dest, PurePosixPath("Sources", context["target"], "Resources", tw.LABELS_FILE), spec.task)
         written += tw.copy_tokenizer(dest, PurePosixPath("Sources", context["target"], "Resources", tw.TOKENIZER_FILE), spec)
         golden_task = tw.task_golden_dir(spec)
