@@ -25,7 +25,12 @@ PYTEST_ARGS ?= -q --durations=25 -n 2 --dist loadfile --max-worker-restart=0
 # Under CI (CI=true, set by .ci/run) a test tool that cannot be installed fails the run instead of skipping tests.
 CI ?=
 
-.PHONY: install tools demo test test-fast test-litert lint docs lock lock-litert clean distclean
+# The Core AI backend's tests (pytest -m coreai) run in a venv of their own with the [coreai] extra, so its
+# dependencies (coreai-torch, coreai-core, coreai-opt, torchao) never enter the main one.
+COREAI_VENV ?= .venv-coreai
+COREAI_PYTHON := $(COREAI_VENV)/bin/python
+
+.PHONY: install tools demo test test-fast test-litert test-coreai lint docs lock lock-litert clean distclean
 
 install: $(VENV)/.installed
 
@@ -93,10 +98,20 @@ demo: install
 	$(PYTHON) -m mobilegen package examples/mobilenet_tiny.pt --input image:1x3x64x64 --android --ios --nnapi --xnnpack --coreml --zip -o $(DEMO_OUT) --force
 
 test: install tools
-	$(PYTHON) -m pytest $(PYTEST_ARGS)
+	$(PYTHON) -m pytest $(PYTEST_ARGS) -m "not coreai"
 
 test-fast: install
-	$(PYTHON) -m pytest $(PYTEST_ARGS) -m "not slow"
+	$(PYTHON) -m pytest $(PYTEST_ARGS) -m "not slow and not coreai"
+
+$(COREAI_VENV)/.installed: $(LOCK) pyproject.toml
+	@$(PYTHON_BOOT) -m venv $(COREAI_VENV) || { echo "error: could not create the virtual environment $(COREAI_VENV) with $(PYTHON_BOOT): install python3-venv"; rm -rf $(COREAI_VENV); exit 1; }
+	$(COREAI_PYTHON) -m pip --disable-pip-version-check install -q --upgrade pip
+	$(COREAI_PYTHON) -m pip --disable-pip-version-check install -q -c $(LOCK) torch==2.13.0
+	$(COREAI_PYTHON) -m pip --disable-pip-version-check install -q -c $(LOCK) -e '.[dev,tasks,coreai]'
+	@touch $@
+
+test-coreai: $(COREAI_VENV)/.installed
+	$(COREAI_PYTHON) -m pytest -q --durations=10 -m coreai
 
 lint: install
 	$(PYTHON) -m ruff check mobilegen tests benchmarks examples scripts
@@ -112,4 +127,4 @@ clean:
 
 # `make clean` keeps the virtual environment and the tools; this removes them too.
 distclean: clean
-	rm -rf $(VENV) $(LITERT_VENV) .tools
+	rm -rf $(VENV) $(LITERT_VENV) $(COREAI_VENV) .tools

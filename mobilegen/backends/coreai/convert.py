@@ -166,15 +166,17 @@ def to_coreai_int8(
     try:
         with quiet(), torch.no_grad():
             quantizer = Quantizer(program.module(), config)
-            prepared = quantizer.prepare(args)
+            dynamic = _dynamic_shapes(io)  # the int8 model takes the same dynamic dims as the fp32 one
+            prepared = quantizer.prepare(args, dynamic_shapes=dynamic)
             if mode == "w8a8":
                 with quantizer.calibration_mode():
                     for case in calibration:
                         prepared(*_args(io, case))
             finalized = quantizer.finalize()
-            # prepare() re-exports in training mode: BatchNorm would stay a training op Core AI does not lower
-            torch.ao.quantization.move_exported_model_to_eval(finalized)
-            quantized = torch.export.export(finalized, args, strict=False)
+            # prepare() works on the graph in training mode (coreai-opt re-enables .eval() on what finalize()
+            # returns): without it BatchNorm stays a training op Core AI does not lower
+            finalized.eval()
+            quantized = torch.export.export(finalized, args, dynamic_shapes=dynamic, strict=False)
     except Exception as err:  # noqa: BLE001 — coreai-opt and torch.export raise anything
         raise ConversionError(
             f"coreai-opt cannot quantize the model ({mode}): {first_line(err)}",

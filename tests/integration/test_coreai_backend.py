@@ -1,0 +1,104 @@
+"""The Core AI backend against PyTorch on this host: coreai-torch converts, coreai-core's Linux CPU runtime runs
+the ``.aimodel``, mobilegen's verification gate judges it on the same cases (and golden vectors) as the ORT
+build; int8 through coreai-opt and the int8 accuracy gate.
+
+Needs the [coreai] extra: marked ``coreai``, run by ``make test-coreai`` in a venv of its own and left out of
+``make test``; without the extra every test here skips. (The refusal without it: tests/unit/test_coreai_refusal.py.)
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from mobilegen.errors import VerificationError
+from mobilegen.options import ModelOptions
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+HAVE_COREAI = all(importlib.util.find_spec(m) is not None for m in ("coreai_torch", "coreai", "coreai_opt"))
+needs_coreai = pytest.mark.skipif(not HAVE_COREAI, reason="the [coreai] extra is not installed (make test-coreai)")
+pytestmark = [pytest.mark.coreai, pytest.mark.slow]
+
+
+def _build(model: str, inputs: tuple[str, ...], tmp: Path, **kw: Any) -> Any:
+    from mobilegen.backends.coreai import build_coreai
+    from mobilegen.export.stage import load_and_export
+    from mobilegen.verify.gate import VerifyOptions, reference_outputs, torch_reference
+
+    loaded, onnx_model = load_and_export(EXAMPLES / model, ModelOptions(inputs=inputs), tmp / "model.onnx")
+    options = VerifyOptions()
+    expected = reference_outputs(torch_reference(loaded), onnx_model, options)
+    return build_coreai(loaded, onnx_model, expected, tmp, options, **kw), loaded, onnx_model, expected
+
+
+@pytest.fixture(scope="module")
+def cnn(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    if not HAVE_COREAI:
+        pytest.skip("the [coreai] extra is not installed (make test-coreai)")
+    return _build("mobilenet_tiny.pt", ("image:1x3x64x64",), tmp_path_factory.mktemp("coreai_cnn"))
+
+
+@needs_coreai
+def test_torchscript_cnn_matches_pytorch(cnn: Any) -> None:
+    build, _, _, expected = cnn
+    rows = build.verification.rows
+    assert len(rows) == len(expected.cases) == 2 and all(r.artifact == "coreai" for r in rows)
+    assert all(r.passed for r in rows)
+    assert max(r.max_abs for r in rows) < 1e-5 and min(r.cosine for r in rows) > 0.999999
+    files = dict((name, size) for name, size, _ in build.fp32.files)
+    assert set(files) == {"main.mlirb", "main.hash", "metadata.json"} and build.fp32.size == sum(files.values())
+    assert build.fp32.narrowed == ()
+
+
+@needs_coreai
+def test_gate_fails_a_model_that_computes_something_else(cnn: Any, tmp_path: Path) -> None:
+    """The same .aimodel against a reference whose outputs were changed by 1e-3: the gate must refuse it."""
+    from mobilegen.backends.coreai import verify_coreai
+    from mobilegen.verify.gate import VerifyOptions
+
+    build, _, onnx_model, expected = cnn
+    shifted = replace(expected, outputs=tuple([o + np.float32(1e-3) for o in out] for out in expected.outputs))
+    with pytest.raises(VerificationError) as err:
+        verify_coreai(build.fp32, shifted, onnx_model, VerifyOptions())
+    assert err.value.message.startswith("2 of 2 output checks differ from PyTorch")
+
+
+@needs_coreai
+def test_dynamic_int64_tokens_narrowed_and_verified(tmp_path: Path) -> None:
+    """encoder_tiny.pt2: int64 tokens with a dynamic sequence length. Core AI takes int32; the gate runs
+    the example length and the length + 1 case."""
+    build, _, onnx_model, expected = _build("encoder_tiny.pt2", (), tmp_path)
+    assert build.fp32.narrowed == ("tokens",)
+    assert [s.dtype for s in build.fp32.inputs] == ["int32"]
+    lengths = {c["tokens"].shape[1] for c in expected.cases}
+    assert len(lengths) == 2
+    assert all(r.passed for r in build.verification.rows) and max(r.max_abs for r in build.verification.rows) < 1e-4
+
+
+@needs_coreai
+def test_int64_value_outside_int32_fails_the_case() -> None:
+    from mobilegen.backends.coreai.host import narrow
+
+    assert narrow("t", np.array([1, 2], dtype=np.int64), "int32").dtype == np.int32
+    with pytest.raises(ValueError, match="input 't' holds 2147483648, outside int32"):
+        narrow("t", np.array([1, 2**31], dtype=np.int64), "int32")
+
+
+@needs_coreai
+def test_int8_weights_through_the_accuracy_gate(tmp_path: Path) -> None:
+    """coreai-opt W8 on the transformer encoder (no BatchNorm: seconds, not minutes), judged against the fp32
+    .aimodel; the same int8 model fails a gate that asks for an exact match."""
+    from mobilegen.backends.coreai import int8_accuracy
+    from mobilegen.quantize.options import QuantizeOptions
+
+    build, _, onnx_model, expected = _build("encoder_tiny.pt2", (), tmp_path, int8="w8")
+    assert build.int8 is not None and build.accuracy is not None and build.accuracy.passed
+    assert build.int8.size < 0.8 * build.fp32.size
+    assert 0.999 < build.accuracy.outputs[0].cosine < 1.0
+    strict = int8_accuracy(build.fp32, build.int8, list(expected.cases), onnx_model.io, QuantizeOptions(min_cosine=1.0))
+    assert not strict.passed and strict.failures[0].startswith(f"{onnx_model.io.outputs[0].name}: cosine")
