@@ -17,7 +17,7 @@ channel) through the int8 accuracy gate against the fp32 ``.aimodel`` (and the i
 Prints one Markdown table and writes it to benchmarks/results/coreai.md with the date, versions and machine.
 Numbers are measured in this run; nothing is asserted. Needs the [coreai] extra (``make test-coreai``'s venv):
 
-    .venv-coreai/bin/python benchmarks/coreai.py [--only NAME] [--no-int8]
+    .venv-coreai/bin/python benchmarks/coreai_backend.py [--only NAME] [--no-int8]
 """
 
 from __future__ import annotations
@@ -175,7 +175,7 @@ def main() -> None:
             print(f"{model.name}: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
             rows.append(row)
     body = table(rows)
-    header = (f"# Core AI backend: host parity, sizes, conversion time (benchmarks/coreai.py)\n\n"
+    header = (f"# Core AI backend: host parity, sizes, conversion time (benchmarks/coreai_backend.py)\n\n"
               f"Run {datetime.date.today().isoformat()} on {platform.machine()} Linux, {platform.python_version()}; {_versions()}.\n"
               "One run, one model at a time on a shared 2-core host: timings are rough. The export column is "
               "torch.export (TS2EPConverter for TorchScript); convert is coreai-torch's decompositions, conversion and save.\n"
