@@ -190,6 +190,9 @@ class ProjectSpec:
     # copies ``model_file`` from the package folder (``ModelLink.path``), checking its size and sha256.
     model_link: ModelLink | None = None
     onnx_file: Path | None = None  # the verified .onnx the .ort was converted from (the Web target ships it)
+    # --runtime (mobilegen.backends): the runtime the wrapper runs on, and its model file when not ORT's .ort
+    runtime: str = "ort"
+    runtime_model: Path | None = None
 
 
 @dataclass(frozen=True)

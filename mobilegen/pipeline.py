@@ -106,7 +106,7 @@ def build(opts: BuildOptions) -> BuildResult:
         notes.add(verify_stage.notices(fix_plan, models, verification))
         warnings = notes.finish(models[0].onnx, coverage, loaded)
         progress.step("rendering")
-        tolerances, links = render_stage.render(chosen, root, opts, models, coverage, warnings, task_files)
+        tolerances, links = render_stage.render(chosen, root, opts, models, coverage, warnings, task_files, runtime_models)
         result = _result(root, opts, chosen, loaded, models, verification, coverage, warnings, fix_plan, advice, task_files, tolerances, links)
         progress.step("packaging")
         package.finalize_package(root, result)

@@ -58,6 +58,8 @@ class Backend:
     template: str = ""  # template fragment, templates/backends/<template>/<platform>/ ("" : the target's own templates)
     static_shapes_only: bool = False  # its converter takes fixed input shapes only
     needs_pytorch: bool = False  # it converts the PyTorch module, not the ONNX model (no .onnx input)
+    named_io: bool = False  # its convert() takes io= and names the model's inputs/outputs as the ONNX model does
+    beside_ort: bool = False  # its platform's project keeps the ORT build too and picks one at run time (Core AI: iOS < 27)
     task_api: bool = True  # its wrapper has the --task API (classify, embed, ...)
     quantize_modes: tuple[str, ...] = ()  # the --quantize modes its own quantizer has
     maven: tuple[str, ...] = ()  # pinned Maven coordinates (group:artifact:version) of its Android runtime
@@ -108,6 +110,24 @@ BUILTIN: tuple[Backend, ...] = (
         quantize_modes=("int8",),
         maven=("com.google.ai.edge.litert:litert:2.3.0", "com.google.ai.edge.litert:litert-gpu:2.3.0"),
         note="litert-torch → .tflite; CompiledModel with the accelerators GPU → NPU → CPU",
+    ),
+    # Core AI: coreai-torch 0.4.3 / coreai-core 1.0.0b3 (a Linux CPU runtime) / coreai-opt 0.4.0 (the scout, §3;
+    # pins in pyproject.toml's [coreai] extra and mobilegen.backends.coreai.facts). The .aimodel is a folder.
+    Backend(
+        name="coreai",
+        display_name="Core AI",
+        platforms=("ios",),
+        module="mobilegen.backends.coreai",
+        suffix=".aimodel",
+        extra="coreai",
+        convert_requires=(Requirement("coreai_torch", "coreai-torch"), Requirement("coreai_opt", "coreai-opt")),
+        host_requires=(Requirement("coreai", "coreai-core"),),
+        needs_pytorch=True,
+        task_api=False,
+        quantize_modes=("int8",),
+        named_io=True,
+        beside_ort=True,
+        note="coreai-torch → .aimodel; AIModel on iOS / macOS 27+, the ORT build below 27 (chosen at run time)",
     ),
 )
 

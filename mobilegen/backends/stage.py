@@ -75,7 +75,8 @@ def convert(module: Any, source: Path, prepared: OnnxModel, expected: Expected, 
         impl = backends.implementation(b)
         path = root / "model" / f"model{b.suffix}"
         start = time.perf_counter()
-        impl.convert(module, list(expected.cases[0].values()), path)
+        named = {"io": prepared.io} if b.named_io else {}  # Core AI names the function's inputs/outputs as the ONNX model
+        impl.convert(module, list(expected.cases[0].values()), path, **named)
         out.append(BackendModel(b.name, path, tuple(p for p in b.platforms if p in opts.targets), time.perf_counter() - start))
     return tuple(out)
 

@@ -14,6 +14,7 @@ from mobilegen.quantize.golden import tolerances_of
 from mobilegen.targets.chosen import model_of
 
 if TYPE_CHECKING:
+    from mobilegen.backends.stage import BackendModel
     from mobilegen.coverage.model import CoverageReport
     from mobilegen.options import BuildOptions
     from mobilegen.targets.chosen import Chosen
@@ -28,6 +29,7 @@ def render(
     coverage: Sequence[CoverageReport],
     warnings: Sequence[Notice],
     task_files: TaskFiles | None = None,
+    runtime_models: Sequence[BackendModel] = (),
 ) -> tuple[dict[str, tuple[float, float]], tuple[tuple[str, str, ModelLink], ...]]:
     """Render every target's project with its own model; returns what each one's accelerated device tests
     assert, and (``mobilegen package``: one copy of each model file) the projects that copy their model
@@ -37,7 +39,9 @@ def render(
     for c in chosen:
         model = model_of(models, c)
         ort = model.converted()
-        link = None if opts.standalone else ModelLink(model.ort_file, ort.path.stat().st_size, ort.sha256 or sha256_file(ort.path))
+        runtime = next((r for r in runtime_models if c.target.name in r.platforms), None)  # --runtime litert: the wrapper's runtime
+        # another runtime's project holds its own copy of its model (no link to the package's .ort)
+        link = None if opts.standalone or runtime is not None else ModelLink(model.ort_file, ort.path.stat().st_size, ort.sha256 or sha256_file(ort.path))
         atol, rtol = tolerances_of(model, opts.verify.atol, opts.verify.rtol)  # a quantized model's own golden vectors
         spec = ProjectSpec(
             model_name=opts.model.stem,
@@ -57,6 +61,8 @@ def render(
             task_golden=task_files.golden.get(c.target.name) if task_files else None,
             quantization=model.quantization.shipped if model.quantization is not None and model.quantization.quantized else "",
             model_link=link,
+            runtime=runtime.runtime if runtime is not None else "ort",
+            runtime_model=runtime.path if runtime is not None else None,
         )
         c.target.render(spec, c.opts, root / c.target.folder)
         tolerances[c.target.tolerance_key] = c.target.device_tolerances(spec, c.opts)

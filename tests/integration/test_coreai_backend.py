@@ -102,3 +102,27 @@ def test_int8_weights_through_the_accuracy_gate(tmp_path: Path) -> None:
     assert 0.999 < build.accuracy.outputs[0].cosine < 1.0
     strict = int8_accuracy(build.fp32, build.int8, list(expected.cases), onnx_model.io, QuantizeOptions(min_cosine=1.0))
     assert not strict.passed and strict.failures[0].startswith(f"{onnx_model.io.outputs[0].name}: cosine")
+
+
+@needs_coreai
+def test_package_with_runtime_ort_and_coreai(tmp_path: Path) -> None:
+    """``mobilegen package --ios --android --runtime ort,coreai``: one verification table with the coreai rows,
+    the .aimodel in model/ and in the iOS package beside the .ort with the Core AI Swift, Android unchanged."""
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "pkg"
+    proc = subprocess.run(
+        [sys.executable, "-m", "mobilegen", "package", str(EXAMPLES / "mobilenet_tiny.pt"), "--input", "image:1x3x64x64",
+         "--ios", "--android", "--runtime", "ort,coreai", "-o", str(out)],
+        capture_output=True, text=True,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    manifest = json.loads((out / "manifest.json").read_text())
+    rows = [r for r in manifest["verification"]["rows"] if r["artifact"] == "coreai"]
+    assert len(rows) == 2 and all(r["passed"] and r["max_abs"] < 1e-5 for r in rows)
+    files = {f["path"] for f in manifest["files"]}
+    assert {"model/model.aimodel/main.mlirb", "ios/Sources/MobilenetTiny/Resources/MobilenetTiny.aimodel/main.mlirb",
+            "ios/Sources/MobilenetTiny/MobilenetTiny+CoreAI.swift", "ios/Sources/MobilenetTiny/Resources/MobilenetTiny.ort"} <= files
+    assert not any("CoreAI" in f or "aimodel" in f for f in files if f.startswith("android/"))

@@ -26,3 +26,27 @@ def test_missing_extra_is_refused_in_one_line(monkeypatch: pytest.MonkeyPatch) -
     assert err.value.message == "--runtime coreai needs coreai-torch, coreai-core, coreai-opt, which are not installed"
     assert err.value.hint is not None and err.value.hint.startswith("pip install 'mobilegen[coreai]'")
     assert err.value.exit_code == 2
+
+
+def test_registry_refuses_coreai_without_its_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--runtime coreai (mobilegen.backends): the converter missing, the host runtime present."""
+    import importlib.util
+
+    from mobilegen import backends
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name in ("coreai_torch", "coreai_opt") else object())
+    with pytest.raises(UsageError) as err:
+        backends.check_available(backends.get("coreai"))
+    assert str(err.value) == "--runtime coreai needs coreai-torch, coreai-opt, which are not installed"
+    assert err.value.hint is not None and err.value.hint.startswith("pip install 'mobilegen[coreai]'")
+
+
+def test_coreai_is_an_ios_runtime_beside_ort() -> None:
+    from mobilegen import backends
+
+    assert backends.parse_runtimes("ort,coreai", ["android", "ios"]) == ("ort", "coreai")
+    assert backends.for_platform(("ort", "coreai"), "ios").name == "coreai"
+    assert backends.for_platform(("ort", "coreai"), "android").name == "ort"
+    assert backends.by_suffix(".aimodel") is backends.get("coreai")
+    with pytest.raises(UsageError, match="Core AI runs on ios, this build is for android"):
+        backends.parse_runtimes("coreai", ["android"])

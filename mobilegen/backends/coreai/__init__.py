@@ -9,15 +9,39 @@ The packages are optional (``pip install mobilegen[coreai]``): nothing here impo
 
 from __future__ import annotations
 
-from mobilegen.backends.coreai.convert import CoreAIArtifact, to_coreai, to_coreai_int8
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mobilegen.backends.coreai import host
+from mobilegen.backends.coreai.convert import CoreAIArtifact, convert_module, to_coreai, to_coreai_int8
 from mobilegen.backends.coreai.deps import available, require
 from mobilegen.backends.coreai.stage import CoreAIBuild, build_coreai, int8_accuracy, verify_coreai
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from mobilegen.spec import IOSpec
+
+
+# The registry's contract (mobilegen.backends.BackendImpl).
+def convert(module: Any, example: Sequence[np.ndarray], out: Path, *, io: IOSpec, quantize_calibration: Sequence[Sequence[np.ndarray]] | None = None) -> Path:
+    """``module`` → the ``.aimodel`` folder ``out``, named as ``io`` (the registry passes it: ``named_io``)."""
+    return convert_module(module, example, out, io=io, quantize_calibration=quantize_calibration)
+
+
+def host_runner(path: Path) -> Callable[[dict[str, np.ndarray]], list[np.ndarray]]:
+    """One verification case on coreai-core's Linux CPU runtime (the gate's runner for ``.aimodel``)."""
+    return host.host_runner(path)
+
 
 __all__ = [
     "CoreAIArtifact",
     "CoreAIBuild",
     "available",
     "build_coreai",
+    "convert",
+    "host_runner",
     "int8_accuracy",
     "require",
     "to_coreai",

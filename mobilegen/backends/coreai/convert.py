@@ -70,10 +70,19 @@ def _dynamic_shapes(io: IOSpec) -> tuple[dict[int, Any], ...] | None:
     return shapes if any(shapes) else None
 
 
-def exported_program(loaded: LoadedModel, io: IOSpec, example: Mapping[str, np.ndarray]) -> Any:
-    """The model as a ``torch.export.ExportedProgram`` taking ``io.inputs`` in order."""
+def kind_of(module: Any) -> str:
+    """The LoadedModel kind a bare module stands for (the registry hands over the module alone)."""
     import torch
 
+    if isinstance(module, torch.export.ExportedProgram):
+        return "exported_program"
+    if isinstance(module, (torch.jit.ScriptModule, torch.jit.ScriptFunction)):
+        return "torchscript"
+    return "pickle"
+
+
+def exported_program(loaded: LoadedModel, io: IOSpec, example: Mapping[str, np.ndarray]) -> Any:
+    """The model as a ``torch.export.ExportedProgram`` taking ``io.inputs`` in order."""
     if loaded.kind in ("onnx", "ort"):
         raise UsageError(
             f"--runtime coreai converts from PyTorch, and {loaded.source.name} is an {loaded.kind.upper()} file",
@@ -84,19 +93,28 @@ def exported_program(loaded: LoadedModel, io: IOSpec, example: Mapping[str, np.n
             "--runtime coreai does not take --const inputs yet",
             hint="bind the constant inside the model's forward, or drop --runtime coreai",
         )
-    if loaded.kind == "exported_program":
-        return loaded.module
+    return program_of(loaded.module, loaded.kind, io, example, loaded.source.name)
+
+
+def program_of(module: Any, kind: str, io: IOSpec, example: Mapping[str, np.ndarray], name: str = "the model") -> Any:
+    """``module`` (of LoadedModel kind ``kind``) as an ExportedProgram: an .pt2's as it is, a TorchScript
+    module through TS2EPConverter, an ``nn.Module`` through non-strict ``torch.export`` with the named dims
+    dynamic."""
+    import torch
+
+    if kind == "exported_program":
+        return module
     args = _args(io, example)
     try:
         with quiet():
-            if loaded.kind == "torchscript":
+            if kind == "torchscript":
                 from torch._export.converter import TS2EPConverter
 
-                return TS2EPConverter(loaded.module, args).convert()
-            return torch.export.export(loaded.module.eval(), args, dynamic_shapes=_dynamic_shapes(io), strict=False)
+                return TS2EPConverter(module, args).convert()
+            return torch.export.export(module.eval(), args, dynamic_shapes=_dynamic_shapes(io), strict=False)
     except Exception as err:  # noqa: BLE001 — torch.export raises anything the model's code raises
         raise ConversionError(
-            f"torch.export cannot capture {loaded.source.name} for Core AI: {first_line(err)}",
+            f"torch.export cannot capture {name} for Core AI: {first_line(err)}",
             hint="Core AI converts a torch.export program: make forward exportable (no data-dependent Python control flow), "
             "or save it with torch.export.save and pass the .pt2",
         ) from err
@@ -149,26 +167,35 @@ def to_coreai_int8(
 ) -> CoreAIArtifact:
     """An int8 ``.aimodel`` through coreai-opt: ``w8`` (weights only; no calibration needed) or ``w8a8``
     (activations observed on ``calibration``, one case per element)."""
+    check_int8(mode, calibration)
+    t0 = time.perf_counter()
+    program = exported_program(loaded, io, example)
+    quantized = int8_program(program, io, example, calibration, mode)
+    return convert(quantized, io, out, variant=f"int8-{mode}", export_seconds=time.perf_counter() - t0)
+
+
+def check_int8(mode: str, calibration: Sequence[Mapping[str, np.ndarray]]) -> None:
     if mode not in INT8_MODES:
         raise UsageError(f"Core AI int8 mode {mode!r} is not one of {', '.join(INT8_MODES)}", hint="; ".join(f"{k}: {v}" for k, v in INT8_MODES.items()))
     if mode == "w8a8" and not calibration:
         raise UsageError("Core AI int8 w8a8 needs calibration samples", hint="pass --calibration, or use w8 (weights only)")
+
+
+def int8_program(program: Any, io: IOSpec, example: Mapping[str, np.ndarray], calibration: Sequence[Mapping[str, np.ndarray]], mode: str) -> Any:
+    """``program`` quantized by coreai-opt and exported again (with the same dynamic dims)."""
     import torch
 
-    opt = require("coreai-opt")["coreai-opt"]
+    require("coreai-opt")
     from coreai_opt.quantization import Quantizer, QuantizerConfig
 
-    del opt
-    t0 = time.perf_counter()
-    program = exported_program(loaded, io, example)
     args = _args(io, example)
     config = QuantizerConfig.presets.w8() if mode == "w8" else QuantizerConfig()
     try:
         with quiet(), torch.no_grad():
-            module = program.module()
-            if loaded.kind == "torchscript":
-                _conv2d_calls(module)
-            quantizer = Quantizer(module, config)
+            # (a TorchScript source's program calls aten.convolution / aten.batch_norm: W8 then leaves its size
+            # at ~0.99× — measured on mobilenet_tiny; rewriting them to conv2d made it 1.5× — while an .pt2 or
+            # nn.Module shrinks to ~0.26×: benchmarks/results/coreai.md)
+            quantizer = Quantizer(program.module(), config)
             dynamic = _dynamic_shapes(io)  # the int8 model takes the same dynamic dims as the fp32 one
             prepared = quantizer.prepare(args, dynamic_shapes=dynamic)
             if mode == "w8a8":
@@ -179,32 +206,27 @@ def to_coreai_int8(
             # prepare() works on the graph in training mode (coreai-opt re-enables .eval() on what finalize()
             # returns): without it BatchNorm stays a training op Core AI does not lower
             finalized.eval()
-            quantized = torch.export.export(finalized, args, dynamic_shapes=dynamic, strict=False)
+            return torch.export.export(finalized, args, dynamic_shapes=dynamic, strict=False)
     except Exception as err:  # noqa: BLE001 — coreai-opt and torch.export raise anything
         raise ConversionError(
             f"coreai-opt cannot quantize the model ({mode}): {first_line(err)}",
             hint="ship the fp32 .aimodel (drop the int8 request), or try the other mode",
         ) from err
-    return convert(quantized, io, out, variant=f"int8-{mode}", export_seconds=time.perf_counter() - t0)
 
 
-
-def _conv2d_calls(module: Any) -> None:
-    """TorchScript → ExportedProgram (TS2EPConverter) calls ``aten.convolution``, where ``torch.export`` of the
-    same module calls ``aten.conv2d``; coreai-opt annotates ``conv2d`` (measured: W8 left mobilenet_tiny at
-    0.99× its fp32 size). Each 2-D, non-transposed ``convolution`` becomes the ``conv2d`` it stands for."""
-    import torch
-
-    aten = torch.ops.aten
-    changed = False
-    for node in module.graph.nodes:
-        if node.op != "call_function" or node.target != aten.convolution.default or len(node.args) != 9:
-            continue
-        x, w, b, stride, padding, dilation, transposed, _output_padding, groups = node.args
-        if transposed or len(stride) != 2:
-            continue
-        node.target = aten.conv2d.default
-        node.args = (x, w, b, stride, padding, dilation, groups)
-        changed = True
-    if changed:
-        module.recompile()
+def convert_module(
+    module: Any, example: Sequence[np.ndarray], out: Path, *, io: IOSpec, quantize_calibration: Sequence[Sequence[np.ndarray]] | None = None
+) -> Path:
+    """The registry's entry (``mobilegen.backends.BackendImpl.convert``): the PyTorch ``module`` → ``out``
+    (.aimodel), its function's inputs and outputs named as ``io`` (the ONNX model's names). With
+    ``quantize_calibration`` (``--quantize int8``): coreai-opt W8A8 calibrated on those cases."""
+    names = [s.name for s in io.inputs]
+    first = dict(zip(names, example, strict=True))
+    kind = kind_of(module)
+    program = program_of(module, kind, io, first)
+    if quantize_calibration is not None:
+        cases = [dict(zip(names, c, strict=True)) for c in quantize_calibration]
+        check_int8("w8a8", cases)
+        program = int8_program(program, io, first, cases, "w8a8")
+    convert(program, io, out, variant="fp32" if quantize_calibration is None else "int8-w8a8")
+    return out

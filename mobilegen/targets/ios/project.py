@@ -382,6 +382,7 @@ class CoreAIModel:
 
 CORE_AI_FUNCTION = "main"  # the converted program's entry point (mobilegen.backends.coreai.facts.FUNCTION)
 _CORE_AI_INT = {"Int64": "Int32", "UInt64": "UInt32"}
+_CORE_AI_NARROWED = ("int64", "uint64")  # the dtypes Core AI takes as 32-bit (mobilegen.backends.coreai.facts.NARROWED)
 
 
 def _coreai_context(coreai: CoreAIModel | None, class_name: str, inputs: list[dict[str, Any]], outputs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -418,6 +419,8 @@ def render_ios(spec: ProjectSpec, opts: IosOptions, dest: Path, *, coreai: CoreA
         if not path.is_file():
             raise InternalError(f"the {label} file {path} does not exist", hint="this is a bug in the pipeline; please report it")
     sha = spec.model_link.sha256 if spec.model_link is not None else sha256_file(spec.model_file)  # hashed once
+    if coreai is None and spec.runtime == "coreai" and spec.runtime_model is not None:  # --runtime coreai (the build)
+        coreai = CoreAIModel(spec.runtime_model, tuple(t.name for t in spec.io.inputs if t.dtype in _CORE_AI_NARROWED))
     if coreai is not None and not coreai.folder.is_dir():
         raise InternalError(f"the Core AI model {coreai.folder} is not a folder", hint="this is a bug in the pipeline; please report it")
     context = ios_context(spec, opts, model_sha256=sha, coreai=coreai)
