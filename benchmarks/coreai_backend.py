@@ -11,8 +11,9 @@ For each model, saved as a user would hand it over:
 the steps a ``--runtime coreai`` build takes, in one process, one model at a time: mobilegen's load and ONNX
 export (the ORT build's model, whose I/O names and verification cases Core AI shares), the PyTorch reference on
 the verification cases, ``torch.export`` + ``coreai-torch`` → ``.aimodel``, the ``.aimodel`` on coreai-core's
-Linux CPU runtime through mobilegen's verification gate, then int8 (``coreai-opt`` W8: weights int8 per
-channel) through the int8 accuracy gate against the fp32 ``.aimodel`` (and the int8 model against PyTorch).
+Linux CPU runtime through mobilegen's verification gate, then int8 through ``coreai-opt``: W8 (weights int8 per
+channel) and W8A8 (weights and activations, calibrated on 8 samples: what ``--quantize int8`` builds), each
+through the int8 accuracy gate against the fp32 ``.aimodel`` (and against PyTorch).
 
 Prints one Markdown table and writes it to benchmarks/results/coreai.md with the date, versions and machine.
 Numbers are measured in this run; nothing is asserted. Needs the [coreai] extra (``make test-coreai``'s venv):
@@ -45,6 +46,7 @@ class Model:
     name: str
     note: str
     save: Callable[[Path], tuple[Path, tuple[str, ...], Path | None]]  # folder -> (model file, --input specs, --sample)
+    calibration: Callable[[], list[dict[str, np.ndarray]]]  # W8A8's calibration cases
 
 
 def _mobilenet(folder: Path) -> tuple[Path, tuple[str, ...], Path | None]:
@@ -69,10 +71,28 @@ def _minilm(folder: Path) -> tuple[Path, tuple[str, ...], Path | None]:
     return path, (), sample
 
 
+CALIBRATION = 8
+
+
+def _images(name: str, side: int) -> Callable[[], list[dict[str, np.ndarray]]]:
+    def make() -> list[dict[str, np.ndarray]]:
+        rng = np.random.default_rng(1)
+        return [{name: rng.standard_normal((1, 3, side, side)).astype(np.float32)} for _ in range(CALIBRATION)]
+
+    return make
+
+
+def _sentences() -> list[dict[str, np.ndarray]]:
+    import architectures as A
+
+    tokens = A._minilm_tokens(A.sentences()[4 : 4 + CALIBRATION])  # not the verification sentences
+    return [{k: v[i] for k, v in tokens.items()} for i in range(CALIBRATION)]
+
+
 MODELS = (
-    Model("mobilenet_tiny", "examples/mobilenet_tiny.pt: TorchScript, BatchNorm, 1×3×64×64", _mobilenet),
-    Model("ViT", "ViTForImageClassification config, 6 layers, hidden 192, 112×112, 100 classes, seeded weights; .pt2", _vit),
-    Model("MiniLM", "all-MiniLM-L6-v2 (real weights), int64 input_ids + attention_mask 1×64, 4 real sentences; .pt2", _minilm),
+    Model("mobilenet_tiny", "examples/mobilenet_tiny.pt: TorchScript, BatchNorm, 1×3×64×64", _mobilenet, _images("image", 64)),
+    Model("ViT", "ViTForImageClassification config, 6 layers, hidden 192, 112×112, 100 classes, seeded weights; .pt2", _vit, _images("pixel_values", 112)),
+    Model("MiniLM", "all-MiniLM-L6-v2 (real weights), int64 input_ids + attention_mask 1×64, 4 real sentences; .pt2", _minilm, _sentences),
 )
 
 
@@ -116,21 +136,21 @@ def run(model: Model, folder: Path, int8: bool) -> dict[str, Any]:
         return row
     from mobilegen.backends.coreai.convert import to_coreai_int8
 
-    try:
-        q = to_coreai_int8(loaded, onnx_model.io, expected.cases[0], [], folder / "model.int8.aimodel", mode="w8")
-    except MobilegenError as err:
-        row["int8_error"] = err.message
-        return row
-    acc = int8_accuracy(build.fp32, q, list(expected.cases), onnx_model.io, QuantizeOptions())
     names = [o.name for o in onnx_model.io.outputs]
-    got = run_cases(q.path, q.inputs, names, list(expected.cases))
-    vs_torch = [compare(n, e, g, options.atol, options.rtol) for out, exp in zip(got, expected.outputs, strict=True)
-                if not isinstance(out, Exception) for n, e, g in zip(names, exp, out, strict=True)]
-    row |= {
-        "int8_bytes": q.size, "int8_s": q.seconds, "int8_cosine": min(o.cosine for o in acc.outputs),
-        "int8_max_abs": max(o.max_abs for o in acc.outputs), "int8_passed": acc.passed,
-        "int8_torch_max_abs": max(v[0] for v in vs_torch), "int8_torch_cosine": min(v[2] for v in vs_torch),
-    }
+    for mode, calibration in (("w8", []), ("w8a8", model.calibration())):
+        try:
+            q = to_coreai_int8(loaded, onnx_model.io, expected.cases[0], calibration, folder / f"model.{mode}.aimodel", mode=mode)
+        except MobilegenError as err:
+            row[f"{mode}_error"] = err.message
+            continue
+        acc = int8_accuracy(build.fp32, q, list(expected.cases), onnx_model.io, QuantizeOptions())
+        got = run_cases(q.path, q.inputs, names, list(expected.cases))
+        vs_torch = [compare(n, e, g, options.atol, options.rtol) for out, exp in zip(got, expected.outputs, strict=True)
+                    if not isinstance(out, Exception) for n, e, g in zip(names, exp, out, strict=True)]
+        row[mode] = {
+            "bytes": q.size, "seconds": q.seconds, "cosine": min(o.cosine for o in acc.outputs), "max_abs": max(o.max_abs for o in acc.outputs),
+            "passed": acc.passed, "torch_max_abs": max(v[0] for v in vs_torch), "torch_cosine": min(v[2] for v in vs_torch),
+        }
     return row
 
 
@@ -141,20 +161,24 @@ def _versions() -> str:
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    head = ("| model | ONNX (ORT build) | .aimodel fp32 | export + convert | host parity vs PyTorch: max abs / min cosine (cases) | "
-            "int64 inputs given as int32 | int8 W8 .aimodel | W8 quantize + convert | W8 vs fp32 .aimodel: min cosine / max abs (gate) | W8 vs PyTorch: max abs / min cosine |")
-    lines = [head, "|" + "---|" * head.count(" | ") + "---|"]
+    head = ("| model | artifact | bytes | export + convert | vs PyTorch on the gate's cases: max abs / min cosine | "
+            "int8 vs the fp32 .aimodel (int8 accuracy gate): min cosine / max abs |")
+    lines = [head, "|---|---|---|---|---|---|"]
     for r in rows:
+        lines.append(f"| {r['model']} | ONNX (the ORT build's, for size) | {r['onnx_bytes']:,} | {r['onnx_s']:.1f} s (load + ONNX export) | | |")
         if "error" in r:
-            lines.append(f"| {r['model']} | {r['onnx_bytes']:,} B | ❌ {r['error']} |" + " |" * 7)
+            lines.append(f"| {r['model']} | .aimodel fp32 | ❌ {r['error']} | | | |")
             continue
-        parity = f"{r['max_abs']:.2e} / {r['cosine']:.9f} ({r['cases']}, {'passed' if r['passed'] else 'FAILED'})"
-        int8 = (" | ".join([f"{r['int8_bytes']:,} B ({r['int8_bytes'] / r['bytes']:.2f}×)", f"{r['int8_s']:.1f} s",
-                            f"{r['int8_cosine']:.6f} / {r['int8_max_abs']:.3g} ({'passed' if r['int8_passed'] else 'FAILED'})",
-                            f"{r['int8_torch_max_abs']:.3g} / {r['int8_torch_cosine']:.6f}"])
-                if "int8_bytes" in r else (f"❌ {r['int8_error']} | | |" if "int8_error" in r else "- | - | - | -"))
-        lines.append(f"| {r['model']} | {r['onnx_bytes']:,} B | {r['bytes']:,} B | {r['export_s']:.1f} + {r['convert_s']:.1f} s | "
-                     f"{parity} | {r['narrowed']} | {int8} |")
+        narrowed = f"; int32 inputs: {r['narrowed']}" if r["narrowed"] != "-" else ""
+        lines.append(f"| {r['model']} | .aimodel fp32 | {r['bytes']:,} | {r['export_s']:.1f} + {r['convert_s']:.1f} s | "
+                     f"{r['max_abs']:.2e} / {r['cosine']:.9f} ({r['cases']} cases, gate {'passed' if r['passed'] else 'FAILED'}{narrowed}) | |")
+        for mode, label in (("w8", "W8 (weights int8)"), ("w8a8", "W8A8 (`--quantize int8`)")):
+            if f"{mode}_error" in r:
+                lines.append(f"| {r['model']} | .aimodel {label} | ❌ {r[mode + '_error']} | | | |")
+            elif mode in r:
+                q = r[mode]
+                lines.append(f"| {r['model']} | .aimodel {label} | {q['bytes']:,} ({q['bytes'] / r['bytes']:.2f}×) | {q['seconds']:.1f} s (coreai-opt + convert) | "
+                             f"{q['torch_max_abs']:.3g} / {q['torch_cosine']:.6f} | {q['cosine']:.6f} / {q['max_abs']:.3g} ({'passed' if q['passed'] else 'FAILED'}) |")
     lines.append("")
     lines += [f"- **{r['model']}**: {r['note']}" for r in rows]
     return "\n".join(lines)

@@ -124,7 +124,9 @@ BUILTIN: tuple[Backend, ...] = (
         host_requires=(Requirement("coreai", "coreai-core"),),
         needs_pytorch=True,
         task_api=False,
-        quantize_modes=("int8",),
+        # coreai-opt int8 (W8 / W8A8) is there (mobilegen.backends.coreai.convert, judged by the int8 accuracy gate),
+        # but this build stage converts fp32 only: --quantize with --runtime coreai is refused until it calls it
+        quantize_modes=(),
         named_io=True,
         beside_ort=True,
         note="coreai-torch → .aimodel; AIModel on iOS / macOS 27+, the ORT build below 27 (chosen at run time)",

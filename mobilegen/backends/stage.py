@@ -57,7 +57,8 @@ def check_options(opts: BuildOptions) -> None:
         if opts.task is not None and not b.task_api:
             raise UsageError(f"--runtime {b.name} has no --task API yet: its wrapper takes the model's tensors", hint=f"drop --task, or build {b.display_name} in a run of its own without it")
         if opts.quantize is not None and opts.quantize.mode is not None and opts.quantize.mode not in b.quantize_modes:
-            raise UsageError(f"--runtime {b.name} has no --quantize {opts.quantize.mode}", hint=f"use --quantize {' or '.join(b.quantize_modes)}, or drop --quantize")
+            modes = f"use --quantize {' or '.join(b.quantize_modes)}, or drop --quantize" if b.quantize_modes else f"drop --quantize (the build ships {b.display_name}'s fp32 model)"
+            raise UsageError(f"--runtime {b.name} has no --quantize {opts.quantize.mode}", hint=modes)
         if opts.model_opts.consts:
             raise UsageError(f"--runtime {b.name} does not take --const yet", hint="drop --const (or bind the value in the model's forward)")
 

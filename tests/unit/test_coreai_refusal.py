@@ -50,3 +50,22 @@ def test_coreai_is_an_ios_runtime_beside_ort() -> None:
     assert backends.by_suffix(".aimodel") is backends.get("coreai")
     with pytest.raises(UsageError, match="Core AI runs on ios, this build is for android"):
         backends.parse_runtimes("coreai", ["android"])
+
+
+def test_quantize_with_coreai_is_refused_before_any_work(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    import importlib.util
+
+    from mobilegen import backends
+    from mobilegen.backends import stage
+    from mobilegen.options import BuildOptions
+    from mobilegen.quantize.options import QuantizeOptions
+    from mobilegen.targets.ios.project import IosOptions
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object())  # the extra "installed"
+    opts = BuildOptions(model=tmp_path / "m.pt", out=tmp_path / "o", targets={"ios": IosOptions()}, runtimes=("ort", "coreai"),
+                        quantize=QuantizeOptions(mode="int8"))
+    with pytest.raises(UsageError) as err:
+        stage.check_options(opts)
+    assert str(err.value) == "--runtime coreai has no --quantize int8"
+    assert err.value.hint == "drop --quantize (the build ships Core AI's fp32 model)"
+    assert backends.get("coreai").quantize_modes == ()

@@ -243,3 +243,23 @@ def test_narrowed_inputs_keep_int64_in_the_api(packages: dict[str, tuple[Path, s
     assert "public var tokens: [Int64]" in wrapper
     assert "Self.narrowed(input.tokens, name:" in core and "Int32(exactly: value)" in core
     assert "Self.read(array1, as: Int32.self).map { Int64($0) }" in core  # an int64 output comes back as Int64
+
+
+def test_ort_symbols_still_the_listed_ones(packages: dict[str, tuple[Path, str]]) -> None:
+    """The ORT side of a Core AI package passes the ORT symbol gate (tests/unit/test_ios_ort_symbols.py);
+    the Core AI file is this module's to check."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("ort_symbols", Path(__file__).with_name("test_ios_ort_symbols.py"))
+    assert spec is not None and spec.loader is not None
+    ort_symbols = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ort_symbols)
+    sources = {
+        f"{label}/{p.relative_to(dest).as_posix()}": p.read_text(encoding="utf-8")
+        for label, (dest, _) in packages.items()
+        for p in sorted(dest.rglob("*.swift"))
+        if not p.name.endswith("+CoreAI.swift")
+    }
+    # the blocking prediction(input:) of a Core AI instance: Task.detached, DispatchSemaphore signal()/wait()
+    ort_symbols.KNOWN_METHODS = ort_symbols.KNOWN_METHODS | {"detached", "signal", "wait"}
+    assert ort_symbols.scan(sources) == []
