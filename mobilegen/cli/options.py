@@ -49,7 +49,7 @@ RuntimeOpt = Annotated[
     typer.Option(
         "--runtime",
         metavar="NAME[,NAME]",
-        help="Inference runtime of the generated wrapper: ort (ONNX Runtime, default), litert (Android, pip install 'mobilegen[litert]'); comma-separated for package.",
+        help="Inference runtime of the generated wrapper: ort (ONNX Runtime, default), litert (Android, pip install 'mobilegen[litert]'), coreai (iOS 27+ beside the ORT build, pip install 'mobilegen[coreai]'); comma-separated for package.",
     ),
 ]
 OrtVersionOpt = Annotated[str | None, typer.Option("--ort-version", metavar="VERSION", help="Pin another published ONNX Runtime mobile version (checked against what the model needs).")]
