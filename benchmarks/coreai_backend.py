@@ -12,7 +12,7 @@ the steps a ``--runtime coreai`` build takes, in one process, one model at a tim
 export (the ORT build's model, whose I/O names and verification cases Core AI shares), the PyTorch reference on
 the verification cases, ``torch.export`` + ``coreai-torch`` → ``.aimodel``, the ``.aimodel`` on coreai-core's
 Linux CPU runtime through mobilegen's verification gate, then int8 through ``coreai-opt``: W8 (weights int8 per
-channel) and W8A8 (weights and activations, calibrated on 8 samples: what ``--quantize int8`` builds), each
+channel: what the registry's int8 builds) and W8A8 (weights and activations, calibrated on 8 samples), each
 through the int8 accuracy gate against the fp32 ``.aimodel`` (and against PyTorch).
 
 Prints one Markdown table and writes it to benchmarks/results/coreai.md with the date, versions and machine.
@@ -172,7 +172,7 @@ def table(rows: list[dict[str, Any]]) -> str:
         narrowed = f"; int32 inputs: {r['narrowed']}" if r["narrowed"] != "-" else ""
         lines.append(f"| {r['model']} | .aimodel fp32 | {r['bytes']:,} | {r['export_s']:.1f} + {r['convert_s']:.1f} s | "
                      f"{r['max_abs']:.2e} / {r['cosine']:.9f} ({r['cases']} cases, gate {'passed' if r['passed'] else 'FAILED'}{narrowed}) | |")
-        for mode, label in (("w8", "W8 (weights int8)"), ("w8a8", "W8A8 (`--quantize int8`)")):
+        for mode, label in (("w8", "W8 (weights int8: the registry's int8)"), ("w8a8", "W8A8 (calibrated on 8 samples)")):
             if f"{mode}_error" in r:
                 lines.append(f"| {r['model']} | .aimodel {label} | ❌ {r[mode + '_error']} | | | |")
             elif mode in r:
