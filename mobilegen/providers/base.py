@@ -318,6 +318,51 @@ class ExecutionProvider:
         """The runtime build an app on ``platform`` needs for this provider (None: the platform's own)."""
         return next((a for a in self.runtime_artifacts if a.platform == platform), None)
 
+    # --- targets: the provider's part of a target's project, read from the target's options ---------------
+    # ``opts`` is the target's options object (``AndroidOptions``); the provider reads its own
+    # :attr:`target_flags` from it as attributes. Targets call these for every provider of their platform, in
+    # registry order, and never ask which provider they run.
+
+    def chosen_on(self, platform: str, opts: Any) -> bool:
+        """Whether the options turn the provider on: the boolean option named after it (``--nnapi``)."""
+        return getattr(opts, self.name, False) is True
+
+    def target_settings(self, platform: str, opts: Any, *, static: bool) -> dict[str, SettingValue | None]:
+        """The settings (besides ``ort_version``) its coverage analysis gets for the target (``static``:
+        every input dim of the model is fixed)."""
+        return {}
+
+    def target_problems(self, platform: str, opts: Any) -> tuple[list[str], list[str]]:
+        """What is wrong with its options (each problem names its flag), and hints what to do about them."""
+        return [], []
+
+    def target_context(self, platform: str, opts: Any) -> dict[str, Any]:
+        """Its variables of the target's render context (its template fragments read them); by default
+        whether it is on, under its name."""
+        return {self.name: self.chosen_on(platform, opts)}
+
+    def target_label(self, platform: str, opts: Any) -> str:
+        """How the generated README names it, with its options, when it is on."""
+        return self.display_name
+
+    def target_record(self, platform: str, opts: Any) -> dict[str, Any]:
+        """Its options as the manifest's ``options.<target>`` records them; by default whether it is on."""
+        return {self.name: self.chosen_on(platform, opts)}
+
+    def target_notices(self, platform: str, opts: Any) -> tuple[Notice, ...]:
+        """What it says about the target's options wherever the target is built."""
+        return ()
+
+    def fp16_reason(self, platform: str, opts: Any) -> str:
+        """Why the target's accelerated configuration computes float models in float16 on the device with
+        these options (one README sentence, without the tolerance); "" when it does not."""
+        return ""
+
+    def float32_reason(self, platform: str, opts: Any) -> str:
+        """Why it keeps the accelerated configuration in float32 (one README sentence), when it is the one
+        that decides it; "" leaves the target's own sentence."""
+        return ""
+
     # --- benchmarks -----------------------------------------------------------------------------------
 
     def host_session(self) -> HostSession | None:

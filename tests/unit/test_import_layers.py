@@ -66,7 +66,7 @@ KNOWN_CYCLES: dict[frozenset[str], str] = {
         "coreml": ("", ".releases", ".rules", ".shape_ops", ".table"),
         "nnapi": ("", ".qdq", ".rules", ".table"),
         "xnnpack": ("", ".qdq", ".rules", ".table"),
-        "qnn": ("", ".recipe", ".table", ".units"),
+        "qnn": ("", ".android", ".recipe", ".table", ".units"),
     }.items()
 }
 KNOWN_CYCLES[frozenset({"mobilegen.tasks.text.reference", "mobilegen.tasks.text.spec"})] = (

@@ -9,7 +9,7 @@ trivial ops (:func:`~mobilegen.providers.coreml.releases.trivial_partition`, the
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mobilegen.providers.base import ExecutionProvider, Reason, Setting, SettingValue, TargetFlag
 
@@ -80,6 +80,36 @@ class CoreML(ExecutionProvider):
         from mobilegen.providers.coreml import recipe
 
         return recipe.recipe(mode)
+
+    # --- the iOS project (mobilegen.providers.coreml.ios) ------------------------------------------------
+
+    def target_settings(self, platform: str, opts: Any, *, static: bool) -> dict[str, SettingValue | None]:
+        return {"coreml_format": opts.coreml_format, "require_static_shapes": static}
+
+    def target_problems(self, platform: str, opts: Any) -> tuple[list[str], list[str]]:
+        from mobilegen.providers.coreml import ios
+
+        return ios.problems(opts)
+
+    def target_context(self, platform: str, opts: Any) -> dict[str, Any]:
+        from mobilegen.providers.coreml import ios
+
+        return ios.context(opts)
+
+    def target_record(self, platform: str, opts: Any) -> dict[str, Any]:
+        from mobilegen.providers.coreml import ios
+
+        return ios.record(opts)
+
+    def fp16_reason(self, platform: str, opts: Any) -> str:
+        from mobilegen.providers.coreml import ios
+
+        return ios.fp16_reason(opts)
+
+    def float32_reason(self, platform: str, opts: Any) -> str:
+        from mobilegen.providers.coreml import ios
+
+        return ios.float32_reason(opts)
 
 
 PROVIDER = CoreML(

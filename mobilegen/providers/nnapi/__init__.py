@@ -7,7 +7,7 @@ The per-node rules are in :mod:`~mobilegen.providers.nnapi.table` and
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mobilegen.notices import NNAPI_DEPRECATED
 from mobilegen.providers.base import (
@@ -177,6 +177,36 @@ class Nnapi(ExecutionProvider):
         from mobilegen.providers.nnapi.recipe import preprocess
 
         return preprocess(model, work, recipe)
+
+    # --- the Android project (mobilegen.providers.nnapi.android) ------------------------------------------
+
+    def target_settings(self, platform: str, opts: Any, *, static: bool) -> dict[str, SettingValue | None]:
+        return {"android_api": opts.android_api}
+
+    def target_problems(self, platform: str, opts: Any) -> tuple[list[str], list[str]]:
+        from mobilegen.providers.nnapi import android
+
+        return android.problems(opts)
+
+    def target_context(self, platform: str, opts: Any) -> dict[str, Any]:
+        from mobilegen.providers.nnapi import android
+
+        return android.context(opts)
+
+    def target_label(self, platform: str, opts: Any) -> str:
+        from mobilegen.providers.nnapi import android
+
+        return android.label(opts)
+
+    def target_record(self, platform: str, opts: Any) -> dict[str, Any]:
+        from mobilegen.providers.nnapi import android
+
+        return android.record(opts)
+
+    def fp16_reason(self, platform: str, opts: Any) -> str:
+        from mobilegen.providers.nnapi import android
+
+        return android.fp16_reason(opts)
 
     def report_settings(self, values: Mapping[str, SettingValue]) -> dict[str, object]:
         # NNAPI always needs fixed shapes: recorded, so reports of different EPs read the same way.
