@@ -145,6 +145,16 @@ class TargetFlag:
         return value is not None and value is not False and value != "" and value != self.default
 
 
+def option_value(opts: Any, name: str, default: object = None) -> Any:
+    """A target option a provider's :class:`TargetFlag` sets: the options object's attribute of that name
+    (a built-in provider's: ``AndroidOptions.nnapi``), else its entry in the options'
+    ``provider_options`` (a plug-in provider's, which the target's options class does not declare), else
+    ``default``."""
+    if hasattr(opts, name):
+        return getattr(opts, name)
+    return dict(getattr(opts, "provider_options", None) or {}).get(name, default)
+
+
 def _known_release(version: str) -> None:
     from mobilegen.runtimes import rules_release
 
@@ -325,7 +335,7 @@ class ExecutionProvider:
 
     def chosen_on(self, platform: str, opts: Any) -> bool:
         """Whether the options turn the provider on: the boolean option named after it (``--nnapi``)."""
-        return getattr(opts, self.name, False) is True
+        return option_value(opts, self.name, False) is True
 
     def target_settings(self, platform: str, opts: Any, *, static: bool) -> dict[str, SettingValue | None]:
         """The settings (besides ``ort_version``) its coverage analysis gets for the target (``static``:
@@ -346,8 +356,13 @@ class ExecutionProvider:
         return self.display_name
 
     def target_record(self, platform: str, opts: Any) -> dict[str, Any]:
-        """Its options as the manifest's ``options.<target>`` records them; by default whether it is on."""
-        return {self.name: self.chosen_on(platform, opts)}
+        """Its options as the manifest's ``options.<target>`` records them; by default the value of each
+        of its target flags for ``platform``'s targets (whether it is on, under its name)."""
+        out: dict[str, Any] = {self.name: self.chosen_on(platform, opts)}
+        for f in self.target_flags:
+            if f.name != self.name:
+                out[f.name] = option_value(opts, f.name, f.default)
+        return out
 
     def target_notices(self, platform: str, opts: Any) -> tuple[Notice, ...]:
         """What it says about the target's options wherever the target is built."""
@@ -364,6 +379,11 @@ class ExecutionProvider:
         return ""
 
     # --- benchmarks -----------------------------------------------------------------------------------
+
+    def bench_configs(self, platform: str) -> tuple[str, ...]:
+        """The device benchmark's configurations of it on ``platform`` (their names, which its template
+        fragments ``<platform>/bench_configs.*`` define); () = none."""
+        return ()
 
     def host_session(self) -> HostSession | None:
         """How ``mobilegen bench`` runs the provider here (None: on the device only)."""

@@ -43,6 +43,11 @@ def problems(platform: str, opts: Any) -> tuple[list[str], list[str]]:
     """Every provider's problems with the options and its hints, in registry order."""
     details: list[str] = []
     hints: list[str] = []
+    declared = {f.name for p in providers.on_platform(platform) for f in p.target_flags}
+    unknown = sorted(set(getattr(opts, "provider_options", None) or {}) - declared)
+    if unknown:
+        details.append(f"provider_options: {', '.join(unknown)} {'is not an option' if len(unknown) == 1 else 'are not options'} of any {platform} provider")
+        hints.append("the providers' target flags are: " + (", ".join(sorted(declared)) or "none"))
     for p in providers.on_platform(platform):
         d, h = p.target_problems(platform, opts)
         details += d

@@ -213,6 +213,9 @@ class Nnapi(ExecutionProvider):
         return {**super().report_settings(values), "require_static_shapes": True}
 
 
+    def bench_configs(self, platform: str) -> tuple[str, ...]:
+        return ("nnapi", "nnapi-fp16", "nnapi-no-cpu") if platform == "android" else ()
+
 PROVIDER = Nnapi(
     name="nnapi",
     display_name=DISPLAY_NAME,

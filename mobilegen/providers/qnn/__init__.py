@@ -290,6 +290,9 @@ class Qnn(ExecutionProvider):
         return True
 
 
+    def bench_configs(self, platform: str) -> tuple[str, ...]:
+        return ("qnn", "qnn-no-cpu") if platform == "android" else ()
+
 PROVIDER = Qnn(
     name="qnn",
     display_name=DISPLAY_NAME,

@@ -49,7 +49,7 @@ def notices(opts: Any) -> tuple[Notice, ...]:
     from mobilegen import providers
     from mobilegen.notices import Notice  # noqa: F811 (at run time; the annotation's import is TYPE_CHECKING only)
 
-    others = [p for p in providers.on_platform("android") if p.name not in AAR.providers and getattr(opts, p.name, False) is True]
+    others = [p for p in providers.on_platform("android") if p.name not in AAR.providers and p.chosen_on("android", opts)]
     if not opts.qnn or not others:
         return ()
     names = [p.display_name for p in others]

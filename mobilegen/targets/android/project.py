@@ -10,10 +10,12 @@ from __future__ import annotations
 import math
 import re
 import shutil
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from mobilegen import providers
 from mobilegen.artifacts import ProjectSpec
 from mobilegen.errors import InternalError, UsageError
 from mobilegen.render import input_contract as ic
@@ -175,6 +177,8 @@ class AndroidOptions:
     maven_group: str | None = None  # --maven-group: the AAR publication's groupId (None: the Kotlin package)
     maven_artifact: str | None = None  # --maven-artifact: its artifactId (None: the library module's name)
     lib_version: str | None = None  # --lib-version: the publication's version (None: mobilegen.render.library.DEFAULT_VERSION)
+    # The target flags of plug-in providers (their TargetFlag name -> value), which no field above declares.
+    provider_options: Mapping[str, Any] = field(default_factory=dict)
 
 
 def validate_android_options(opts: AndroidOptions) -> None:
@@ -418,6 +422,10 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
         "bench_configs": runtime.bench_configs(opts),
         # the benchmark's "default" configuration: create() with default Options (mobilegen.targets.defaults)
         "bench_default": list(runtime.shipped_default(opts)),
+        # the same chain with each provider's Kotlin enum entry; its pieces are templates/providers/<name>/android/bench_*
+        "bench_default_chain": [_bench_entry(providers.get(n)) for n in runtime.shipped_default(opts)],
+        "bench_providers": [_bench_entry(p) for p in runtime.bench_providers(opts)],  # the runtime's, registry order
+        "bench_alternatives": [_bench_entry(p) for p in runtime.bench_alternatives(opts)],  # BenchConfigs.ALL's order
         "bench_image_sizes": [list(s) for s in BENCH_IMAGE_SIZES],
         "bench_preprocess_max_runs": BENCH_PREPROCESS_MAX_RUNS,
         "bench_preprocess_max_warmup": BENCH_PREPROCESS_MAX_WARMUP,
@@ -433,6 +441,11 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
         "coverage": coverage_rows(spec.coverage),
         "notes": [md_escape(n) for n in spec.notes],
     }
+
+
+def _bench_entry(p: providers.ExecutionProvider) -> dict[str, str]:
+    """A provider as bench/ModelBenchmark.kt names it: its Kotlin constant (``enum``) of ORT's name."""
+    return {"name": p.name, "enum": p.display_name.upper(), "ort_name": p.ort_name}
 
 
 def model_pin(spec: ProjectSpec, opts: AndroidOptions) -> str:

@@ -20,18 +20,11 @@ PLATFORM = "android"
 CHANNEL = "maven"
 ORT_ARTIFACT = "com.microsoft.onnxruntime:onnxruntime-android"
 
-# The benchmark's alternative configurations per provider, in the order of bench/ModelBenchmark.kt's
-# BenchConfigs.ALL (after "default", the shipped configuration, and cpu). A provider not listed has none there.
-BENCH_CONFIGS: dict[str, tuple[str, ...]] = {
-    "xnnpack": ("xnnpack",),
-    "nnapi": ("nnapi", "nnapi-fp16", "nnapi-no-cpu"),
-    "qnn": ("qnn", "qnn-no-cpu"),
-}
 
 
 def chosen(opts: AndroidOptions) -> tuple[ExecutionProvider, ...]:
     """The Android providers the options turn on, in registry order."""
-    return tuple(p for p in providers.on_platform(PLATFORM) if getattr(opts, p.name, False) is True)
+    return tuple(p for p in providers.on_platform(PLATFORM) if p.chosen_on(PLATFORM, opts))
 
 
 def own_build(opts: AndroidOptions) -> RuntimeArtifact | None:
@@ -61,10 +54,21 @@ def aar_providers(opts: AndroidOptions) -> tuple[str, ...]:
     return tuple(p.name for p in providers.on_platform(PLATFORM) if p.runtime_artifact(PLATFORM) is None)
 
 
+def bench_providers(opts: AndroidOptions) -> list[ExecutionProvider]:
+    """The providers the package's runtime has, in registry order (bench/ModelBenchmark.kt's constants)."""
+    has = aar_providers(opts)
+    return [p for p in providers.on_platform(PLATFORM) if p.name in has]
+
+
+def bench_alternatives(opts: AndroidOptions) -> list[ExecutionProvider]:
+    """The same providers in the order of their configurations in BenchConfigs.ALL: reverse chain order
+    (CPU kernels first, the NPU last)."""
+    return sorted(bench_providers(opts), key=lambda p: -p.rank)
+
+
 def bench_configs(opts: AndroidOptions) -> list[str]:
     """The benchmark configurations the package's runtime can run, in BenchConfigs.ALL's order."""
-    has = aar_providers(opts)
-    return [DEFAULT_CONFIG, "cpu"] + [name for ep, names in BENCH_CONFIGS.items() if ep in has for name in names]
+    return [DEFAULT_CONFIG, "cpu"] + [name for p in bench_alternatives(opts) for name in p.bench_configs(PLATFORM)]
 
 
 def shipped_default(opts: AndroidOptions) -> tuple[str, ...]:

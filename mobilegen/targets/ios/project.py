@@ -15,7 +15,8 @@ from __future__ import annotations
 import math
 import re
 import shutil
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -111,6 +112,8 @@ class IosOptions:
     ort_version: str | None = None
     xnnpack: bool = False  # append ORT's XNNPACK provider (Objective-C ORTXnnpackExecutionProviderOptions)
     lib_version: str | None = None  # --lib-version: the package's release tag (None: mobilegen.render.library.DEFAULT_VERSION)
+    # The target flags of plug-in providers (their TargetFlag name -> value), which no field above declares.
+    provider_options: Mapping[str, Any] = field(default_factory=dict)
 
 
 def validate_ios_options(opts: IosOptions) -> IosOptions:
