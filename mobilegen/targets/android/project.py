@@ -430,6 +430,8 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
         "bench_preprocess_max_runs": BENCH_PREPROCESS_MAX_RUNS,
         "bench_preprocess_max_warmup": BENCH_PREPROCESS_MAX_WARMUP,
         "android_providers": template_providers("android", "add_provider.kt.jinja"),  # templates/providers/<name>/android/
+        # those create() plans into its chain (Options.use<Name>): with a plan fragment too (mobilegen.targets.defaults)
+        "android_planned": template_providers("android", "plan.kt.jinja"),
         "ort_released": md_escape(release.released or "date unknown"),
         "toolchain": dict(TOOLCHAIN),
         "gradle_wrapper_command": toolchains.gradle_wrapper_command(),

@@ -298,6 +298,7 @@ def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str) -> di
         "accel_tolerance_reason": _tolerance_reason(spec, opts),
         **provider_setup.context(PLATFORM, opts),  # each provider's variables (mobilegen.providers.<name>.ios)
         "ios_providers": template_providers("ios", "append_provider.swift.jinja"),  # templates/providers/<name>/ios/
+        "ios_planned": template_providers("ios", "plan.swift.jinja"),  # those init() plans into its chain
         # the benchmark's "default" configuration: init() with the default Configuration (mobilegen.targets.defaults)
         "bench_default": [p.name for p in default_chain("ios", option_flags(opts))],
         "bench_image_sizes": [list(s) for s in BENCH_IMAGE_SIZES],
