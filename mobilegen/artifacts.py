@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mobilegen.infra.json_types import JSONValue as JSONValue  # what the manifest can hold
 from mobilegen.spec import IOSpec, TensorSpec
 
 if TYPE_CHECKING:
@@ -14,11 +15,9 @@ if TYPE_CHECKING:
 
     from mobilegen.coverage.model import CoverageReport
     from mobilegen.export.const_inputs import BoundConst
-    from mobilegen.quantize.stage import QuantizationRecord
+    from mobilegen.quantize.records import QuantizationRecord
     from mobilegen.tasks.spec import TaskSpec
 
-# What the manifest can hold.
-JSONValue = str | int | float | bool | None | list["JSONValue"] | dict[str, "JSONValue"]
 
 if TYPE_CHECKING:
     from mobilegen.notices import Notice
@@ -130,13 +129,6 @@ class OrtModel:
     converter_version: str  # onnxruntime version that wrote it
     max_opset: int  # highest ai.onnx since_version any node needs
     sha256: str = ""  # of the file at ``path``, when the conversion wrote it ("": not known)
-
-
-# Shown wherever NNAPI is chosen (CLI, project READMEs, report).
-NNAPI_DEPRECATION = (
-    "NNAPI is deprecated as of Android 15 (API 35): it keeps working on current devices, but vendors no "
-    "longer improve their drivers; keep the CPU/XNNPACK path tested too."
-)
 
 
 # Float16 keeps ~3 significant decimal digits: the floor of the accelerated tolerances when an
@@ -252,7 +244,7 @@ class ShippedModel:
     onnx: OnnxModel
     ort: OrtModel | None = None  # None until converted
     fixes: tuple[AppliedFix, ...] = ()  # the passes applied to it, in order
-    # --quantize: what it did to this model (mobilegen.quantize.stage.QuantizationRecord), None without it
+    # --quantize: what it did to this model (mobilegen.quantize.records.QuantizationRecord), None without it
     quantization: QuantizationRecord | None = None
     golden: str = "golden"  # package folder of the golden vectors it reproduces (golden/<target> for its own)
 

@@ -1,6 +1,6 @@
 """Every warning a build gives, as typed :class:`Notice` objects computed once.
 
-The pipeline collects them as the build goes (:func:`export_notices`, :data:`NNAPI_DEPRECATED`,
+The pipeline collects them as the build goes (:func:`export_notices`, a provider's own notices,
 :func:`dims_fixed`, :func:`coverage_notices`) and finishes the list with :func:`collect`, which adds the
 facts read off the finished result. ``BuildResult.warnings`` holds that one list; the CLI, the project
 READMEs, the package README, the report and the manifest all read it and nothing re-derives a warning
@@ -19,12 +19,10 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal, TypeVar
 
 from mobilegen import providers
-from mobilegen.artifacts import NNAPI_DEPRECATION
 
 if TYPE_CHECKING:
     from mobilegen.artifacts import LoadedModel, OnnxModel
     from mobilegen.coverage.model import CoverageReport
-    from mobilegen.options import BuildOptions
 
 Severity = Literal["warning", "severe"]
 Scope = Literal["build", "package"]
@@ -41,9 +39,6 @@ class Notice:
     text: str
     scope: Scope = "build"
     subject: str = ""  # what it is about when a code repeats: an EP label, an input name
-
-
-NNAPI_DEPRECATED = Notice("nnapi-deprecated", "warning", NNAPI_DEPRECATION)
 
 
 def texts(notices: Iterable[Notice]) -> list[str]:
@@ -154,12 +149,6 @@ def collect(
 def _exporter_fallback(onnx_model: OnnxModel, reason: str, scope: Scope) -> Notice:
     text = f"ONNX export fell back to the {onnx_model.exporter} exporter: {reason}"
     return Notice("exporter-fallback", "warning", text, scope)
-
-
-def from_export(loaded: LoadedModel, exported: OnnxModel, opts: BuildOptions) -> list[Notice]:
-    """:func:`export_notices` for a build's options."""
-    named_by_task = opts.task is not None and bool(opts.task.output_names)
-    return export_notices(loaded, exported, output_names_given=bool(opts.model_opts.output_names), task_names_outputs=named_by_task)
 
 
 def finish(notices: list[Notice], onnx_model: OnnxModel, coverage: Sequence[CoverageReport], loaded: LoadedModel) -> tuple[Notice, ...]:

@@ -20,14 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mobilegen.errors import InternalError, UsageError
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from mobilegen.coverage.analyze import WhatIf
+    from mobilegen.coverage.graph import GraphInfo
     from mobilegen.coverage.partition import Support
     from mobilegen.coverage.rules import EPTable
     from mobilegen.coverage.target import EPTarget
@@ -56,6 +56,21 @@ class Reason:
 
     def to_dict(self) -> dict[str, object]:
         return {"rule": self.rule or None, "category": self.category, "text": self.text, "min_api": self.min_api}
+
+
+class WhatIf(Protocol):
+    """What a provider's :meth:`~ExecutionProvider.suggest` hook may ask of the analysis (which implements
+    it: ``mobilegen.coverage.analyze``): each node's rule reasons, and what taking more nodes would change."""
+
+    @property
+    def graph(self) -> GraphInfo: ...
+
+    @property
+    def rule_reasons(self) -> Sequence[Sequence[Reason]]: ...
+
+    def change_if_taken(self, nodes: Sequence[bool]) -> str | None:
+        """How the partitions would change if the rules also took the marked nodes, when that is an
+        improvement; None when it is not."""
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,9 @@ import pytest
 from package_fixtures import build_package, make_build
 from rich.console import Console
 
-from mobilegen.artifacts import NNAPI_DEPRECATION, BuildResult, LoadedModel, OnnxModel
+from mobilegen.artifacts import BuildResult, LoadedModel, OnnxModel
 from mobilegen.coverage.model import CoverageReport, NodeVerdict
 from mobilegen.notices import (
-    NNAPI_DEPRECATED,
     Notice,
     build_notices,
     collect,
@@ -23,6 +22,8 @@ from mobilegen.notices import (
     export_notices,
     texts,
 )
+from mobilegen.providers.nnapi import DEPRECATED as NNAPI_DEPRECATED
+from mobilegen.providers.nnapi import DEPRECATION as NNAPI_DEPRECATION
 from mobilegen.spec import IOSpec, TensorSpec
 
 IO = IOSpec(inputs=(TensorSpec("x", "float32", (1, 4)),), outputs=(TensorSpec("logits", "float32", (1, 4)),))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
-from mobilegen.notices import NNAPI_DEPRECATED
+from mobilegen.notices import Notice
 from mobilegen.providers.base import (
     API,
     DYNAMIC,
@@ -20,19 +20,25 @@ from mobilegen.providers.base import (
     Setting,
     SettingValue,
     TargetFlag,
+    WhatIf,
 )
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from pathlib import Path
 
-    from mobilegen.coverage.analyze import WhatIf
     from mobilegen.coverage.partition import Support
     from mobilegen.coverage.rules import EPTable
     from mobilegen.coverage.target import EPTarget
     from mobilegen.providers.quantization import QuantizeMode, Recipe, Refusal
 
 DISPLAY_NAME = "NNAPI"
+# Shown wherever NNAPI is chosen (CLI, project READMEs, report).
+DEPRECATION = (
+    "NNAPI is deprecated as of Android 15 (API 35): it keeps working on current devices, but vendors no "
+    "longer improve their drivers; keep the CPU/XNNPACK path tested too."
+)
+DEPRECATED = Notice("nnapi-deprecated", "warning", DEPRECATION)
 MIN_API = 27  # ORT_NNAPI_MIN_API_LEVEL: below it GetCapability takes nothing
 MAX_API = 36  # Android 16; NNAPI is deprecated from 35 on but still present
 # ORT_NNAPI_MAX_SUPPORTED_API_LEVEL: what GetCapability assumes off-device. The default, so results compare
@@ -224,7 +230,7 @@ PROVIDER = Nnapi(
     rank=20,
     settings=SETTINGS,
     target_flags=TARGET_FLAGS,
-    notices=(NNAPI_DEPRECATED,),
+    notices=(DEPRECATED,),
     severe_if_none_taken=True,
     fixes=FIXES,
     # NNAPI wants Softmax/Sigmoid outputs at scale 1/256, zero point 0 (softmax_op_builder.cc), while

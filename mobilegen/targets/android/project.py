@@ -10,8 +10,7 @@ from __future__ import annotations
 import math
 import re
 import shutil
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -28,6 +27,7 @@ from mobilegen.runtimes import RuntimeRelease, find_release
 from mobilegen.spec import IOSpec, TensorSpec
 from mobilegen.targets import provider_setup, toolchains
 from mobilegen.targets.android import runtime
+from mobilegen.targets.android.options import AndroidOptions as AndroidOptions
 from mobilegen.targets.defaults import (
     BENCH_IMAGE_SIZES,
     BENCH_PREPROCESS_MAX_RUNS,
@@ -161,24 +161,6 @@ _UNSUPPORTED_DTYPES = {
     "bfloat16": "the generated wrapper does not carry bfloat16 (the Java API only offers raw 16-bit shorts)",
     "string": "the generated wrapper and golden vectors do not carry string tensors",
 }
-
-
-@dataclass(frozen=True)
-class AndroidOptions:
-    nnapi: bool = False
-    nnapi_flags: tuple[str, ...] = ()
-    xnnpack: bool = False
-    package: str | None = None
-    class_name: str | None = None
-    ort_version: str | None = None
-    android_api: int | None = None  # API level the NNAPI analysis targets (None: the provider's default)
-    qnn: bool = False  # Qualcomm QNN (Hexagon NPU) first in the provider chain, on onnxruntime-android-qnn
-    qnn_htp_arch: int | None = None  # Hexagon generation the QNN estimate assumes (None: mobilegen.providers.qnn's default)
-    maven_group: str | None = None  # --maven-group: the AAR publication's groupId (None: the Kotlin package)
-    maven_artifact: str | None = None  # --maven-artifact: its artifactId (None: the library module's name)
-    lib_version: str | None = None  # --lib-version: the publication's version (None: mobilegen.render.library.DEFAULT_VERSION)
-    # The target flags of plug-in providers (their TargetFlag name -> value), which no field above declares.
-    provider_options: Mapping[str, Any] = field(default_factory=dict)
 
 
 def validate_android_options(opts: AndroidOptions) -> None:

@@ -14,7 +14,7 @@ from mobilegen.targets.defaults import DEFAULT_CONFIG, default_chain, option_fla
 
 if TYPE_CHECKING:
     from mobilegen.providers import ExecutionProvider, RuntimeArtifact
-    from mobilegen.targets.android.project import AndroidOptions
+    from mobilegen.targets.android.options import AndroidOptions
 
 PLATFORM = "android"
 CHANNEL = "maven"
