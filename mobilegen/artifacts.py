@@ -14,13 +14,48 @@ if TYPE_CHECKING:
     import onnx
 
     from mobilegen.coverage.model import CoverageReport
-    from mobilegen.export.const_inputs import BoundConst
     from mobilegen.quantize.records import QuantizationRecord
     from mobilegen.tasks.spec import TaskSpec
 
 
 if TYPE_CHECKING:
-    from mobilegen.notices import Notice
+    from mobilegen.infra.notice import Notice
+
+Scalar = bool | int | float
+Recorded = Scalar | str | None  # what a .pt2 may record for a constant argument
+
+
+def value_dtype(value: Recorded) -> str:
+    """The dtype a constant argument's value is fed as."""
+    return "bool" if isinstance(value, bool) else "int64" if isinstance(value, int) else "float32"
+
+
+@dataclass(frozen=True)
+class BoundConst:
+    """An input bound to a value (``--const``; :mod:`mobilegen.export.const_inputs` resolves it against the
+    model): ``kind`` is ``scalar`` (a Python int/float/bool argument), ``tensor`` (a tensor input, of
+    ``dtype`` and ``shape``) or ``recorded`` (a ``.pt2`` argument the program was exported with as a
+    constant)."""
+
+    name: str
+    value: Recorded  # a str or None only for kind "recorded"
+    kind: str
+    dtype: str | None = None
+    shape: tuple[int, ...] = ()
+
+    def array(self) -> Any:
+        """The value as a numpy array of ``dtype`` and ``shape``."""
+        import numpy as np
+
+        return np.full(self.shape, self.value, dtype=self.dtype or value_dtype(self.value))
+
+    def torch_value(self) -> Any:
+        if self.kind != "tensor":
+            return self.value
+        import torch
+
+        return torch.from_numpy(self.array())
+
 
 # What a loaded artifact was, detected by content.
 KINDS = ("torchscript", "exported_program", "pickle", "state_dict", "onnx", "ort")

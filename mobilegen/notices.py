@@ -16,29 +16,18 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from mobilegen import providers
+from mobilegen.infra.notice import Notice as Notice
+from mobilegen.infra.notice import Scope as Scope
+from mobilegen.infra.notice import Severity as Severity
 
 if TYPE_CHECKING:
     from mobilegen.artifacts import LoadedModel, OnnxModel
     from mobilegen.coverage.model import CoverageReport
 
-Severity = Literal["warning", "severe"]
-Scope = Literal["build", "package"]
-
 _GENERIC_OUTPUT = re.compile(r"output(_\d+)?")
-
-
-@dataclass(frozen=True)
-class Notice:
-    """One warning: a stable ``code``, how loud it is, its one-line ``text`` (raw; escape per format)."""
-
-    code: str  # e.g. "nnapi-deprecated", "cpu-fallback"
-    severity: Severity  # "severe" when the build is of little use as asked (e.g. NNAPI takes nothing)
-    text: str
-    scope: Scope = "build"
-    subject: str = ""  # what it is about when a code repeats: an EP label, an input name
 
 
 def texts(notices: Iterable[Notice]) -> list[str]:

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from mobilegen.coverage.partition import Support
     from mobilegen.coverage.rules import EPTable
     from mobilegen.coverage.target import EPTarget
-    from mobilegen.notices import Notice
+    from mobilegen.infra.notice import Notice
     from mobilegen.providers.quantization import QuantizeMode, Recipe, Refusal
 
 SettingValue = bool | int | str | tuple[str, ...]
