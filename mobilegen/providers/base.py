@@ -274,6 +274,9 @@ class ExecutionProvider:
     fragments: str = ""
     # The runtime builds it needs where the platform's default lacks it (one per platform at most).
     runtime_artifacts: tuple[RuntimeArtifact, ...] = ()
+    # The platforms whose default ONNX Runtime build has it (onnxruntime-android: ORT's
+    # default_full_aar_build_settings.json); a plug-in's EP is in none unless it says so.
+    in_default_runtime: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.setting(ORT_VERSION.name) is None:

@@ -2,9 +2,10 @@
 sizes its preprocessing is timed at. One place, read by the render contexts (the wrappers' defaults and
 the benchmark harnesses' "default" configuration) and by ``mobilegen bench`` on the host.
 
-A provider is in the default chain when the target options' flag named after it is on (``AndroidOptions.nnapi``,
-``IosOptions.coreml``, a manifest's ``options.<target>.<provider>``), ordered by rank as the wrappers' provider
-plans order them (QNN → NNAPI / CoreML → XNNPACK), the CPU provider last.
+A provider is in the default chain when the target options' flag named after it is on (the options' attribute
+or ``provider_options`` entry of that name, a manifest's ``options.<target>.<provider>``), ordered by rank as
+the wrappers' provider plans order them (an NPU, then the OS's accelerator API, then CPU kernels), the CPU
+provider last.
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ def context(platform: str, opts: Any) -> dict[str, Any]:
 
 
 def accelerated_label(platform: str, opts: Any) -> str:
-    """The chosen providers as the generated README names them ("QNN (HTP) + NNAPI"), or "none (CPU)"."""
+    """The chosen providers as the generated README names them (their labels joined by " + "), or "none (CPU)"."""
     labels = [p.target_label(platform, opts) for p in chosen(platform, opts)]
     return " + ".join(labels) if labels else "none (CPU)"
 

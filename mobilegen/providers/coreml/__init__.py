@@ -124,4 +124,5 @@ PROVIDER = CoreML(
     # returns nothing for a subgraph unless COREML_FLAG_ENABLE_ON_SUBGRAPH / EnableOnSubgraphs, which the
     # generated iOS code does not set
     subgraph_source="onnxruntime/core/providers/coreml/coreml_execution_provider.cc",
+    in_default_runtime=("ios",),
 )

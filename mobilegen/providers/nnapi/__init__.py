@@ -239,4 +239,5 @@ PROVIDER = Nnapi(
     never_taken_qdq_rules=frozenset({"nnapi.qdq.fixed_output"}),
     # "TODO: Task 812756: NNAPI EP, add support for subgraph (If and Loop operators)": returns nothing
     subgraph_source="onnxruntime/core/providers/nnapi/nnapi_builtin/nnapi_execution_provider.cc",
+    in_default_runtime=("android",),
 )

@@ -102,4 +102,5 @@ PROVIDER = Xnnpack(
     # GetCapability has no IsSubgraph() check: a body's nodes get the same kernel checks as the main graph's
     takes_subgraphs=True,
     subgraph_source="onnxruntime/core/providers/xnnpack/xnnpack_execution_provider.cc",
+    in_default_runtime=("android", "ios"),
 )

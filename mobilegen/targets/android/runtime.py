@@ -1,8 +1,9 @@
 """Which ONNX Runtime build an Android project pins, and what it has: ``onnxruntime-android`` from Maven,
 unless a chosen provider needs a build of its own (its :class:`~mobilegen.providers.RuntimeArtifact` for
-"android": QNN's ``onnxruntime-android-qnn``, which replaces it).
+"android", which replaces it).
 
-A provider is chosen when the Android options' flag named after it is on (``AndroidOptions.nnapi``).
+A provider is chosen when the Android options' flag named after it is on (:meth:`ExecutionProvider.chosen_on
+<mobilegen.providers.base.ExecutionProvider.chosen_on>`).
 """
 
 from __future__ import annotations
@@ -45,13 +46,12 @@ def artifact(opts: AndroidOptions) -> str:
 
 
 def aar_providers(opts: AndroidOptions) -> tuple[str, ...]:
-    """The execution providers the AAR the project pins really has: a provider build's own list, or every
-    Android provider that needs no build of its own (ORT's default_full_aar_build_settings.json:
-    --use_nnapi --use_xnnpack)."""
+    """The execution providers the AAR the project pins really has: a provider build's own list, or those
+    onnxruntime-android is built with (each provider's ``in_default_runtime``)."""
     build = own_build(opts)
     if build is not None:
         return build.providers
-    return tuple(p.name for p in providers.on_platform(PLATFORM) if p.runtime_artifact(PLATFORM) is None)
+    return tuple(p.name for p in providers.on_platform(PLATFORM) if PLATFORM in p.in_default_runtime)
 
 
 def bench_providers(opts: AndroidOptions) -> list[ExecutionProvider]:
