@@ -472,7 +472,7 @@ def check_fix_options(opts: BuildOptions) -> None:
 def prepare(exported: OnnxModel, chosen: Sequence[Chosen], *, keep_dynamic: bool) -> tuple[OnnxModel, list[Notice]]:
     """What every target's model gets, in memory: the providers' notices, and ``fixed-dims`` when a
     target's provider declares it (unless ``keep_dynamic``) — for the whole build, as the inputs change.
-    (The CoreML cache key is stamped when a model is written: it hashes the bytes written.)"""
+    (The providers' cache keys are stamped when a model is written: they hash the bytes written.)"""
     notices: list[Notice] = []
     model = exported
 

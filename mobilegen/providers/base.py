@@ -277,6 +277,9 @@ class ExecutionProvider:
     # The platforms whose default ONNX Runtime build has it (onnxruntime-android: ORT's
     # default_full_aar_build_settings.json); a plug-in's EP is in none unless it says so.
     in_default_runtime: tuple[str, ...] = ()
+    # The model metadata key under which its EP reuses a compiled model across launches while the value is
+    # unchanged (CoreML: COREML_CACHE_KEY); the build stamps a content hash of every model.onnx under it.
+    cache_key_metadata: str = ""
 
     def __post_init__(self) -> None:
         if self.setting(ORT_VERSION.name) is None:

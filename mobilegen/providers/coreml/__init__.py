@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from mobilegen.providers.quantization import QuantizeMode, Recipe, Refusal
 
 DISPLAY_NAME = "CoreML"
+# The CoreML EP reuses its compiled model across launches while this metadata entry is unchanged
+# (coreml_execution_provider.cc: ModelCacheDirectory with the model's COREML_CACHE_KEY).
+CACHE_KEY = "COREML_CACHE_KEY"
 FORMATS = ("mlprogram", "neuralnetwork")
 
 # The graph passes that help CoreML (mobilegen.passes.registry): what its MLProgram builders refuse in
@@ -125,4 +128,5 @@ PROVIDER = CoreML(
     # generated iOS code does not set
     subgraph_source="onnxruntime/core/providers/coreml/coreml_execution_provider.cc",
     in_default_runtime=("ios",),
+    cache_key_metadata=CACHE_KEY,
 )
