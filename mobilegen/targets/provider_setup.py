@@ -14,13 +14,17 @@ chain) are template fragments of its own, ``templates/providers/<name>/<platform
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from mobilegen import providers
 from mobilegen.coverage.target import EPTarget
+from mobilegen.errors import UsageError
 from mobilegen.notices import Notice
 from mobilegen.providers import ExecutionProvider
 from mobilegen.render.tree import has_fragment
+
+_IDENT = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 
 
 def in_chain_order(platform: str) -> list[ExecutionProvider]:
@@ -94,6 +98,27 @@ def float32_reason(platform: str, opts: Any, default: str) -> str:
 
 def template_providers(platform: str, piece: str) -> list[dict[str, str]]:
     """The providers of ``platform`` with the fragment ``<platform>/<piece>``, in chain order: ``name``;
-    ``enum``, the Kotlin ``ExecutionProvider`` entry; ``kotlin``, the ``Options.use…`` suffix; ``display``."""
+    ``enum``, the Kotlin ``ExecutionProvider`` entry; ``kotlin``, the ``Options.use…`` suffix; ``swift``, the
+    Swift ``ExecutionProvider`` case; ``display``."""
     found = [p for p in in_chain_order(platform) if has_fragment(p.name, f"{platform}/{piece}")]
-    return [{"name": p.name, "enum": p.display_name.upper(), "kotlin": p.name.capitalize(), "display": p.display_name} for p in found]
+    out = [
+        {"name": p.name, "enum": p.display_name.upper(), "kotlin": p.name.capitalize(), "swift": _swift_case(p.display_name), "display": p.display_name}
+        for p in found
+    ]
+    for entry in out:  # they name generated code: a plug-in's display name must make identifiers
+        if not all(_IDENT.fullmatch(entry[k]) for k in ("enum", "swift")):
+            raise UsageError(
+                f"execution provider '{entry['name']}' has the display name {entry['display']!r}, which makes no Kotlin/Swift identifier",
+                hint="give it a display name of ASCII letters and digits, starting with a letter",
+            )
+    return out
+
+
+def _swift_case(display: str) -> str:
+    """The Swift enum case of a provider: its display name with a leading acronym lowercased ("CoreML" ->
+    "coreML", "XNNPACK" -> "xnnpack", "ToyNPU" -> "toyNPU")."""
+    if display.isupper():
+        return display.lower()
+    head = len(display) - len(display.lstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZ"))
+    head = max(1, head - 1) if head > 1 else 1
+    return display[:head].lower() + display[head:]

@@ -25,6 +25,7 @@ from onnx import TensorProto, helper
 
 from mobilegen import providers
 from mobilegen.errors import UsageError
+from mobilegen.providers import ExecutionProvider
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -222,7 +223,7 @@ def test_its_template_fragment_is_included_in_chain_order(loaded: object, tmp_pa
 
     chain = template_providers("android", "add_provider.kt.jinja")
     assert [p["name"] for p in chain] == ["qnn", "toynpu", "nnapi", "xnnpack"]
-    assert chain[1] == {"name": "toynpu", "enum": "TOYNPU", "kotlin": "Toynpu", "display": "ToyNPU"}
+    assert chain[1] == {"name": "toynpu", "enum": "TOYNPU", "kotlin": "Toynpu", "swift": "toyNPU", "display": "ToyNPU"}
     # the Kotlin wrapper's own loop over them, rendered alone
     wrapper = (templates_root() / "android" / "{{ module }}" / "src" / "main" / "kotlin" / "{{ package_path }}" / "{{ class_name }}.kt.jinja").read_text()
     start = wrapper.index("{% for p in android_providers %}")
@@ -263,3 +264,20 @@ def test_an_option_no_provider_declares_is_refused(loaded: object) -> None:
     with pytest.raises(UsageError, match="provider_options: toynpu_speed is not an option of any android provider") as err:
         validate_android_options(AndroidOptions(provider_options={"toynpu_speed": 3}))
     assert err.value.hint is not None and "toynpu_cores" in err.value.hint
+
+
+def test_a_display_name_that_makes_no_identifier_is_refused_before_rendering(tmp_path: Path) -> None:
+    """The display name names the Kotlin/Swift enum entries of the generated code: it must make identifiers."""
+    from mobilegen.targets.provider_setup import template_providers
+
+    fragment = tmp_path / "frag" / "ios" / "append_provider.swift.jinja"
+    fragment.parent.mkdir(parents=True)
+    fragment.write_text("        case .x:\n            break\n")
+    bad = ExecutionProvider(name="toybad", display_name='Toy"); evil(', platform="ios", fragments=str(tmp_path / "frag"))
+    providers.register(bad)
+    try:
+        with pytest.raises(UsageError, match="makes no Kotlin/Swift identifier"):
+            template_providers("ios", "append_provider.swift.jinja")
+    finally:
+        providers.unregister("toybad")
+    assert [p["name"] for p in template_providers("ios", "append_provider.swift.jinja")] == ["coreml", "xnnpack"]
