@@ -260,6 +260,7 @@ KNOWN_TYPE_CHECKING_UP: dict[tuple[str, str], str] = {
     **{
         (stage, "mobilegen.options"): _STAGES_TAKE_BUILD_OPTIONS
         for stage in (
+            "mobilegen.backends.stage",
             "mobilegen.export.advice",
             "mobilegen.export.stage",
             "mobilegen.package.options",
