@@ -414,6 +414,8 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
         "android_providers": template_providers("android", "add_provider.kt.jinja"),  # templates/providers/<name>/android/
         # those create() plans into its chain (Options.use<Name>): with a plan fragment too (mobilegen.targets.defaults)
         "android_planned": template_providers("android", "plan.kt.jinja"),
+        # every Android provider, in registry order: ModelSupport's per-provider constants and helpers
+        "android_registry": [{"name": p.name} for p in providers.on_platform("android")],
         "ort_released": md_escape(release.released or "date unknown"),
         "toolchain": dict(TOOLCHAIN),
         "gradle_wrapper_command": toolchains.gradle_wrapper_command(),
