@@ -65,10 +65,13 @@ def export_notices(loaded: LoadedModel, onnx_model: OnnxModel, *, output_names_g
     return out
 
 
-def dims_fixed_text(fixed: Mapping[str, int]) -> str:
-    """The note ``fix_dynamic_dims`` leaves on the model (dim name → the size it was fixed to)."""
+def dims_fixed_text(fixed: Mapping[str, int], wanted_by: Sequence[str]) -> str:
+    """The note ``fix_dynamic_dims`` leaves on the model (dim name → the size it was fixed to), for the
+    providers that declare ``fixed-dims`` (``wanted_by``: display names)."""
     dims = ", ".join(f"{d}={n}" for d, n in fixed.items())
-    return f"dynamic dims fixed for NNAPI (which takes no symbolic dims): {dims}; to keep them, re-run mobilegen with --keep-dynamic"
+    who = " and ".join(wanted_by) or "the providers"
+    takes = "takes" if len(wanted_by) == 1 else "take"
+    return f"dynamic dims fixed for {who} (which {takes} no symbolic dims): {dims}; to keep them, re-run mobilegen with --keep-dynamic"
 
 
 def dims_fixed(note: str, *, shipped_by: Sequence[str] = ()) -> Notice:
