@@ -73,6 +73,7 @@ KNOWN_CYCLES: dict[frozenset[str], str] = {
         "nnapi": ("", ".qdq", ".rules", ".table"),
         "xnnpack": ("", ".qdq", ".rules", ".table"),
         "qnn": ("", ".android", ".recipe", ".table", ".units"),
+        "webgpu": ("", ".table"),
     }.items()
 }
 KNOWN_CYCLES[frozenset({"mobilegen.tasks.text.reference", "mobilegen.tasks.text.spec"})] = (
