@@ -23,7 +23,7 @@ import importlib
 import os
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from mobilegen.version import __version__ as __version__
 
 # onnxruntime (1.31) starts its telemetry on import: it writes $TMPDIR/.ses and may send usage events.
 # mobilegen promises no network and nothing left behind; this is the runtime's documented opt-out, set

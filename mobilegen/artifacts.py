@@ -7,21 +7,55 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mobilegen.infra.json_types import JSONValue as JSONValue  # what the manifest can hold
 from mobilegen.spec import IOSpec, TensorSpec
 
 if TYPE_CHECKING:
     import onnx
 
     from mobilegen.coverage.model import CoverageReport
-    from mobilegen.export.const_inputs import BoundConst
-    from mobilegen.quantize.stage import QuantizationRecord
+    from mobilegen.quantize.records import QuantizationRecord
     from mobilegen.tasks.spec import TaskSpec
 
-# What the manifest can hold.
-JSONValue = str | int | float | bool | None | list["JSONValue"] | dict[str, "JSONValue"]
 
 if TYPE_CHECKING:
-    from mobilegen.notices import Notice
+    from mobilegen.infra.notice import Notice
+
+Scalar = bool | int | float
+Recorded = Scalar | str | None  # what a .pt2 may record for a constant argument
+
+
+def value_dtype(value: Recorded) -> str:
+    """The dtype a constant argument's value is fed as."""
+    return "bool" if isinstance(value, bool) else "int64" if isinstance(value, int) else "float32"
+
+
+@dataclass(frozen=True)
+class BoundConst:
+    """An input bound to a value (``--const``; :mod:`mobilegen.export.const_inputs` resolves it against the
+    model): ``kind`` is ``scalar`` (a Python int/float/bool argument), ``tensor`` (a tensor input, of
+    ``dtype`` and ``shape``) or ``recorded`` (a ``.pt2`` argument the program was exported with as a
+    constant)."""
+
+    name: str
+    value: Recorded  # a str or None only for kind "recorded"
+    kind: str
+    dtype: str | None = None
+    shape: tuple[int, ...] = ()
+
+    def array(self) -> Any:
+        """The value as a numpy array of ``dtype`` and ``shape``."""
+        import numpy as np
+
+        return np.full(self.shape, self.value, dtype=self.dtype or value_dtype(self.value))
+
+    def torch_value(self) -> Any:
+        if self.kind != "tensor":
+            return self.value
+        import torch
+
+        return torch.from_numpy(self.array())
+
 
 # What a loaded artifact was, detected by content.
 KINDS = ("torchscript", "exported_program", "pickle", "state_dict", "onnx", "ort")
@@ -130,13 +164,6 @@ class OrtModel:
     converter_version: str  # onnxruntime version that wrote it
     max_opset: int  # highest ai.onnx since_version any node needs
     sha256: str = ""  # of the file at ``path``, when the conversion wrote it ("": not known)
-
-
-# Shown wherever NNAPI is chosen (CLI, project READMEs, report).
-NNAPI_DEPRECATION = (
-    "NNAPI is deprecated as of Android 15 (API 35): it keeps working on current devices, but vendors no "
-    "longer improve their drivers; keep the CPU/XNNPACK path tested too."
-)
 
 
 # Float16 keeps ~3 significant decimal digits: the floor of the accelerated tolerances when an
@@ -255,7 +282,7 @@ class ShippedModel:
     onnx: OnnxModel
     ort: OrtModel | None = None  # None until converted
     fixes: tuple[AppliedFix, ...] = ()  # the passes applied to it, in order
-    # --quantize: what it did to this model (mobilegen.quantize.stage.QuantizationRecord), None without it
+    # --quantize: what it did to this model (mobilegen.quantize.records.QuantizationRecord), None without it
     quantization: QuantizationRecord | None = None
     golden: str = "golden"  # package folder of the golden vectors it reproduces (golden/<target> for its own)
 

@@ -1,6 +1,6 @@
 """Every warning a build gives, as typed :class:`Notice` objects computed once.
 
-The pipeline collects them as the build goes (:func:`export_notices`, :data:`NNAPI_DEPRECATED`,
+The pipeline collects them as the build goes (:func:`export_notices`, a provider's own notices,
 :func:`dims_fixed`, :func:`coverage_notices`) and finishes the list with :func:`collect`, which adds the
 facts read off the finished result. ``BuildResult.warnings`` holds that one list; the CLI, the project
 READMEs, the package README, the report and the manifest all read it and nothing re-derives a warning
@@ -16,34 +16,18 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from mobilegen import providers
-from mobilegen.artifacts import NNAPI_DEPRECATION
+from mobilegen.infra.notice import Notice as Notice
+from mobilegen.infra.notice import Scope as Scope
+from mobilegen.infra.notice import Severity as Severity
 
 if TYPE_CHECKING:
     from mobilegen.artifacts import LoadedModel, OnnxModel
     from mobilegen.coverage.model import CoverageReport
-    from mobilegen.options import BuildOptions
-
-Severity = Literal["warning", "severe"]
-Scope = Literal["build", "package"]
 
 _GENERIC_OUTPUT = re.compile(r"output(_\d+)?")
-
-
-@dataclass(frozen=True)
-class Notice:
-    """One warning: a stable ``code``, how loud it is, its one-line ``text`` (raw; escape per format)."""
-
-    code: str  # e.g. "nnapi-deprecated", "cpu-fallback"
-    severity: Severity  # "severe" when the build is of little use as asked (e.g. NNAPI takes nothing)
-    text: str
-    scope: Scope = "build"
-    subject: str = ""  # what it is about when a code repeats: an EP label, an input name
-
-
-NNAPI_DEPRECATED = Notice("nnapi-deprecated", "warning", NNAPI_DEPRECATION)
 
 
 def texts(notices: Iterable[Notice]) -> list[str]:
@@ -81,10 +65,13 @@ def export_notices(loaded: LoadedModel, onnx_model: OnnxModel, *, output_names_g
     return out
 
 
-def dims_fixed_text(fixed: Mapping[str, int]) -> str:
-    """The note ``fix_dynamic_dims`` leaves on the model (dim name → the size it was fixed to)."""
+def dims_fixed_text(fixed: Mapping[str, int], wanted_by: Sequence[str]) -> str:
+    """The note ``fix_dynamic_dims`` leaves on the model (dim name → the size it was fixed to), for the
+    providers that declare ``fixed-dims`` (``wanted_by``: display names)."""
     dims = ", ".join(f"{d}={n}" for d, n in fixed.items())
-    return f"dynamic dims fixed for NNAPI (which takes no symbolic dims): {dims}; to keep them, re-run mobilegen with --keep-dynamic"
+    who = " and ".join(wanted_by) or "the providers"
+    takes = "takes" if len(wanted_by) == 1 else "take"
+    return f"dynamic dims fixed for {who} (which {takes} no symbolic dims): {dims}; to keep them, re-run mobilegen with --keep-dynamic"
 
 
 def dims_fixed(note: str, *, shipped_by: Sequence[str] = ()) -> Notice:
@@ -154,12 +141,6 @@ def collect(
 def _exporter_fallback(onnx_model: OnnxModel, reason: str, scope: Scope) -> Notice:
     text = f"ONNX export fell back to the {onnx_model.exporter} exporter: {reason}"
     return Notice("exporter-fallback", "warning", text, scope)
-
-
-def from_export(loaded: LoadedModel, exported: OnnxModel, opts: BuildOptions) -> list[Notice]:
-    """:func:`export_notices` for a build's options."""
-    named_by_task = opts.task is not None and bool(opts.task.output_names)
-    return export_notices(loaded, exported, output_names_given=bool(opts.model_opts.output_names), task_names_outputs=named_by_task)
 
 
 def finish(notices: list[Notice], onnx_model: OnnxModel, coverage: Sequence[CoverageReport], loaded: LoadedModel) -> tuple[Notice, ...]:

@@ -24,7 +24,14 @@ from typing import TYPE_CHECKING
 
 from mobilegen import artifacts, package
 from mobilegen import notices as build_notices
-from mobilegen.artifacts import BuildResult, LoadedModel, ModelLink, ShippedModel, VerificationReport
+from mobilegen.artifacts import (
+    BuildResult,
+    LoadedModel,
+    ModelLink,
+    OnnxModel,
+    ShippedModel,
+    VerificationReport,
+)
 from mobilegen.backends import stage as runtimes_stage
 from mobilegen.convert import stage as convert_stage
 from mobilegen.coverage import stage as coverage_stage
@@ -68,6 +75,14 @@ def check(opts: BuildOptions) -> list[Chosen]:
     return chosen
 
 
+def export_notices(loaded: LoadedModel, exported: OnnxModel, opts: BuildOptions) -> list[Notice]:
+    """:func:`mobilegen.notices.export_notices` for a build's options."""
+    named_by_task = opts.task is not None and bool(opts.task.output_names)
+    return build_notices.export_notices(
+        loaded, exported, output_names_given=bool(opts.model_opts.output_names), task_names_outputs=named_by_task
+    )
+
+
 def build(opts: BuildOptions) -> BuildResult:
     chosen = check(opts)
     out, zip_path = opts.output_paths()
@@ -77,7 +92,7 @@ def build(opts: BuildOptions) -> BuildResult:
         progress.step("exporting")
         early = partial(early_checks.before_export, task=opts.task, check_io=[c.target.check_io for c in chosen])
         loaded, exported = load_and_export(opts.model, opts.model_opts, root / artifacts.MODEL_ONNX, write=False, before_export=early)
-        notes.add(build_notices.from_export(loaded, exported, opts))
+        notes.add(export_notices(loaded, exported, opts))
         as_exported = replace(exported, proto=None)  # its input shapes: the exporter advice gives them to the other exporter's
         onnx_model, opts = notes.take(task_stage.wrap_build(exported, opts))  # --task: pre/post-processing nodes from here on
         check_io(chosen, onnx_model)

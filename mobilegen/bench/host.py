@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mobilegen import __version__, providers
+from mobilegen import providers
 from mobilegen import targets as target_registry
 from mobilegen.artifacts import GOLDEN_MGV, MANIFEST
 from mobilegen.bench.profile import CPU_PROVIDER, read_profile
@@ -47,6 +47,7 @@ from mobilegen.targets.defaults import (
     DEFAULT_CONFIG,
     default_chain,
 )
+from mobilegen.version import __version__
 
 if TYPE_CHECKING:
     import numpy as np

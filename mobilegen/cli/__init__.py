@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
-from mobilegen import __version__
 from mobilegen.cli.clickext import LazyTyper
 from mobilegen.cli.console import emit_json, err_console, progress_reporter, report_error, say_interrupted
 from mobilegen.infra import signals
+from mobilegen.version import __version__
 
 # traceback, rich and mobilegen.errors are imported where they are used: `mobilegen --help` needs none.
 app = LazyTyper(

@@ -327,7 +327,7 @@ def android(
         from mobilegen.targets.android.project import AndroidOptions
 
         a = AndroidOptions(package=package, class_name=name, ort_version=ort_version, maven_group=maven_group, maven_artifact=maven_artifact,
-                           lib_version=lib_version, **target_options("android", flags))
+                           lib_version=lib_version, **target_options("android", flags, AndroidOptions))
         mopts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs, consts=const)
         return _build(model, output or default_out(model, "android"), mopts, targets={"android": a}, atol=atol, rtol=rtol, sample=sample, keep_dynamic=keep_dynamic,
                       style=style, force=force, zip_out=zip_out, no_fix=no_fix, no_compare_exporters=no_compare_exporters, approximate=approximate,
@@ -402,7 +402,7 @@ def ios(
     def action() -> Any:
         from mobilegen.targets.ios.project import IosOptions
 
-        i = IosOptions(class_name=name, ort_version=ort_version, lib_version=lib_version, **target_options("ios", flags))
+        i = IosOptions(class_name=name, ort_version=ort_version, lib_version=lib_version, **target_options("ios", flags, IosOptions))
         mopts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs, consts=const)
         return _build(model, output or default_out(model, "ios"), mopts, targets={"ios": i}, atol=atol, rtol=rtol, sample=sample, keep_dynamic=True,
                       style=style, force=force, zip_out=zip_out, no_fix=no_fix, no_compare_exporters=no_compare_exporters, approximate=approximate,
@@ -496,11 +496,11 @@ def package(
             from mobilegen.targets.android.project import AndroidOptions
 
             chosen["android"] = AndroidOptions(package=package_name, class_name=name, ort_version=android_ort_version, maven_group=maven_group,
-                                               maven_artifact=maven_artifact, lib_version=lib_version, **target_options("android", flags))
+                                               maven_artifact=maven_artifact, lib_version=lib_version, **target_options("android", flags, AndroidOptions))
         if ios_:
             from mobilegen.targets.ios.project import IosOptions
 
-            chosen["ios"] = IosOptions(class_name=name, ort_version=ios_ort_version, lib_version=lib_version, **target_options("ios", flags))
+            chosen["ios"] = IosOptions(class_name=name, ort_version=ios_ort_version, lib_version=lib_version, **target_options("ios", flags, IosOptions))
         for js_name, js_on in (("web", web_), ("react-native", react_native_)):
             if js_on:
                 from mobilegen.targets.jsshared import JsOptions

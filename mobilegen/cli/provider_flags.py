@@ -14,6 +14,7 @@ use: ``mobilegen --help`` imports no provider), so plug-ins registered by then g
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 from collections.abc import Callable, Iterable, Mapping
@@ -109,13 +110,18 @@ def target_params(platforms: Iterable[str]) -> list[inspect.Parameter]:
     return [_option(f.name, f.flag, f.kind, f.default, f.help, f.metavar, f.parse) for _, f in target_flags(platforms)]
 
 
-def target_options(platform: str, flags: Mapping[str, Any]) -> dict[str, Any]:
-    """The keywords of ``platform``'s target options that the received target flags set."""
+def target_options(platform: str, flags: Mapping[str, Any], options_type: type) -> dict[str, Any]:
+    """The keywords of ``platform``'s target options (``options_type``, a dataclass) that the received target
+    flags set: a field of that name, or else (a plug-in provider's flag) an entry of its ``provider_options``."""
+    fields = {f.name for f in dataclasses.fields(options_type)}
     out: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
     for provider, f in target_flags((platform,)):
         if platform in provider.platforms and f.name in flags:
             value = flags[f.name]
-            out[f.name] = f.convert(value) if f.convert is not None else value
+            (out if f.name in fields else extra)[f.name] = f.convert(value) if f.convert is not None else value
+    if extra:
+        out["provider_options"] = extra
     return out
 
 

@@ -23,11 +23,11 @@ def write_models(base: OnnxModel, fix_plan: FixPlan, root: Path) -> tuple[Shippe
 
 
 def write_onnx(model: OnnxModel) -> OnnxModel:
-    """The one write of the build's ``model.onnx``, with the CoreML cache key stamped in (one
-    serialization). The in-memory model is let go: from here on the file is the model."""
+    """The one write of the build's ``model.onnx``, with the providers' cache keys stamped in
+    (:func:`mobilegen.passes.cache_keys`; one serialization). The in-memory model is let go: from here on the file is the model."""
     from mobilegen.infra.outputs import write_bytes_atomic
 
-    write_bytes_atomic(model.path, *passes.serialized_with_cache_key(model))
+    write_bytes_atomic(model.path, *passes.serialized_with_cache_keys(model, passes.cache_keys()))
     return replace(model, proto=None)
 
 

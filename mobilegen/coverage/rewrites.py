@@ -21,10 +21,9 @@ from typing import TYPE_CHECKING
 from mobilegen.providers.base import API, DYNAMIC, OP
 
 if TYPE_CHECKING:
-    from mobilegen.coverage.analyze import WhatIf
     from mobilegen.coverage.rules import EPTable
     from mobilegen.coverage.target import EPTarget
-    from mobilegen.providers.base import Reason
+    from mobilegen.providers.base import Reason, WhatIf
 
 MAX_OPS_TRIED = 3  # the most frequent refused ops a report suggests for (each costs a re-partitioning)
 

@@ -25,14 +25,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from mobilegen.artifacts import BoundConst as BoundConst
+from mobilegen.artifacts import Recorded as Recorded
+from mobilegen.artifacts import Scalar as Scalar
+from mobilegen.artifacts import value_dtype
 from mobilegen.errors import UsageError
 from mobilegen.spec import IOSpec, TensorSpec, check_tensor_name
 
 if TYPE_CHECKING:
     from mobilegen.artifacts import LoadedModel
 
-Scalar = bool | int | float
-Recorded = Scalar | str | None  # what a .pt2 may record for a constant argument
 Runner = Callable[[dict[str, np.ndarray]], list[np.ndarray]]
 
 _HINT = "write NAME=VALUE with an int (--const sr=16000), a float (--const scale=0.5) or a bool (--const flag=true)"
@@ -104,29 +106,6 @@ def check_consts(consts: Sequence[Const], input_names: Sequence[str]) -> None:
 
 
 @dataclass(frozen=True)
-class BoundConst:
-    """A binding resolved against the model: ``kind`` is ``scalar`` (a Python int/float/bool argument),
-    ``tensor`` (a tensor input, of ``dtype`` and ``shape``) or ``recorded`` (a ``.pt2`` argument the
-    program was exported with as a constant)."""
-
-    name: str
-    value: Recorded  # a str or None only for kind "recorded"
-    kind: str
-    dtype: str | None = None
-    shape: tuple[int, ...] = ()
-
-    def array(self) -> np.ndarray:
-        return np.full(self.shape, self.value, dtype=self.dtype or _value_dtype(self.value))
-
-    def torch_value(self) -> Any:
-        if self.kind != "tensor":
-            return self.value
-        import torch
-
-        return torch.from_numpy(self.array())
-
-
-@dataclass(frozen=True)
 class _Arg:
     """One input of the model as it declares it."""
 
@@ -139,8 +118,7 @@ class _Arg:
     has_default: bool = False
 
 
-def _value_dtype(value: Recorded) -> str:
-    return "bool" if isinstance(value, bool) else "int64" if isinstance(value, int) else "float32"
+_value_dtype = value_dtype
 
 
 def _scalar_type(text: str) -> str | None:

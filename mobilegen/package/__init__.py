@@ -16,7 +16,6 @@ torch and onnxruntime are never imported at module import time.
 
 from __future__ import annotations
 
-from mobilegen import __version__
 from mobilegen.package.finalize import (
     REPORT_COVERAGE,
     REPORT_HTML,
@@ -52,6 +51,7 @@ from mobilegen.package.zip_writer import (
     zip_date_time,
     zip_prefix,
 )
+from mobilegen.version import __version__
 
 __all__ = [
     "MANIFEST_KIND",

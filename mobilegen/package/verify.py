@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
 
-from mobilegen import __version__
 from mobilegen.artifacts import GOLDEN_MGV, GOLDEN_NPZ, MANIFEST
 from mobilegen.errors import PackageVerifyError, UsageError
 from mobilegen.infra.datafiles import kind
@@ -47,6 +46,7 @@ from mobilegen.package.zip_reader import (
     zip_root,
 )
 from mobilegen.report import jsonable
+from mobilegen.version import __version__
 
 MAX_PROBLEM_LINES = 1000
 _PASS_PACKAGE = "pass the folder or the .zip written by mobilegen package"

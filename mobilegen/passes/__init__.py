@@ -3,12 +3,13 @@
 - :mod:`~mobilegen.passes.base`: the ``GraphPass`` contract (mutate in place, return the nodes rewritten);
 - :mod:`~mobilegen.passes.registry`: every pass by name (built-ins one line each, plus ``register``);
 - one module per pass (``layernorm.py``, ``gelu.py``...), each exposing ``PASS``;
-- :mod:`~mobilegen.passes.dims`: ``fixed-dims``, the build-wide fixed input dims for NNAPI (then ``fold-if``
-  on the Ifs the fixed shapes decide);
+- :mod:`~mobilegen.passes.dims`: ``fixed-dims``, the build-wide fixed input dims for the providers that
+  declare it (then ``fold-if`` on the Ifs the fixed shapes decide);
 - :mod:`~mobilegen.passes.bodies`: every pass run inside If/Loop/Scan bodies too;
 - :mod:`~mobilegen.passes.stage`: the fix stage: per target, run the passes its providers declare and
   keep each one only if the coverage analysis says it helps;
-- here: the CoreML cache key stamped into the bytes written.
+- here: the providers' compiled-model cache keys stamped into the bytes written
+  (:attr:`~mobilegen.providers.base.ExecutionProvider.cache_key_metadata`).
 
 They run between export and the one write of each ``model.onnx``: nothing here reads a file.
 """
@@ -16,14 +17,20 @@ They run between export and the one write of each ``model.onnx``: nothing here r
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 
 from mobilegen.artifacts import OnnxModel
 from mobilegen.errors import InternalError
 from mobilegen.passes.dims import fix_dynamic_dims
 
-__all__ = ["CACHE_KEY", "fix_dynamic_dims", "serialized_with_cache_key"]
+__all__ = ["cache_keys", "fix_dynamic_dims", "serialized_with_cache_keys"]
 
-CACHE_KEY = "COREML_CACHE_KEY"
+
+def cache_keys() -> tuple[str, ...]:
+    """The metadata keys under which the providers' EPs reuse a compiled model, in registry order."""
+    from mobilegen import providers
+
+    return tuple(dict.fromkeys(p.cache_key_metadata for p in providers.all_providers() if p.cache_key_metadata))
 
 
 def _proto(model: OnnxModel):  # type: ignore[no-untyped-def]  # onnx.ModelProto (onnx is imported lazily)
@@ -32,27 +39,30 @@ def _proto(model: OnnxModel):  # type: ignore[no-untyped-def]  # onnx.ModelProto
     return model.proto
 
 
-def serialized_with_cache_key(model: OnnxModel) -> tuple[bytes, ...]:
-    """The model's bytes with COREML_CACHE_KEY in its metadata: the CoreML EP reuses its compiled model
-    across launches while the key is unchanged (a content hash of the model without the key, so a new
-    model gets a new key). The key is also added to the in-memory model. Returns the bytes as chunks to
-    write one after another (a large model's bytes are not copied to join them).
+def serialized_with_cache_keys(model: OnnxModel, keys: Sequence[str]) -> tuple[bytes, ...]:
+    """The model's bytes with each of ``keys`` in its metadata (:func:`cache_keys`: CoreML's EP reuses its
+    compiled model across launches while its key is unchanged), all set to a content hash of the model
+    without them, so a new model gets a new key. The keys are also added to the in-memory model. Returns
+    the bytes as chunks to write one after another (a large model's bytes are not copied to join them).
 
-    The model is serialized once: the key's metadata entry (field 14) is appended to the bytes that were
+    The model is serialized once: the keys' metadata entries (field 14) are appended to the bytes that were
     hashed, which is what protobuf writes itself when no field numbered above 14 is set."""
     import onnx
 
     proto = _proto(model)
     for p in list(proto.metadata_props):
-        if p.key == CACHE_KEY:
+        if p.key in keys:
             proto.metadata_props.remove(p)
     data: bytes = proto.SerializeToString(deterministic=True)
-    key = hashlib.sha256(data).hexdigest()[:32]
-    entry = proto.metadata_props.add(key=CACHE_KEY, value=key)
+    value = hashlib.sha256(data).hexdigest()[:32]
+    entries = [proto.metadata_props.add(key=k, value=value) for k in keys]
     if any(len(getattr(proto, f.name)) for f in proto.DESCRIPTOR.fields if f.number > 14):  # all repeated
         return (bytes(proto.SerializeToString(deterministic=True)),)
-    body: bytes = onnx.StringStringEntryProto(key=entry.key, value=entry.value).SerializeToString()
-    return data, _field_header(14, len(body)), body
+    chunks: list[bytes] = [data]
+    for entry in entries:
+        body: bytes = onnx.StringStringEntryProto(key=entry.key, value=entry.value).SerializeToString()
+        chunks += [_field_header(14, len(body)), body]
+    return tuple(chunks)
 
 
 def _field_header(number: int, length: int) -> bytes:

@@ -1,8 +1,10 @@
-"""``fixed-dims``: every named input dim becomes its example size (NNAPI takes no symbolic dims).
+"""``fixed-dims``: every named input dim becomes its example size (for the providers that take no symbolic
+dims and declare it in their ``fixes``).
 
 Not a :class:`~mobilegen.passes.base.GraphPass`: it needs the model's example sizes, and it changes the
 inputs, so every target of a build ships the fixed-size model (the fix stage runs it first, for the
-whole build, unless ``--keep-dynamic``). It is never judged by coverage: without it NNAPI takes nothing.
+whole build, unless ``--keep-dynamic``). It is never judged by coverage: without it those providers take
+nothing.
 
 Once the dims are fixed, ``If`` nodes testing a shape (``If(Shape(x)[0] == 1)``) have a constant
 condition: they are folded right away (:mod:`mobilegen.passes.fold_if`), not judged either, because

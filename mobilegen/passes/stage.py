@@ -472,7 +472,7 @@ def check_fix_options(opts: BuildOptions) -> None:
 def prepare(exported: OnnxModel, chosen: Sequence[Chosen], *, keep_dynamic: bool) -> tuple[OnnxModel, list[Notice]]:
     """What every target's model gets, in memory: the providers' notices, and ``fixed-dims`` when a
     target's provider declares it (unless ``keep_dynamic``) — for the whole build, as the inputs change.
-    (The CoreML cache key is stamped when a model is written: it hashes the bytes written.)"""
+    (The providers' cache keys are stamped when a model is written: they hash the bytes written.)"""
     notices: list[Notice] = []
     model = exported
 
@@ -486,7 +486,8 @@ def prepare(exported: OnnxModel, chosen: Sequence[Chosen], *, keep_dynamic: bool
             model, fixed = fix_dynamic_dims(model)
             if fixed:
                 also = [o.target.display_name for o in chosen if o is not c and not _wants_fixed_dims(o, ctx)]
-                notices.append(build_notices.dims_fixed(build_notices.dims_fixed_text(fixed), shipped_by=also))
+                wanted_by = [providers.get(ep.ep).display_name for ep in c.target.providers(c.opts, ctx) if registry.wants_fixed_dims((ep.ep,))]
+                notices.append(build_notices.dims_fixed(build_notices.dims_fixed_text(fixed, wanted_by), shipped_by=also))
     return model, notices
 
 

@@ -20,18 +20,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mobilegen.errors import InternalError, UsageError
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from mobilegen.coverage.analyze import WhatIf
+    from mobilegen.coverage.graph import GraphInfo
     from mobilegen.coverage.partition import Support
     from mobilegen.coverage.rules import EPTable
     from mobilegen.coverage.target import EPTarget
-    from mobilegen.notices import Notice
+    from mobilegen.infra.notice import Notice
     from mobilegen.providers.quantization import QuantizeMode, Recipe, Refusal
 
 SettingValue = bool | int | str | tuple[str, ...]
@@ -56,6 +56,21 @@ class Reason:
 
     def to_dict(self) -> dict[str, object]:
         return {"rule": self.rule or None, "category": self.category, "text": self.text, "min_api": self.min_api}
+
+
+class WhatIf(Protocol):
+    """What a provider's :meth:`~ExecutionProvider.suggest` hook may ask of the analysis (which implements
+    it: ``mobilegen.coverage.analyze``): each node's rule reasons, and what taking more nodes would change."""
+
+    @property
+    def graph(self) -> GraphInfo: ...
+
+    @property
+    def rule_reasons(self) -> Sequence[Sequence[Reason]]: ...
+
+    def change_if_taken(self, nodes: Sequence[bool]) -> str | None:
+        """How the partitions would change if the rules also took the marked nodes, when that is an
+        improvement; None when it is not."""
 
 
 @dataclass(frozen=True)
@@ -143,6 +158,16 @@ class TargetFlag:
     def given(self, value: object) -> bool:
         """Whether ``value`` (what the command received) differs from not giving the flag."""
         return value is not None and value is not False and value != "" and value != self.default
+
+
+def option_value(opts: Any, name: str, default: object = None) -> Any:
+    """A target option a provider's :class:`TargetFlag` sets: the options object's attribute of that name
+    (a built-in provider's: ``AndroidOptions.nnapi``), else its entry in the options'
+    ``provider_options`` (a plug-in provider's, which the target's options class does not declare), else
+    ``default``."""
+    if hasattr(opts, name):
+        return getattr(opts, name)
+    return dict(getattr(opts, "provider_options", None) or {}).get(name, default)
 
 
 def _known_release(version: str) -> None:
@@ -249,6 +274,12 @@ class ExecutionProvider:
     fragments: str = ""
     # The runtime builds it needs where the platform's default lacks it (one per platform at most).
     runtime_artifacts: tuple[RuntimeArtifact, ...] = ()
+    # The platforms whose default ONNX Runtime build has it (onnxruntime-android: ORT's
+    # default_full_aar_build_settings.json); a plug-in's EP is in none unless it says so.
+    in_default_runtime: tuple[str, ...] = ()
+    # The model metadata key under which its EP reuses a compiled model across launches while the value is
+    # unchanged (CoreML: COREML_CACHE_KEY); the build stamps a content hash of every model.onnx under it.
+    cache_key_metadata: str = ""
 
     def __post_init__(self) -> None:
         if self.setting(ORT_VERSION.name) is None:
@@ -318,7 +349,62 @@ class ExecutionProvider:
         """The runtime build an app on ``platform`` needs for this provider (None: the platform's own)."""
         return next((a for a in self.runtime_artifacts if a.platform == platform), None)
 
+    # --- targets: the provider's part of a target's project, read from the target's options ---------------
+    # ``opts`` is the target's options object (``AndroidOptions``); the provider reads its own
+    # :attr:`target_flags` from it as attributes. Targets call these for every provider of their platform, in
+    # registry order, and never ask which provider they run.
+
+    def chosen_on(self, platform: str, opts: Any) -> bool:
+        """Whether the options turn the provider on: the boolean option named after it (``--nnapi``)."""
+        return option_value(opts, self.name, False) is True
+
+    def target_settings(self, platform: str, opts: Any, *, static: bool) -> dict[str, SettingValue | None]:
+        """The settings (besides ``ort_version``) its coverage analysis gets for the target (``static``:
+        every input dim of the model is fixed)."""
+        return {}
+
+    def target_problems(self, platform: str, opts: Any) -> tuple[list[str], list[str]]:
+        """What is wrong with its options (each problem names its flag), and hints what to do about them."""
+        return [], []
+
+    def target_context(self, platform: str, opts: Any) -> dict[str, Any]:
+        """Its variables of the target's render context (its template fragments read them); by default
+        whether it is on, under its name."""
+        return {self.name: self.chosen_on(platform, opts)}
+
+    def target_label(self, platform: str, opts: Any) -> str:
+        """How the generated README names it, with its options, when it is on."""
+        return self.display_name
+
+    def target_record(self, platform: str, opts: Any) -> dict[str, Any]:
+        """Its options as the manifest's ``options.<target>`` records them; by default the value of each
+        of its target flags for ``platform``'s targets (whether it is on, under its name)."""
+        out: dict[str, Any] = {self.name: self.chosen_on(platform, opts)}
+        for f in self.target_flags:
+            if f.name != self.name:
+                out[f.name] = option_value(opts, f.name, f.default)
+        return out
+
+    def target_notices(self, platform: str, opts: Any) -> tuple[Notice, ...]:
+        """What it says about the target's options wherever the target is built."""
+        return ()
+
+    def fp16_reason(self, platform: str, opts: Any) -> str:
+        """Why the target's accelerated configuration computes float models in float16 on the device with
+        these options (one README sentence, without the tolerance); "" when it does not."""
+        return ""
+
+    def float32_reason(self, platform: str, opts: Any) -> str:
+        """Why it keeps the accelerated configuration in float32 (one README sentence), when it is the one
+        that decides it; "" leaves the target's own sentence."""
+        return ""
+
     # --- benchmarks -----------------------------------------------------------------------------------
+
+    def bench_configs(self, platform: str) -> tuple[str, ...]:
+        """The device benchmark's configurations of it on ``platform`` (their names, which its template
+        fragments ``<platform>/bench_configs.*`` define); () = none."""
+        return ()
 
     def host_session(self) -> HostSession | None:
         """How ``mobilegen bench`` runs the provider here (None: on the device only)."""

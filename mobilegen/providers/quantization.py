@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, get_args
 
-from mobilegen.artifacts import JSONValue
+from mobilegen.infra.json_types import JSONValue
 
 if TYPE_CHECKING:
     from mobilegen.providers.base import ExecutionProvider

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mobilegen.artifacts import JSONValue
+from mobilegen.infra.json_types import JSONValue
 
 if TYPE_CHECKING:
-    from mobilegen.quantize import QuantizeOptions
+    from mobilegen.quantize.options import QuantizeOptions
 
 CALIBRATED_MODES = ("int8",)  # the modes whose activation ranges come from calibration samples
 

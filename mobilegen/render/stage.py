@@ -6,12 +6,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mobilegen import __version__
 from mobilegen.artifacts import ModelLink, ProjectSpec, ShippedModel
 from mobilegen.infra.digest import sha256_file
 from mobilegen.notices import Notice, build_notices, notices_for, texts
 from mobilegen.quantize.golden import tolerances_of
 from mobilegen.targets.chosen import model_of
+from mobilegen.version import __version__
 
 if TYPE_CHECKING:
     from mobilegen.backends.stage import BackendModel

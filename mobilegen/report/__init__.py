@@ -14,8 +14,7 @@ from collections.abc import Mapping
 from importlib import metadata
 from typing import Any
 
-from mobilegen import __version__
-from mobilegen.artifacts import NNAPI_DEPRECATION, BuildResult
+from mobilegen.artifacts import BuildResult
 from mobilegen.notices import texts
 from mobilegen.report.context import ReportContext, build_context
 from mobilegen.report.facts import (
@@ -32,11 +31,11 @@ from mobilegen.report.facts import (
 )
 from mobilegen.report.picture import CPU_COLOR, PALETTE, PartitionPicture, partition_picture
 from mobilegen.report.render import render_html_text, render_markdown_text
+from mobilegen.version import __version__
 
 __all__ = [
     "CPU",
     "CPU_COLOR",
-    "NNAPI_DEPRECATION",
     "PALETTE",
     "SIZED_FILES",
     "PartitionPicture",

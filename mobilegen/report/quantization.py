@@ -12,7 +12,7 @@ from mobilegen.report.facts import human_bytes, num
 
 if TYPE_CHECKING:
     from mobilegen.artifacts import ShippedModel
-    from mobilegen.quantize.stage import QuantizationRecord
+    from mobilegen.quantize.records import QuantizationRecord
 
 
 @dataclass(frozen=True)

@@ -60,7 +60,7 @@ class Target(ABC, Generic[Opts]):
 
     def runtime_channel(self, opts: Opts) -> str:
         """The channel ``runtime(opts)`` is published on: ``channel`` unless options change the artifact
-        (Android's ``--qnn`` pins onnxruntime-android-qnn). The manifest's ``mobile_runtimes`` key."""
+        (a chosen provider's own runtime build: its ``RuntimeArtifact``). The manifest's ``mobile_runtimes`` key."""
         return self.channel
 
     @abstractmethod

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Literal, cast
 from mobilegen.errors import UsageError
 
 if TYPE_CHECKING:
-    from mobilegen.artifacts import JSONValue
+    from mobilegen.infra.json_types import JSONValue
     from mobilegen.spec import IOSpec, TensorSpec
 
 TaskKind = Literal["image-classification", "image", "audio", "text-embedding", "text-classification", "token-classification"]

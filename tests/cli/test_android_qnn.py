@@ -20,6 +20,7 @@ from onnx import TensorProto, helper
 from mobilegen.errors import UsageError
 from mobilegen.providers.qnn import AAR
 from mobilegen.runtimes import default_release
+from mobilegen.spec import IOSpec
 from mobilegen.targets.android import TARGET
 from mobilegen.targets.android.project import (
     AndroidOptions,
@@ -27,13 +28,14 @@ from mobilegen.targets.android.project import (
     render_android,
     validate_android_options,
 )
+from mobilegen.targets.base import BuildContext
 
 QNN_CHANNEL = AAR.channel  # "maven-qnn": onnxruntime-android-qnn's rows of the release table
 
 
 def test_the_provider_chain_puts_qnn_first_with_its_htp_arch() -> None:
     opts = AndroidOptions(qnn=True, qnn_htp_arch=69, nnapi=True, xnnpack=True)
-    chain = TARGET.providers(opts, None)  # type: ignore[arg-type]  # the Android target reads no context
+    chain = TARGET.providers(opts, BuildContext(io=IOSpec((), ()), static=True, targets=("android",)))
     assert [t.ep for t in chain] == ["qnn", "nnapi", "xnnpack"]
     assert chain[0].str_value("qnn_htp_arch") == "69"
     assert all(t.str_value("ort_version") == default_release(QNN_CHANNEL).version for t in chain)

@@ -38,7 +38,7 @@ _IO = IOSpec(inputs=(TensorSpec("x", "float32", (1, 3, 8, 8)),), outputs=(Tensor
 
 
 def test_no_output_name_hint_when_the_task_names_the_outputs() -> None:
-    from mobilegen.notices import from_export as export_notices
+    from mobilegen.pipeline import export_notices
 
     loaded = LoadedModel(source=Path("m.pt"), kind="pickle", sha256="0" * 64)
     exported = OnnxModel(path=Path("m.onnx"), io=_IO, opset=17, exporter="dynamo")

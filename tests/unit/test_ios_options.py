@@ -8,6 +8,7 @@ import pytest
 from ios_specs import make_specs
 
 from mobilegen.errors import UsageError
+from mobilegen.providers.coreml import ios as coreml_ios
 from mobilegen.spec import IOSpec, TensorSpec
 from mobilegen.targets.ios import project as ios
 
@@ -24,7 +25,7 @@ def test_compute_units_accepted(units: str) -> None:
 
 
 def test_compute_unit_strings_are_the_runtime_ones() -> None:
-    assert {k: v for k, (v, _) in ios.COMPUTE_UNITS.items()} == {
+    assert {k: v for k, (v, _) in coreml_ios.COMPUTE_UNITS.items()} == {
         "all": "ALL",
         "cpu-and-ne": "CPUAndNeuralEngine",
         "cpu-and-gpu": "CPUAndGPU",

@@ -28,6 +28,7 @@ from ios_specs import make_specs
 from ts_parsers import parser
 
 from mobilegen.artifacts import ProjectSpec
+from mobilegen.providers.coreml import ios as coreml_ios
 from mobilegen.spec import IOSpec, TensorSpec
 from mobilegen.targets.ios import project as ios
 
@@ -253,6 +254,6 @@ def test_coreml_provider_options_are_ones_ort_parses(rendered: dict[str, str]) -
 
 
 def test_python_option_tables_match_ort() -> None:
-    assert {v for v, _ in ios.COMPUTE_UNITS.values()} == ort.COREML_PROVIDER_OPTIONS["MLComputeUnits"]
-    assert {v for v, _ in ios.COREML_FORMATS.values()} == ort.COREML_PROVIDER_OPTIONS["ModelFormat"]
+    assert {v for v, _ in coreml_ios.COMPUTE_UNITS.values()} == ort.COREML_PROVIDER_OPTIONS["MLComputeUnits"]
+    assert {v for v, _ in coreml_ios.FORMATS.values()} == ort.COREML_PROVIDER_OPTIONS["ModelFormat"]
     assert {case for _, case in ios.SWIFT_ELEMENT_TYPES.values()} <= ort.ENUMS["ORTTensorElementDataType"][1]

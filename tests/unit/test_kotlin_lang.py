@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mobilegen.artifacts import ProjectSpec
+from mobilegen.artifacts import FP16_TOLERANCE, ProjectSpec
 from mobilegen.render.lang import kotlin as kt
 from mobilegen.spec import IOSpec, TensorSpec
-from mobilegen.targets.android.project import FP16_TOLERANCE, AndroidOptions, accelerated_tolerances
+from mobilegen.targets.android.project import AndroidOptions, accelerated_tolerances
 
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 

@@ -48,11 +48,16 @@ def test_a_broken_graph_is_refused_and_the_model_left_whole() -> None:
 def test_cache_key_bytes_are_what_protobuf_writes() -> None:
     model = _model(big=8)
     om = OnnxModel(path=Path("unused.onnx"), io=IOSpec(inputs=()), opset=17, exporter="passthrough", proto=model)
-    data = b"".join(passes.serialized_with_cache_key(om))
+    assert passes.cache_keys() == ("COREML_CACHE_KEY",)  # the CoreML provider's
+    data = b"".join(passes.serialized_with_cache_keys(om, passes.cache_keys()))
     assert data == model.SerializeToString()  # the key was appended where protobuf puts it
-    key = {p.key: p.value for p in onnx.load_from_string(data).metadata_props}[passes.CACHE_KEY]
+    key = {p.key: p.value for p in onnx.load_from_string(data).metadata_props}["COREML_CACHE_KEY"]
     assert len(key) == 32
-    assert b"".join(passes.serialized_with_cache_key(om)) == data  # idempotent: the old key is replaced, same hash
+    assert b"".join(passes.serialized_with_cache_keys(om, passes.cache_keys())) == data  # idempotent: the old key is replaced
+    two = b"".join(passes.serialized_with_cache_keys(om, ("A_KEY", "B_KEY")))
+    assert two == model.SerializeToString()  # two keys: both appended as protobuf writes them
+    meta = {p.key: p.value for p in onnx.load_from_string(two).metadata_props}
+    assert "COREML_CACHE_KEY" in meta and meta["A_KEY"] == meta["B_KEY"] and len(meta["A_KEY"]) == 32
 
 
 def test_check_and_infer_lowers_the_ir_version_like_before() -> None:

@@ -4,8 +4,9 @@ The provider below lives in a module written into a temp folder, and is register
 registers one, by one ``mobilegen.providers`` entry point (``entry_points.txt`` of a ``.dist-info``
 folder on the path); no mobilegen file is edited. With that alone it has a rule table (``check --ep``
 analyses with it), a setting with a flag (``--toynpu-max-rank`` in ``check --help``, range-checked, refused
-without ``--ep toynpu``), a quantization recipe (``recipe_for``) and a pre-quantization hook the
-quantizer runs (``quantize``)."""
+without ``--ep toynpu``), a quantization recipe (``recipe_for``), a pre-quantization hook the
+quantizer runs (``quantize``), and target flags of its own (``mobilegen android --toynpu --toynpu-cores 2``:
+its options reach ``AndroidOptions.provider_options``, its analysis and the manifest)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from onnx import TensorProto, helper
 
 from mobilegen import providers
 from mobilegen.errors import UsageError
+from mobilegen.providers import ExecutionProvider
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,7 +37,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mobilegen.coverage.rules import F32, EPTable, OpSpec, Rule
-from mobilegen.providers import ExecutionProvider, Setting
+from mobilegen.providers import ExecutionProvider, Setting, TargetFlag
 from mobilegen.providers.quantization import Recipe, Refusal
 
 SOURCE = "https://example.invalid/toynpu/relu.cc"
@@ -79,6 +81,10 @@ PROVIDER = ToyNpu(
     fragments=str(Path(__file__).parent / "toynpu_fragments"),
     settings=(
         Setting("toynpu_max_rank", 2, "highest input rank ToyNPU takes", flag="--toynpu-max-rank", metavar="RANK", minimum=1, maximum=4),
+    ),
+    target_flags=(
+        TargetFlag("toynpu", "--toynpu", False, "Set up ToyNPU with CPU fallback.", needs_target=True),
+        TargetFlag("toynpu_cores", "--toynpu-cores", 1, "ToyNPU cores the app asks for.", kind=int, metavar="N"),
     ),
 )
 '''
@@ -217,7 +223,7 @@ def test_its_template_fragment_is_included_in_chain_order(loaded: object, tmp_pa
 
     chain = template_providers("android", "add_provider.kt.jinja")
     assert [p["name"] for p in chain] == ["qnn", "toynpu", "nnapi", "xnnpack"]
-    assert chain[1] == {"name": "toynpu", "enum": "TOYNPU", "kotlin": "Toynpu", "display": "ToyNPU"}
+    assert chain[1] == {"name": "toynpu", "enum": "TOYNPU", "kotlin": "Toynpu", "swift": "toyNPU", "display": "ToyNPU"}
     # the Kotlin wrapper's own loop over them, rendered alone
     wrapper = (templates_root() / "android" / "{{ module }}" / "src" / "main" / "kotlin" / "{{ package_path }}" / "{{ class_name }}.kt.jinja").read_text()
     start = wrapper.index("{% for p in android_providers %}")
@@ -227,3 +233,51 @@ def test_its_template_fragment_is_included_in_chain_order(loaded: object, tmp_pa
     render_tree(tmp_path / "t", {"android_providers": chain}, tmp_path / "out")
     arms = (tmp_path / "out" / "arms.kt").read_text()
     assert arms.index("ExecutionProvider.QNN ->") < arms.index(FRAGMENT) < arms.index("ExecutionProvider.NNAPI ->")
+
+
+def test_its_target_flags_build_an_android_project_with_it(plugin: Path) -> None:
+    """A plug-in provider's own flags on ``mobilegen android``: not fields of AndroidOptions, they reach it as
+    ``provider_options``; the build analyses the provider, records its options and renders its fragment."""
+    shown = _mobilegen(plugin, "android", "--help")
+    assert shown.returncode == 0 and "--toynpu" in shown.stdout and "--toynpu-cores N" in shown.stdout, shown.stderr
+    model = _model(plugin / "m.onnx")
+    out = plugin / "out"
+    built = _mobilegen(plugin, "android", model, "--toynpu", "--toynpu-cores", 2, "-o", out)
+    assert built.returncode == 0, built.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert {k: manifest["options"]["android"][k] for k in ("toynpu", "toynpu_cores")} == {"toynpu": True, "toynpu_cores": 2}
+    assert [c["ep"] for c in manifest["coverage"]] == ["toynpu"]
+    support = next(out.rglob("ModelSupport.kt")).read_text()
+    assert "enum class ExecutionProvider { QNN, TOYNPU, NNAPI, XNNPACK, CPU }" in support  # its add_provider fragment
+    wrapper = next(p for p in out.rglob("M.kt") if "main" in p.parts).read_text()
+    assert "(accelerated: ToyNPU)" in wrapper and FRAGMENT in wrapper
+
+    elsewhere = _mobilegen(plugin, "package", model, "--ios", "--toynpu", "-o", plugin / "pkg")
+    assert elsewhere.returncode == 2 and "--toynpu needs --android" in elsewhere.stderr
+    assert not (plugin / "pkg").exists()
+
+
+def test_an_option_no_provider_declares_is_refused(loaded: object) -> None:
+    from mobilegen.targets.android.project import AndroidOptions, validate_android_options
+
+    validate_android_options(AndroidOptions(provider_options={"toynpu": True, "toynpu_cores": 3}))
+    with pytest.raises(UsageError, match="provider_options: toynpu_speed is not an option of any android provider") as err:
+        validate_android_options(AndroidOptions(provider_options={"toynpu_speed": 3}))
+    assert err.value.hint is not None and "toynpu_cores" in err.value.hint
+
+
+def test_a_display_name_that_makes_no_identifier_is_refused_before_rendering(tmp_path: Path) -> None:
+    """The display name names the Kotlin/Swift enum entries of the generated code: it must make identifiers."""
+    from mobilegen.targets.provider_setup import template_providers
+
+    fragment = tmp_path / "frag" / "ios" / "append_provider.swift.jinja"
+    fragment.parent.mkdir(parents=True)
+    fragment.write_text("        case .x:\n            break\n")
+    bad = ExecutionProvider(name="toybad", display_name='Toy"); evil(', platform="ios", fragments=str(tmp_path / "frag"))
+    providers.register(bad)
+    try:
+        with pytest.raises(UsageError, match="makes no Kotlin/Swift identifier"):
+            template_providers("ios", "append_provider.swift.jinja")
+    finally:
+        providers.unregister("toybad")
+    assert [p["name"] for p in template_providers("ios", "append_provider.swift.jinja")] == ["coreml", "xnnpack"]

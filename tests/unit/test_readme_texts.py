@@ -24,7 +24,7 @@ _ASKS_FOR_A_FLAG = re.compile(r"\b(pass|add|use|set|with)\s+`?--[a-z]", re.IGNOR
 
 
 def _fixed_dims_note() -> str:
-    return dims_fixed(dims_fixed_text({"seq": 16}), shipped_by=("iOS",)).text
+    return dims_fixed(dims_fixed_text({"seq": 16}, ["NNAPI"]), shipped_by=("iOS",)).text
 
 
 def _sentences_asking_for_flags(text: str) -> list[str]:

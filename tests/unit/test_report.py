@@ -22,9 +22,9 @@ from package_fixtures import (
 from mobilegen.artifacts import BuildResult
 from mobilegen.coverage.model import CoverageReport, NodeVerdict
 from mobilegen.notices import Notice, collect
+from mobilegen.providers.nnapi import DEPRECATION as NNAPI_DEPRECATION
 from mobilegen.render.markdown import md_code, md_escape
 from mobilegen.report import (
-    NNAPI_DEPRECATION,
     coverage_json,
     jsonable,
     partition_picture,

@@ -10,10 +10,9 @@ import pytest
 from package_fixtures import build_package, make_build
 from rich.console import Console
 
-from mobilegen.artifacts import NNAPI_DEPRECATION, BuildResult, LoadedModel, OnnxModel
+from mobilegen.artifacts import BuildResult, LoadedModel, OnnxModel
 from mobilegen.coverage.model import CoverageReport, NodeVerdict
 from mobilegen.notices import (
-    NNAPI_DEPRECATED,
     Notice,
     build_notices,
     collect,
@@ -23,6 +22,8 @@ from mobilegen.notices import (
     export_notices,
     texts,
 )
+from mobilegen.providers.nnapi import DEPRECATED as NNAPI_DEPRECATED
+from mobilegen.providers.nnapi import DEPRECATION as NNAPI_DEPRECATION
 from mobilegen.spec import IOSpec, TensorSpec
 
 IO = IOSpec(inputs=(TensorSpec("x", "float32", (1, 4)),), outputs=(TensorSpec("logits", "float32", (1, 4)),))
@@ -96,8 +97,10 @@ def test_zero_nnapi_keeps_the_placement_line_for_the_package() -> None:
 
 
 def test_dims_fixed_text() -> None:
-    note = dims_fixed_text({"batch": 1, "seq": 16})
+    note = dims_fixed_text({"batch": 1, "seq": 16}, ["NNAPI"])
     assert note == "dynamic dims fixed for NNAPI (which takes no symbolic dims): batch=1, seq=16; to keep them, re-run mobilegen with --keep-dynamic"
+    both = dims_fixed_text({"seq": 16}, ["QNN", "NNAPI"])
+    assert both.startswith("dynamic dims fixed for QNN and NNAPI (which take no symbolic dims): seq=16;")
     assert dims_fixed(note, shipped_by=("iOS",)).text.endswith("(the iOS package ships the same fixed-size model)")
     assert dims_fixed(note).text == note
 

@@ -9,7 +9,7 @@ trivial ops (:func:`~mobilegen.providers.coreml.releases.trivial_partition`, the
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mobilegen.providers.base import ExecutionProvider, Reason, Setting, SettingValue, TargetFlag
 
@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from mobilegen.providers.quantization import QuantizeMode, Recipe, Refusal
 
 DISPLAY_NAME = "CoreML"
+# The CoreML EP reuses its compiled model across launches while this metadata entry is unchanged
+# (coreml_execution_provider.cc: ModelCacheDirectory with the model's COREML_CACHE_KEY).
+CACHE_KEY = "COREML_CACHE_KEY"
 FORMATS = ("mlprogram", "neuralnetwork")
 
 # The graph passes that help CoreML (mobilegen.passes.registry): what its MLProgram builders refuse in
@@ -81,6 +84,36 @@ class CoreML(ExecutionProvider):
 
         return recipe.recipe(mode)
 
+    # --- the iOS project (mobilegen.providers.coreml.ios) ------------------------------------------------
+
+    def target_settings(self, platform: str, opts: Any, *, static: bool) -> dict[str, SettingValue | None]:
+        return {"coreml_format": opts.coreml_format, "require_static_shapes": static}
+
+    def target_problems(self, platform: str, opts: Any) -> tuple[list[str], list[str]]:
+        from mobilegen.providers.coreml import ios
+
+        return ios.problems(opts)
+
+    def target_context(self, platform: str, opts: Any) -> dict[str, Any]:
+        from mobilegen.providers.coreml import ios
+
+        return ios.context(opts)
+
+    def target_record(self, platform: str, opts: Any) -> dict[str, Any]:
+        from mobilegen.providers.coreml import ios
+
+        return ios.record(opts)
+
+    def fp16_reason(self, platform: str, opts: Any) -> str:
+        from mobilegen.providers.coreml import ios
+
+        return ios.fp16_reason(opts)
+
+    def float32_reason(self, platform: str, opts: Any) -> str:
+        from mobilegen.providers.coreml import ios
+
+        return ios.float32_reason(opts)
+
 
 PROVIDER = CoreML(
     name="coreml",
@@ -94,4 +127,6 @@ PROVIDER = CoreML(
     # returns nothing for a subgraph unless COREML_FLAG_ENABLE_ON_SUBGRAPH / EnableOnSubgraphs, which the
     # generated iOS code does not set
     subgraph_source="onnxruntime/core/providers/coreml/coreml_execution_provider.cc",
+    in_default_runtime=("ios",),
+    cache_key_metadata=CACHE_KEY,
 )

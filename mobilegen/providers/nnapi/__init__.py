@@ -7,9 +7,9 @@ The per-node rules are in :mod:`~mobilegen.providers.nnapi.table` and
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from mobilegen.notices import NNAPI_DEPRECATED
+from mobilegen.notices import Notice
 from mobilegen.providers.base import (
     API,
     DYNAMIC,
@@ -20,19 +20,25 @@ from mobilegen.providers.base import (
     Setting,
     SettingValue,
     TargetFlag,
+    WhatIf,
 )
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from pathlib import Path
 
-    from mobilegen.coverage.analyze import WhatIf
     from mobilegen.coverage.partition import Support
     from mobilegen.coverage.rules import EPTable
     from mobilegen.coverage.target import EPTarget
     from mobilegen.providers.quantization import QuantizeMode, Recipe, Refusal
 
 DISPLAY_NAME = "NNAPI"
+# Shown wherever NNAPI is chosen (CLI, project READMEs, report).
+DEPRECATION = (
+    "NNAPI is deprecated as of Android 15 (API 35): it keeps working on current devices, but vendors no "
+    "longer improve their drivers; keep the CPU/XNNPACK path tested too."
+)
+DEPRECATED = Notice("nnapi-deprecated", "warning", DEPRECATION)
 MIN_API = 27  # ORT_NNAPI_MIN_API_LEVEL: below it GetCapability takes nothing
 MAX_API = 36  # Android 16; NNAPI is deprecated from 35 on but still present
 # ORT_NNAPI_MAX_SUPPORTED_API_LEVEL: what GetCapability assumes off-device. The default, so results compare
@@ -178,10 +184,43 @@ class Nnapi(ExecutionProvider):
 
         return preprocess(model, work, recipe)
 
+    # --- the Android project (mobilegen.providers.nnapi.android) ------------------------------------------
+
+    def target_settings(self, platform: str, opts: Any, *, static: bool) -> dict[str, SettingValue | None]:
+        return {"android_api": opts.android_api}
+
+    def target_problems(self, platform: str, opts: Any) -> tuple[list[str], list[str]]:
+        from mobilegen.providers.nnapi import android
+
+        return android.problems(opts)
+
+    def target_context(self, platform: str, opts: Any) -> dict[str, Any]:
+        from mobilegen.providers.nnapi import android
+
+        return android.context(opts)
+
+    def target_label(self, platform: str, opts: Any) -> str:
+        from mobilegen.providers.nnapi import android
+
+        return android.label(opts)
+
+    def target_record(self, platform: str, opts: Any) -> dict[str, Any]:
+        from mobilegen.providers.nnapi import android
+
+        return android.record(opts)
+
+    def fp16_reason(self, platform: str, opts: Any) -> str:
+        from mobilegen.providers.nnapi import android
+
+        return android.fp16_reason(opts)
+
     def report_settings(self, values: Mapping[str, SettingValue]) -> dict[str, object]:
         # NNAPI always needs fixed shapes: recorded, so reports of different EPs read the same way.
         return {**super().report_settings(values), "require_static_shapes": True}
 
+
+    def bench_configs(self, platform: str) -> tuple[str, ...]:
+        return ("nnapi", "nnapi-fp16", "nnapi-no-cpu") if platform == "android" else ()
 
 PROVIDER = Nnapi(
     name="nnapi",
@@ -191,7 +230,7 @@ PROVIDER = Nnapi(
     rank=20,
     settings=SETTINGS,
     target_flags=TARGET_FLAGS,
-    notices=(NNAPI_DEPRECATED,),
+    notices=(DEPRECATED,),
     severe_if_none_taken=True,
     fixes=FIXES,
     # NNAPI wants Softmax/Sigmoid outputs at scale 1/256, zero point 0 (softmax_op_builder.cc), while
@@ -200,4 +239,5 @@ PROVIDER = Nnapi(
     never_taken_qdq_rules=frozenset({"nnapi.qdq.fixed_output"}),
     # "TODO: Task 812756: NNAPI EP, add support for subgraph (If and Loop operators)": returns nothing
     subgraph_source="onnxruntime/core/providers/nnapi/nnapi_builtin/nnapi_execution_provider.cc",
+    in_default_runtime=("android",),
 )

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mobilegen.errors import UsageError
 from mobilegen.providers.base import (
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from mobilegen.coverage.qdq import Units
     from mobilegen.coverage.rules import EPTable
     from mobilegen.coverage.target import EPTarget
+    from mobilegen.notices import Notice
     from mobilegen.providers.quantization import QuantizeMode, Recipe, Refusal
 
 DISPLAY_NAME = "QNN"
@@ -237,6 +238,41 @@ class Qnn(ExecutionProvider):
     def report_settings(self, values: Mapping[str, SettingValue]) -> dict[str, object]:
         return {**super().report_settings(values), "require_static_shapes": True, "estimate": True}
 
+    # --- the Android project (mobilegen.providers.qnn.android) --------------------------------------------
+
+    def target_settings(self, platform: str, opts: Any, *, static: bool) -> dict[str, SettingValue | None]:
+        from mobilegen.providers.qnn import android
+
+        return {"qnn_htp_arch": android.htp_arch(opts)}
+
+    def target_problems(self, platform: str, opts: Any) -> tuple[list[str], list[str]]:
+        from mobilegen.providers.qnn import android
+
+        return android.problems(opts)
+
+    def target_context(self, platform: str, opts: Any) -> dict[str, Any]:
+        from mobilegen.providers.qnn import android
+
+        return android.context(opts)
+
+    def target_label(self, platform: str, opts: Any) -> str:
+        return "QNN (HTP)"
+
+    def target_record(self, platform: str, opts: Any) -> dict[str, Any]:
+        from mobilegen.providers.qnn import android
+
+        return android.options_record(opts)
+
+    def target_notices(self, platform: str, opts: Any) -> tuple[Notice, ...]:
+        from mobilegen.providers.qnn import android
+
+        return android.notices(opts)
+
+    def fp16_reason(self, platform: str, opts: Any) -> str:
+        from mobilegen.providers.qnn import android
+
+        return android.fp16_reason(opts)
+
     def recipe(self, mode: QuantizeMode, settings: Mapping[str, SettingValue | None]) -> Recipe | Refusal:
         from mobilegen.providers.qnn import recipe
 
@@ -253,6 +289,9 @@ class Qnn(ExecutionProvider):
         quantize_static(model, out, recipe, static)
         return True
 
+
+    def bench_configs(self, platform: str) -> tuple[str, ...]:
+        return ("qnn", "qnn-no-cpu") if platform == "android" else ()
 
 PROVIDER = Qnn(
     name="qnn",

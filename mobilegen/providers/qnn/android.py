@@ -17,11 +17,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from mobilegen.artifacts import FP16_TOLERANCE
 from mobilegen.providers.qnn import AAR, DEFAULT_HTP_ARCH, HTP_ARCHS
 
 if TYPE_CHECKING:
     from mobilegen.notices import Notice
-    from mobilegen.targets.android.project import AndroidOptions
 
 QNN_ARTIFACT = AAR.artifact
 QNN_ABI = AAR.abis[0]  # default_qnn_aar_build_settings.json: the QNN AAR is built for arm64-v8a only
@@ -43,13 +43,13 @@ QNN_PERFORMANCE_MODES = (
 )
 
 
-def notices(opts: AndroidOptions) -> tuple[Notice, ...]:
+def notices(opts: Any) -> tuple[Notice, ...]:
     """``--qnn`` with other Android providers: the QNN AAR the project then pins has none of them, so the
     app's session gets QNN and the CPU only (their coverage is shown for what it would be on onnxruntime-android)."""
     from mobilegen import providers
     from mobilegen.notices import Notice  # noqa: F811 (at run time; the annotation's import is TYPE_CHECKING only)
 
-    others = [p for p in providers.on_platform("android") if p.name not in AAR.providers and getattr(opts, p.name, False) is True]
+    others = [p for p in providers.on_platform("android") if p.name not in AAR.providers and p.chosen_on("android", opts)]
     if not opts.qnn or not others:
         return ()
     names = [p.display_name for p in others]
@@ -62,31 +62,27 @@ def notices(opts: AndroidOptions) -> tuple[Notice, ...]:
     return (Notice("qnn-aar-only", "warning", text, subject="android"),)
 
 
-def problems(opts: AndroidOptions) -> list[str]:
-    """What is wrong with the QNN options (the Android validation lists them with the others)."""
+def problems(opts: Any) -> tuple[list[str], list[str]]:
+    """What is wrong with the QNN options (the Android validation lists them with the others), and hints."""
     details = []
     if opts.qnn_htp_arch is not None and not opts.qnn:
         details.append("--qnn-htp-arch given without --qnn (it sets the Hexagon generation of the QNN estimate)")
     if opts.qnn_htp_arch is not None and str(opts.qnn_htp_arch) not in HTP_ARCHS:
         details.append(f"--qnn-htp-arch {opts.qnn_htp_arch} is not a Hexagon generation QNN knows (known: {', '.join(HTP_ARCHS)})")
-    return details
-
-
-def hint(details: list[str]) -> str | None:
     hints = []
     if any(d.startswith("--qnn-htp-arch given without --qnn") for d in details):
         hints.append("add --qnn, or drop --qnn-htp-arch")
     if any(d.startswith("--qnn-htp-arch") and "is not a Hexagon generation" in d for d in details):
         hints.append(f"give --qnn-htp-arch one of the known generations (default {DEFAULT_HTP_ARCH})")
-    return "; ".join(hints) or None
+    return details, ["; ".join(hints)] if hints else []
 
 
-def htp_arch(opts: AndroidOptions) -> str:
+def htp_arch(opts: Any) -> str:
     """The Hexagon generation the estimate (and the quantization recipe) assume."""
     return str(opts.qnn_htp_arch) if opts.qnn_htp_arch is not None else DEFAULT_HTP_ARCH
 
 
-def context(opts: AndroidOptions) -> dict[str, Any]:
+def context(opts: Any) -> dict[str, Any]:
     """The QNN part of the Android render context."""
     return {
         "qnn": opts.qnn,
@@ -97,8 +93,18 @@ def context(opts: AndroidOptions) -> dict[str, Any]:
     }
 
 
-def options_record(opts: AndroidOptions) -> dict[str, Any]:
+def options_record(opts: Any) -> dict[str, Any]:
     """What the manifest records about QNN (nothing without --qnn)."""
     if not opts.qnn:
         return {}
     return {"qnn": True, "qnn_htp_arch": int(htp_arch(opts)), "runtime_artifact": QNN_ARTIFACT}
+
+
+def fp16_reason(opts: Any) -> str:
+    """QNN's HTP runs float models in fp16 (enable_htp_fp16_precision, on by default) like NNAPI's USE_FP16."""
+    if not opts.qnn:
+        return ""
+    return (
+        f"QNN's HTP computes float models in float16 (enable_htp_fp16_precision), about 3 significant decimal "
+        f"digits, so atol and rtol are at least {FP16_TOLERANCE!r}"
+    )

@@ -84,6 +84,9 @@ class Xnnpack(ExecutionProvider):
         return HostSession({"intra_op_num_threads": str(threads())}, {"session.intra_op.allow_spinning": "0"}, 1)
 
 
+    def bench_configs(self, platform: str) -> tuple[str, ...]:
+        return ("xnnpack",) if platform == "android" else ()
+
 PROVIDER = Xnnpack(
     name="xnnpack",
     display_name=DISPLAY_NAME,
@@ -99,4 +102,5 @@ PROVIDER = Xnnpack(
     # GetCapability has no IsSubgraph() check: a body's nodes get the same kernel checks as the main graph's
     takes_subgraphs=True,
     subgraph_source="onnxruntime/core/providers/xnnpack/xnnpack_execution_provider.cc",
+    in_default_runtime=("android", "ios"),
 )

@@ -1,5 +1,5 @@
-"""The Android target: a Gradle project on onnxruntime-android (Maven; onnxruntime-android-qnn with --qnn),
-QNN, NNAPI and XNNPACK with CPU fallback."""
+"""The Android target: a Gradle project on onnxruntime-android (Maven; a provider's own build when it needs
+one), the Android providers of the registry with CPU fallback."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from mobilegen.artifacts import ANDROID_DIR, JSONValue
 from mobilegen.coverage.target import EPTarget
-from mobilegen.providers.qnn import android as android_qnn
+from mobilegen.targets import provider_setup
 from mobilegen.targets.android import project as impl
 from mobilegen.targets.android import runtime
 from mobilegen.targets.android.project import AndroidOptions
@@ -44,17 +44,8 @@ class AndroidTarget(Target[AndroidOptions]):
         impl.check_android_io(io)
 
     def providers(self, opts: AndroidOptions, ctx: BuildContext) -> list[EPTarget]:
-        out = []
-        version = self.runtime(opts).version  # the rules of the runtime the project pins
-        # The wrapper's order: QNN (HTP) → NNAPI → XNNPACK → CPU. The first name is what the quantize
-        # stage's recipe_for keys on ("qnn": the QNN QDQ recipe).
-        if opts.qnn:
-            out.append(EPTarget("qnn", qnn_htp_arch=android_qnn.htp_arch(opts), ort_version=version))
-        if opts.nnapi:
-            out.append(EPTarget("nnapi", android_api=opts.android_api, ort_version=version))
-        if opts.xnnpack:
-            out.append(EPTarget("xnnpack", ort_version=version))
-        return out
+        # In the wrapper's chain order, with the rules of the runtime the project pins.
+        return provider_setup.ep_targets(self.name, opts, static=ctx.static, ort_version=self.runtime(opts).version)
 
     def render(self, spec: ProjectSpec, opts: AndroidOptions, dest: Path) -> None:
         impl.render_android(spec, opts, dest)
@@ -66,20 +57,10 @@ class AndroidTarget(Target[AndroidOptions]):
         return impl.accelerated_tolerances(spec, opts)
 
     def notices(self, opts: AndroidOptions) -> tuple[Notice, ...]:
-        return android_qnn.notices(opts)
+        return provider_setup.notices(self.name, opts)
 
     def options_record(self, opts: AndroidOptions) -> Mapping[str, JSONValue]:
-        rec: dict[str, JSONValue] = {
-            "nnapi": opts.nnapi,
-            "nnapi_flags": list(opts.nnapi_flags),
-            "xnnpack": opts.xnnpack,
-            "package": opts.package,
-            "name": opts.class_name,
-        }
-        if opts.android_api:
-            rec["android_api"] = opts.android_api
-        rec.update(android_qnn.options_record(opts))
-        return rec
+        return {**provider_setup.record(self.name, opts), "package": opts.package, "name": opts.class_name}
 
 
 TARGET = AndroidTarget()

@@ -15,9 +15,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from mobilegen import providers
-from mobilegen.artifacts import FP16_TOLERANCE, ProjectSpec
+from mobilegen.artifacts import ProjectSpec
 from mobilegen.errors import InternalError, UsageError
-from mobilegen.providers.qnn import android as android_qnn
 from mobilegen.render import input_contract as ic
 from mobilegen.render import library as lib
 from mobilegen.render import task_wrappers as tw
@@ -26,8 +25,9 @@ from mobilegen.render.markdown import coverage_rows, md_escape
 from mobilegen.render.tree import model_link_context, render_tree, templates_root
 from mobilegen.runtimes import RuntimeRelease, find_release
 from mobilegen.spec import IOSpec, TensorSpec
-from mobilegen.targets import toolchains
+from mobilegen.targets import provider_setup, toolchains
 from mobilegen.targets.android import runtime
+from mobilegen.targets.android.options import AndroidOptions as AndroidOptions
 from mobilegen.targets.defaults import (
     BENCH_IMAGE_SIZES,
     BENCH_PREPROCESS_MAX_RUNS,
@@ -44,15 +44,7 @@ TOOLCHAIN: dict[str, str] = toolchains.android_versions()
 COMPILE_SDK = int(TOOLCHAIN["compile_sdk"])
 TARGET_SDK = int(TOOLCHAIN["target_sdk"])
 MIN_SDK = int(TOOLCHAIN["min_sdk"])  # every official ORT Android sample; the full AAR itself is built for 21+
-NNAPI_MIN_SDK = 27  # Android 8.1: NNAPI feature level 1 (below it ORT silently runs everything on CPU)
-
-# --nnapi-flags spelling → ai.onnxruntime.providers.NNAPIFlags constant.
-NNAPI_FLAGS: dict[str, str] = {
-    "fp16": "USE_FP16",
-    "nchw": "USE_NCHW",
-    "cpu-disabled": "CPU_DISABLED",
-    "cpu-only": "CPU_ONLY",
-}
+PLATFORM = runtime.PLATFORM
 
 # Classes the generated package always defines (plus Android's generated R / BuildConfig).
 FIXED_CLASS_NAMES = frozenset(
@@ -171,24 +163,8 @@ _UNSUPPORTED_DTYPES = {
 }
 
 
-@dataclass(frozen=True)
-class AndroidOptions:
-    nnapi: bool = False
-    nnapi_flags: tuple[str, ...] = ()
-    xnnpack: bool = False
-    package: str | None = None
-    class_name: str | None = None
-    ort_version: str | None = None
-    android_api: int | None = None  # API level the NNAPI analysis targets (None: the provider's default)
-    qnn: bool = False  # Qualcomm QNN (Hexagon NPU) first in the provider chain, on onnxruntime-android-qnn
-    qnn_htp_arch: int | None = None  # Hexagon generation the QNN estimate assumes (None: mobilegen.providers.qnn's default)
-    maven_group: str | None = None  # --maven-group: the AAR publication's groupId (None: the Kotlin package)
-    maven_artifact: str | None = None  # --maven-artifact: its artifactId (None: the library module's name)
-    lib_version: str | None = None  # --lib-version: the publication's version (None: mobilegen.render.library.DEFAULT_VERSION)
-
-
 def validate_android_options(opts: AndroidOptions) -> None:
-    """Refuse bad ``--package`` / ``--name`` / ``--nnapi-flags`` (UsageError, exit 2), listing every problem."""
+    """Refuse bad ``--package`` / ``--name`` / provider options (UsageError, exit 2), listing every problem."""
     details: list[str] = []
     if opts.package is not None:
         for p in kt.package_problems(opts.package):
@@ -196,18 +172,8 @@ def validate_android_options(opts: AndroidOptions) -> None:
     if opts.class_name is not None:
         for p in kt.class_name_problems(opts.class_name, reserved=FIXED_CLASS_NAMES):
             details.append(f"--name {opts.class_name!r} {p}")
-    unknown = [f for f in opts.nnapi_flags if f not in NNAPI_FLAGS]
-    for f in unknown:
-        details.append(f"--nnapi-flags: unknown flag {f!r} (known: {', '.join(NNAPI_FLAGS)})")
-    if "cpu-disabled" in opts.nnapi_flags and "cpu-only" in opts.nnapi_flags:
-        details.append("--nnapi-flags: cpu-disabled and cpu-only exclude each other (ORT refuses the pair)")
-    if opts.nnapi_flags and not opts.nnapi:
-        details.append("--nnapi-flags given without --nnapi")
-    if opts.android_api is not None and not opts.nnapi:
-        details.append("--android-api given without --nnapi (it sets the API level of the NNAPI analysis)")
-    if opts.android_api is not None:
-        providers.validate_settings({"android_api": opts.android_api})  # the NNAPI provider's declared range
-    details += android_qnn.problems(opts)
+    provider_details, provider_hints = provider_setup.problems(PLATFORM, opts)
+    details += provider_details
     details += lib.coordinate_problems(opts.maven_group, opts.maven_artifact, opts.lib_version)
     if not details:
         return
@@ -216,14 +182,9 @@ def validate_android_options(opts: AndroidOptions) -> None:
         hints.append("use a Java package such as com.example.mymodel (two or more segments, letters first, no keywords)")
     if any(d.startswith("--name") for d in details):
         hints.append("use a PascalCase class name such as MyModel")
-    if any(d.startswith("--nnapi-flags") for d in details):
-        hints.append("pass --nnapi with --nnapi-flags taken from: " + ", ".join(NNAPI_FLAGS))
-    if any(d.startswith("--android-api") for d in details):
-        hints.append("add --nnapi, or drop --android-api")
+    hints += provider_hints
     if any(d.startswith(("--maven-", "--lib-version")) for d in details):
         hints.append(lib.COORDINATE_HINT)
-    if (qnn_hint := android_qnn.hint(details)) is not None:
-        hints.append(qnn_hint)
     raise UsageError(
         "invalid Android options: " + "; ".join(details),
         hint="; ".join(hints),
@@ -251,39 +212,30 @@ def android_runtime(opts: AndroidOptions, spec: ProjectSpec | None = None) -> Ru
     """The onnxruntime-android release pinned in the project: ``--ort-version``, else the version the
     pipeline already chose (``spec.ort_version``), else the newest release published on Maven."""
     version = opts.ort_version or (spec.ort_version if spec is not None and spec.ort_version else None)
-    return find_release(version, runtime.channel(opts))  # --qnn: onnxruntime-android-qnn's releases
+    return find_release(version, runtime.channel(opts))  # a provider's own build's releases, if it needs one
 
 
 def accelerated_tolerances(spec: ProjectSpec, opts: AndroidOptions) -> tuple[float, float]:
     """(atol, rtol) the device test asserts for the accelerated configuration (``Options()``).
 
-    ``spec.accel_atol`` / ``spec.accel_rtol`` win when set. Otherwise: NNAPI with ``--nnapi-flags fp16``
-    lets NNAPI compute fp32 models in fp16 (~3 significant digits), so the build-time tolerances are
-    widened to at least :data:`FP16_TOLERANCE`; every other configuration (NNAPI in fp32, XNNPACK, CPU)
-    computes in fp32 and keeps the build-time ones. Pure.
+    ``spec.accel_atol`` / ``spec.accel_rtol`` win when set. Otherwise, when a chosen provider computes fp32
+    models in fp16 on the device (its ``fp16_reason``: ~3 significant digits), the build-time tolerances
+    are widened to at least :data:`~mobilegen.artifacts.FP16_TOLERANCE`; every other configuration computes in fp32 and keeps
+    the build-time ones. Pure.
     """
-    # QNN's HTP runs float models in fp16 (enable_htp_fp16_precision, on by default) like NNAPI's USE_FP16.
-    return spec.accelerated_tolerances(fp16=bool(opts.nnapi and "fp16" in opts.nnapi_flags) or opts.qnn)
+    return spec.accelerated_tolerances(fp16=bool(provider_setup.fp16_reason(PLATFORM, opts)))
 
 
 def _tolerance_reason(spec: ProjectSpec, opts: AndroidOptions) -> str:
     """Why the accelerated configuration asserts the tolerance it does (one README sentence)."""
     if spec.accel_atol is not None or spec.accel_rtol is not None:
         return "set explicitly for the accelerated configuration when the project was generated"
-    if opts.qnn:
-        return (
-            f"QNN's HTP computes float models in float16 (enable_htp_fp16_precision), about 3 significant decimal "
-            f"digits, so atol and rtol are at least {FP16_TOLERANCE!r}"
-        )
-    if opts.nnapi and "fp16" in opts.nnapi_flags:
-        return (
-            f"NNAPI runs with `USE_FP16`, which lets it compute in float16 (about 3 significant decimal digits), "
-            f"so atol and rtol are at least {FP16_TOLERANCE!r}"
-        )
+    if reason := provider_setup.fp16_reason(PLATFORM, opts):
+        return reason
     if spec.quantization:  # a quantized model computes in integers (or float16), not in float32
 
         return tolerance_reason(spec.quantization)
-    return "the accelerated configuration computes in float32, like the CPU provider"
+    return provider_setup.float32_reason(PLATFORM, opts, "the accelerated configuration computes in float32, like the CPU provider")
 
 
 def _check_tolerances(*pairs: tuple[str, float]) -> None:
@@ -398,12 +350,6 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
     module = kt.kebab(class_name)
     asset_dir = kt.snake(class_name)
     task = tw.task_context(tw.mobile_task(spec.task, spec.io), inputs, outputs)
-    flags = [NNAPI_FLAGS[f] for f in opts.nnapi_flags]
-    accelerated = ["QNN (HTP)"] if opts.qnn else []
-    if opts.nnapi:
-        accelerated.append("NNAPI" + (f" ({', '.join(flags)})" if flags else ""))
-    if opts.xnnpack:
-        accelerated.append("XNNPACK")
     return {
         "class_name": class_name,
         "exception_name": class_name + "Exception",
@@ -450,33 +396,42 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
         "accel_atol": repr(accel_atol),
         "accel_rtol": repr(accel_rtol),
         "accel_tolerance_reason": _tolerance_reason(spec, opts),
-        "nnapi": opts.nnapi,
-        "nnapi_flags": flags,
-        "xnnpack": opts.xnnpack,
-        "accelerated_label": " + ".join(accelerated) if accelerated else "none (CPU)",
+        "accelerated_label": provider_setup.accelerated_label(PLATFORM, opts),
         "ort_version": release.version,
-        **android_qnn.context(opts),
+        **provider_setup.context(PLATFORM, opts),  # each provider's variables (mobilegen.providers.<name>.android)
         "ort_artifact": runtime.artifact(opts),
         "aar_providers": list(runtime.aar_providers(opts)),
         "bench_configs": runtime.bench_configs(opts),
         # the benchmark's "default" configuration: create() with default Options (mobilegen.targets.defaults)
         "bench_default": list(runtime.shipped_default(opts)),
+        # the same chain with each provider's Kotlin enum entry; its pieces are templates/providers/<name>/android/bench_*
+        "bench_default_chain": [_bench_entry(providers.get(n)) for n in runtime.shipped_default(opts)],
+        "bench_providers": [_bench_entry(p) for p in runtime.bench_providers(opts)],  # the runtime's, registry order
+        "bench_alternatives": [_bench_entry(p) for p in runtime.bench_alternatives(opts)],  # BenchConfigs.ALL's order
         "bench_image_sizes": [list(s) for s in BENCH_IMAGE_SIZES],
         "bench_preprocess_max_runs": BENCH_PREPROCESS_MAX_RUNS,
         "bench_preprocess_max_warmup": BENCH_PREPROCESS_MAX_WARMUP,
         "android_providers": template_providers("android", "add_provider.kt.jinja"),  # templates/providers/<name>/android/
+        # those create() plans into its chain (Options.use<Name>): with a plan fragment too (mobilegen.targets.defaults)
+        "android_planned": template_providers("android", "plan.kt.jinja"),
+        # every Android provider, in registry order: ModelSupport's per-provider constants and helpers
+        "android_registry": [{"name": p.name} for p in providers.on_platform("android")],
         "ort_released": md_escape(release.released or "date unknown"),
         "toolchain": dict(TOOLCHAIN),
         "gradle_wrapper_command": toolchains.gradle_wrapper_command(),
         "compile_sdk": COMPILE_SDK,
         "target_sdk": TARGET_SDK,
         "min_sdk": MIN_SDK,
-        "nnapi_min_sdk": NNAPI_MIN_SDK,
         "mobilegen_version": kt.line_comment(spec.mobilegen_version or "dev"),  # Kotlin/Gradle comments
         "mobilegen_version_md": md_escape(spec.mobilegen_version or "dev"),
         "coverage": coverage_rows(spec.coverage),
         "notes": [md_escape(n) for n in spec.notes],
     }
+
+
+def _bench_entry(p: providers.ExecutionProvider) -> dict[str, str]:
+    """A provider as bench/ModelBenchmark.kt names it: its Kotlin constant (``enum``) of ORT's name."""
+    return {"name": p.name, "enum": p.display_name.upper(), "ort_name": p.ort_name}
 
 
 def model_pin(spec: ProjectSpec, opts: AndroidOptions) -> str:

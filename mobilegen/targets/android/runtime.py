@@ -1,8 +1,9 @@
 """Which ONNX Runtime build an Android project pins, and what it has: ``onnxruntime-android`` from Maven,
 unless a chosen provider needs a build of its own (its :class:`~mobilegen.providers.RuntimeArtifact` for
-"android": QNN's ``onnxruntime-android-qnn``, which replaces it).
+"android", which replaces it).
 
-A provider is chosen when the Android options' flag named after it is on (``AndroidOptions.nnapi``).
+A provider is chosen when the Android options' flag named after it is on (:meth:`ExecutionProvider.chosen_on
+<mobilegen.providers.base.ExecutionProvider.chosen_on>`).
 """
 
 from __future__ import annotations
@@ -14,24 +15,17 @@ from mobilegen.targets.defaults import DEFAULT_CONFIG, default_chain, option_fla
 
 if TYPE_CHECKING:
     from mobilegen.providers import ExecutionProvider, RuntimeArtifact
-    from mobilegen.targets.android.project import AndroidOptions
+    from mobilegen.targets.android.options import AndroidOptions
 
 PLATFORM = "android"
 CHANNEL = "maven"
 ORT_ARTIFACT = "com.microsoft.onnxruntime:onnxruntime-android"
 
-# The benchmark's alternative configurations per provider, in the order of bench/ModelBenchmark.kt's
-# BenchConfigs.ALL (after "default", the shipped configuration, and cpu). A provider not listed has none there.
-BENCH_CONFIGS: dict[str, tuple[str, ...]] = {
-    "xnnpack": ("xnnpack",),
-    "nnapi": ("nnapi", "nnapi-fp16", "nnapi-no-cpu"),
-    "qnn": ("qnn", "qnn-no-cpu"),
-}
 
 
 def chosen(opts: AndroidOptions) -> tuple[ExecutionProvider, ...]:
     """The Android providers the options turn on, in registry order."""
-    return tuple(p for p in providers.on_platform(PLATFORM) if getattr(opts, p.name, False) is True)
+    return tuple(p for p in providers.on_platform(PLATFORM) if p.chosen_on(PLATFORM, opts))
 
 
 def own_build(opts: AndroidOptions) -> RuntimeArtifact | None:
@@ -52,19 +46,29 @@ def artifact(opts: AndroidOptions) -> str:
 
 
 def aar_providers(opts: AndroidOptions) -> tuple[str, ...]:
-    """The execution providers the AAR the project pins really has: a provider build's own list, or every
-    Android provider that needs no build of its own (ORT's default_full_aar_build_settings.json:
-    --use_nnapi --use_xnnpack)."""
+    """The execution providers the AAR the project pins really has: a provider build's own list, or those
+    onnxruntime-android is built with (each provider's ``in_default_runtime``)."""
     build = own_build(opts)
     if build is not None:
         return build.providers
-    return tuple(p.name for p in providers.on_platform(PLATFORM) if p.runtime_artifact(PLATFORM) is None)
+    return tuple(p.name for p in providers.on_platform(PLATFORM) if PLATFORM in p.in_default_runtime)
+
+
+def bench_providers(opts: AndroidOptions) -> list[ExecutionProvider]:
+    """The providers the package's runtime has, in registry order (bench/ModelBenchmark.kt's constants)."""
+    has = aar_providers(opts)
+    return [p for p in providers.on_platform(PLATFORM) if p.name in has]
+
+
+def bench_alternatives(opts: AndroidOptions) -> list[ExecutionProvider]:
+    """The same providers in the order of their configurations in BenchConfigs.ALL: reverse chain order
+    (CPU kernels first, the NPU last)."""
+    return sorted(bench_providers(opts), key=lambda p: -p.rank)
 
 
 def bench_configs(opts: AndroidOptions) -> list[str]:
     """The benchmark configurations the package's runtime can run, in BenchConfigs.ALL's order."""
-    has = aar_providers(opts)
-    return [DEFAULT_CONFIG, "cpu"] + [name for ep, names in BENCH_CONFIGS.items() if ep in has for name in names]
+    return [DEFAULT_CONFIG, "cpu"] + [name for p in bench_alternatives(opts) for name in p.bench_configs(PLATFORM)]
 
 
 def shipped_default(opts: AndroidOptions) -> tuple[str, ...]:

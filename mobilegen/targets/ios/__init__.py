@@ -1,4 +1,4 @@
-"""The iOS target: a Swift package on onnxruntime (SwiftPM), CoreML with CPU fallback."""
+"""The iOS target: a Swift package on onnxruntime (SwiftPM), the iOS providers of the registry with CPU fallback."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mobilegen.artifacts import IOS_DIR, JSONValue
-from mobilegen.coverage.target import EPTarget
+from mobilegen.targets import provider_setup
 from mobilegen.targets.base import BuildContext, Target
 from mobilegen.targets.ios import project as impl
 from mobilegen.targets.ios.project import IosOptions
@@ -15,6 +15,7 @@ from mobilegen.targets.ios.project import IosOptions
 if TYPE_CHECKING:
     from mobilegen.artifacts import ProjectSpec
     from mobilegen.coverage.target import EPTarget
+    from mobilegen.notices import Notice
     from mobilegen.runtimes import RuntimeRelease
     from mobilegen.spec import IOSpec
 
@@ -37,13 +38,8 @@ class IosTarget(Target[IosOptions]):
         impl.check_ios_io(io)
 
     def providers(self, opts: IosOptions, ctx: BuildContext) -> list[EPTarget]:
-        version = self.runtime(opts).version  # the rules of the runtime the project pins
-        out = []
-        if opts.coreml:
-            out.append(EPTarget("coreml", coreml_format=opts.coreml_format, require_static_shapes=ctx.static, ort_version=version))
-        if opts.xnnpack:  # after CoreML, as the generated Swift appends them
-            out.append(EPTarget("xnnpack", ort_version=version))
-        return out
+        # In the order the generated Swift appends them, with the rules of the runtime the project pins.
+        return provider_setup.ep_targets(self.name, opts, static=ctx.static, ort_version=self.runtime(opts).version)
 
     def render(self, spec: ProjectSpec, opts: IosOptions, dest: Path) -> None:
         impl.render_ios(spec, opts, dest)
@@ -54,8 +50,11 @@ class IosTarget(Target[IosOptions]):
     def device_tolerances(self, spec: ProjectSpec, opts: IosOptions) -> tuple[float, float]:
         return impl.accelerated_tolerances(spec, opts)
 
+    def notices(self, opts: IosOptions) -> tuple[Notice, ...]:
+        return provider_setup.notices(self.name, opts)
+
     def options_record(self, opts: IosOptions) -> Mapping[str, JSONValue]:
-        return {"coreml": opts.coreml, "coreml_format": opts.coreml_format, "compute_units": opts.compute_units, "xnnpack": opts.xnnpack, "name": opts.class_name}
+        return {**provider_setup.record(self.name, opts), "name": opts.class_name}
 
 
 TARGET = IosTarget()

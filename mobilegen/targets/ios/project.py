@@ -6,10 +6,8 @@ the templates only place values.
 
 Facts used (see ``shared/research``): the ORT Objective-C API (``objectivec/include/*.h`` as shipped
 in ``microsoft/onnxruntime-swift-package-manager``) has tensor element types float, int8, uint8, int32,
-uint32, int64, uint64 and string only; the CoreML EP provider options are parsed in
-``onnxruntime/core/providers/coreml/coreml_options.cc`` (``MLComputeUnits`` ∈ ``ALL``,
-``CPUAndNeuralEngine``, ``CPUAndGPU``, ``CPUOnly`` — ``ALL`` upper case, though the Obj-C header's doc
-comment says "All"; ``ModelFormat`` ∈ ``MLProgram``, ``NeuralNetwork``).
+uint32, int64, uint64 and string only. The providers' options and their part of the render context are
+theirs (``mobilegen.providers.<name>.ios``), asked through :mod:`mobilegen.targets.provider_setup`.
 """
 
 from __future__ import annotations
@@ -17,11 +15,12 @@ from __future__ import annotations
 import math
 import re
 import shutil
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from mobilegen.artifacts import FP16_TOLERANCE, ProjectSpec
+from mobilegen.artifacts import ProjectSpec
 from mobilegen.errors import InternalError, UsageError
 from mobilegen.infra.digest import sha256_file
 from mobilegen.render import input_contract as ic
@@ -32,7 +31,7 @@ from mobilegen.render.markdown import coverage_rows, md_code, md_escape
 from mobilegen.render.tree import model_link_context, render_tree, templates_root
 from mobilegen.runtimes import RuntimeRelease, find_release
 from mobilegen.spec import DTYPES, IOSpec, TensorSpec
-from mobilegen.targets import toolchains
+from mobilegen.targets import provider_setup, toolchains
 from mobilegen.targets.defaults import (
     BENCH_IMAGE_SIZES,
     BENCH_PREPROCESS_MAX_RUNS,
@@ -57,18 +56,7 @@ IOS_MIN = toolchains.IOS["ios_min"].value
 MACOS_MIN = toolchains.IOS["macos_min"].value
 COCOAPODS_IOS_MIN = "15.1"
 
-# --coreml-format → CoreML EP "ModelFormat" value, and the Swift enum case of the generated code.
-COREML_FORMATS: dict[str, tuple[str, str]] = {
-    "mlprogram": ("MLProgram", "mlProgram"),
-    "neuralnetwork": ("NeuralNetwork", "neuralNetwork"),
-}
-# --compute-units → CoreML EP "MLComputeUnits" value (coreml_options.cc), and the Swift enum case.
-COMPUTE_UNITS: dict[str, tuple[str, str]] = {
-    "all": ("ALL", "all"),
-    "cpu-and-ne": ("CPUAndNeuralEngine", "cpuAndNeuralEngine"),
-    "cpu-and-gpu": ("CPUAndGPU", "cpuAndGPU"),
-    "cpu-only": ("CPUOnly", "cpuOnly"),
-}
+PLATFORM = "ios"
 
 # dtype → (Swift element type, ORTTensorElementDataType case as Swift imports it). Swift lowercases
 # only the leading "U" of "UInt8", hence ``uInt8`` (as in public code using the SPM package).
@@ -125,18 +113,13 @@ class IosOptions:
     ort_version: str | None = None
     xnnpack: bool = False  # append ORT's XNNPACK provider (Objective-C ORTXnnpackExecutionProviderOptions)
     lib_version: str | None = None  # --lib-version: the package's release tag (None: mobilegen.render.library.DEFAULT_VERSION)
+    # The target flags of plug-in providers (their TargetFlag name -> value), which no field above declares.
+    provider_options: Mapping[str, Any] = field(default_factory=dict)
 
 
 def validate_ios_options(opts: IosOptions) -> IosOptions:
     """Refuse bad flag values (UsageError, exit 2), listing every problem at once."""
-    problems: list[str] = []
-    hints: list[str] = []
-    if opts.coreml_format not in COREML_FORMATS:
-        problems.append(f"unknown --coreml-format {opts.coreml_format!r}")
-        hints.append("--coreml-format is one of " + ", ".join(COREML_FORMATS))
-    if opts.compute_units not in COMPUTE_UNITS:
-        problems.append(f"unknown --compute-units {opts.compute_units!r}")
-        hints.append("--compute-units is one of " + ", ".join(COMPUTE_UNITS))
+    problems, hints = provider_setup.problems(PLATFORM, opts)
     if opts.lib_version is not None and (vp := lib.swiftpm_version_problem(opts.lib_version)) is not None:
         problems.append(vp)
         hints.append(lib.SWIFTPM_VERSION_HINT)
@@ -178,33 +161,26 @@ def check_ios_io(io: IOSpec) -> None:
 
 
 def accelerated_tolerances(spec: ProjectSpec, opts: IosOptions) -> tuple[float, float]:
-    """(atol, rtol) asserted for the CoreML configuration (``Configuration(useCoreML: true)``).
+    """(atol, rtol) asserted for the accelerated configuration (``Configuration(useCoreML: true)``).
 
-    ``spec.accel_atol`` / ``spec.accel_rtol`` win when set. Otherwise, with compute units other than
-    ``cpu-only`` CoreML may run on the GPU or the Neural Engine, which compute in float16 (~3
-    significant digits): the build-time tolerances are widened to at least :data:`FP16_TOLERANCE`.
-    This depends on the compute units the CoreML configuration is generated with, not on whether
-    CoreML is on by default: the sample app can switch it on either way. Pure.
+    ``spec.accel_atol`` / ``spec.accel_rtol`` win when set. Otherwise, when a provider's options let the
+    device compute in float16 (its ``fp16_reason``: CoreML's compute units other than ``cpu-only``, ~3
+    significant digits), the build-time tolerances are widened to at least
+    :data:`~mobilegen.artifacts.FP16_TOLERANCE`. Pure.
     """
-    return spec.accelerated_tolerances(fp16=bool(opts.compute_units != "cpu-only"))
+    return spec.accelerated_tolerances(fp16=bool(provider_setup.fp16_reason(PLATFORM, opts)))
 
 
 def _tolerance_reason(spec: ProjectSpec, opts: IosOptions) -> str:
-    """Why the CoreML configuration asserts the tolerance it does (one README sentence)."""
+    """Why the accelerated configuration asserts the tolerance it does (one README sentence)."""
     if spec.accel_atol is not None or spec.accel_rtol is not None:
         return "set explicitly for the accelerated configuration when the package was generated"
-    if opts.compute_units != "cpu-only":
-        where = {"cpu-and-gpu": "the GPU", "cpu-and-ne": "the Neural Engine"}.get(
-            opts.compute_units, "the GPU or the Neural Engine"
-        )
-        return (
-            f"compute units {COMPUTE_UNITS[opts.compute_units][0]} let CoreML run on {where}, which computes in "
-            f"float16 (about 3 significant decimal digits), so atol and rtol are at least {FP16_TOLERANCE!r}"
-        )
+    if reason := provider_setup.fp16_reason(PLATFORM, opts):
+        return reason
     if spec.quantization:  # a quantized model computes in integers (or float16), not in float32
 
         return tolerance_reason(spec.quantization)
-    return "compute units CPUOnly keep CoreML in float32, like the CPU provider"
+    return provider_setup.float32_reason(PLATFORM, opts, "the accelerated configuration computes in float32, like the CPU provider")
 
 
 def class_name_for(spec: ProjectSpec, opts: IosOptions) -> str:
@@ -287,8 +263,6 @@ def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str, corea
     outputs = [c for c in ctx_tensors if c["role"] == "output"]
     accel_atol, accel_rtol = accelerated_tolerances(spec, opts)
     task = tw.task_context(tw.mobile_task(spec.task, spec.io), inputs, outputs)
-    fmt_value, fmt_case = COREML_FORMATS[opts.coreml_format]
-    cu_value, cu_case = COMPUTE_UNITS[opts.compute_units]
 
     return {
         **_coreai_context(coreai, class_name, inputs, outputs),
@@ -325,9 +299,9 @@ def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str, corea
         "accel_atol": swift.swift_float(accel_atol),
         "accel_rtol": swift.swift_float(accel_rtol),
         "accel_tolerance_reason": _tolerance_reason(spec, opts),
-        "coreml": opts.coreml,
-        "xnnpack": opts.xnnpack,
+        **provider_setup.context(PLATFORM, opts),  # each provider's variables (mobilegen.providers.<name>.ios)
         "ios_providers": template_providers("ios", "append_provider.swift.jinja"),  # templates/providers/<name>/ios/
+        "ios_planned": template_providers("ios", "plan.swift.jinja"),  # those init() plans into its chain
         # the benchmark's "default" configuration: init() with the default Configuration (mobilegen.targets.defaults)
         "bench_default": [p.name for p in default_chain("ios", option_flags(opts))],
         "bench_image_sizes": [list(s) for s in BENCH_IMAGE_SIZES],
@@ -344,10 +318,6 @@ def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str, corea
         "labels_resource_ext": tw.LABELS_FILE.rsplit(".", 1)[1],
         "labels_file": tw.LABELS_FILE if task and task["is_classification"] else "",
         "task_test_swift_file": f"{class_name}TaskTests.swift" if task and tw.task_golden_dir(spec) else "",
-        "coreml_format": fmt_value,
-        "coreml_format_case": fmt_case,
-        "compute_units": cu_value,
-        "compute_units_case": cu_case,
         "require_static": "true" if spec.io.is_static else "false",
         "ort_version": ort_version,
         "spm_url": SPM_URL,
