@@ -20,12 +20,13 @@ import re
 import stat
 import tempfile
 import zipfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
 
-from mobilegen.artifacts import GOLDEN_MGV, GOLDEN_NPZ, MANIFEST
-from mobilegen.errors import PackageVerifyError, UsageError
+from mobilegen.artifacts import GOLDEN_MGV, GOLDEN_NPZ, MANIFEST, MODEL_ORT
+from mobilegen.errors import MobilegenError, PackageVerifyError, UsageError
 from mobilegen.infra.datafiles import kind
 from mobilegen.package.golden_check import GoldenCheck, RuntimeCheck, check_runtimes, rerun_golden
 from mobilegen.package.manifest import (
@@ -110,9 +111,27 @@ def verify_package(path: Path) -> PackageVerification:
     return _verify_zip(path, shown)
 
 
-def _not_a_package(shown: str) -> UsageError:
-    """The argument names no package at all: a usage mistake (exit 2), not a package that failed (exit 9)."""
+# What every package holds besides its manifest: a folder or zip with one of these (at its top or in its one
+# folder) is a package that lost its manifest, not something else passed by mistake.
+_PACKAGE_MARKS = (GOLDEN_NPZ, GOLDEN_MGV, MODEL_ORT)
+
+
+def _not_a_package(shown: str, names: Iterable[str] = ()) -> MobilegenError:
+    """No manifest at the top: a package that lost it (some of its other files are there) failed
+    verification (exit 9); anything else is no package at all, a mistake in the command (exit 2)."""
+    if any(name.endswith(_PACKAGE_MARKS) and name.count("/") <= 3 for name in names):
+        return PackageVerifyError(f"{shown}: package verification failed: {MANIFEST} is missing (the package's other files are there)", hint="copy the package again")
     return UsageError(f"{shown} is not a mobilegen package: no {MANIFEST} at its top level", hint=_PASS_PACKAGE)
+
+
+def _folder_names(folder: Path) -> list[str]:
+    """The package-relative names of the files that mark a package, in ``folder`` or its one sub-folder."""
+    found = []
+    with os.scandir(folder) as it:
+        subs = [e.name for e in itertools.islice(it, 64) if e.is_dir(follow_symlinks=False)]
+    for base in ("", *(f"{d}/" for d in subs)):
+        found += [base + mark for mark in _PACKAGE_MARKS if os.path.lexists(folder / (base + mark))]
+    return found
 
 
 def _fail(shown: str, problems: list[str]) -> NoReturn:
@@ -135,7 +154,7 @@ def _verify_folder(folder: Path, shown: str) -> PackageVerification:
     try:
         root = _folder_root(folder)
         if root is None:
-            raise _not_a_package(shown)
+            raise _not_a_package(shown, _folder_names(folder))
         files, odd = scan(root, MAX_ENTRIES)
     except OSError as err:
         raise PackageVerifyError(f"{shown}: cannot list the package folder ({err.strerror or err})") from err
@@ -145,7 +164,7 @@ def _verify_folder(folder: Path, shown: str) -> PackageVerification:
         # Refused before anything is read: a FIFO would block, a link to /dev/zero would never end.
         _fail(shown, [f"{show(rel)}: is {what}, not a regular file (a package holds only regular files)" for rel, what in odd])
     if MANIFEST not in files:
-        raise _not_a_package(shown)
+        raise _not_a_package(shown, files)
     return _verify_source(FolderSource(root, files, MAX_MANIFEST_BYTES), shown)
 
 
@@ -179,7 +198,7 @@ def _verify_zip(path: Path, shown: str) -> PackageVerification:
         with zf:
             prefix = zip_root(checked_infos(infos, size, shown))
             if prefix is None:
-                raise _not_a_package(shown)
+                raise _not_a_package(shown, [i.filename for i in infos if not i.is_dir()])
             try:
                 tmp = tempfile.TemporaryDirectory(prefix="mobilegen-verify-")
             except OSError as err:

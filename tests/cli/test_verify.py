@@ -113,3 +113,14 @@ def test_files_a_build_made_are_named_as_such(pkg: Path) -> None:
     assert any(d.startswith(f"android/copied.ort: not listed in manifest.json: a copy of {model}, put there by a project's build step") for d in details)
     assert "android/extra.txt: not listed in manifest.json (added after packaging)" in details
     assert len(details) == 3
+
+
+def test_a_package_that_lost_its_manifest_fails_verification(pkg: Path, tmp_path: Path) -> None:
+    """Exit 9, not 2: the rest of the package is there, so this is a damaged package, not a wrong argument."""
+    (pkg / "manifest.json").unlink()
+    assert_fails(invoke("verify", pkg), 9, "manifest.json is missing")
+    z = tmp_path / "lost.zip"
+    with zipfile.ZipFile(z, "w") as zf:
+        for f in sorted(p for p in pkg.rglob("*") if p.is_file()):
+            zf.write(f, f"lost/{f.relative_to(pkg).as_posix()}")
+    assert_fails(invoke("verify", z), 9, "manifest.json is missing")
