@@ -88,7 +88,9 @@ def measure(fp32: Path, work: Path, *, with_rules: bool) -> Result:
     assert isinstance(recipe, Recipe)
     recipe = recipe if with_rules else replace(recipe, activations=None)
     opts = QuantizeOptions("int8", calibration=str(fp32.parents[2] / "calib.npz"))
-    calib = load_calibration(opts, onnx_io_spec(fp32))
+    import onnx
+
+    calib = load_calibration(opts, onnx_io_spec(onnx.load_model(str(fp32), load_external_data=False)))
     t0 = time.perf_counter()
     dest = work / f"int8-{'rules' if with_rules else 'plain'}.onnx"
     qm, j = judged_quantize(fp32, recipe, calib, dest, EPTarget("nnapi"), gate=lambda p: accuracy(fp32, p, calib.held_out, opts, worst=0))

