@@ -178,3 +178,17 @@ def test_real_minilm_nnapi_int8_keeps_sentence_embeddings(tmp_path: Path) -> Non
     fp32 = bench.export_fp32(tmp_path)  # the recipe without its rules: cosine 0.31 (benchmarks/int8_minilm.py)
     res = bench.measure(fp32, tmp_path, with_rules=True)
     assert res.embedding_cosine >= 0.99 and not res.refused and res.partitions <= res.fp32_partitions, res
+
+
+def test_narrowing_that_cannot_pass_the_gate_says_why(tmp_path: Path) -> None:
+    """A gate no model passes (cosine above 1): every rung fails, the model of the recipe as placed is
+    left in dest, and the reason names the gate's failure and the last rung tried."""
+    src, calib = _outlier_square(tmp_path / "m.onnx"), _outlier_calib()
+    opts = QuantizeOptions("int8", min_cosine=0.99, min_top1=0.0)
+    impossible = replace(opts, min_cosine=1.0000001)
+    qm, j = judged_quantize(src, _nnapi(), calib, tmp_path / "q.onnx", NNAPI, gate=lambda p: accuracy(src, p, calib.held_out, impossible, worst=0))  # type: ignore[arg-type]
+    ladder = _nnapi().activations.ladder  # type: ignore[union-attr]
+    assert not j.refused and j.accuracy_refused.startswith("the nnapi int8 model fails the accuracy gate (y: cosine")
+    assert f"under {ladder[-1]:g} 8-bit steps left float" in j.accuracy_refused and j.accuracy_rounds == 1
+    assert j.record()["accuracy_refused"] == j.accuracy_refused and j.min_steps == 0.0
+    assert "square" in _quantized_ops(qm.path)  # dest holds the placed model again, not the last probe
