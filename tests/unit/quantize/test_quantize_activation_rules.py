@@ -192,3 +192,21 @@ def test_narrowing_that_cannot_pass_the_gate_says_why(tmp_path: Path) -> None:
     assert f"under {ladder[-1]:g} 8-bit steps left float" in j.accuracy_refused and j.accuracy_rounds == 1
     assert j.record()["accuracy_refused"] == j.accuracy_refused and j.min_steps == 0.0
     assert "square" in _quantized_ops(qm.path)  # dest holds the placed model again, not the last probe
+
+
+def test_the_report_says_what_was_left_float_and_why() -> None:
+    from mobilegen.report.quantization import accuracy_rows_of
+
+    coverage = {
+        "accuracy_float": [
+            {"node": "mask_add", "tensor": "scores", "rule": "sentinel", "reason": "range reaches 1e4"},
+            {"node": "ffn_out", "tensor": "linear_5", "rule": "coarse", "reason": "under 4 steps"},
+            {"node": "res_add", "tensor": "add_5", "rule": "coarse", "reason": "under 4 steps"},
+        ],
+        "accuracy_refused": None,
+    }
+    rows = {r.cells[0]: r.cells[1] for r in accuracy_rows_of(coverage)}
+    assert rows["left float: sentinel"] == "1 op(s): range reaches 1e4: mask_add (scores)"
+    assert rows["left float for accuracy"] == "2 op(s): under 4 steps: ffn_out (linear_5), res_add (add_5)"
+    assert "accuracy narrowing" not in rows
+    assert dict((r.cells[0], r.cells[1]) for r in accuracy_rows_of({"accuracy_refused": "why"})) == {"accuracy narrowing": "why"}
