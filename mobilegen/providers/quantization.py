@@ -42,6 +42,46 @@ _XNN_UTILS = "onnxruntime/core/providers/xnnpack/detail/utils.cc"
 
 
 @dataclass(frozen=True)
+class ActivationRules:
+    """Which activations an int8 recipe leaves float, judged on the calibration samples (rules as data; the
+    measurement: :mod:`mobilegen.quantize.resolution`). An 8-bit per-tensor activation has 255 steps over
+    its calibrated range: a tensor that reaches ``sentinel`` in magnitude holds a sentinel, not a value
+    (an attention mask's -3.4e38, -1e9 or -inf added to the scores; a decomposed LayerNorm's squared
+    deviations of an outlier row), and one step of its range swallows every ordinary value of it and of
+    what is computed from it: the ops that would quantize it are always left float. A tensor whose typical
+    |value| (the median of its non-zero magnitudes) is under a few steps of its range (a transformer's
+    outlier features: residual sums, the FFN output, LayerNorm internals) loses most of its information;
+    when the quantized model fails the accuracy gate, the ops that would quantize such tensors are left
+    float, the coarsest first: the least steps in ``ladder`` (median / step) that passes."""
+
+    sentinel: float
+    ladder: tuple[float, ...]
+    sentinel_reason: str
+    coarse_reason: str
+
+    def record(self) -> dict[str, JSONValue]:
+        return {"sentinel": self.sentinel, "ladder": list(self.ladder), "sentinel_reason": self.sentinel_reason, "coarse_reason": self.coarse_reason}
+
+
+# The rules every 8-bit per-tensor activation recipe shares (measured on all-MiniLM-L6-v2, NNAPI recipe, 32
+# real sentences: quantizing the attention-mask Add alone takes the sentence-embedding cosine to 0.21, the
+# decomposed LayerNorms alone to 0.34, the residual Adds alone to 0.77; docs/quantization.md).
+EIGHT_BIT_RULES = ActivationRules(
+    sentinel=1e4,
+    ladder=(1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0),
+    sentinel_reason=(
+        "its calibrated range reaches |x| >= 1e4: a sentinel (an attention mask's -3.4e38/-1e9/-inf, a "
+        "LayerNorm's squared outlier deviation), not a value; one 8-bit step of that range is wider than "
+        "every ordinary value of the tensor, so quantizing it erases them (and, for a masked Add, the scores)"
+    ),
+    coarse_reason=(
+        "its typical |value| is under {steps:g} steps of its 8-bit per-tensor range (outlier features: "
+        "residual sums, FFN outputs, LayerNorm internals); left float, the coarsest first, until the accuracy gate passed"
+    ),
+)
+
+
+@dataclass(frozen=True)
 class Recipe:
     """What one target's model gets: the types, the granularity, the ops, and why."""
 
@@ -52,9 +92,10 @@ class Recipe:
     per_channel: bool  # per-channel (output channel) Conv weights; other weights per-tensor
     op_types: tuple[str, ...]  # () = onnxruntime.quantization's default set
     reason: str  # why, with the ORT source path
+    activations: ActivationRules | None = None  # int8: which activations stay float (None: none judged)
 
     def record(self) -> dict[str, JSONValue]:
-        return {
+        out: dict[str, JSONValue] = {
             "mode": self.mode,
             "provider": self.provider,
             "activation_type": self.activation_type,
@@ -63,6 +104,9 @@ class Recipe:
             "op_types": list(self.op_types),
             "reason": self.reason,
         }
+        if self.activations is not None:
+            out["activations"] = self.activations.record()
+        return out
 
 
 @dataclass(frozen=True)
@@ -147,7 +191,7 @@ def cpu_recipe(mode: QuantizeMode, provider: str = "cpu") -> Recipe:
     kernels' recipe for ``dynamic`` and ``fp16`` gives its own)."""
     if mode == "int8":
         return Recipe("int8", provider, "int8", "int8", True, (), KERNEL_INT8 + "; the CPU EP takes every QDQ op: "
-                      "onnxruntime.quantization's default op set")  # fmt: skip
+                      "onnxruntime.quantization's default op set", EIGHT_BIT_RULES)  # fmt: skip
     if mode == "dynamic":
         return Recipe(
             "dynamic", provider, "uint8", "int8", False, ("MatMul", "Gemm", "Attention", "LSTM", "GRU"),

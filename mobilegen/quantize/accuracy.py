@@ -152,11 +152,13 @@ def accuracy(
     *,
     calib: Calibration | None = None,
     sorted_outputs: Collection[str] = (),
+    worst: int = WORST_LAYERS,
 ) -> AccuracyReport:
     """Run both models on every sample of ``data`` (``[N, *input shape]``, or ``[N, *shape[1:]]`` for a
     batch dim of one) and compare their outputs. ``quantized`` may be an ``.ort`` file (then
     ``worst_layers`` is (): the per-tensor noise needs the ``.onnx``). ``sorted_outputs``: outputs whose
-    values are sorted by the graph (top-k scores): no top-1 agreement for them."""
+    values are sorted by the graph (top-k scores): no top-1 agreement for them. ``worst``: how many of
+    the noisiest tensors to keep (0: none computed; the judge's accuracy probes need only the verdict)."""
     ref_sess, q_sess = _session(fp32), _session(quantized, reference=True)
     feeds = _feeds(ref_sess, data)
     if not feeds:  # two empty outputs compare as equal: a gate on no samples would pass any model
@@ -165,7 +167,8 @@ def accuracy(
     ref = [ref_sess.run(names, f) for f in feeds]
     got = [q_sess.run(names, f) for f in feeds]
     return accuracy_of_runs(
-        names, ref, got, opts, calib=calib, sorted_outputs=sorted_outputs, worst_layers=_worst_layers(fp32, quantized, feeds[:NOISE_SAMPLES])
+        names, ref, got, opts, calib=calib, sorted_outputs=sorted_outputs,
+        worst_layers=_worst_layers(fp32, quantized, feeds[:NOISE_SAMPLES], worst) if worst > 0 else (),
     )
 
 
@@ -297,7 +300,7 @@ def _top1(ref: list[np.ndarray], got: list[np.ndarray]) -> float | None:
     return float(np.mean(np.concatenate(hits)))
 
 
-def _worst_layers(fp32: Path, quantized: Path, feeds: list[dict[str, np.ndarray]]) -> tuple[LayerNoise, ...]:
+def _worst_layers(fp32: Path, quantized: Path, feeds: list[dict[str, np.ndarray]], count: int = WORST_LAYERS) -> tuple[LayerNoise, ...]:
     """The tensors with the lowest SQNR (float vs QDQ activations, float vs dequantized weights); () for
     models without QuantizeLinear/DequantizeLinear (fp16, dynamic) or without samples."""
     import onnx
@@ -323,7 +326,7 @@ def _worst_layers(fp32: Path, quantized: Path, feeds: list[dict[str, np.ndarray]
     # is no worst layer
     noisy = {t: v for t, v in noise.items() if v != math.inf}
     worst = sorted(noisy.items(), key=lambda kv: (kv[1] if not math.isnan(kv[1]) else -math.inf, kv[0]))
-    return tuple(LayerNoise(t, v) for t, v in worst[:WORST_LAYERS])
+    return tuple(LayerNoise(t, v) for t, v in worst[:count])
 
 
 _CHUNK = 32  # activation pairs fetched per run: every run recomputes the model, and holds only these tensors

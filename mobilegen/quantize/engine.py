@@ -30,6 +30,7 @@ from mobilegen.providers.base import StaticQuantization
 from mobilegen.quantize.calibration import Calibration
 from mobilegen.quantize.options import CalibrationMethod
 from mobilegen.quantize.recipes import Recipe
+from mobilegen.quantize.resolution import FloatOp, float_ops, measure
 from mobilegen.quantize.units import named_nodes, own_biases, refused_unit_breakers
 
 if TYPE_CHECKING:
@@ -49,6 +50,8 @@ class QuantizedModel:
     size_after: int  # bytes of the quantized .onnx
     quantized_nodes: int  # ops inside QDQ units (int8), integer ops (dynamic), ops computing in fp16 (fp16)
     left_float: tuple[str, ...] = ()  # int8: the nodes of the recipe's op types left float by name (exclude, unit breakers)
+    # int8: the ops the recipe's activation rules left float (a sentinel tensor; one too coarse for 8 bits)
+    float_ops: tuple[FloatOp, ...] = ()
 
 
 def quantize(
@@ -60,16 +63,21 @@ def quantize(
     method: CalibrationMethod = "minmax",
     exclude: Sequence[str] = (),
     ranges: Path | None = None,
+    min_steps: float = 0.0,
 ) -> QuantizedModel:
     """Write ``dest``: ``src`` quantized as ``recipe`` says, the nodes named in ``exclude`` left float (int8;
     :mod:`mobilegen.quantize.judged` narrows a recipe so). ``ranges``: a calibration cache (JSON) of the
     activation ranges: written by the first int8 call that gets a path that does not exist yet, read by
-    the next ones (a narrowed recipe is calibrated once, not once per round)."""
+    the next ones (a narrowed recipe is calibrated once, not once per round); the activation statistics of
+    the recipe's rules (:mod:`mobilegen.quantize.resolution`) are cached beside it. ``min_steps``: the ops
+    around tensors whose typical value is under that many 8-bit steps are left float too (the accuracy
+    narrowing of :mod:`mobilegen.quantize.judged`); sentinel tensors' ops always are."""
     import onnx
 
     from mobilegen.infra.quiet import quiet  # imports numpy: not at package import
 
     left: list[str] = []
+    floated: list[FloatOp] = []
     src = Path(os.path.abspath(src))  # the quantizer's pre-processing runs in another current folder (_cwd)
     with temp_dir("quantize") as work:
         work = Path(os.path.abspath(work))
@@ -81,7 +89,10 @@ def quantize(
                 else:
                     pre = _preprocess(src, work, recipe)
                     if recipe.mode == "int8":
-                        left = _static_for_provider(pre, out, recipe, calib, method, exclude, ranges or work / "ranges.json")
+                        cache = ranges or work / "ranges.json"
+                        floated = _rule_floats(pre, recipe, calib, cache, min_steps)
+                        rule_names = [f.node for f in floated if f.node not in exclude]
+                        left = _static_for_provider(pre, out, recipe, calib, method, (*exclude, *rule_names), cache)
                     else:
                         _dynamic(pre, out, recipe)
         except (MemoryError, KeyboardInterrupt):
@@ -100,7 +111,16 @@ def quantize(
         tmp = dest.with_name(dest.name + ".tmp")
         shutil.copyfile(out, tmp)
         os.replace(tmp, dest)
-    return QuantizedModel(dest, recipe, src.stat().st_size, dest.stat().st_size, count, tuple(left))
+    return QuantizedModel(dest, recipe, src.stat().st_size, dest.stat().st_size, count, tuple(left), tuple(floated))
+
+
+def _rule_floats(pre: Path, recipe: Recipe, calib: Calibration, ranges: Path, min_steps: float) -> list[FloatOp]:
+    """The ops ``recipe``'s activation rules leave float in ``pre`` (none without rules)."""
+    rules = recipe.activations
+    if rules is None:
+        return []
+    stats = measure(pre, recipe.op_types, calib.samples, rules.sentinel, ranges.with_name(ranges.stem + "-activations.json"))
+    return float_ops(pre, recipe.op_types, stats, rules, min_steps)
 
 
 
@@ -175,6 +195,8 @@ def _preprocess(src: Path, work: Path, recipe: Recipe) -> Path:
         pre = provider.preprocess(pre, work, recipe)
     if recipe.mode == "int8" and recipe.op_types:
         return named_nodes(own_biases(pre, work), work)
+    if recipe.mode == "int8" and recipe.activations is not None:  # the rules leave nodes float by name
+        return named_nodes(pre, work)
     return pre
 
 

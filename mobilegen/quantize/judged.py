@@ -17,12 +17,23 @@ activations (attention's Q·Kᵀ) is a unit NNAPI refuses — its quantized MatM
 (gemm_op_builder.cc), where the float batch MatMul runs on NNAPI from API 29 — a provider limit: narrowed.
 A Gemm whose bias initializer was shared got no unit (a recipe mistake, fixed in
 :func:`mobilegen.quantize.units.own_biases`).
+
+Accuracy is judged too when the caller gives the accuracy gate (:func:`judged_quantize`'s ``gate``). The
+recipe's :class:`~mobilegen.providers.quantization.ActivationRules` always leave float the ops around a
+sentinel tensor (an attention mask's -3.4e38); a placed model that still fails the gate gets the ops around
+its coarsest activations left float (:mod:`mobilegen.quantize.resolution`: a typical value under ``T``
+8-bit steps of its range), ``T`` climbing the rules' ladder (a bisection: each probe costs a quantization,
+a coverage analysis and a gate run), keeping the least ``T`` whose model passes the gate and places no
+worse than fp32 — or, when none does, the reason (``accuracy_refused``; the stage's gate then refuses the
+build with it). Ranking by how many steps a tensor's typical value gets, measured on the fp32 model, blames
+the cause; the gate's per-layer SQNR of the quantized model (an earlier attempt) blames where the noise
+ends up, downstream of it, and did not help all-MiniLM-L6-v2 (sentence-embedding cosine 0.19).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,6 +46,7 @@ if TYPE_CHECKING:
     import onnx
 
     from mobilegen.coverage import CoverageReport, EPTarget
+    from mobilegen.quantize.accuracy import AccuracyReport
     from mobilegen.quantize.calibration import Calibration
     from mobilegen.quantize.engine import QuantizedModel
     from mobilegen.quantize.options import CalibrationMethod
@@ -61,6 +73,12 @@ class Judgement:
     # the ops left float with them because they would wrap a blamed op into a QDQ unit again (the quantized
     # Add after attention's Q·Kᵀ puts a Q on the float MatMul's output): engine._static_for_provider
     wrapping: tuple[str, ...] = ()
+    # the ops the recipe's activation rules left float (node, tensor, rule, reason), the least steps the
+    # accuracy narrowing needed (0: none), the gate runs it took, and why the model still fails ("" if it passes)
+    float_ops: tuple[tuple[str, str, str, str], ...] = ()
+    min_steps: float = 0.0
+    accuracy_rounds: int = 0
+    accuracy_refused: str = ""
 
     @property
     def narrowed(self) -> bool:
@@ -76,6 +94,10 @@ class Judgement:
             "wrapping": list(self.wrapping),
             "rounds": self.rounds,
             "refused": self.refused or None,
+            "accuracy_float": [{"node": n, "tensor": x, "rule": r, "reason": why} for n, x, r, why in self.float_ops],
+            "min_steps": self.min_steps,
+            "accuracy_rounds": self.accuracy_rounds,
+            "accuracy_refused": self.accuracy_refused or None,
         }
 
 
@@ -110,32 +132,118 @@ class _State:
 
 
 def judged_quantize(
-    src: Path, recipe: Recipe, calib: Calibration, dest: Path, target: EPTarget, *, method: CalibrationMethod = "minmax"
+    src: Path,
+    recipe: Recipe,
+    calib: Calibration,
+    dest: Path,
+    target: EPTarget,
+    *,
+    method: CalibrationMethod = "minmax",
+    gate: Callable[[Path], AccuracyReport] | None = None,
 ) -> tuple[QuantizedModel, Judgement]:
     """``src`` quantized as ``recipe`` says into ``dest``, narrowed until its coverage on ``target`` is no
-    worse than ``src``'s, or refused (``Judgement.refused``; ``dest`` then holds the last attempt)."""
+    worse than ``src``'s, or refused (``Judgement.refused``; ``dest`` then holds the last attempt).
+    ``gate``: the accuracy gate on a quantized model's path: a placed model that fails it is narrowed
+    further (:func:`_accuracy_narrowed`)."""
+    with temp_dir("judge") as work:
+        ranges = Path(work) / "ranges.json"
+        qm, j, before = _placed(src, recipe, calib, dest, target, method, ranges)
+        if gate is None or j.refused or not qm.quantized_nodes:
+            return qm, j
+        return _accuracy_narrowed(src, recipe, calib, dest, target, method, ranges, before, qm, j, gate)
+
+
+def _placed(
+    src: Path, recipe: Recipe, calib: Calibration, dest: Path, target: EPTarget, method: CalibrationMethod, ranges: Path
+) -> tuple[QuantizedModel, Judgement, CoverageReport]:
     (before,) = analyze_all(None, [target], source=src)
     fp32 = CoverageCounts.of(before)
     refused_fp32 = {n.name for n in before.nodes if not n.supported}
     state = _State()
     baseline: tuple[str, ...] = ()  # what the recipe as it is leaves float (its own unit breakers)
-    with temp_dir("judge") as work:
-        ranges = Path(work) / "ranges.json"
-        for round_ in range(MAX_ROUNDS + 1):
-            qm = quantize(src, recipe, calib, dest, method=method, exclude=tuple(state.left), ranges=ranges)
-            (after,) = analyze_all(None, [target], source=qm.path)
-            got = CoverageCounts.of(after)
-            state.first = state.first or got
-            baseline = baseline if round_ else qm.left_float
-            wrapping = tuple(n for n in qm.left_float if n not in baseline and n not in state.left)
-            judgement = Judgement(before.label, fp32, state.first, got, tuple(state.left), round_, "", wrapping)
-            if not worse(fp32, got, (refused_ops(before), refused_ops(after))):
-                return qm, judgement
-            more = [n for n in offenders(after, refused_fp32, qm.path, state.left) if n not in state.left]
-            if not more or round_ == MAX_ROUNDS:
-                return qm, _refusal(judgement, after, refused_fp32, recipe, more)
-            state.left += more
+    for round_ in range(MAX_ROUNDS + 1):
+        qm = quantize(src, recipe, calib, dest, method=method, exclude=tuple(state.left), ranges=ranges)
+        (after,) = analyze_all(None, [target], source=qm.path)
+        got = CoverageCounts.of(after)
+        state.first = state.first or got
+        baseline = baseline if round_ else qm.left_float
+        rule_floats = {f.node for f in qm.float_ops}
+        wrapping = tuple(n for n in qm.left_float if n not in baseline and n not in state.left and n not in rule_floats)
+        judgement = Judgement(before.label, fp32, state.first, got, tuple(state.left), round_, "", wrapping, _ops(qm))
+        if not worse(fp32, got, (refused_ops(before), refused_ops(after))):
+            return qm, judgement, before
+        more = [n for n in offenders(after, refused_fp32, qm.path, state.left) if n not in state.left]
+        if not more or round_ == MAX_ROUNDS:
+            return qm, _refusal(judgement, after, refused_fp32, recipe, more), before
+        state.left += more
     raise AssertionError("unreachable")  # pragma: no cover - the loop returns on its last round
+
+
+def _ops(qm: QuantizedModel) -> tuple[tuple[str, str, str, str], ...]:
+    return tuple((f.node, f.tensor, f.rule, f.reason) for f in qm.float_ops)
+
+
+def _accuracy_narrowed(
+    src: Path,
+    recipe: Recipe,
+    calib: Calibration,
+    dest: Path,
+    target: EPTarget,
+    method: CalibrationMethod,
+    ranges: Path,
+    before: CoverageReport,
+    qm: QuantizedModel,
+    j: Judgement,
+    gate: Callable[[Path], AccuracyReport],
+) -> tuple[QuantizedModel, Judgement]:
+    """``qm`` (placed no worse than fp32) when it passes ``gate``; else the model of the least ``T`` of the
+    rules' ladder whose coarse activations left float make it pass while placing no worse (a bisection
+    over the ladder), or ``qm`` with ``accuracy_refused`` saying why none does (``dest`` holds it again)."""
+    report = gate(qm.path)
+    rules = recipe.activations
+    if report.passed or rules is None or not rules.ladder:
+        return qm, j
+    first = "; ".join(report.failures)
+    ladder = rules.ladder
+    notes: dict[float, str] = {}
+    probed: list[float] = []
+
+    def probe(steps: float) -> tuple[QuantizedModel, Judgement] | None:
+        probed.append(steps)
+        trial = quantize(src, recipe, calib, dest, method=method, exclude=j.left_float, ranges=ranges, min_steps=steps)
+        (after,) = analyze_all(None, [target], source=trial.path)
+        got = CoverageCounts.of(after)
+        if worse(j.fp32, got, (refused_ops(before), refused_ops(after))):
+            notes[steps] = f"placement gets worse than fp32's: {counts_text(j.fp32)} → {counts_text(got)}"
+            return None
+        rep = gate(trial.path)
+        if not rep.passed:
+            notes[steps] = "; ".join(rep.failures)
+            return None
+        return trial, replace(j, quantized=got, float_ops=_ops(trial), min_steps=steps)
+
+    # bisection: ladder[lo] fails (-1: the model as placed, which failed), ladder[hi] passes (len: none probed yet)
+    best = probe(ladder[-1])
+    lo, hi = (-1, len(ladder) - 1) if best is not None else (len(ladder) - 1, len(ladder))
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        got = probe(ladder[mid])
+        if got is None:
+            lo = mid
+        else:
+            best, hi = got, mid
+    if best is not None:
+        won, judged = best
+        if probed[-1] != judged.min_steps:  # a later probe overwrote dest: the winner again, from the cached ranges
+            won = quantize(src, recipe, calib, dest, method=method, exclude=j.left_float, ranges=ranges, min_steps=judged.min_steps)
+        return won, replace(judged, accuracy_rounds=len(probed))
+    why = notes.get(ladder[-1], "")
+    reason = (
+        f"the {recipe.provider} int8 model fails the accuracy gate ({first}) and still does with every op around "
+        f"an activation under {ladder[-1]:g} 8-bit steps left float ({why})"
+    )
+    qm = quantize(src, recipe, calib, dest, method=method, exclude=j.left_float, ranges=ranges)
+    return qm, replace(j, accuracy_rounds=len(probed), accuracy_refused=reason)
 
 
 def _refusal(j: Judgement, after: CoverageReport, refused_fp32: set[str], recipe: Recipe, more: list[str]) -> Judgement:

@@ -76,6 +76,7 @@ if TYPE_CHECKING:
     from mobilegen.coverage.target import EPTarget
     from mobilegen.options import BuildOptions
     from mobilegen.quantize import QuantizeMode, QuantizeOptions
+    from mobilegen.quantize.accuracy import AccuracyReport
     from mobilegen.targets.chosen import Chosen
     from mobilegen.tasks.spec import TaskSpec
 
@@ -269,7 +270,10 @@ def _quantize_group(g: _Group, q: QuantizeOptions, calib: Any, work: Path, style
     judgement = None
     if g.judged_on is not None:  # narrowed until it places no worse than fp32 on the first provider, or refused
 
-        qm, judgement = judged_quantize(src, g.recipe, calib, work / "quantized.onnx", g.judged_on, method=q.method)
+        def judge_gate(path: Path) -> AccuracyReport:  # the verdict only: the per-layer noise is for the final table
+            return accuracy(src, path, calib.held_out, q, calib=calib, sorted_outputs=ranked, worst=0)
+
+        qm, judgement = judged_quantize(src, g.recipe, calib, work / "quantized.onnx", g.judged_on, method=q.method, gate=judge_gate)
         if judgement.refused or not qm.quantized_nodes:  # ships fp32: no conversion nor gate for a model not shipped
             record = QuantizationRecord(str(q.mode), str(q.mode), quantized_nodes=int(qm.quantized_nodes), coverage=judgement.record())
             return _Built(work, g.source.onnx, g.source.converted(), record, judgement.refused)
@@ -289,6 +293,9 @@ def _quantize_group(g: _Group, q: QuantizeOptions, calib: Any, work: Path, style
         except VerificationError as err:
             where = f"{' and '.join(g.targets)} " if g.targets else ""
             err.message = err.message.replace("the quantized model", f"the quantized {where}model (.{kind}, {g.recipe.mode} for {g.recipe.provider})", 1)
+            if judgement is not None and judgement.accuracy_refused:
+                err.details.append(f"accuracy narrowing: {judgement.accuracy_refused}")
+                err.data["coverage"] = judgement.record()
             raise
     before = g.source.converted()
     step = output_step(proto)

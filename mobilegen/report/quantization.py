@@ -149,7 +149,28 @@ def coverage_rows(r: QuantizationRecord) -> tuple[Row, ...]:
         wrapping = r.coverage.get("wrapping")
         also = f"; with them {len(wrapping)} op(s) that would wrap them into a unit again" if isinstance(wrapping, list) and wrapping else ""
         rows.append(Row(("left float", f"{len(left)} node(s) whose QDQ units {r.coverage.get('provider')} refuses or which split its partition: {shown}{also}")))
+    rows += accuracy_rows_of(r.coverage)
     return tuple(rows)
+
+
+def accuracy_rows_of(coverage: Mapping[str, object]) -> list[Row]:
+    """The ops the recipe's activation rules left float, per rule: how many, the reason, a few of them
+    with the tensor that decided; and why the accuracy narrowing could not pass the gate."""
+    rows: list[Row] = []
+    floats = coverage.get("accuracy_float")
+    if isinstance(floats, list) and floats:
+        by_rule: dict[str, list[Mapping[str, object]]] = {}
+        for f in floats:
+            if isinstance(f, Mapping):
+                by_rule.setdefault(str(f.get("rule")), []).append(f)
+        for rule, ops in by_rule.items():
+            shown = ", ".join(f"{f.get('node')} ({f.get('tensor')})" for f in ops[:8]) + (f" (+{len(ops) - 8} more)" if len(ops) > 8 else "")
+            label = "left float: sentinel" if rule == "sentinel" else "left float for accuracy"
+            rows.append(Row((label, f"{len(ops)} op(s): {ops[0].get('reason')}: {shown}")))
+    refused = coverage.get("accuracy_refused")
+    if isinstance(refused, str) and refused:
+        rows.append(Row(("accuracy narrowing", refused)))
+    return rows
 
 
 def golden_tolerance_rows(r: QuantizationRecord) -> tuple[Row, ...]:

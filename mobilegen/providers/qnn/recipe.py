@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mobilegen.errors import UsageError
-from mobilegen.providers.quantization import FLOAT16_SOURCE, QuantizeMode, Recipe, Refusal
+from mobilegen.providers.quantization import EIGHT_BIT_RULES, FLOAT16_SOURCE, QuantizeMode, Recipe, Refusal
 
 if TYPE_CHECKING:
     from mobilegen.providers.base import SettingValue, StaticQuantization
@@ -28,6 +28,7 @@ def recipe(mode: QuantizeMode, settings: Mapping[str, SettingValue | None]) -> R
             "int8", "qnn", "uint8", "uint8", False, (),
             "get_qnn_qdq_config's defaults (QUInt8 activations and weights, per-tensor) for the HTP, whose ops "
             f"take uint8/uint16 QDQ ({_CONFIG}; QNN-ExecutionProvider.md)",
+            EIGHT_BIT_RULES,
         )  # fmt: skip
     if mode == "dynamic":
         return Refusal(

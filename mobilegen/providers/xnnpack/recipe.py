@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mobilegen.providers.quantization import KERNEL_INT8, QuantizeMode, Recipe, cpu_recipe, only_units
+from mobilegen.providers.quantization import (
+    EIGHT_BIT_RULES,
+    KERNEL_INT8,
+    QuantizeMode,
+    Recipe,
+    cpu_recipe,
+    only_units,
+)
 
 if TYPE_CHECKING:
     from mobilegen.providers.base import ExecutionProvider
@@ -24,4 +31,5 @@ def recipe(provider: ExecutionProvider, mode: QuantizeMode) -> Recipe:
         "int8", provider.name, "int8", "int8", True, ops,
         f"{KERNEL_INT8}; {only}; Gemm/MatMul stay float: XNNPACK's kernels take a float A only (math/gemm.cc, "
         "math/matmul.cc) and run them float, where their QDQ units would go to the CPU",
+        EIGHT_BIT_RULES,
     )  # fmt: skip
