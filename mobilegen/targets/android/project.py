@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from mobilegen import providers
+from mobilegen import backends, providers
 from mobilegen.artifacts import ProjectSpec
 from mobilegen.errors import InternalError, UsageError
 from mobilegen.render import input_contract as ic
@@ -467,6 +467,8 @@ def render_android(spec: ProjectSpec, opts: AndroidOptions, dest: Path) -> list[
         written += tw.copy_tokenizer(dest, PurePosixPath(context["module"], "src/main/assets", context["tokenizer_asset"]), spec)
         golden_task = tw.task_golden_dir(spec)
         written += tw.copy_task_golden(dest, PurePosixPath(context["module"], "src/androidTest/assets", context["task_golden_asset"]), golden_task)
+        if spec.runtime != "ort":  # --runtime litert: the runtime's own template fragment replaces the ORT module
+            written = backends.render_fragment(spec.runtime, "android", spec, context, dest, written)
     except BaseException:
         shutil.rmtree(dest, ignore_errors=True)
         raise
