@@ -96,6 +96,9 @@ FIXED_CLASS_NAMES = frozenset(
     StandardCharsets String System Test TextView Throwable Throws Type Unit ViewCompat WindowInsetsCompat
     Bitmap Classification CoroutineDispatcher FileChannel FileInputStream FileNotFoundException ImageInput Labels
     RgbImage Scores TaskTest JSONObject Android Config MapMode File Os CRC32 ResizeFilter AudioInput""".split()
+) | frozenset(
+    # LiteRT's types the --runtime litert wrapper names (templates/backends/litert/android)
+    "Accelerator AssetManager CompiledModel LiteRtException ReentrantLock TensorBuffer".split()
 )
 
 # Every name the templates declare in the scopes tensor-derived names live in, so that no derived name
