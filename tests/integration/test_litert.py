@@ -156,3 +156,10 @@ def test_the_wrappers_compile_against_the_litert_api(builds: dict[str, Path], tm
     proc = subprocess.run([str(KOTLINC), "-nowarn", "-cp", str(sdk), "-d", str(tmp_path / "out.jar"), *map(str, sources)],
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-6000:]
+
+
+def test_verify_reruns_the_golden_vectors_on_the_tflite(builds: dict[str, Path]) -> None:
+    r = invoke("verify", builds["cnn"], "--json")
+    assert r.exit_code == 0, r.stderr
+    rows = [g for g in json.loads(r.stdout)["golden"] if g["model"] == "model/model.tflite"]
+    assert rows and all(g["passed"] and g["max_abs"] < 1e-4 for g in rows), rows
