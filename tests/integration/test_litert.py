@@ -153,9 +153,41 @@ def test_the_wrappers_compile_against_the_litert_api(builds: dict[str, Path], tm
     sdk = tmp_path / "sdk"
     subprocess.run(["javac", "-d", str(sdk), *map(str, sorted(SDK_SHIM.rglob("*.java")))], check=True, capture_output=True)
     sources = sorted(SHIM.rglob("*.kt")) + [p for b in builds.values() for p in sorted((b / "android").rglob("*.kt"))]
-    proc = subprocess.run([str(KOTLINC), "-nowarn", "-cp", str(sdk), "-d", str(tmp_path / "out.jar"), *map(str, sources)],
+    harness = tmp_path / "Harness.kt"  # runs the int8 wrapper's own quantize/dequantize on the JVM (no LiteRT needed)
+    harness.write_text(
+        "package com.example.q\n"
+        "fun main(args: Array<String>) {\n"
+        "    val xs = args[0].split(\",\").map { it.toFloat() }.toFloatArray()\n"
+        "    val q = MobilenetTiny.quantize(xs, args[1].toFloat(), args[2].toInt())\n"
+        "    println(q.joinToString(\",\"))\n"
+        "    println(MobilenetTiny.dequantize(q, args[3].toFloat(), args[4].toInt()).joinToString(\",\"))\n"
+        "}\n",
+        encoding="utf-8",
+    )
+    jar = tmp_path / "out.jar"
+    proc = subprocess.run([str(KOTLINC), "-nowarn", "-cp", str(sdk), "-d", str(jar), *map(str, sources), str(harness)],
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-6000:]
+
+    # The oracle: LiteRT's own quantization parameters of the int8 model (its Interpreter), and TFLite's
+    # affine int8 formula q = clamp(round(x / scale) + zero_point), x = (q - zero_point) * scale.
+    from ai_edge_litert.interpreter import Interpreter
+
+    it = Interpreter(model_path=str(builds["int8"] / "model" / "model.tflite"))
+    runner = it.get_signature_runner()
+    (inp,) = runner.get_input_details().values()
+    (outp,) = runner.get_output_details().values()
+    (s_in, z_in), (s_out, z_out) = inp["quantization"], outp["quantization"]
+    xs = np.linspace(-6.0, 6.0, 97, dtype=np.float32) + np.float32(0.013)  # past both clamps, no .5 ties
+    stdlib = KOTLINC.resolve().parent.parent / "lib" / "kotlin-stdlib.jar"
+    run = subprocess.run(["java", "-cp", os.pathsep.join([str(jar), str(stdlib)]), "com.example.q.HarnessKt", ",".join(map(repr, xs.tolist())),
+                          repr(float(s_in)), str(z_in), repr(float(s_out)), str(z_out)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-3000:]
+    q_line, dq_line = run.stdout.split()
+    expected_q = np.clip(np.round(xs / np.float32(s_in)) + z_in, -128, 127).astype(np.int8)
+    assert np.array_equal(np.array(q_line.split(","), dtype=np.int64), expected_q.astype(np.int64))
+    got_dq = np.array(dq_line.split(","), dtype=np.float32)
+    assert np.allclose(got_dq, (expected_q.astype(np.float32) - z_out) * np.float32(s_out), rtol=0, atol=1e-6)
 
 
 def test_verify_reruns_the_golden_vectors_on_the_tflite(builds: dict[str, Path]) -> None:
