@@ -42,7 +42,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "mobilegen.report",
             "mobilegen.package",
             "mobilegen.backends.stage",  # the --runtime stage: converts, int8 through the quantize stage's accuracy gate
-            "mobilegen.backends.coreai.stage",  # Core AI's int8 through the same accuracy gate
+            "mobilegen.backends.coreai",  # Core AI: its int8 goes through the same accuracy gate (its stage module)
         ),
     ),
     (
