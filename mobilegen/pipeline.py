@@ -110,6 +110,7 @@ def build(opts: BuildOptions) -> BuildResult:
         progress.step("converting")
         models = convert_stage.convert(models, root, opts.style)
         verification = verify_stage.verify(expected, models, opts.verify, root, quantize_stage.sorted_outputs(opts.task), runtimes_stage.artifacts(runtime_models))
+        runtime_models = runtimes_stage.finish(runtime_models)  # --quantize int8: the runtime's int8 model is shipped
         fp32_coverage = exporter_advice.fp32_coverage(opts, loaded, as_exported, models, chosen)  # before --quantize
         models = notes.take(quantize_stage.quantize_build(models, chosen, opts, root, verification.golden_cases))  # per target
         task_files = task_stage.build_files(root, opts, onnx_model, models, text_gate)
@@ -123,6 +124,7 @@ def build(opts: BuildOptions) -> BuildResult:
         progress.step("rendering")
         tolerances, links = render_stage.render(chosen, root, opts, models, coverage, warnings, task_files, runtime_models)
         result = _result(root, opts, chosen, loaded, models, verification, coverage, warnings, fix_plan, advice, task_files, tolerances, links)
+        result = runtimes_stage.record(result, runtime_models, root)
         progress.step("packaging")
         package.finalize_package(root, result)
         if zip_path is not None:

@@ -20,7 +20,7 @@ import importlib
 import importlib.util
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mobilegen.errors import UsageError
@@ -28,6 +28,7 @@ from mobilegen.errors import UsageError
 if TYPE_CHECKING:
     import numpy as np
 
+    from mobilegen.artifacts import ProjectSpec
     from mobilegen.spec import IOSpec, TensorSpec
 
 Runner = Callable[[dict[str, "np.ndarray"]], list["np.ndarray"]]
@@ -72,8 +73,12 @@ class Backend:
 class BackendImpl(Protocol):
     """What a backend's module provides (``mobilegen.backends.<name>``)."""
 
-    def convert(self, module: Any, example: Sequence[np.ndarray], out: Path) -> Path:
-        """The PyTorch ``module`` (called positionally with ``example``) → the runtime's model at ``out``."""
+    def convert(
+        self, module: Any, example: Sequence[np.ndarray], out: Path, *, io: IOSpec | None = None, quantize_calibration: Sequence[Sequence[np.ndarray]] | None = None
+    ) -> Path:
+        """The PyTorch ``module`` (called positionally with ``example``) → the runtime's model at ``out``;
+        ``io`` only for a ``named_io`` backend; with ``quantize_calibration`` (cases of positional inputs),
+        its int8 model calibrated on them."""
 
     def host_runner(self, path: Path) -> Runner:
         """Runs the model file on this host: named inputs (the ONNX model's names, in order) → outputs in order."""
@@ -244,6 +249,15 @@ def host_runner(path: Path) -> Runner:
     impl = importlib.import_module(backend.module)
     runner: Runner = impl.host_runner(path)
     return runner
+
+
+def render_fragment(name: str, platform: str, spec: ProjectSpec, context: Mapping[str, Any], dest: Path, written: list[PurePosixPath]) -> list[PurePosixPath]:
+    """A target's project on another runtime: the backend's ``<module>.<platform>.render`` replaces the
+    runtime-specific parts of the tree the target rendered (``templates/backends/<template>/<platform>/``)."""
+    backend = get(name)
+    mod = importlib.import_module(f"{backend.module}.{platform}")
+    out: list[PurePosixPath] = mod.render(spec, context, dest, written)
+    return out
 
 
 def record(runtimes: Sequence[str]) -> Mapping[str, object]:

@@ -15,12 +15,22 @@ if TYPE_CHECKING:
     from mobilegen.backends import Runner
 
 
-def convert(module: Any, example: Sequence[np.ndarray], out: Path) -> Path:
+def convert(module: Any, example: Sequence[np.ndarray], out: Path, *, quantize_calibration: Sequence[Sequence[np.ndarray]] | None = None) -> Path:
     """Not called: ORT's conversion is the build's export and convert stages (they need the ONNX graph)."""
     raise InternalError("the ort backend converts through the pipeline's export and convert stages")
 
 
 def host_runner(path: Path) -> Runner:
-    from mobilegen.verify.gate import ort_runner
+    """onnxruntime's CPU provider (the gate itself uses mobilegen.verify.gate.ort_runner, the same session
+    without a memory arena; this one serves callers outside a build, such as the benchmark)."""
+    import numpy as np
+    import onnxruntime as ort
 
-    return ort_runner(path)
+    so = ort.SessionOptions()
+    so.log_severity_level = 4
+    session = ort.InferenceSession(str(path), sess_options=so, providers=["CPUExecutionProvider"])
+
+    def run(arrays: dict[str, np.ndarray]) -> list[np.ndarray]:
+        return [np.asarray(x) for x in session.run(None, dict(arrays))]
+
+    return run

@@ -11,7 +11,7 @@ converted files to the verify stage, whose gate runs each on this host with its 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,8 +21,9 @@ from mobilegen.errors import UsageError
 from mobilegen.infra import progress
 
 if TYPE_CHECKING:
-    from mobilegen.artifacts import OnnxModel
+    from mobilegen.artifacts import BuildResult, OnnxModel
     from mobilegen.options import BuildOptions
+    from mobilegen.quantize.accuracy import AccuracyReport
     from mobilegen.verify.gate import Expected
 
 
@@ -31,13 +32,16 @@ class BackendModel:
     """One runtime's converted model: the file the package ships for it, and how long converting took."""
 
     runtime: str
-    path: Path  # in the package folder: model/model.tflite
+    path: Path  # in the package folder: model/model.tflite (fp32 until finish())
     platforms: tuple[str, ...]
     seconds: float
+    quantized: Path | None = None  # --quantize int8: the runtime's int8 model, until finish() moves it to path
+    accuracy: AccuracyReport | None = None  # --quantize int8: the accuracy gate's report (int8 vs the fp32 model)
 
     def record(self, root: Path) -> dict[str, JSONValue]:
         return {"runtime": self.runtime, "file": self.path.relative_to(root).as_posix(), "bytes": self.path.stat().st_size,
-                "platforms": list(self.platforms), "convert_seconds": round(self.seconds, 2)}
+                "platforms": list(self.platforms), "convert_seconds": round(self.seconds, 2),
+                "quantization": None if self.accuracy is None else {"mode": "int8", "accuracy": self.accuracy.record()}}
 
 
 def chosen(opts: BuildOptions) -> tuple[backends.Backend, ...]:
@@ -75,13 +79,64 @@ def convert(module: Any, source: Path, prepared: OnnxModel, expected: Expected, 
         progress.step(f"converting for {b.display_name}")
         impl = backends.implementation(b)
         path = root / "model" / f"model{b.suffix}"
+        example = list(expected.cases[0].values())
         start = time.perf_counter()
-        named = {"io": prepared.io} if b.named_io else {}  # Core AI names the function's inputs/outputs as the ONNX model
-        impl.convert(module, list(expected.cases[0].values()), path, **named)
-        out.append(BackendModel(b.name, path, tuple(p for p in b.platforms if p in opts.targets), time.perf_counter() - start))
+        if b.named_io:  # Core AI names the function's inputs/outputs as the ONNX model
+            impl.convert(module, example, path, io=prepared.io)
+        else:
+            impl.convert(module, example, path)
+        seconds = time.perf_counter() - start
+        platforms = tuple(p for p in b.platforms if p in opts.targets)
+        q = opts.quantize
+        if q is not None and q.mode == "int8":
+            progress.step(f"quantizing for {b.display_name}")
+            qpath, accuracy = _int8(impl, module, example, path, prepared, opts)
+            out.append(BackendModel(b.name, path, platforms, seconds, quantized=qpath, accuracy=accuracy))
+        else:
+            out.append(BackendModel(b.name, path, platforms, seconds))
+    return tuple(out)
+
+
+def _int8(impl: backends.BackendImpl, module: Any, example: list[Any], fp32: Path, prepared: OnnxModel, opts: BuildOptions) -> tuple[Path, AccuracyReport]:
+    """The runtime's own int8 model, calibrated on ``--calibration`` and judged by the same accuracy gate
+    as ORT's (cosine, top-1 on the held-out samples) against the runtime's fp32 model (exit 5 below it)."""
+    from mobilegen.quantize.accuracy import accuracy_of_runs, gate
+    from mobilegen.quantize.calibration import load_calibration
+
+    assert opts.quantize is not None
+    calib = load_calibration(opts.quantize, prepared.io)
+    names = [t.name for t in prepared.io.inputs]
+    cases = [[calib.samples[n][i] for n in names] for i in range(calib.count)]
+    qpath = fp32.with_name(f"model.int8{fp32.suffix}")
+    impl.convert(module, example, qpath, quantize_calibration=cases)
+    held = [{n: calib.held_out[n][i] for n in names} for i in range(calib.held_out_count)]
+    ref_run, q_run = backends.host_runner(fp32), backends.host_runner(qpath)
+    ref, got = [ref_run(f) for f in held], [q_run(f) for f in held]
+    report = accuracy_of_runs([t.name for t in prepared.io.outputs], ref, got, opts.quantize, calib=calib)
+    gate(report)
+    return qpath, report
+
+
+def finish(models: tuple[BackendModel, ...]) -> tuple[BackendModel, ...]:
+    """After the gate: an int8 model replaces the fp32 one it was judged against (the package ships one
+    model per runtime, as ORT's --quantize does)."""
+    out = []
+    for m in models:
+        if m.quantized is not None:
+            m.quantized.replace(m.path)
+            m = replace(m, quantized=None)
+        out.append(m)
     return tuple(out)
 
 
 def artifacts(models: tuple[BackendModel, ...]) -> dict[str, Path]:
     """The verification table's label of each converted model (``litert``) → its file."""
     return {m.runtime: m.path for m in models}
+
+
+def record(result: BuildResult, models: tuple[BackendModel, ...], root: Path) -> BuildResult:
+    """The manifest's ``options.runtimes``: each other runtime's model (file, bytes, platforms, conversion
+    time, int8 accuracy); a build without --runtime records nothing (its manifest is unchanged)."""
+    if not models:
+        return result
+    return replace(result, options={**result.options, "runtimes": [m.record(root) for m in models]})

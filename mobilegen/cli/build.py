@@ -180,6 +180,9 @@ def _human_build(r: Any, console: Console) -> None:
     worst = max((row.max_abs for row in v.rows), default=0.0)
     console.print(f"verification: {checks_text([row.status for row in v.rows])} (max abs error {worst:.2e}, atol {v.atol:g}, rtol {v.rtol:g})")
     console.print("runtimes: " + ", ".join(f"onnxruntime {ver} ({ch})" for ch, ver in r.runtimes.items()))
+    for m in r.options.get("runtimes") or ():  # --runtime litert: the other runtimes' models
+        q = " (int8)" if m.get("quantization") else ""
+        console.print(f"{m['runtime']}: {esc(m['file'])}{q} for {', '.join(m['platforms'])}: {m['bytes']:,} bytes, converted in {m['convert_seconds']:.1f} s")
     if r.coverage:
         t = Table("EP", "nodes", "partitions", "verdict", "top refused ops", box=None, pad_edge=False)
         for rep in r.coverage:
@@ -256,7 +259,7 @@ def _json_build(r: Any) -> dict[str, Any]:
             for rep in r.coverage
         ],
         "warnings": texts(build_notices(r.warnings)),
-    }
+    } | ({"runtime_models": r.options["runtimes"]} if r.options.get("runtimes") else {})
 
 
 # After --output-name: the target flags of the providers Android apps run, from the registry

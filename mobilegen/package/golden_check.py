@@ -195,6 +195,42 @@ def rerun_golden(
     return checks
 
 
+def rerun_golden_runtime(model_path: Path, npz_path: Path, atol: float, rtol: float, problems: list[str], *, model_name: str, npz_name: str) -> list[GoldenCheck]:
+    """The golden vectors re-run on another runtime's packaged model (``--runtime litert``'s .tflite) with its
+    own host runtime (mobilegen.backends), inputs in the golden file's order, compared as the build's gate does."""
+    import numpy as np
+
+    from mobilegen import backends
+    from mobilegen.errors import MobilegenError
+    from mobilegen.verify.gate import compare
+
+    try:
+        case = read_golden_npz(npz_path)
+    except Unreadable as err:
+        problems.append(f"{npz_name}: {err}")
+        return []
+    try:
+        run = backends.host_runner(model_path)
+        got = run(dict(case.inputs))
+    except MobilegenError as err:  # the host runtime is not installed: the model cannot be checked here
+        problems.append(f"golden vectors not re-run on {model_name}: {err.message}" + (f" — {err.hint}" if err.hint else ""))
+        return []
+    except Exception as err:  # noqa: BLE001 — the runtime's own exception types; each is a finding
+        problems.append(f"{model_name}: its runtime could not run it on the golden inputs ({type(err).__name__}: {show(str(err), 500)})")
+        return []
+    runtime = backends.by_suffix(model_path.suffix)
+    checks = []
+    if len(got) != len(case.outputs):
+        problems.append(f"{model_name}: {len(got)} outputs, the golden vectors hold {len(case.outputs)}")
+        return []
+    for (name, expected), value in zip(case.outputs.items(), got, strict=True):
+        max_abs, max_rel, _cos, _top1, ok, note = compare(name, np.asarray(expected), np.asarray(value), atol, rtol)
+        checks.append(GoldenCheck(name, max_abs, max_rel, ok, f"{runtime.display_name if runtime else model_path.suffix} host runtime", model_name, case=npz_name))
+        if not ok:
+            problems.append(f"golden output {show(name)}: max abs diff {max_abs:.3g} (max rel {max_rel:.3g}) is outside atol {atol:g} + rtol {rtol:g}·|expected| on {model_name} ({npz_name})")
+    return checks
+
+
 def _case_differences(a: GoldenCase, b: GoldenCase, np: Any) -> str:
     for role in ("inputs", "outputs"):
         x, y = getattr(a, role), getattr(b, role)

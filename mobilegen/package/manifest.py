@@ -362,6 +362,8 @@ class ReadManifest:
     problems: tuple[str, ...]
     unverified: tuple[str, ...] = ()  # outputs the build accepted unverified (--allow-degenerate)
     model_links: tuple[LinkEntry, ...] = ()  # version 4: the projects that copy a model at build time
+    # options.runtimes (--runtime litert): the other runtimes' models, as the build recorded them (JSON objects)
+    runtime_models: tuple[JsonObject, ...] = ()
 
 
 class _BadNumber(ValueError):
@@ -451,6 +453,7 @@ def parse_manifest(raw: bytes, *, reader_version: str) -> ReadManifest:
         problems=tuple(problems),
         unverified=_unverified(doc.get("verification")),
         model_links=links,
+        runtime_models=_runtime_models(doc.get("options")),
     )
 
 
@@ -470,6 +473,11 @@ def _unverified(verification: object) -> tuple[str, ...]:
         if status == "unverified" or (status is None and isinstance(note, str) and _ACCEPTED_NOTE in note):
             names[row["output"]] = None
     return tuple(names)
+
+
+def _runtime_models(options: object) -> tuple[JsonObject, ...]:
+    runtimes = options.get("runtimes") if isinstance(options, dict) else None
+    return tuple(r for r in runtimes if isinstance(r, dict)) if isinstance(runtimes, list) else ()
 
 
 def _models_v1(doc: JsonObject, runtimes: Mapping[str, str], problems: list[str]) -> tuple[ModelInfo, ...]:

@@ -28,7 +28,13 @@ from typing import NoReturn
 from mobilegen.artifacts import GOLDEN_MGV, GOLDEN_NPZ, MANIFEST, MODEL_ORT
 from mobilegen.errors import MobilegenError, PackageVerifyError, UsageError
 from mobilegen.infra.datafiles import kind
-from mobilegen.package.golden_check import GoldenCheck, RuntimeCheck, check_runtimes, rerun_golden
+from mobilegen.package.golden_check import (
+    GoldenCheck,
+    RuntimeCheck,
+    check_runtimes,
+    rerun_golden,
+    rerun_golden_runtime,
+)
 from mobilegen.package.manifest import (
     MAX_MANIFEST_BYTES,
     FileEntry,
@@ -263,6 +269,18 @@ def _verify_source(source: Source, shown: str) -> PackageVerification:
             problems.append(f"{MANIFEST}: {show(name)} names runtime channel(s) {show(', '.join(unknown))} not in versions.mobile_runtimes")
         pinned = {c: manifest.mobile_runtimes[c] for c in model.channels if c in manifest.mobile_runtimes}
         runtimes += check_runtimes(ort_path, model.ort, pinned, problems, ort_name=show(name))
+
+    # 2b. --runtime litert: the golden vectors on each other runtime's fp32 model, with its own host runtime
+    # (an int8 one was judged by the accuracy gate against the fp32 model at build time, not by these tolerances).
+    if tol is not None:
+        for entry in manifest.runtime_models:
+            if not isinstance(entry.get("file"), str) or entry.get("quantization"):
+                continue
+            path, npz = source.local(entry["file"]), source.local(GOLDEN_NPZ)
+            if path is None or npz is None:
+                problems.append(f"golden vectors not re-run: {show(entry['file'])} or {show(GOLDEN_NPZ)} is missing")
+                continue
+            golden += rerun_golden_runtime(path, npz, tol.atol, tol.rtol, problems, model_name=show(entry["file"]), npz_name=show(GOLDEN_NPZ))
 
     if problems or tol is None:  # a missing tolerance is one of the problems
         _fail(shown, problems)

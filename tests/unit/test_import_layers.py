@@ -41,7 +41,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "mobilegen.render.stage",
             "mobilegen.report",
             "mobilegen.package",
-            "mobilegen.backends",  # the --runtime registry: converts (a stage of its own) and runs models on the host (the gate)
+            "mobilegen.backends.stage",  # the --runtime stage: converts, int8 through the quantize stage's accuracy gate
+            "mobilegen.backends.coreai",  # Core AI: its int8 goes through the same accuracy gate (its stage module)
         ),
     ),
     (
@@ -51,6 +52,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "mobilegen.targets",
             "mobilegen.android_qnn",
             "mobilegen.runtimes",
+            "mobilegen.backends",  # the --runtime registry: each runtime's converter, host runner and template fragment
             "mobilegen.coverage",  # the provider-independent analysis the providers' rules are written in
             "mobilegen.render",  # the template renderer and the escapers the targets render with
             "mobilegen.passes",  # the graph passes: the fix stage applies them, providers' recipes preprocess with them

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from mobilegen import providers
+from mobilegen import backends, providers
 from mobilegen.artifacts import ProjectSpec
 from mobilegen.errors import InternalError, UsageError
 from mobilegen.render import input_contract as ic
@@ -96,6 +96,9 @@ FIXED_CLASS_NAMES = frozenset(
     StandardCharsets String System Test TextView Throwable Throws Type Unit ViewCompat WindowInsetsCompat
     Bitmap Classification CoroutineDispatcher FileChannel FileInputStream FileNotFoundException ImageInput Labels
     RgbImage Scores TaskTest JSONObject Android Config MapMode File Os CRC32 ResizeFilter AudioInput""".split()
+) | frozenset(
+    # LiteRT's types the --runtime litert wrapper names (templates/backends/litert/android)
+    "Accelerator AssetManager CompiledModel LiteRtException ReentrantLock TensorBuffer".split()
 )
 
 # Every name the templates declare in the scopes tensor-derived names live in, so that no derived name
@@ -467,6 +470,8 @@ def render_android(spec: ProjectSpec, opts: AndroidOptions, dest: Path) -> list[
         written += tw.copy_tokenizer(dest, PurePosixPath(context["module"], "src/main/assets", context["tokenizer_asset"]), spec)
         golden_task = tw.task_golden_dir(spec)
         written += tw.copy_task_golden(dest, PurePosixPath(context["module"], "src/androidTest/assets", context["task_golden_asset"]), golden_task)
+        if spec.runtime != "ort":  # --runtime litert: the runtime's own template fragment replaces the ORT module
+            written = backends.render_fragment(spec.runtime, "android", spec, context, dest, written)
     except BaseException:
         shutil.rmtree(dest, ignore_errors=True)
         raise

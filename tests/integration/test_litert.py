@@ -1,0 +1,197 @@
+"""``--runtime litert`` end to end (needs the [litert] extra: `make test-litert` runs it in its own environment;
+the main environment skips it).
+
+The oracle is PyTorch: the build's verification gate runs the .tflite with ai-edge-litert on the same seeded
+cases as the .onnx/.ort and against the same reference outputs (the golden vectors). The generated Kotlin is
+compiled with kotlinc against tests/shims/litert_kotlin, whose signatures are copied from LiteRT's sources.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(importlib.util.find_spec("litert_torch") is None, reason="litert-torch not installed (make test-litert runs this)"),
+]
+
+from ci import missing_tool  # noqa: E402
+from cli_helpers import assert_fails, invoke  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "mobilenet_tiny.pt"
+SHIM = REPO / "tests" / "shims" / "litert_kotlin"
+SDK_SHIM = REPO / "tests" / "shims" / "android_sdk"
+KOTLINC = Path(os.environ["KOTLINC"]) if os.environ.get("KOTLINC") else REPO / ".tools" / "node_modules" / "kotlin-compiler" / "bin" / "kotlinc"
+
+
+def _tokens_model(path: Path) -> Path:
+    """A static int64-token model (embedding, mean, linear) as torch.export's .pt2: the int64 → int32 path."""
+    import torch
+    from torch import nn
+
+    class Tokens(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(50, 16)
+            self.fc = nn.Linear(16, 4)
+
+        def forward(self, ids: torch.Tensor) -> torch.Tensor:
+            return self.fc(self.emb(ids).mean(dim=1))
+
+    torch.manual_seed(0)
+    ep = torch.export.export(Tokens().eval(), (torch.zeros(1, 8, dtype=torch.int64),))
+    torch.export.save(ep, str(path))
+    return path
+
+
+def _build(out: Path, *args: object) -> dict:  # type: ignore[type-arg]
+    r = invoke("android", *args, "--runtime", "litert", "-o", out, "--json")
+    assert r.exit_code == 0, r.stderr
+    return json.loads(r.stdout)  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("litert")
+    out = {"cnn": d / "cnn", "tokens": d / "tokens", "int8": d / "int8"}
+    results = {
+        "cnn": _build(out["cnn"], EXAMPLE, "--input", "image:1x3x64x64"),
+        "tokens": _build(out["tokens"], _tokens_model(d / "tokens.pt2"), "--range", "ids=0:50", "--package", "com.example.tokens"),
+        "int8": _build(out["int8"], EXAMPLE, "--input", "image:1x3x64x64", "--quantize", "int8", "--calibration", "random", "--package", "com.example.q"),
+    }
+    for name, r in results.items():
+        (d / f"{name}.result.json").write_text(json.dumps(r))  # beside the package: verify refuses unlisted files
+    return out
+
+
+def _rows(build: Path) -> list[dict]:  # type: ignore[type-arg]
+    return json.loads((build.parent / f"{build.name}.result.json").read_text())["verification"]["rows"]  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("name", ["cnn", "tokens"])
+def test_the_tflite_is_gated_against_pytorch_beside_the_ort(builds: dict[str, Path], name: str) -> None:
+    rows = _rows(builds[name])
+    litert = [r for r in rows if r["artifact"] == "litert"]
+    ort = [r for r in rows if r["artifact"] == "ort"]
+    assert litert and len(litert) == len(ort)  # every case, every output
+    assert all(r["passed"] and r["max_abs"] < 1e-4 and r["cosine"] > 0.9999 for r in litert), litert
+    manifest = json.loads((builds[name] / "manifest.json").read_text())
+    (rec,) = manifest["options"]["runtimes"]
+    assert rec["runtime"] == "litert" and rec["platforms"] == ["android"] and rec["file"] == "model/model.tflite"
+    assert (builds[name] / rec["file"]).stat().st_size == rec["bytes"]
+
+
+def test_the_host_gate_agrees_with_an_independent_litert_run(builds: dict[str, Path]) -> None:
+    """The shipped .tflite, run with LiteRT's CompiledModel API (not the gate's Interpreter), reproduces
+    PyTorch's golden outputs."""
+    from ai_edge_litert.compiled_model import CompiledModel
+    from ai_edge_litert.hardware_accelerator import HardwareAccelerator
+
+    golden = np.load(builds["cnn"] / "golden" / "golden.npz")
+    cm = CompiledModel.from_file(str(builds["cnn"] / "model" / "model.tflite"), hardware_accel=HardwareAccelerator.CPU)
+    ins, outs = cm.create_input_buffers(0), cm.create_output_buffers(0)
+    ins[0].write(np.ascontiguousarray(golden["input:image"], dtype=np.float32).reshape(-1))
+    cm.run_by_index(0, ins, outs)
+    expected = golden["output:output"]
+    got = np.asarray(outs[0].read(expected.size, np.float32)).reshape(expected.shape)
+    assert np.abs(got - expected).max() < 1e-4
+
+
+def test_int8_goes_through_the_accuracy_gate(builds: dict[str, Path]) -> None:
+    manifest = json.loads((builds["int8"] / "manifest.json").read_text())
+    (rec,) = manifest["options"]["runtimes"]
+    acc = rec["quantization"]["accuracy"]
+    assert rec["quantization"]["mode"] == "int8" and acc["passed"] and acc["samples"] >= 2
+    assert acc["outputs"][0]["cosine"] >= acc["min_cosine"]
+    from mobilegen.backends.litert import inspect
+
+    shipped = inspect(builds["int8"] / "model" / "model.tflite")
+    assert shipped.int8_io  # the int8 model replaced the fp32 one it was judged against
+    assert not (builds["int8"] / "model" / "model.int8.tflite").exists()
+
+
+def test_int8_below_the_accuracy_threshold_fails_with_exit_5(tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    r = invoke("android", EXAMPLE, "--input", "image:1x3x64x64", "--runtime", "litert", "--quantize", "int8", "--calibration", "random",
+               "--min-cosine", "0.99999999", "-o", out)
+    assert_fails(r, 5, "the quantized model lost too much accuracy", "cosine")
+    assert not out.exists()
+
+
+def test_the_project_is_on_litert_only(builds: dict[str, Path]) -> None:
+    android = builds["cnn"] / "android"
+    text = "\n".join(p.read_text(errors="replace") for p in android.rglob("*") if p.is_file() and p.suffix in (".kt", ".kts", ".toml"))
+    assert "onnxruntime" not in text and "ai.onnxruntime" not in text
+    assert 'litert = "2.3.0"' in (android / "gradle" / "libs.versions.toml").read_text()
+    assert 'include(":mobilenet-tiny")' in (android / "settings.gradle.kts").read_text()
+    assets = list(android.rglob("model.tflite"))
+    assert len(assets) == 1 and assets[0].read_bytes() == (builds["cnn"] / "model" / "model.tflite").read_bytes()
+    (wrapper,) = android.rglob("MobilenetTiny.kt")
+    src = wrapper.read_text()
+    # the accelerator chain, each accelerator alone, the CPU last, every failure reported
+    assert "Accelerator.GPU" in src and "Accelerator.NPU" in src and "chain.add(Accelerator.CPU)" in src
+    assert src.index("Accelerator.GPU") < src.index("Accelerator.NPU") < src.index("chain.add(Accelerator.CPU)")
+    assert "skipped.add(" in src and "writeFloat(inputs.image)" in src
+    tokens = next(builds["tokens"].rglob("*.kt")).read_text()
+    assert "writeInt(narrow(" in tokens
+    q = next((builds["int8"] / "android").rglob("*.kt")).read_text()
+    assert "writeInt8(quantize(inputs.image, " in q and "dequantize(outs[0].readInt8(), " in q
+
+
+def test_the_wrappers_compile_against_the_litert_api(builds: dict[str, Path], tmp_path: Path) -> None:
+    if not KOTLINC.is_file() or shutil.which("javac") is None:
+        missing_tool(f"kotlinc ({KOTLINC}) and a JDK; run `make tools`")
+    sdk = tmp_path / "sdk"
+    subprocess.run(["javac", "-d", str(sdk), *map(str, sorted(SDK_SHIM.rglob("*.java")))], check=True, capture_output=True)
+    sources = sorted(SHIM.rglob("*.kt")) + [p for b in builds.values() for p in sorted((b / "android").rglob("*.kt"))]
+    harness = tmp_path / "Harness.kt"  # runs the int8 wrapper's own quantize/dequantize on the JVM (no LiteRT needed)
+    harness.write_text(
+        "package com.example.q\n"
+        "fun main(args: Array<String>) {\n"
+        "    val xs = args[0].split(\",\").map { it.toFloat() }.toFloatArray()\n"
+        "    val q = MobilenetTiny.quantize(xs, args[1].toFloat(), args[2].toInt())\n"
+        "    println(q.joinToString(\",\"))\n"
+        "    println(MobilenetTiny.dequantize(q, args[3].toFloat(), args[4].toInt()).joinToString(\",\"))\n"
+        "}\n",
+        encoding="utf-8",
+    )
+    jar = tmp_path / "out.jar"
+    proc = subprocess.run([str(KOTLINC), "-nowarn", "-cp", str(sdk), "-d", str(jar), *map(str, sources), str(harness)],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-6000:]
+
+    # The oracle: LiteRT's own quantization parameters of the int8 model (its Interpreter), and TFLite's
+    # affine int8 formula q = clamp(round(x / scale) + zero_point), x = (q - zero_point) * scale.
+    from ai_edge_litert.interpreter import Interpreter
+
+    it = Interpreter(model_path=str(builds["int8"] / "model" / "model.tflite"))
+    runner = it.get_signature_runner()
+    (inp,) = runner.get_input_details().values()
+    (outp,) = runner.get_output_details().values()
+    (s_in, z_in), (s_out, z_out) = inp["quantization"], outp["quantization"]
+    xs = np.linspace(-6.0, 6.0, 97, dtype=np.float32) + np.float32(0.013)  # past both clamps, no .5 ties
+    stdlib = KOTLINC.resolve().parent.parent / "lib" / "kotlin-stdlib.jar"
+    run = subprocess.run(["java", "-cp", os.pathsep.join([str(jar), str(stdlib)]), "com.example.q.HarnessKt", ",".join(map(repr, xs.tolist())),
+                          repr(float(s_in)), str(z_in), repr(float(s_out)), str(z_out)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-3000:]
+    q_line, dq_line = run.stdout.split()
+    expected_q = np.clip(np.round(xs / np.float32(s_in)) + z_in, -128, 127).astype(np.int8)
+    assert np.array_equal(np.array(q_line.split(","), dtype=np.int64), expected_q.astype(np.int64))
+    got_dq = np.array(dq_line.split(","), dtype=np.float32)
+    assert np.allclose(got_dq, (expected_q.astype(np.float32) - z_out) * np.float32(s_out), rtol=0, atol=1e-6)
+
+
+def test_verify_reruns_the_golden_vectors_on_the_tflite(builds: dict[str, Path]) -> None:
+    r = invoke("verify", builds["cnn"], "--json")
+    assert r.exit_code == 0, r.stderr
+    rows = [g for g in json.loads(r.stdout)["golden"] if g["model"] == "model/model.tflite"]
+    assert rows and all(g["passed"] and g["max_abs"] < 1e-4 for g in rows), rows
