@@ -439,7 +439,7 @@ def _artifact_runs(reference: Expected, artifacts: Mapping[str, Path]) -> dict[s
                 got.append(err)
         runs[label] = got
         del run  # the session goes now, before the next artifact's loads
-        release_memory()
+        release_memory(collect=False)  # freed when its last reference went (the closure holds no cycle)
     return runs
 
 
