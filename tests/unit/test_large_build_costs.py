@@ -1,5 +1,6 @@
-"""The package manifest takes the digest of a model the build hashed while writing it, and hashes every
-other file (and a written one that changed since) itself; the absolute-path check reads every file."""
+"""Costs a large build no longer pays: the package manifest takes the digest of a model the build hashed
+while writing it (and hashes every other file, and a written one that changed since; the absolute-path
+check still reads every file); the heap frozen during a build; idle torch/onnxruntime threads sleep."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import gc
 import hashlib
 import os
 from pathlib import Path
+
+import pytest
 
 from mobilegen.infra.digest import remember_written
 from mobilegen.infra.memory import frozen_heap
@@ -66,3 +69,24 @@ def test_a_freeze_of_the_callers_own_is_left_alone() -> None:
         assert gc.get_freeze_count() == frozen
     finally:
         gc.unfreeze()
+
+
+def test_torch_threads_sleep_unless_the_user_chose(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mobilegen.infra import threads
+
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    threads.passive_waits()
+    assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    threads.passive_waits()
+    assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
+
+
+def test_the_cli_sets_the_wait_policy_before_torch_loads(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    code = "import sys, runpy; sys.argv = ['mobilegen', '--version']\ntry:\n    runpy.run_module('mobilegen', run_name='__main__')\nexcept SystemExit:\n    pass\nimport os; print(os.environ.get('OMP_WAIT_POLICY'), 'torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path, check=False).stdout.split()
+    assert out[-2:] == ["PASSIVE", "False"]
