@@ -4,8 +4,9 @@ import sys
 
 
 def run() -> None:
-    from mobilegen.infra import signals
+    from mobilegen.infra import signals, threads
 
+    threads.passive_waits()  # before anything imports torch (OpenMP reads it when it is loaded)
     signals.install()  # before the CLI's own imports: Ctrl-C is handled the same way from the first moment
     try:
         from mobilegen.cli import main

@@ -39,6 +39,7 @@ from mobilegen.export import advice as exporter_advice
 from mobilegen.export import early_checks
 from mobilegen.export.stage import load_and_export
 from mobilegen.infra import progress
+from mobilegen.infra.memory import frozen_heap
 from mobilegen.infra.outputs import staged_output
 from mobilegen.notices import Notices
 from mobilegen.options import BuildOptions, ModelOptions
@@ -86,7 +87,7 @@ def export_notices(loaded: LoadedModel, exported: OnnxModel, opts: BuildOptions)
 def build(opts: BuildOptions) -> BuildResult:
     chosen = check(opts)
     out, zip_path = opts.output_paths()
-    with staged_output(out, force=opts.force, zip_path=zip_path, protect=(opts.model,)) as root:
+    with staged_output(out, force=opts.force, zip_path=zip_path, protect=(opts.model,)) as root, frozen_heap(_libraries(opts.model)):
         notes = Notices()
         (root / "model").mkdir()
         progress.step("exporting")
@@ -130,6 +131,16 @@ def build(opts: BuildOptions) -> BuildResult:
         if zip_path is not None:
             stage_zip(root, zip_path)
     return relocate(result, root, out, zip_path)
+
+
+def _libraries(model: Path) -> tuple[str, ...]:
+    """The libraries every build of ``model`` imports (imported before the heap is frozen): onnx and
+    onnxruntime; torch for a PyTorch model; onnxscript, torch.export's ONNX exporter, for a ``.pt2``."""
+    suffix = model.suffix.lower()
+    libs = ("onnx", "onnxruntime")
+    if suffix == ".onnx":
+        return libs
+    return (*libs, "torch", "onnxscript") if suffix == ".pt2" else (*libs, "torch")
 
 
 def _result(

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from mobilegen import passes
 from mobilegen.artifacts import OnnxModel, ShippedModel
 from mobilegen.convert.to_ort import convert_to_ort
+from mobilegen.infra.digest import remember_written
 from mobilegen.infra.memory import release_memory
 from mobilegen.passes.stage import materialize
 
@@ -24,10 +25,13 @@ def write_models(base: OnnxModel, fix_plan: FixPlan, root: Path) -> tuple[Shippe
 
 def write_onnx(model: OnnxModel) -> OnnxModel:
     """The one write of the build's ``model.onnx``, with the providers' cache keys stamped in
-    (:func:`mobilegen.passes.cache_keys`; one serialization). The in-memory model is let go: from here on the file is the model."""
+    (:func:`mobilegen.passes.cache_keys`; one serialization, hashed once: the manifest takes the digest
+    instead of reading the file again). The in-memory model is let go: from here on the file is the model."""
     from mobilegen.infra.outputs import write_bytes_atomic
 
-    write_bytes_atomic(model.path, *passes.serialized_with_cache_keys(model, passes.cache_keys()))
+    chunks, sha256 = passes.serialized_with_digest(model, passes.cache_keys())
+    write_bytes_atomic(model.path, *chunks)
+    remember_written(model.path, sha256)
     return replace(model, proto=None)
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from mobilegen.artifacts import OnnxModel, OrtModel
 from mobilegen.convert.ortformat import canonicalize_file, format_version
 from mobilegen.errors import ConversionError, InternalError, UsageError, first_line
+from mobilegen.infra.digest import remember_written
 from mobilegen.infra.memory import release_memory
 from mobilegen.infra.outputs import temp_dir
 from mobilegen.infra.quiet import quiet
@@ -81,6 +82,7 @@ def convert_to_ort(model: OnnxModel, out_ort: Path, out_config: Path, *, style: 
         tmp_ort = out_ort.with_name(out_ort.name + ".tmp")
         sha256 = canonicalize_file(raw, tmp_ort)
     os.replace(tmp_ort, out_ort)
+    remember_written(out_ort, sha256)  # hashed as it was written: the manifest does not read it again
     out_config.write_text(config_text, encoding="utf-8")
     version = ort_format_version(out_ort)
     if version is None:
@@ -143,7 +145,7 @@ def _save_ort(src: Path, out: Path, *, minimal_build: str) -> None:
     exclude = ["NchwcTransformer"] if level in (ort.GraphOptimizationLevel.ORT_ENABLE_ALL, ort.GraphOptimizationLevel.ORT_ENABLE_LAYOUT) else None
     session = ort.InferenceSession(str(src), sess_options=so, providers=["CPUExecutionProvider"], disabled_optimizers=exclude)
     del session  # its weights go before the next session or the canonical copy
-    release_memory()
+    release_memory(collect=False)  # freed when its last reference went
 
 
 def _collect_ops(ort_path: Path, ops: Ops) -> None:

@@ -236,18 +236,8 @@ def export_pytorch(loaded: LoadedModel, options: ExportOptions, out_path: Path, 
     dyn = {s.name: {i: d for i, d in enumerate(s.shape) if isinstance(d, str)} for s in specs}
     dyn = {k: v for k, v in dyn.items() if v}
 
-    fn = torch_callable(loaded)
-    with torch.no_grad():
-        try:
-            with quiet():
-                fn(*args)
-        except Exception as err:
-            raise UsageError(
-                "the model rejected the example inputs "
-                + ", ".join(f"{s.name}:{'x'.join(map(str, a.shape))}:{s.dtype}" for s, a in zip(specs, args, strict=True))
-                + f": {shorten(str(err).strip().splitlines()[-1]) if str(err).strip() else type(err).__name__}",
-                hint="check --input names, shapes and dtypes against what the model's forward expects",
-            ) from err
+    if not _traced_with(loaded, options.inputs, specs):
+        _check_example_run(loaded, specs, args)
 
     if torchscript_only and loaded.kind in ("pickle", "state_dict"):
         program_model, exporter, fallback = _export_torchscript(loaded, args, names, dyn, options.opset, out_path), "torchscript", None
@@ -279,6 +269,33 @@ def export_pytorch(loaded: LoadedModel, options: ExportOptions, out_path: Path, 
         notes=tuple(specialised),
         proto=model,
     )
+
+
+def _traced_with(loaded: LoadedModel, user: tuple[TensorSpec, ...], specs: list[TensorSpec]) -> bool:
+    """A ``.pt2`` exported with inputs of exactly these (static) shapes and dtypes, no ``--input`` given:
+    the program was traced on such inputs, so running it once more only to see them accepted is skipped
+    (a forward pass of the whole model: seconds on a large one). The verification runs it on every case
+    anyway, and reports a failure there."""
+    return loaded.kind == "exported_program" and not user and not loaded.consts and bool(specs) and all(s.is_static for s in specs)
+
+
+def _check_example_run(loaded: LoadedModel, specs: list[TensorSpec], args: tuple[Any, ...]) -> None:
+    """Run the model once on the example inputs: a model that rejects them is a usage error (wrong
+    ``--input`` names, shapes or dtypes), said before the export."""
+    import torch
+
+    fn = torch_callable(loaded)
+    with torch.no_grad():
+        try:
+            with quiet():
+                fn(*args)
+        except Exception as err:
+            raise UsageError(
+                "the model rejected the example inputs "
+                + ", ".join(f"{s.name}:{'x'.join(map(str, a.shape))}:{s.dtype}" for s, a in zip(specs, args, strict=True))
+                + f": {shorten(str(err).strip().splitlines()[-1]) if str(err).strip() else type(err).__name__}",
+                hint="check --input names, shapes and dtypes against what the model's forward expects",
+            ) from err
 
 
 def _export_dynamo(loaded: LoadedModel, args: tuple[Any, ...], names: list[str], dyn: dict[str, dict[int, str]], opset: int | None) -> Any:

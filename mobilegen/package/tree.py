@@ -5,6 +5,7 @@ reads folders it did not write)."""
 from __future__ import annotations
 
 import hashlib
+import mmap
 import os
 import stat
 from collections.abc import Mapping
@@ -15,6 +16,7 @@ from typing import IO, Protocol
 from mobilegen.artifacts import MANIFEST
 from mobilegen.errors import PackageError
 from mobilegen.infra.datafiles import kind
+from mobilegen.infra.digest import written_digest
 from mobilegen.package.manifest import FileEntry
 
 CHUNK = 1 << 20
@@ -145,7 +147,17 @@ def scan_files(
 
 
 def _scan(path: Path, needles: tuple[bytes, ...]) -> tuple[int, str, bool]:
-    """(size, sha256, whether any needle occurs), reading the file once in chunks."""
+    """(size, sha256, whether any needle occurs), reading the file once in chunks. A file this process
+    wrote and hashed on the way (a model: ``mobilegen.infra.digest``) is not hashed again; only searched
+    for the needles, through a read-only map."""
+    with path.open("rb") as f:
+        st = os.fstat(f.fileno())
+        known = written_digest(st)
+        if known is not None:
+            if not needles or not st.st_size:
+                return st.st_size, known, False
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                return st.st_size, known, any(data.find(n) != -1 for n in needles)
     h = hashlib.sha256()
     keep = max((len(n) for n in needles), default=1) - 1  # a needle may straddle two chunks
     tail = b""

@@ -23,7 +23,7 @@ from mobilegen.artifacts import OnnxModel
 from mobilegen.errors import InternalError
 from mobilegen.passes.dims import fix_dynamic_dims
 
-__all__ = ["cache_keys", "fix_dynamic_dims", "serialized_with_cache_keys"]
+__all__ = ["cache_keys", "fix_dynamic_dims", "serialized_with_cache_keys", "serialized_with_digest"]
 
 
 def cache_keys() -> tuple[str, ...]:
@@ -47,6 +47,12 @@ def serialized_with_cache_keys(model: OnnxModel, keys: Sequence[str]) -> tuple[b
 
     The model is serialized once: the keys' metadata entries (field 14) are appended to the bytes that were
     hashed, which is what protobuf writes itself when no field numbered above 14 is set."""
+    return serialized_with_digest(model, keys)[0]
+
+
+def serialized_with_digest(model: OnnxModel, keys: Sequence[str]) -> tuple[tuple[bytes, ...], str]:
+    """:func:`serialized_with_cache_keys`, and the sha256 of the bytes it returns (the keys' hash carried on
+    over their entries: the model's bytes are hashed once)."""
     import onnx
 
     proto = _proto(model)
@@ -54,15 +60,19 @@ def serialized_with_cache_keys(model: OnnxModel, keys: Sequence[str]) -> tuple[b
         if p.key in keys:
             proto.metadata_props.remove(p)
     data: bytes = proto.SerializeToString(deterministic=True)
-    value = hashlib.sha256(data).hexdigest()[:32]
+    h = hashlib.sha256(data)
+    value = h.hexdigest()[:32]
     entries = [proto.metadata_props.add(key=k, value=value) for k in keys]
     if any(len(getattr(proto, f.name)) for f in proto.DESCRIPTOR.fields if f.number > 14):  # all repeated
-        return (bytes(proto.SerializeToString(deterministic=True)),)
+        whole = bytes(proto.SerializeToString(deterministic=True))
+        return (whole,), hashlib.sha256(whole).hexdigest()
     chunks: list[bytes] = [data]
     for entry in entries:
         body: bytes = onnx.StringStringEntryProto(key=entry.key, value=entry.value).SerializeToString()
         chunks += [_field_header(14, len(body)), body]
-    return tuple(chunks)
+    for chunk in chunks[1:]:
+        h.update(chunk)
+    return tuple(chunks), h.hexdigest()
 
 
 def _field_header(number: int, length: int) -> bytes:

@@ -20,6 +20,7 @@ from mobilegen.export.exporter import torch_callable
 from mobilegen.infra import progress
 from mobilegen.infra.memory import release_memory
 from mobilegen.infra.quiet import quiet
+from mobilegen.infra.threads import ORT_NO_SPINNING
 from mobilegen.spec import TensorSpec
 from mobilegen.verify.golden import GoldenCase, encode_mgv, write_npz
 from mobilegen.verify.inputs import (
@@ -185,6 +186,7 @@ def ort_runner(path: Path, *, basic_only: bool = False) -> Callable[[dict[str, n
     # (it is reused, never returned: a large model's reference kept ~1x its weights through the rest of
     # the build); without it, what a run allocates is freed with it. Same kernels, same results.
     so.enable_cpu_mem_arena = False
+    so.add_session_config_entry(*ORT_NO_SPINNING)  # idle threads sleep (mobilegen.infra.threads); same results
     session = ort.InferenceSession(str(path), sess_options=so, providers=["CPUExecutionProvider"])
 
     def run(arrays: dict[str, np.ndarray]) -> list[np.ndarray]:
@@ -439,7 +441,7 @@ def _artifact_runs(reference: Expected, artifacts: Mapping[str, Path]) -> dict[s
                 got.append(err)
         runs[label] = got
         del run  # the session goes now, before the next artifact's loads
-        release_memory()
+        release_memory(collect=False)  # freed when its last reference went (the closure holds no cycle)
     return runs
 
 

@@ -73,3 +73,17 @@ def test_check_and_infer_lowers_the_ir_version_like_before() -> None:
     broken.graph.node[0].input[1] = "missing"
     with pytest.raises(onnx.checker.ValidationError):
         onnx_light.check_and_infer(broken, 8)
+
+
+def test_digest_is_the_sha256_of_the_bytes_written() -> None:
+    import hashlib
+
+    model = _model(big=8)
+    om = OnnxModel(path=Path("unused.onnx"), io=IOSpec(inputs=()), opset=17, exporter="passthrough", proto=model)
+    for keys in (passes.cache_keys(), ("A_KEY", "B_KEY")):
+        chunks, digest = passes.serialized_with_digest(om, keys)
+        assert digest == hashlib.sha256(b"".join(chunks)).hexdigest()
+    model.functions.add(name="f", domain="local")  # a field after metadata_props: serialized whole instead
+    chunks, digest = passes.serialized_with_digest(om, passes.cache_keys())
+    assert len(chunks) == 1
+    assert digest == hashlib.sha256(chunks[0]).hexdigest()
