@@ -26,12 +26,13 @@ PYTEST_ARGS ?= -q --durations=25 -n 2 --dist loadfile --max-worker-restart=0
 CI ?=
 
 # The Core AI backend's tests (pytest -m coreai) run in a venv of their own with the [coreai] extra, so its
-# dependencies (coreai-torch, coreai-core, coreai-opt, torchao) never enter the main one. Not in .ci/run: a fresh
-# `make test-coreai` took 5 min 47 s here (install ~3 min, tests 2 min 47 s), over the 4 minutes CI allows it.
+# dependencies (coreai-torch, coreai-core, coreai-opt, torchao) never enter the main one. .ci/run runs it after
+# `make test`: a fresh `make test-coreai` took 5 min 47 s here (install ~3 min, tests 2 min 47 s).
 COREAI_VENV ?= .venv-coreai
+COREAI_LOCK := requirements-coreai.lock
 COREAI_PYTHON := $(COREAI_VENV)/bin/python
 
-.PHONY: install tools demo test test-fast test-litert test-coreai lint docs lock lock-litert clean distclean
+.PHONY: install tools demo test test-fast test-litert test-coreai lint docs lock lock-litert lock-coreai clean distclean
 
 install: $(VENV)/.installed
 
@@ -54,6 +55,10 @@ lock: | $(PYTHON)
 lock-litert: | $(PYTHON)
 	$(PYTHON) scripts/lock.py --litert
 
+# The same for requirements-coreai.lock (the [coreai] extra's environment).
+lock-coreai: | $(PYTHON)
+	$(PYTHON) scripts/lock.py --coreai
+
 # The LiteRT environment: torch first (pinned), then mobilegen with its test and litert extras, all from its lock.
 $(LITERT_VENV)/.installed: $(LITERT_LOCK) pyproject.toml
 	@$(PYTHON_BOOT) -m venv $(LITERT_VENV) || { echo "error: could not create the virtual environment $(LITERT_VENV) with $(PYTHON_BOOT)"; rm -rf $(LITERT_VENV); exit 1; }
@@ -62,10 +67,10 @@ $(LITERT_VENV)/.installed: $(LITERT_LOCK) pyproject.toml
 	@touch $@
 
 # --runtime litert's tests in their own environment (kotlinc from `make tools` for the wrapper compile).
-# Not in .ci/run: measured on the 2-core machine (shared), the environment takes ~2.3 min to install (torch,
-# .[dev,tasks], then litert-torch: 1 min 39 s + 37 s with a warm pip cache) and the tests 3.1 to 6.4 min depending on
-# the load (30 tests: four litert-torch conversions, an int8 one below the gate, one kotlinc run): 5.4 to 8.7 min in
-# all, over the 4-minute budget for CI.
+# .ci/run runs it after `make test`: measured on the 2-core machine (shared), the environment takes ~2.3 min to
+# install (torch, .[dev,tasks], then litert-torch: 1 min 39 s + 37 s with a warm pip cache) and the tests 3.1 to
+# 6.4 min depending on the load (30 tests: four litert-torch conversions, an int8 one below the gate, one kotlinc
+# run): 5.4 to 8.7 min in all.
 test-litert: $(LITERT_VENV)/.installed tools
 	$(LITERT_PYTHON) -m pytest -q $(LITERT_TESTS)
 
@@ -103,16 +108,16 @@ demo: install
 	$(PYTHON) -m mobilegen package examples/mobilenet_tiny.pt --input image:1x3x64x64 --android --ios --nnapi --xnnpack --coreml --zip -o $(DEMO_OUT) --force
 
 test: install tools
-	$(PYTHON) -m pytest $(PYTEST_ARGS) -m "not coreai"
+	$(PYTHON) -m pytest $(PYTEST_ARGS) -m "not coreai and not litert"
 
 test-fast: install
-	$(PYTHON) -m pytest $(PYTEST_ARGS) -m "not slow and not coreai"
+	$(PYTHON) -m pytest $(PYTEST_ARGS) -m "not slow and not coreai and not litert"
 
-$(COREAI_VENV)/.installed: $(LOCK) pyproject.toml
+$(COREAI_VENV)/.installed: $(COREAI_LOCK) pyproject.toml
 	@$(PYTHON_BOOT) -m venv $(COREAI_VENV) || { echo "error: could not create the virtual environment $(COREAI_VENV) with $(PYTHON_BOOT): install python3-venv"; rm -rf $(COREAI_VENV); exit 1; }
 	$(COREAI_PYTHON) -m pip --disable-pip-version-check install -q --upgrade pip
-	$(COREAI_PYTHON) -m pip --disable-pip-version-check install -q -c $(LOCK) torch==2.13.0
-	$(COREAI_PYTHON) -m pip --disable-pip-version-check install -q -c $(LOCK) -e '.[dev,tasks,coreai]'
+	$(COREAI_PYTHON) -m pip --disable-pip-version-check install -q -c $(COREAI_LOCK) torch==2.13.0
+	$(COREAI_PYTHON) -m pip --disable-pip-version-check install -q -c $(COREAI_LOCK) -e '.[dev,tasks,coreai]'
 	@touch $@
 
 test-coreai: $(COREAI_VENV)/.installed

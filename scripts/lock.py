@@ -6,6 +6,8 @@ no range pulls a CUDA build), then writes every installed distribution but mobil
 ``--litert`` (``make lock-litert``) writes requirements-litert.lock instead: the LiteRT environment of
 ``make test-litert`` — torch, then ``.[dev,tasks]`` under requirements.lock, then the ``[litert]`` extra with
 torch held (its xdsl pin moves typing-extensions below requirements.lock's, so it cannot share that lock).
+``--coreai`` (``make lock-coreai``) does the same for the ``[coreai]`` extra into requirements-coreai.lock (the
+environment of ``make test-coreai``; its converter and beta runtime stay out of the main environment).
 The library keeps its ranges; ``make install`` installs with ``-c requirements.lock``, and
 ``tests/unit/test_lock.py`` fails when the lock and pyproject.toml disagree or the environment drifted.
 """
@@ -20,7 +22,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCK = ROOT / "requirements.lock"
-LITERT_LOCK = ROOT / "requirements-litert.lock"
+# extras with a lock (and a test environment) of their own
+OWN_LOCKS = {"litert": ROOT / "requirements-litert.lock", "coreai": ROOT / "requirements-coreai.lock"}
 TORCH = "torch==2.13.0"
 EXTRAS = "dev,tasks"
 HEADER = """\
@@ -41,19 +44,19 @@ def _pin(line: str) -> str | None:
 
 
 def main() -> int:
-    litert = "--litert" in sys.argv[1:]
-    lock = LITERT_LOCK if litert else LOCK
+    extra = next((name for name in OWN_LOCKS if f"--{name}" in sys.argv[1:]), None)
+    lock = OWN_LOCKS[extra] if extra else LOCK
     with tempfile.TemporaryDirectory(prefix="mobilegen-lock-") as tmp:
         env = Path(tmp) / "venv"
         venv.create(env, with_pip=True)
         py = str(env / "bin" / "python")
         pip = [py, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
         subprocess.run([*pip, TORCH], check=True)
-        if litert:
+        if extra:
             held = Path(tmp) / "torch.txt"
             held.write_text(TORCH + "\n")
             subprocess.run([*pip, "-c", str(LOCK), f"{ROOT}[{EXTRAS}]"], check=True)
-            subprocess.run([*pip, "-c", str(held), f"{ROOT}[litert]"], check=True)
+            subprocess.run([*pip, "-c", str(held), f"{ROOT}[{extra}]"], check=True)
         else:
             subprocess.run([*pip, f"{ROOT}[{EXTRAS}]"], check=True)
         frozen = subprocess.run([py, "-m", "pip", "freeze", "--all"], check=True, capture_output=True, text=True).stdout

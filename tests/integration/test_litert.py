@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 pytestmark = [
+    pytest.mark.litert,
     pytest.mark.slow,
     pytest.mark.skipif(importlib.util.find_spec("litert_torch") is None, reason="litert-torch not installed (make test-litert runs this)"),
 ]

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Extras with a lock of their own (their dependencies conflict with requirements.lock's) and the test
 # environment that installs them (make test-litert).
-OWN_LOCKS = {"litert": "requirements-litert.lock"}
+OWN_LOCKS = {"litert": "requirements-litert.lock", "coreai": "requirements-coreai.lock"}
 
 
 def _in_litert_env() -> bool:
@@ -55,7 +55,7 @@ def test_every_extra_with_its_own_lock_is_locked_there() -> None:
     for extra, lock in OWN_LOCKS.items():
         pins = _lock(lock)
         problems = [str(r) for r in _project_requirements(extra) if (p := pins.get(canonicalize_name(r.name))) is None or not r.specifier.contains(p, prereleases=True)]
-        assert not problems, f"{lock}: " + "; ".join(problems) + " — run `make lock-litert`"
+        assert not problems, f"{lock}: " + "; ".join(problems) + f" — run `make lock-{extra}`"
 
 
 def test_every_dependency_is_locked_within_its_range() -> None:
@@ -88,4 +88,4 @@ def test_the_environment_is_the_locked_one() -> None:
 def test_the_makefile_installs_from_the_lock() -> None:
     makefile = (ROOT / "Makefile").read_text()
     installs = [line for line in makefile.splitlines() if "pip" in line.lower() and " install " in line and "--upgrade pip" not in line]
-    assert installs and all("-c $(LOCK)" in line or "-c $(LITERT_LOCK)" in line for line in installs), installs
+    assert installs and all(any(f"-c $({lock})" in line for lock in ("LOCK", "LITERT_LOCK", "COREAI_LOCK")) for line in installs), installs
