@@ -22,7 +22,7 @@ def analyse(models: Sequence[ShippedModel], chosen: Sequence[Chosen]) -> list[Co
     ctx = build_context(models[0].onnx, chosen)
     per_target: dict[str, list[CoverageReport]] = {}
     for m in models:
-        eps_of = [(c.target.name, c.target.providers(c.opts, ctx)) for c in chosen if c.target.name in m.targets]
+        eps_of = [(c.target.name, c.target.reported_providers(c.opts, ctx)) for c in chosen if c.target.name in m.targets]
         eps: list[EPTarget] = [ep for _name, target_eps in eps_of for ep in target_eps]
         reports = iter(analyze_all(m.onnx.proto, eps, source=m.onnx.path) if eps else ())
         for name, target_eps in eps_of:

@@ -73,6 +73,12 @@ class Target(ABC, Generic[Opts]):
         declared ``fixes`` are the graph passes this target's model may get (``fixed-dims`` among them:
         then every input dim is fixed, unless ``--keep-dynamic``)."""
 
+    def reported_providers(self, opts: Opts, ctx: BuildContext) -> list[EPTarget]:
+        """The providers the coverage report and its gates analyse for this target: ``providers`` (the default),
+        or more when the target's runtime picks a provider the build does not fix or quantize for (the Web
+        package's WebGPU, tried before WASM at run time)."""
+        return self.providers(opts, ctx)
+
     @abstractmethod
     def render(self, spec: ProjectSpec, opts: Opts, dest: Path) -> None:
         """Write the project into ``dest`` (which must not exist)."""

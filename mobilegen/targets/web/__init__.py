@@ -46,10 +46,17 @@ class WebTarget(Target[JsOptions]):
         check_js_io(io, "onnxruntime-web")
 
     def providers(self, opts: JsOptions, ctx: BuildContext) -> list[EPTarget]:
-        # Not analysed in builds yet: `check --ep webgpu` reports WebGPU coverage. Listing it here would also make
-        # --quantize judge the int8 model on WebGPU (mobilegen.quantize.judged), where JSEP has no QuantizeLinear
-        # kernel, and ship fp32 instead: a decision for the Web target, not taken here.
+        # No provider to fix or quantize for: WASM runs every operator, and judging --quantize on WebGPU (where
+        # JSEP has no QuantizeLinear kernel) would ship fp32 to every browser for the GPU's sake.
         return []
+
+    def reported_providers(self, opts: JsOptions, ctx: BuildContext) -> list[EPTarget]:
+        """What the package tries first at run time (the registry's Web providers: WebGPU), analysed on the model it
+        ships, so the report says which nodes run on the GPU and which stay on WASM."""
+        from mobilegen import providers
+        from mobilegen.coverage.target import EPTarget
+
+        return [EPTarget(p.name) for p in sorted(providers.on_platform("web"), key=lambda p: p.rank)]
 
     def render(self, spec: ProjectSpec, opts: JsOptions, dest: Path) -> None:
         impl.render_web(spec, opts, dest)
