@@ -238,6 +238,8 @@ def export_pytorch(loaded: LoadedModel, options: ExportOptions, out_path: Path, 
 
     if not _traced_with(loaded, options.inputs, specs):
         _check_example_run(loaded, specs, args)
+    else:
+        _torch_module(loaded)  # no forward pass, but an archive torch cannot rebuild is still refused here (exit 3)
 
     if torchscript_only and loaded.kind in ("pickle", "state_dict"):
         program_model, exporter, fallback = _export_torchscript(loaded, args, names, dyn, options.opset, out_path), "torchscript", None
