@@ -103,3 +103,38 @@ def test_every_android_runtime_has_output_pinning() -> None:
     android = [r for r in runtimes.RELEASES if {"maven", "maven-qnn"} & set(r.channels)]
     assert android
     assert all(runtimes.version_key(r.version) >= (1, 17, 0) for r in android)
+
+
+def test_android_wrapper_fills_its_reused_inputs(tmp_path: Path) -> None:
+    # x: fixed float32 → reused; flag: bool → old path; ids: dynamic → old path; q: fixed uint8 → reused
+    io = IOSpec(
+        (
+            TensorSpec("x", "float32", (1, 3, 224, 224)),
+            TensorSpec("flag", "bool", (1,)),
+            TensorSpec("ids", "int64", (1, "n")),
+            TensorSpec("q", "uint8", (2, 3)),
+        ),
+        MIXED.outputs,
+    )
+    spec, opts = android_specs(tmp_path / "in")["android_cnn"]
+    ctx = android.android_context(replace(spec, io=io), opts)
+    assert [t["name"] for t in ctx["reused_inputs"]] == ["x", "q"]
+    kt, readme, inputs_md = _render_android(tmp_path, io)
+    assert "directBuffer(602112).asFloatBuffer()" in kt and "directBuffer(6)\n" in kt
+    assert "OnnxTensor.createTensor(env, b0, X_SHAPE)" in kt
+    assert "OnnxTensor.createTensor(env, b1, Q_SHAPE, OnnxJavaType.UINT8)" in kt
+    assert "feeds[X_NAME] = reused?.fill0(inputs.x)" in kt and "feeds[Q_NAME] = reused?.fill1(inputs.q)" in kt
+    assert "inputsLock.tryLock()" in kt and "reusedInputs?.close()" in kt
+    # concurrent calls and the other inputs keep tensors made (and closed) per call
+    assert "?: OnnxTensor.createTensor(env, FloatBuffer.wrap(inputs.x), X_SHAPE).also { created.add(it) }" in kt
+    assert "feeds[FLAG_NAME] = OnnxTensor.createTensor(env, ByteBuffer.wrap(boolBytes(inputs.flag))" in kt
+    assert "feeds[IDS_NAME] = OnnxTensor.createTensor(env, LongBuffer.wrap(inputs.ids), inputs.idsShape)" in kt
+    assert "for (tensor in created) tensor.close()" in kt
+    assert "(`x`, `q`)" in readme and "reuses, one call at a time" in inputs_md
+
+
+def test_android_wrapper_without_fixed_inputs_has_no_input_buffers(tmp_path: Path) -> None:
+    io = IOSpec((TensorSpec("ids", "int64", (1, "n")), TensorSpec("flag", "bool", (1,))), MIXED.outputs)
+    kt, readme, _ = _render_android(tmp_path, io)
+    assert "ReusedInputs" not in kt and "inputsLock" not in kt
+    assert "which copies each into a direct buffer for the call" in readme

@@ -301,6 +301,10 @@ def _tensor_contexts(
             # An output ONNX Runtime writes into this instance's reused direct buffer (OrtSession.run's
             # pinnedOutputs): a fixed shape with at least one element, in one direct buffer (< 2 GiB).
             "pinned": role == "output" and static and 0 < _product(dims) * ELEMENT_BYTES[t.dtype] <= _MAX_DIRECT_BYTES,
+            # An input copied into this instance's reused direct buffer, wrapped once in an OnnxTensor (ORT
+            # Java's createTensor keeps a direct buffer as is): a fixed shape, not bool (BooleanArray → bytes).
+            "reused": role == "input" and static and t.dtype != "bool"
+            and 0 < _product(dims) * ELEMENT_BYTES[t.dtype] <= _MAX_DIRECT_BYTES,
             "dims_md": "[" + ", ".join(str(d) for d in dims) + "]",
             # A deliberately wrong-sized input for the generated JVM test (dynamic dims probed at 1).
             "probe_dims": ", ".join(f"{d if d > 0 else 1}L" for d in dims),
@@ -393,6 +397,7 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
         "outputs": outputs,
         "all_inputs_static": all(t["static"] for t in inputs),
         "pinned_outputs": [t for t in outputs if t["pinned"]],
+        "reused_inputs": [t for t in inputs if t["reused"]],
         "allocated_outputs": [t for t in outputs if not t["pinned"]],
         "atol": repr(float(spec.atol)),
         "rtol": repr(float(spec.rtol)),
