@@ -2,13 +2,16 @@
 
 Builds two small ONNX models (onnx.helper): ``mixed`` (x 1x3x32x32 → 1x10 float32 logits, an int64 ArgMax, a
 1x10 bool mask and a NonZero int64 output of dynamic shape) and ``seg`` (a 1x1 convolution to a 1x21x128x128
-float32 output, 1.4 MB, like a segmentation head). ``mobilegen android`` renders each (golden vectors from
+float32 output, 1.4 MB, like a segmentation head) and ``big`` (a 1x3x224x224 float32 input, 602 KB, averaged to a
+1x3 output: the reused input buffer). ``mobilegen android`` renders each (golden vectors from
 onnxruntime); ``benchmarks/output_buffers_harness.kt`` is compiled with the ORT-only core of both projects and run
 on the JVM. It prints: the golden-vector checks (also with 4 threads calling one instance at once), then heap bytes
 allocated and time per call in steady state (``ThreadMXBean.getThreadAllocatedBytes``, best of 3 rounds) for the
 generated wrapper (outputs ONNX Runtime writes into the instance's direct buffers, copied once into the returned
 arrays) and for the previous wrapper's way (ORT allocates every output, read through ``getFloatBuffer()`` etc., a
-copy, then into an array), both measured in this one run. Asserts nothing.
+copy, then into an array, and the input wrapped from the heap array, which ORT copies into a fresh direct
+buffer), both measured in this one run. Direct (off-heap) buffers are not heap bytes: the growth of the JVM's
+"direct" buffer pool over a round is printed too (a lower bound: a GC during the round frees some). Asserts nothing.
 
 ONNX Runtime's Java API is not on PyPI or npm, and CI has no Maven: give it built from the sources.
 ``--ort-jar``: the classes of ``java/src/main/java`` and ``java/src/main/jvm`` of microsoft/onnxruntime (javac);
@@ -77,8 +80,14 @@ def write_models(d: Path) -> dict[str, Path]:
         [helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, 21, 128, 128])],
         [head],
     )
+    big = helper.make_graph(
+        [helper.make_node("GlobalAveragePool", ["x"], ["p"]), helper.make_node("Flatten", ["p"], ["mean"])],
+        "big",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 224, 224])],
+        [helper.make_tensor_value_info("mean", TensorProto.FLOAT, [1, 3])],
+    )
     out = {}
-    for name, graph in (("mixed", mixed), ("seg", seg)):
+    for name, graph in (("mixed", mixed), ("seg", seg), ("big", big)):
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
         model.ir_version = 8
         onnx.checker.check_model(model, full_check=True)
@@ -115,9 +124,10 @@ def main() -> int:
         models = write_models(work)
         mixed_dir, mixed_core = render(models["mixed"], "mixed", work)
         seg_dir, seg_core = render(models["seg"], "seg", work)
+        big_dir, big_core = render(models["big"], "big", work)
         jar = work / "bench.jar"
         proc = subprocess.run(
-            [str(compiler), "-nowarn", "-cp", str(args.ort_jar), "-d", str(jar), *map(str, mixed_core + seg_core), str(HARNESS)],
+            [str(compiler), "-nowarn", "-cp", str(args.ort_jar), "-d", str(jar), *map(str, mixed_core + seg_core + big_core), str(HARNESS)],
             capture_output=True, text=True, timeout=900,
         )
         if proc.returncode != 0:
@@ -128,7 +138,7 @@ def main() -> int:
             [
                 "java", "-Xmx1g", f"-Donnxruntime.native.path={args.ort_native}",
                 "-cp", os.pathsep.join([str(jar), str(args.ort_jar), str(stdlib)]),
-                "mgbench.Output_buffers_harnessKt", str(mixed_dir), str(seg_dir), str(args.calls),
+                "mgbench.Output_buffers_harnessKt", str(mixed_dir), str(seg_dir), str(big_dir), str(args.calls),
             ],
             capture_output=True, text=True, timeout=1800,
         )
