@@ -35,6 +35,9 @@ class TinyCnnException(message: String, cause: Throwable? = null) : Exception(me
  * off the main thread, and [close] it when done.
  *
  * Threads: [run] is thread-safe (ORT sessions are stateless) and calls on several threads run at once.
+ * Each instance also owns one direct input buffer (native byte order) per fixed-shape input but bool ones, wrapped
+ * once in the OnnxTensor ONNX Runtime reads in place; [run] copies the caller's arrays into them. One call at a
+ * time uses them (never waited for): a concurrent call, and every other input, gets tensors made for that call.
  * Each instance owns one set of output tensors, created at the first [run]: a direct buffer in native byte
  * order per output with a fixed shape, which ONNX Runtime writes into in place (OrtSession.run's
  * pinnedOutputs); [run] then copies each into the array it returns, so [Outputs] are the caller's and never
@@ -141,13 +144,19 @@ class TinyCnn private constructor(
             check(!closed) { "the model wrapper is closed" }
             val env = OrtEnvironment.getEnvironment()
             val feeds = LinkedHashMap<String, OnnxTensor>()
+            // Tensors made for this call only (closed below); the reused input tensors stay this instance's.
+            val created = ArrayList<OnnxTensor>()
+            val holdsInputs = inputsLock.tryLock()
             try {
-                feeds[INPUT_NAME] = OnnxTensor.createTensor(env, FloatBuffer.wrap(inputs.input), INPUT_SHAPE)
+                val reused = if (holdsInputs) reusedInputs ?: ReusedInputs(env).also { reusedInputs = it } else null
+                feeds[INPUT_NAME] = reused?.fill0(inputs.input)
+                    ?: OnnxTensor.createTensor(env, FloatBuffer.wrap(inputs.input), INPUT_SHAPE).also { created.add(it) }
                 return runSession(feeds)
             } catch (e: OrtException) {
                 throw TinyCnnException("ONNX Runtime failed to run the model: ${e.message}", e)
             } finally {
-                for (tensor in feeds.values) tensor.close()
+                for (tensor in created) tensor.close()
+                if (holdsInputs) inputsLock.unlock()
             }
         }
     }
@@ -180,6 +189,43 @@ class TinyCnn private constructor(
                 logits = o0.floats(),
                 logitsShape = o0.info.shape,
             )
+        }
+    }
+
+    /** This instance's reused input tensors (see the class doc), created by the first [run]. */
+    private var reusedInputs: ReusedInputs? = null
+
+    /** Held by the one call that fills [reusedInputs]; never waited for (busy means tensors made for that call). */
+    private val inputsLock = ReentrantLock()
+
+    /**
+     * One direct buffer (native byte order) per input with a fixed shape (bool inputs excepted), each wrapped once
+     * in an OnnxTensor that ONNX Runtime reads in place (createTensor keeps a direct buffer, no copy); fillN
+     * copies the caller's array into input N's buffer and returns its tensor.
+     */
+    private class ReusedInputs(env: OrtEnvironment) : AutoCloseable {
+        // input · float32 · 1x3x32x32
+        private val b0 = directBuffer(12288).asFloatBuffer()
+        private var t0: OnnxTensor? = null
+
+        init {
+            try {
+                t0 = OnnxTensor.createTensor(env, b0, INPUT_SHAPE)
+            } catch (e: OrtException) {
+                close()
+                throw e
+            }
+        }
+
+        fun fill0(values: FloatArray): OnnxTensor {
+            (b0 as Buffer).clear()
+            b0.put(values)
+            (b0 as Buffer).rewind()
+            return t0!!
+        }
+
+        override fun close() {
+            t0?.close()
         }
     }
 
@@ -217,6 +263,7 @@ class TinyCnn private constructor(
             closed = true
             try {
                 pinned?.close()
+                reusedInputs?.close()
                 session.close()
             } finally {
                 sessionOptions.close()

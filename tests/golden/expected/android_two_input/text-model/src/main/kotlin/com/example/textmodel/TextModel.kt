@@ -35,6 +35,9 @@ class TextModelException(message: String, cause: Throwable? = null) : Exception(
  * off the main thread, and [close] it when done.
  *
  * Threads: [run] is thread-safe (ORT sessions are stateless) and calls on several threads run at once.
+ * Each instance also owns one direct input buffer (native byte order) per fixed-shape input but bool ones, wrapped
+ * once in the OnnxTensor ONNX Runtime reads in place; [run] copies the caller's arrays into them. One call at a
+ * time uses them (never waited for): a concurrent call, and every other input, gets tensors made for that call.
  * Each instance owns one set of output tensors, created at the first [run]: a direct buffer in native byte
  * order per output with a fixed shape, which ONNX Runtime writes into in place (OrtSession.run's
  * pinnedOutputs); [run] then copies each into the array it returns, so [Outputs] are the caller's and never
@@ -147,14 +150,21 @@ class TextModel private constructor(
             check(!closed) { "the model wrapper is closed" }
             val env = OrtEnvironment.getEnvironment()
             val feeds = LinkedHashMap<String, OnnxTensor>()
+            // Tensors made for this call only (closed below); the reused input tensors stay this instance's.
+            val created = ArrayList<OnnxTensor>()
+            val holdsInputs = inputsLock.tryLock()
             try {
-                feeds[INPUT_IDS_NAME] = OnnxTensor.createTensor(env, LongBuffer.wrap(inputs.inputIds), INPUT_IDS_SHAPE)
-                feeds[ATTENTION_MASK_NAME] = OnnxTensor.createTensor(env, FloatBuffer.wrap(inputs.attentionMask), ATTENTION_MASK_SHAPE)
+                val reused = if (holdsInputs) reusedInputs ?: ReusedInputs(env).also { reusedInputs = it } else null
+                feeds[INPUT_IDS_NAME] = reused?.fill0(inputs.inputIds)
+                    ?: OnnxTensor.createTensor(env, LongBuffer.wrap(inputs.inputIds), INPUT_IDS_SHAPE).also { created.add(it) }
+                feeds[ATTENTION_MASK_NAME] = reused?.fill1(inputs.attentionMask)
+                    ?: OnnxTensor.createTensor(env, FloatBuffer.wrap(inputs.attentionMask), ATTENTION_MASK_SHAPE).also { created.add(it) }
                 return runSession(feeds)
             } catch (e: OrtException) {
                 throw TextModelException("ONNX Runtime failed to run the model: ${e.message}", e)
             } finally {
-                for (tensor in feeds.values) tensor.close()
+                for (tensor in created) tensor.close()
+                if (holdsInputs) inputsLock.unlock()
             }
         }
     }
@@ -195,6 +205,55 @@ class TextModel private constructor(
         }
     }
 
+    /** This instance's reused input tensors (see the class doc), created by the first [run]. */
+    private var reusedInputs: ReusedInputs? = null
+
+    /** Held by the one call that fills [reusedInputs]; never waited for (busy means tensors made for that call). */
+    private val inputsLock = ReentrantLock()
+
+    /**
+     * One direct buffer (native byte order) per input with a fixed shape (bool inputs excepted), each wrapped once
+     * in an OnnxTensor that ONNX Runtime reads in place (createTensor keeps a direct buffer, no copy); fillN
+     * copies the caller's array into input N's buffer and returns its tensor.
+     */
+    private class ReusedInputs(env: OrtEnvironment) : AutoCloseable {
+        // input_ids · int64 · 1x8
+        private val b0 = directBuffer(64).asLongBuffer()
+        private var t0: OnnxTensor? = null
+        // attention_mask · float32 · 1x8
+        private val b1 = directBuffer(32).asFloatBuffer()
+        private var t1: OnnxTensor? = null
+
+        init {
+            try {
+                t0 = OnnxTensor.createTensor(env, b0, INPUT_IDS_SHAPE)
+                t1 = OnnxTensor.createTensor(env, b1, ATTENTION_MASK_SHAPE)
+            } catch (e: OrtException) {
+                close()
+                throw e
+            }
+        }
+
+        fun fill0(values: LongArray): OnnxTensor {
+            (b0 as Buffer).clear()
+            b0.put(values)
+            (b0 as Buffer).rewind()
+            return t0!!
+        }
+
+        fun fill1(values: FloatArray): OnnxTensor {
+            (b1 as Buffer).clear()
+            b1.put(values)
+            (b1 as Buffer).rewind()
+            return t1!!
+        }
+
+        override fun close() {
+            t0?.close()
+            t1?.close()
+        }
+    }
+
     /**
      * One direct buffer (native byte order) per output with a fixed shape, each wrapped once in the OnnxTensor
      * that ONNX Runtime writes into ([tensors], passed as OrtSession.run's pinnedOutputs); [requested] are
@@ -232,6 +291,7 @@ class TextModel private constructor(
             closed = true
             try {
                 pinned?.close()
+                reusedInputs?.close()
                 session.close()
             } finally {
                 sessionOptions.close()
