@@ -65,6 +65,15 @@ class Backend:
     quantize_modes: tuple[str, ...] = ()  # the --quantize modes its own quantizer has
     maven: tuple[str, ...] = ()  # pinned Maven coordinates (group:artifact:version) of its Android runtime
     note: str = ""  # one line for the docs and the report
+    # What it can accelerate, for the report's Runtimes table. ``accelerates_from_coverage``: its execution
+    # providers are the ones the coverage analysis judged (the report shows their counts, this text when none was).
+    accelerates: str = ""
+    accelerates_from_coverage: bool = False
+
+    @property
+    def host_runtime(self) -> str:
+        """The distribution that runs its model on this host for the verification gate ("onnxruntime")."""
+        return self.host_requires[0].distribution if self.host_requires else "none"
 
     def extra_hint(self) -> str:
         return f"pip install 'mobilegen[{self.extra}]'" if self.extra else "reinstall mobilegen"
@@ -98,6 +107,8 @@ BUILTIN: tuple[Backend, ...] = (
         host_requires=(Requirement("onnxruntime", "onnxruntime"),),
         quantize_modes=("int8", "fp16", "int8-weights"),
         note="ONNX → ORT format; the execution providers of mobilegen.providers (NNAPI, XNNPACK, QNN, CoreML)",
+        accelerates="CPU only: no execution provider was analysed",
+        accelerates_from_coverage=True,
     ),
     Backend(
         name="litert",
@@ -115,6 +126,7 @@ BUILTIN: tuple[Backend, ...] = (
         quantize_modes=("int8",),
         maven=("com.google.ai.edge.litert:litert:2.3.0", "com.google.ai.edge.litert:litert-gpu:2.3.0"),
         note="litert-torch → .tflite; CompiledModel with the accelerators GPU → NPU → CPU",
+        accelerates="GPU → NPU → CPU chosen at run time, not analysed here",
     ),
     # Core AI: coreai-torch 0.4.3 / coreai-core 1.0.0b3 (a Linux CPU runtime) / coreai-opt 0.4.0 (the scout, §3;
     # pins in pyproject.toml's [coreai] extra and mobilegen.backends.coreai.facts). The .aimodel is a folder.
@@ -135,6 +147,7 @@ BUILTIN: tuple[Backend, ...] = (
         named_io=True,
         beside_ort=True,
         note="coreai-torch → .aimodel; AIModel on iOS / macOS 27+, the ORT build below 27 (chosen at run time)",
+        accelerates="Neural Engine/GPU on iOS 27+, not analysed here",
     ),
 )
 

@@ -30,6 +30,8 @@ from mobilegen.report.picture import PartitionPicture, partition_picture
 from mobilegen.report.quantization import QuantSection
 from mobilegen.report.quantization import sections as quant_sections
 from mobilegen.report.quantization import summary_fact as quant_summary
+from mobilegen.report.runtimes import RuntimeRow
+from mobilegen.report.runtimes import rows as runtime_rows
 
 if TYPE_CHECKING:
     from mobilegen.coverage.model import CoverageReport
@@ -142,6 +144,7 @@ class ReportContext:
     warnings: tuple[Notice, ...]
     coverage: tuple[CoverageSection, ...]
     quantization: tuple[QuantSection, ...] = ()  # --quantize: one section per shipped model
+    runtimes: tuple[RuntimeRow, ...] = ()  # every runtime shipped, side by side (mobilegen.report.runtimes)
 
 
 def build_context(result: BuildResult, sizes: Mapping[str, int], versions: Mapping[str, Any]) -> ReportContext:
@@ -171,6 +174,7 @@ def build_context(result: BuildResult, sizes: Mapping[str, int], versions: Mappi
         warnings=tuple(result.warnings),
         coverage=tuple(coverage_section(i, c, fixes_text(result, c)) for i, c in enumerate(result.coverage)),
         quantization=quant_sections(result.shipped),
+        runtimes=runtime_rows(result, sizes),
     )
 
 
