@@ -107,7 +107,7 @@ BUILTIN: tuple[Backend, ...] = (
         host_requires=(Requirement("onnxruntime", "onnxruntime"),),
         quantize_modes=("int8", "fp16", "int8-weights"),
         note="ONNX → ORT format; the execution providers of mobilegen.providers (NNAPI, XNNPACK, QNN, CoreML)",
-        accelerates="CPU only: no execution provider was analysed",
+        accelerates="not analysed: no execution provider chosen (--ep)",
         accelerates_from_coverage=True,
     ),
     Backend(

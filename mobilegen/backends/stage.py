@@ -39,9 +39,17 @@ class BackendModel:
     accuracy: AccuracyReport | None = None  # --quantize int8: the accuracy gate's report (int8 vs the fp32 model)
 
     def record(self, root: Path) -> dict[str, JSONValue]:
-        return {"runtime": self.runtime, "file": self.path.relative_to(root).as_posix(), "bytes": self.path.stat().st_size,
+        return {"runtime": self.runtime, "file": self.path.relative_to(root).as_posix(), "bytes": model_bytes(self.path),
                 "platforms": list(self.platforms), "convert_seconds": round(self.seconds, 2),
                 "quantization": None if self.accuracy is None else {"mode": "int8", "accuracy": self.accuracy.record()}}
+
+
+def model_bytes(path: Path) -> int:
+    """A model's size: its file's, or the total of the files in a folder model (Core AI's ``.aimodel``),
+    not the directory entry's own few KiB."""
+    if path.is_dir():
+        return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+    return path.stat().st_size
 
 
 def chosen(opts: BuildOptions) -> tuple[backends.Backend, ...]:

@@ -116,3 +116,16 @@ def test_report_module_names_no_runtime() -> None:
     code = src.split('"""', 2)[2]
     for b in backends.BUILTIN:
         assert f'"{b.name}"' not in code and b.accelerates not in code
+
+
+def test_a_folder_model_records_the_size_of_its_files(tmp_path: Path) -> None:
+    from mobilegen.backends.stage import BackendModel
+
+    model = tmp_path / "model" / "model.aimodel"
+    (model / "weights").mkdir(parents=True)
+    (model / "weights" / "w.bin").write_bytes(b"\0" * 70000)
+    (model / "main.mlir").write_bytes(b"x" * 123)
+    single = tmp_path / "model" / "model.tflite"
+    single.write_bytes(b"t" * 77)
+    assert BackendModel("coreai", model, ("ios",), 1.0).record(tmp_path)["bytes"] == 70123
+    assert BackendModel("litert", single, ("android",), 1.0).record(tmp_path)["bytes"] == 77
