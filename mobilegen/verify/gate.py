@@ -8,7 +8,6 @@ import math
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -19,6 +18,7 @@ from mobilegen.export.errors import explain_gate_failure
 from mobilegen.export.exporter import torch_callable
 from mobilegen.infra import progress
 from mobilegen.infra.memory import release_memory
+from mobilegen.infra.nested import flatten_outputs
 from mobilegen.infra.quiet import quiet
 from mobilegen.infra.threads import ORT_NO_SPINNING
 from mobilegen.spec import TensorSpec
@@ -160,19 +160,9 @@ def torch_reference(loaded: LoadedModel) -> Callable[[dict[str, np.ndarray]], li
     def run(arrays: dict[str, np.ndarray]) -> list[np.ndarray]:
         with torch.no_grad(), quiet():
             out = fn(*[torch.from_numpy(np.asarray(a).copy(order="C")) for a in arrays.values()])
-        return [t.detach().cpu().numpy() for t in _flatten(out)]
+        return [t.detach().cpu().numpy() for t in flatten_outputs(out)]
 
     return run
-
-
-def _flatten(out: Any) -> list[Any]:
-    if isinstance(out, dict):
-        return [t for v in out.values() for t in _flatten(v)]
-    if isinstance(out, (list, tuple)):
-        return [t for v in out for t in _flatten(v)]
-    if hasattr(out, "to_tuple"):  # transformers ModelOutput
-        return _flatten(out.to_tuple())
-    return [out]
 
 
 def ort_runner(path: Path, *, basic_only: bool = False) -> Callable[[dict[str, np.ndarray]], list[np.ndarray]]:

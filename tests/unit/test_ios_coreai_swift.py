@@ -17,21 +17,20 @@ What is checked, on the Swift of the two golden packages and a dynamic-shape pac
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 from data import coreai_swift_symbols as facts
 from ios_specs import make_specs
-from ts_parsers import parser
+from ts_parsers import call_labels, is_subscript, node_text, parser, walk
 
 from mobilegen.artifacts import ProjectSpec
 from mobilegen.spec import IOSpec, TensorSpec
 from mobilegen.targets.ios import project as ios
 
 if TYPE_CHECKING:
-    from tree_sitter import Node
+    pass
 
 PARSER = parser("swift")  # every test here parses Swift: the module skips without tree-sitter-swift
 
@@ -41,71 +40,48 @@ SWIFT_INITIALIZERS = frozenset({"Float", "Float16", "Int32", "UInt32", "Int64", 
 SWIFT_TYPES = frozenset({"Sendable", "String", "Int", "Float", "Float16", "Int32", "Int64", "UInt32", "UInt64", "URL", "Span", "Self", "T", "BitwiseCopyable", "Void"})
 
 
-def _walk(node: Node) -> Iterator[Node]:
-    yield node
-    for child in node.children:
-        yield from _walk(child)
 
 
-def _text(node: Node | None) -> str:
-    return node.text.decode() if node is not None and node.text is not None else ""
 
 
-def _call_labels(call: Node) -> tuple[tuple[str, ...], bool]:
-    suffix = next(c for c in call.children if c.type == "call_suffix")
-    labels: list[str] = []
-    trailing = False
-    for part in suffix.children:
-        if part.type == "value_arguments":
-            for arg in part.children:
-                if arg.type == "value_argument":
-                    label = arg.child_by_field_name("name")
-                    labels.append(_text(label).strip() if label is not None else "_")
-        elif part.type in ("lambda_literal", "annotated_lambda"):
-            trailing = True
-    return tuple(labels), trailing
 
 
-def _is_subscript(call: Node) -> bool:
-    suffix = next(c for c in call.children if c.type == "call_suffix")
-    args = next((c for c in suffix.children if c.type == "value_arguments"), None)
-    return args is not None and args.child_count > 0 and args.children[0].type == "["
 
 
 def syntax_problems(source: str) -> list[str]:
     tree = PARSER.parse(source.encode())
-    return [f"{n.type} at {n.start_point}: {_text(n)[:60]!r}" for n in _walk(tree.root_node) if n.type == "ERROR" or n.is_missing]
+    return [f"{n.type} at {n.start_point}: {node_text(n)[:60]!r}" for n in walk(tree.root_node) if n.type == "ERROR" or n.is_missing]
 
 
 def core_ai_symbols(source: str, class_name: str) -> dict[str, set[str]]:
     """The Core AI symbols of the generated ``+CoreAI.swift``: types, initializers, methods, scalar types and
     descriptor cases, spelled as in tests/data/coreai_swift_symbols.py."""
     root = PARSER.parse(source.encode()).root_node
-    declared = {_text(n.child_by_field_name("name")) for n in _walk(root) if n.type == "function_declaration"}
-    params = {_text(n.child_by_field_name("name")) for n in _walk(root) if n.type == "parameter"}  # a closure parameter called
+    declared = {node_text(n.child_by_field_name("name")) for n in walk(root) if n.type == "function_declaration"}
+    params = {node_text(n.child_by_field_name("name")) for n in walk(root) if n.type == "parameter"}  # a closure parameter called
     out: dict[str, set[str]] = {"types": set(), "initializers": set(), "methods": set(), "scalar_types": set(), "descriptor_cases": set(), "unknown": set()}
-    for n in _walk(root):
+    for n in walk(root):
         if n.type == "user_type" and n.parent is not None and n.parent.type != "attribute":
-            name = _text(n).split("<", 1)[0].split(".", 1)[0]
+            name = node_text(n).split("<", 1)[0].split(".", 1)[0]
             if name in facts.TYPES:
                 out["types"].add(name)
             elif name not in SWIFT_TYPES and not name.startswith(class_name):
                 out["unknown"].add(f"type {name}")
-        if n.type != "call_expression" or _is_subscript(n):
+        if n.type != "call_expression" or is_subscript(n):
             continue
         callee = n.children[0]
-        labels, trailing = _call_labels(n)
+        labels, trailing = call_labels(n)
         signature = "".join(f"{lb}:" for lb in labels) + ("_:" if trailing and not labels else "")
         if callee.type == "simple_identifier":
-            name = _text(callee)
+            name = node_text(callee)
             if name in facts.TYPES:
                 out["initializers"].add(f"{name}({signature})")
             elif name not in SWIFT_INITIALIZERS and not name.startswith(class_name) and name not in declared | params:
                 out["unknown"].add(f"call {name}({signature})")
         elif callee.type == "navigation_expression":
             suffix = callee.child_by_field_name("suffix")
-            method = _text(suffix.child_by_field_name("suffix") if suffix is not None else None)
-            receiver = _text(callee.children[0])
+            method = node_text(suffix.child_by_field_name("suffix") if suffix is not None else None)
+            receiver = node_text(callee.children[0])
             if method in declared or method in SWIFT_METHODS or method[:1].isupper() or receiver.startswith(class_name):
                 continue  # the file's own functions, Swift's, initializers of nested types, the error enum's cases
             out["methods"].add(f"{method}({signature})")

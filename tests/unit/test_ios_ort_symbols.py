@@ -18,14 +18,13 @@ Property reads (``info.shape``) are not type-checked here.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 from data import ort_objc_symbols as ort
 from ios_specs import make_specs
-from ts_parsers import parser
+from ts_parsers import call_labels, is_subscript, node_text, parser, walk
 
 from mobilegen.artifacts import ProjectSpec
 from mobilegen.providers.coreml import ios as coreml_ios
@@ -51,47 +50,22 @@ ORT_IDENT = re.compile(r"\bORT[A-Z][A-Za-z0-9_]*")
 ORT_MEMBER = re.compile(r"\b(ORT[A-Z][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)")
 
 
-def _walk(node: Node) -> Iterator[Node]:
-    yield node
-    for child in node.children:
-        yield from _walk(child)
 
 
-def _text(node: Node | None) -> str:
-    return node.text.decode() if node is not None and node.text is not None else ""
 
 
-def _is_subscript(call: Node) -> bool:
-    """tree-sitter-swift parses ``a[i]`` as a call whose arguments open with ``[``."""
-    suffix = next(c for c in call.children if c.type == "call_suffix")
-    args = next((c for c in suffix.children if c.type == "value_arguments"), None)
-    return args is not None and args.child_count > 0 and args.children[0].type == "["
 
 
-def _labels(call: Node) -> tuple[tuple[str, ...], bool]:
-    """Argument labels of a call (``_`` for unlabeled) and whether it has a trailing closure."""
-    suffix = next(c for c in call.children if c.type == "call_suffix")
-    labels: list[str] = []
-    trailing = False
-    for part in suffix.children:
-        if part.type == "value_arguments":
-            for arg in part.children:
-                if arg.type == "value_argument":
-                    label = arg.child_by_field_name("name")
-                    labels.append(_text(label).strip() if label is not None else "_")
-        elif part.type in ("lambda_literal", "annotated_lambda"):
-            trailing = True
-    return tuple(labels), trailing
 
 
 def _declared_names(roots: list[Node]) -> set[str]:
     names: set[str] = set()
     for root in roots:
-        for node in _walk(root):
+        for node in walk(root):
             if node.type == "function_declaration":
-                names.add(_text(node.child_by_field_name("name")))
+                names.add(node_text(node.child_by_field_name("name")))
             elif node.type == "enum_entry":
-                names.update(_text(n) for n in node.children_by_field_name("name") if n.type == "simple_identifier")
+                names.update(node_text(n) for n in node.children_by_field_name("name") if n.type == "simple_identifier")
     return names
 
 
@@ -138,13 +112,13 @@ def scan(sources: dict[str, str]) -> list[str]:
                     problems.append(f"{name}: {type_name} has no case {member}")
             elif type_name in ort.SYMBOLS:
                 problems.append(f"{name}: {type_name}.{member} is not in the Objective-C API")
-        for node in _walk(trees[name].root_node):
-            if node.type != "call_expression" or _is_subscript(node):
+        for node in walk(trees[name].root_node):
+            if node.type != "call_expression" or is_subscript(node):
                 continue
             callee = node.children[0]
-            labels, trailing = _labels(node)
-            if callee.type == "simple_identifier" and _text(callee).startswith("ORT"):
-                callee_name = _text(callee)
+            labels, trailing = call_labels(node)
+            if callee.type == "simple_identifier" and node_text(callee).startswith("ORT"):
+                callee_name = node_text(callee)
                 if callee_name in ort.FUNCTIONS:
                     if labels or trailing:
                         problems.append(f"{name}: {callee_name} takes no arguments")
@@ -152,7 +126,7 @@ def scan(sources: dict[str, str]) -> list[str]:
                     problems.append(f"{name}: no initializer {callee_name}({''.join(f'{lb}:' for lb in labels)})")
             elif callee.type == "navigation_expression":
                 suffix = callee.child_by_field_name("suffix")
-                method = _text(suffix.child_by_field_name("suffix") if suffix is not None else None)
+                method = node_text(suffix.child_by_field_name("suffix") if suffix is not None else None)
                 full = f"{method}({''.join(f'{lb}:' for lb in labels)})"
                 if method in ort.METHOD_BASE_NAMES and full not in ort.METHODS and full in declared_full:
                     continue  # the generated code's own method of the same base name

@@ -67,14 +67,7 @@ def _flat_module(fn: Callable[..., Any]) -> Any:
     """``fn`` as an nn.Module whose forward returns a flat tuple of tensors (ModelOutput, dicts, nesting)."""
     import torch
 
-    def _flatten(out: Any) -> list[Any]:  # as the gate's reference flattens (mobilegen.verify.gate)
-        if isinstance(out, dict):
-            return [t for v in out.values() for t in _flatten(v)]
-        if isinstance(out, (list, tuple)):
-            return [t for v in out for t in _flatten(v)]
-        if hasattr(out, "to_tuple"):  # transformers ModelOutput
-            return _flatten(out.to_tuple())
-        return [out]
+    from mobilegen.infra.nested import flatten_outputs as _flatten  # as the gate's reference flattens
 
     class Flat(torch.nn.Module):
         def __init__(self) -> None:
