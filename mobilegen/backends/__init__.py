@@ -76,7 +76,10 @@ class Backend:
         return self.host_requires[0].distribution if self.host_requires else "none"
 
     def extra_hint(self) -> str:
-        return f"pip install 'mobilegen[{self.extra}]'" if self.extra else "reinstall mobilegen"
+        """How to install the extra: mobilegen is installed from its clone, with the extra's own lock there."""
+        if not self.extra:
+            return "reinstall mobilegen"
+        return f"pip install 'mobilegen[{self.extra}]' (in mobilegen's clone: pip install -c requirements-{self.extra}.lock -e '.[{self.extra}]', or make test-{self.extra})"
 
 
 class BackendImpl(Protocol):
