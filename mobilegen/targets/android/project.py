@@ -74,8 +74,9 @@ FIXED_CLASS_NAMES = frozenset(
         "Reader",
         # the wrapper's file-private QNN context helper (issue 26 item 5)
         "QnnContext",
-        # the wrapper's reused output tensors (issue 31: direct, reused output buffers)
+        # the wrapper's reused output tensors and input buffers (issue 31: direct, reused buffers)
         "PinnedOutputs",
+        "ReusedInputs",
     }
 ) | frozenset(
     # java.* / android.* / JUnit types the benchmark names
@@ -112,6 +113,7 @@ RESERVED_MEMBERS = frozenset(
     booleans env feeds result labels qnnProviderOptions qnnContextFile openSession skippedProviders tryChain
     addProvider qnnAbiProblem skippedText nativeLibraryMessage supportedAbis tookNodes discard release loadedFromCache
     qnnLibraryPathSet skipReason runSession pinned outputsLock directBuffer copyOut copyOutBooleans tensors requested buffers
+    inputsLock reusedInputs holdsInputs reused
     """.split()
 )
 # SCREAMING_SNAKE namespace: the fixed companion constants, Options.CPU_ONLY and the NnapiFlag entries.
