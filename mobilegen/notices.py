@@ -71,7 +71,10 @@ def dims_fixed_text(fixed: Mapping[str, int], wanted_by: Sequence[str]) -> str:
     dims = ", ".join(f"{d}={n}" for d, n in fixed.items())
     who = " and ".join(wanted_by) or "the providers"
     takes = "takes" if len(wanted_by) == 1 else "take"
-    return f"dynamic dims fixed for {who} (which {takes} no symbolic dims): {dims}; to keep them, re-run mobilegen with --keep-dynamic"
+    return (
+        f"dynamic dims fixed for {who} (which {takes} no symbolic dims): {dims}; to choose the sizes (a text model's"
+        " length in tokens), give each input's shape with --input NAME:DIMS; to keep them, re-run mobilegen with --keep-dynamic"
+    )
 
 
 def dims_fixed(note: str, *, shipped_by: Sequence[str] = ()) -> Notice:

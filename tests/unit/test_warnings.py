@@ -98,7 +98,10 @@ def test_zero_nnapi_keeps_the_placement_line_for_the_package() -> None:
 
 def test_dims_fixed_text() -> None:
     note = dims_fixed_text({"batch": 1, "seq": 16}, ["NNAPI"])
-    assert note == "dynamic dims fixed for NNAPI (which takes no symbolic dims): batch=1, seq=16; to keep them, re-run mobilegen with --keep-dynamic"
+    assert note == (
+        "dynamic dims fixed for NNAPI (which takes no symbolic dims): batch=1, seq=16; to choose the sizes (a text model's"
+        " length in tokens), give each input's shape with --input NAME:DIMS; to keep them, re-run mobilegen with --keep-dynamic"
+    )
     both = dims_fixed_text({"seq": 16}, ["QNN", "NNAPI"])
     assert both.startswith("dynamic dims fixed for QNN and NNAPI (which take no symbolic dims): seq=16;")
     assert dims_fixed(note, shipped_by=("iOS",)).text.endswith("(the iOS package ships the same fixed-size model)")
