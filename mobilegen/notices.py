@@ -73,7 +73,7 @@ def dims_fixed_text(fixed: Mapping[str, int], wanted_by: Sequence[str]) -> str:
     takes = "takes" if len(wanted_by) == 1 else "take"
     return (
         f"dynamic dims fixed for {who} (which {takes} no symbolic dims): {dims}; to choose the sizes (a text model's"
-        " length in tokens), give each input's shape with --input NAME:DIMS; to keep them, re-run mobilegen with --keep-dynamic"
+        " length in tokens), re-run mobilegen with --input NAME:DIMS for each input; to keep them, re-run mobilegen with --keep-dynamic"
     )
 
 

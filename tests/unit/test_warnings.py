@@ -100,7 +100,7 @@ def test_dims_fixed_text() -> None:
     note = dims_fixed_text({"batch": 1, "seq": 16}, ["NNAPI"])
     assert note == (
         "dynamic dims fixed for NNAPI (which takes no symbolic dims): batch=1, seq=16; to choose the sizes (a text model's"
-        " length in tokens), give each input's shape with --input NAME:DIMS; to keep them, re-run mobilegen with --keep-dynamic"
+        " length in tokens), re-run mobilegen with --input NAME:DIMS for each input; to keep them, re-run mobilegen with --keep-dynamic"
     )
     both = dims_fixed_text({"seq": 16}, ["QNN", "NNAPI"])
     assert both.startswith("dynamic dims fixed for QNN and NNAPI (which take no symbolic dims): seq=16;")
