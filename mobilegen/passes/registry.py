@@ -4,11 +4,13 @@ A pass is one module exposing ``PASS: GraphPass`` (:mod:`mobilegen.passes.base`)
 listed in :data:`BUILTIN`, one line each, in the order the fix stage tries them, and imported on first
 use; a line whose module is not there (yet) is simply not offered. Code (a test, an embedding
 application) adds passes with :func:`register`. Execution providers name the passes that help them
-(``ExecutionProvider.fixes``); a name nothing registers is skipped.
+(``ExecutionProvider.fixes``), and why each helps them (``ExecutionProvider.fix_reasons``, read by
+:func:`reasons`); a name nothing registers is skipped. A pass says what it rewrites, never for whom.
 
 ``fixed-dims`` (:data:`FIXED_DIMS`) is one of those names but no ``GraphPass``: it needs the model's
-example sizes, changes the inputs every target sees, and is never judged by coverage (NNAPI takes no
-symbolic dim at all). The fix stage runs it first, for the whole build (:mod:`mobilegen.passes.dims`).
+example sizes, changes the inputs every target sees, and is never judged by coverage (a provider that
+declares it takes no symbolic dim at all). The fix stage runs it first, for the whole build
+(:mod:`mobilegen.passes.dims`).
 
 Importing this module costs nothing: no onnx, and no pass module until one is asked for.
 """
@@ -34,6 +36,7 @@ __all__ = [
     "get",
     "is_known",
     "names",
+    "reasons",
     "register",
     "unregister",
     "wants_fixed_dims",
@@ -112,6 +115,14 @@ def names() -> tuple[str, ...]:
 def wants_fixed_dims(eps: Iterable[str]) -> bool:
     """Whether any of these execution providers (registry names) declares ``fixed-dims``."""
     return any(FIXED_DIMS in providers.get(ep).fixes for ep in eps)
+
+
+def reasons(name: str, eps: Iterable[str] | None = None) -> tuple[tuple[str, str], ...]:
+    """Why the pass ``name`` is declared: (provider display name, its reason) for each provider of ``eps``
+    (registry names; None: every provider) that declares it, in registry order. A provider that declares
+    the pass without a reason gives ""."""
+    chosen = providers.all_providers() if eps is None else tuple(providers.get(ep) for ep in dict.fromkeys(eps))
+    return tuple((p.display_name, p.fix_reason(name)) for p in chosen if name in p.fixes)
 
 
 def is_known(name: str) -> bool:

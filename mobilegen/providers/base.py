@@ -280,6 +280,11 @@ class ExecutionProvider:
     # The model metadata key under which its EP reuses a compiled model across launches while the value is
     # unchanged (CoreML: COREML_CACHE_KEY); the build stamps a content hash of every model.onnx under it.
     cache_key_metadata: str = ""
+    # --- graph-pass reasons (mobilegen.passes) ---
+    # Why each pass of ``fixes`` helps this provider, as (pass name, reason) pairs: the reason names what the
+    # provider refuses in the pass's input form and where ONNX Runtime's sources say so. The passes
+    # describe their rewrites in provider-neutral words; this is where a provider's motive lives.
+    fix_reasons: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.setting(ORT_VERSION.name) is None:
@@ -342,6 +347,12 @@ class ExecutionProvider:
         """Quantize ``model`` into ``out`` (static QDQ) with the provider's own configuration, and say so
         (True); False leaves it to the quantizer's own ``quantize_static`` call."""
         return False
+
+    # --- graph passes (mobilegen.passes) --------------------------------------------------------------
+
+    def fix_reason(self, pass_name: str) -> str:
+        """Why the graph pass ``pass_name`` helps this provider ("" when its ``fix_reasons`` say nothing)."""
+        return next((why for name, why in self.fix_reasons if name == pass_name), "")
 
     # --- runtime ---------------------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from mobilegen.providers.base import ExecutionProvider, Reason, Setting, SettingValue, TargetFlag
+from mobilegen.providers.coreml.fixes import FIX_REASONS, FIXES
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -26,15 +27,6 @@ DISPLAY_NAME = "CoreML"
 CACHE_KEY = "COREML_CACHE_KEY"
 FORMATS = ("mlprogram", "neuralnetwork")
 
-# The graph passes that help CoreML (mobilegen.passes.registry): what its MLProgram builders refuse in
-# transformer-style models (rank-6 Reshape/Transpose, Pad forms, ReduceL2, Sum, the IsNaN/Where guard
-# torch.export puts after attention's Softmax, the -inf one TorchScript's SDPA puts there, boolean
-# attention masks and their GatherND). Not int64-indices: CoreML's
-# Gather takes int64 indices (gather_op_builder.cc checks only the data's type).
-FIXES = (
-    "fold-if", "fold-constants", "nan-guard", "softmax-mask", "rank6", "sum-add", "bool-mask", "gathernd-gather",
-    "flatten-reshape", "reduce", "pad", "lstm",
-)
 
 SETTINGS = (
     Setting(
@@ -124,6 +116,7 @@ PROVIDER = CoreML(
     settings=SETTINGS,
     target_flags=TARGET_FLAGS,
     fixes=FIXES,
+    fix_reasons=FIX_REASONS,
     # returns nothing for a subgraph unless COREML_FLAG_ENABLE_ON_SUBGRAPH / EnableOnSubgraphs, which the
     # generated iOS code does not set
     subgraph_source="onnxruntime/core/providers/coreml/coreml_execution_provider.cc",

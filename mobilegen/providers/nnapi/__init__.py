@@ -22,6 +22,7 @@ from mobilegen.providers.base import (
     TargetFlag,
     WhatIf,
 )
+from mobilegen.providers.nnapi.fixes import FIX_REASONS, FIXES
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -49,33 +50,6 @@ GROUP_DROP_OPS = ("Reshape", "Flatten", "Identity")  # helper.cc::IsValidSupport
 INTERNAL_QUANT_OPS = ("Transpose", "Resize", "Concat", "MaxPool")  # helper.cc: uint8 only inside a partition
 _UINT8 = 2  # onnx.TensorProto.UINT8 (onnx is not imported here)
 
-# The graph passes that help NNAPI (mobilegen.passes.registry), in no particular order: fixed input dims
-# (it takes no symbolic dim), then rewrites of what its builders refuse in transformer-style models:
-# LayerNormalization, InstanceNormalization (torch's GroupNorm), Gelu/Erf, 3-D MatMul, Conv1d, AveragePool
-# count_include_pad, int64 indices, ReduceSum/ReduceL2, Sum, rank-6 Reshape/Transpose, Pad modes other
-# than constant (and any Pad below API 29), the IsNaN/Where guard torch.export puts after attention's Softmax,
-# the -inf one TorchScript's SDPA puts there (softmax-mask: no partition per attention block; not bool-mask,
-# whose Cast of an int64 tensor NNAPI refuses), and constant folding.
-FIXES = (
-    "fixed-dims",
-    "fold-if",
-    "fold-constants",
-    "nan-guard",
-    "softmax-mask",
-    "rank6",
-    "int64-indices",
-    "sum-add",
-    "reduce",
-    "pad",
-    "avgpool-pad",
-    "layernorm",
-    "instancenorm",
-    "gelu",
-    "gelu-tanh",
-    "matmul-2d",
-    "conv1d-2d",
-    "lstm",
-)
 
 SETTINGS = (
     Setting(
@@ -233,6 +207,7 @@ PROVIDER = Nnapi(
     notices=(DEPRECATED,),
     severe_if_none_taken=True,
     fixes=FIXES,
+    fix_reasons=FIX_REASONS,
     # NNAPI wants Softmax/Sigmoid outputs at scale 1/256, zero point 0 (softmax_op_builder.cc), while
     # calibration gives the output the scale of its measured range (a Softmax unit quantized anyway split
     # the task CNN's partition): an int8 recipe leaves them float.

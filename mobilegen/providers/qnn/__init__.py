@@ -27,6 +27,7 @@ from mobilegen.providers.base import (
     StaticQuantization,
     TargetFlag,
 )
+from mobilegen.providers.qnn.fixes import FIX_REASONS, FIXES
 
 if TYPE_CHECKING:
     from mobilegen.coverage.partition import Support
@@ -56,11 +57,6 @@ ESTIMATE = (
     "phone (backendValidateOpConfig) decides each node, and that depends on the SDK version, the SoC and its "
     "HTP generation; run the device benchmark with CPU fallback disabled to see what the NPU really takes"
 )
-
-# The graph passes that help QNN: fixed dims (its builders take no dynamic shape), folding, and the
-# rewrites of ops it has no builder for; the fix stage keeps each only when the estimate improves.
-FIXES = ("fixed-dims", "fold-if", "fold-constants", "nan-guard", "sum-add", "reduce", "pad", "layernorm", "gelu", "gelu-tanh")
-
 
 
 def parse_htp_arch(value: str) -> int:
@@ -303,6 +299,7 @@ PROVIDER = Qnn(
     target_flags=TARGET_FLAGS,
     runtime_artifacts=(AAR,),
     fixes=FIXES,
+    fix_reasons=FIX_REASONS,
     estimate=ESTIMATE,
     subgraph_source="onnxruntime/core/providers/qnn/qnn_execution_provider.cc",  # IsSubgraph(): returns nothing
 )

@@ -20,6 +20,7 @@ from mobilegen.providers.base import (
     SettingValue,
     TargetFlag,
 )
+from mobilegen.providers.xnnpack.fixes import FIX_REASONS, FIXES
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -35,9 +36,6 @@ CHECKER = X + "detail/node_support_checker.cc"
 FUSABLE_PRODUCERS = ("Conv", "MaxPool", "AveragePool")
 FUSED_OPS = ("Clip", "Relu")
 
-# The graph passes that help XNNPACK (mobilegen.passes.registry): its MatMul/Gemm and Conv kernels take
-# 2-D weights and 2-D convolutions only.
-FIXES = ("fold-if", "fold-constants", "matmul-2d", "conv1d-2d")
 
 SETTINGS = (
     Setting(
@@ -97,6 +95,7 @@ PROVIDER = Xnnpack(
     settings=SETTINGS,
     target_flags=(TargetFlag("xnnpack", "--xnnpack", False, "Add the XNNPACK EP (before the CPU fallback); with package: on every chosen target."),),
     fixes=FIXES,
+    fix_reasons=FIX_REASONS,
     # the EP claims a QDQ Resize unit, then the fused Resize finds no kernel (detail/utils.cc)
     never_taken_qdq_rules=frozenset({"xnnpack.qdq.resize"}),
     # GetCapability has no IsSubgraph() check: a body's nodes get the same kernel checks as the main graph's
