@@ -40,10 +40,11 @@ def _proto(model: OnnxModel):  # type: ignore[no-untyped-def]  # onnx.ModelProto
 
 
 def serialized_with_cache_keys(model: OnnxModel, keys: Sequence[str]) -> tuple[bytes, ...]:
-    """The model's bytes with each of ``keys`` in its metadata (:func:`cache_keys`: CoreML's EP reuses its
-    compiled model across launches while its key is unchanged), all set to a content hash of the model
-    without them, so a new model gets a new key. The keys are also added to the in-memory model. Returns
-    the bytes as chunks to write one after another (a large model's bytes are not copied to join them).
+    """The model's bytes with each of ``keys`` in its metadata (:func:`cache_keys`: a provider naming one in
+    ``ExecutionProvider.cache_key_metadata`` reuses its compiled model across launches while the key is
+    unchanged), all set to a content hash of the model without them, so a new model gets a new key. The
+    keys are also added to the in-memory model. Returns the bytes as chunks to write one after another (a
+    large model's bytes are not copied to join them).
 
     The model is serialized once: the keys' metadata entries (field 14) are appended to the bytes that were
     hashed, which is what protobuf writes itself when no field numbered above 14 is set."""

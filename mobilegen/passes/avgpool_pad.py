@@ -1,9 +1,8 @@
-"""``avgpool-pad``: 2-D AveragePool forms NNAPI refuses -> forms it takes, with the same numbers.
+"""``avgpool-pad``: 2-D AveragePool with ``count_include_pad`` or ``ceil_mode`` -> forms without them, with
+the same numbers: a constant zero Pad before an unpadded AveragePool, or GlobalAveragePool.
 
-NNAPI's pool builder (onnxruntime/core/providers/nnapi/nnapi_builtin/builders/impl/pool_op_builder.cc,
-``IsOpSupportedImpl``) refuses ``count_include_pad == 1`` and ``ceil_mode == 1``; it takes
-GlobalAveragePool (rank 4) and Pad (``impl/pad_op_builder.cc``: constant mode, constant pads >= 0 and
-value, rank 1..4, API 29). onnxruntime's CPU kernel (core/providers/cpu/nn/pool_functors.h,
+Why a provider wants it (a pool builder refusing those attributes while it takes GlobalAveragePool and a
+constant Pad) is in that provider's ``fix_reasons``. onnxruntime's CPU kernel (core/providers/cpu/nn/pool_functors.h,
 ``AveragePool2DTask``) clips each window to the padded input, ``[-pad_begin, size + pad_end)``, and
 with ``count_include_pad`` divides by the clipped window's size, else by the input elements in it. So:
 
@@ -15,7 +14,7 @@ with ``count_include_pad`` divides by the clipped window's size, else by the inp
 
 The new AveragePool says ``auto_pad="VALID"`` rather than zero pads: onnxruntime's Level1 ``PadFusion``
 (core/optimizer/pad_fusion.cc) folds a zero-valued constant Pad into a following AveragePool with
-explicit padding (setting ``count_include_pad=1``, the form NNAPI refuses), but leaves an AveragePool
+explicit padding (setting ``count_include_pad=1``, the form this pass removes), but leaves an AveragePool
 whose ``auto_pad`` is not NOTSET alone. Dilated pooling and ``SAME_*`` auto padding are left as they are.
 """
 
@@ -74,7 +73,7 @@ def _rewrite(node: onnx.NodeProto, types: dict[str, TensorType], version: int, n
     if any(d != 1 for d in _ints(node, "dilations", [1, 1])) or len(strides) != 2 or len(pads) != 4:
         return None
     if auto_pad not in ("NOTSET", "VALID") or (not include_pad and not ceil_mode):
-        return None  # SAME_* needs the padding computed; without either attribute NNAPI takes it already
+        return None  # SAME_* needs the padding computed; without either attribute there is nothing to remove
     padded = auto_pad == "NOTSET" and any(pads)
     if any(p < 0 for p in pads):
         return None
@@ -83,7 +82,7 @@ def _rewrite(node: onnx.NodeProto, types: dict[str, TensorType], version: int, n
     if not padded and _global(node, types.get(x), kernel, strides, ceil_mode):
         return [helper.make_node("GlobalAveragePool", [x], [y], name=names.new(f"{base}/GlobalAveragePool"))]
     if ceil_mode:
-        return None  # NNAPI refuses ceil_mode whatever the padding
+        return None  # only the global form drops ceil_mode: any other rewrite would keep it
     def pool(src: str) -> onnx.NodeProto:
         return helper.make_node(
             "AveragePool", [src], [y], name=names.new(f"{base}/AveragePool"), kernel_shape=kernel, strides=strides, auto_pad="VALID"
@@ -93,7 +92,7 @@ def _rewrite(node: onnx.NodeProto, types: dict[str, TensorType], version: int, n
         return [pool(x)]
     xt = types.get(x)
     if version < 11 or xt is None or xt.elem_type != onnx.TensorProto.FLOAT:
-        return None  # Pad takes its pads as an input from opset 11 (NNAPI no earlier one); a float32 zero
+        return None  # Pad takes its pads as an input from opset 11 (the only form written); a float32 zero
     xp = names.new(f"{base}/padded")
     full = [0, 0, pads[0], pads[1], 0, 0, pads[2], pads[3]]  # [N, C, H, W] begins, then ends
     zero = consts.scalar(0.0, np.float32)

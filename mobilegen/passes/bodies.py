@@ -11,8 +11,9 @@ whole model (:func:`mobilegen.passes.graph_util.reserved_names`): a body may not
 Undoing stays cheap: bodies live in node attributes, which :class:`mobilegen.passes.snapshot.Snapshot` copies
 with the nodes. ``fold-if`` walks the bodies itself (``GraphPass.in_bodies=False``).
 
-Where it matters: XNNPACK takes a body's nodes (:mod:`mobilegen.coverage.subgraphs`), so a rewrite inside
-a ``Loop`` can give it more; NNAPI, CoreML and QNN take none, so for them only folding the ``If`` helps.
+Where it matters: a provider that takes a body's nodes (``ExecutionProvider.takes_subgraphs``,
+:mod:`mobilegen.coverage.subgraphs`) can gain from a rewrite inside a ``Loop``; for one that takes none,
+only folding the ``If`` helps.
 """
 
 from __future__ import annotations

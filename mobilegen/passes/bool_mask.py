@@ -2,13 +2,11 @@
 
 Hugging Face's attention masks (transformers >= 5, ``masking_utils``) reach the ONNX graph as
 ``Cast(attention_mask -> bool)``, data movement (Flatten/Gather/Reshape from TorchScript, GatherND from
-torch.export), ``And`` with a constant, and ``Where(mask, 0, finfo.min)`` into each attention block.
-CoreML's ML Program builders in the pinned runtime (ONNX Runtime 1.24) take no bool tensor at all: Cast
-to bool is refused (cast_op_builder.cc takes int32/int64/float32/float16 in and out), every other
-builder's input check takes float (or int64) data (base_op_builder.cc), and there is no And or Where
-builder before 1.28 (PR #28597). So the mask stays on the CPU, and so does everything that reads it.
+torch.export), ``And`` with a constant, and ``Where(mask, 0, finfo.min)`` into each attention block. A provider that
+takes no bool tensor (nor And or Where) leaves the mask on the CPU, and everything that reads it (the
+declaring providers' ``fix_reasons`` say which, and from which builders).
 
-The rewrite gives every boolean tensor of the mask a twin CoreML takes:
+The rewrite gives every boolean tensor of the mask a twin of integer or float data:
 
 - an integer twin as long as only data movement separates it from the integer source (Flatten, Reshape,
   Gather, GatherND, GatherElements, Expand, Unsqueeze, Squeeze, Transpose, Slice, Tile, on the integer
@@ -23,8 +21,8 @@ It ends where the mask is used: ``Where(b, X, Y)`` with constant, finite float32
 reads the twin. A mask that reaches anything else (a graph output, a subgraph, another op, a -inf ``Y``:
 ``softmax-mask`` first) is left as it is, with every boolean tensor connected to it.
 
-Moving the Cast after the data movement also keeps it off a graph input: CoreML's Cast builder refuses
-a Cast no node feeds ("Cast has no preceding nodes", cast_op_builder.cc ``IsOpSupportedImpl``).
+Moving the Cast after the data movement also keeps it off a graph input, where a Cast builder may
+refuse a Cast no node feeds.
 """
 
 from __future__ import annotations

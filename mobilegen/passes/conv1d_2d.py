@@ -1,13 +1,13 @@
 """``conv1d-2d``: Conv over one spatial dim -> Unsqueeze [N, C, 1, L], Conv 2-D (kernel [1, k]), Squeeze.
 
-NNAPI's Conv builder (onnxruntime/core/providers/nnapi/nnapi_builtin/builders/impl/conv_op_builder.cc)
-takes only a constant 4-D weight ("Only conv 2d is supported"). The 2-D weight [M, C/group, 1, k] is a
+For providers whose Conv takes 2-D convolutions with a constant 4-D weight only (their ``fix_reasons``
+say which and where). The 2-D weight [M, C/group, 1, k] is a
 new initializer next to the original (which is left as it is, per the pass contract; nothing reads it
 afterwards). A weight computed from constants (weight normalization, as the dynamo exporter writes
 wav2vec2's positional conv) gets an Unsqueeze instead, which onnxruntime's Level1 constant folding turns
-into a 4-D initializer before NNAPI sees it. Strides, dilations, pads, auto_pad and group carry over with a unit first spatial dim,
-which neither pads nor strides: the result is the same numbers. Dilations above 1 still need API 29 and
-an ungrouped or depthwise conv on NNAPI, as before the rewrite.
+into a 4-D initializer before partitioning. Strides, dilations, pads, auto_pad and group carry over with a unit first spatial dim,
+which neither pads nor strides: the result is the same numbers. What a provider requires of the 2-D
+conv's dilations and groups it still requires, as before the rewrite.
 
 onnxruntime's Level1 rules leave the three ops alone: ``UnsqueezeElimination`` folds only an Unsqueeze
 of an initializer, and Conv+Add/Mul/BatchNormalization fusions need the Add/Mul/BN right after the Conv
@@ -58,7 +58,7 @@ def _plan(node: onnx.NodeProto, index: GraphIndex, types: dict[str, TensorType])
         wt = types.get(node.input[1])
         shape = None if wt is None else wt.shape
     else:
-        return None  # NNAPI takes only a constant weight: nothing to gain
+        return None  # a run-time weight stays run-time in the 2-D form: nothing to gain
     if shape is None or len(shape) != 3:
         return None
     xt = types.get(node.input[0])

@@ -1,11 +1,9 @@
 """``flatten-reshape``: Flatten(axis=a) -> Reshape to the same 2-D shape.
 
-CoreML registers no Flatten builder (onnxruntime/core/providers/coreml/builders/op_builder_factory.cc)
-but takes Reshape (impl/reshape_op_builder.cc: constant shape input); NNAPI takes a float Flatten
-(impl/flatten_op_builder.cc) but, in a quantized model, no QDQ node unit around it: ORT's selectors group
-DQ -> Flatten -> Q (qdq_transformer/selectors_actions/shared/utils.cc, the "misc" ops) and NNAPI's
-builders take QDQ units only for a few ops, Reshape among them (impl/reshape_op_builder.cc overrides
-IsNodeUnitTypeSupported). The quantization recipe for NNAPI runs this pass before quantizing.
+For providers with a Reshape builder (constant shape) and no Flatten one, or none for a quantized
+Flatten unit (ORT's selectors group DQ -> Flatten -> Q, qdq_transformer/selectors_actions/shared/utils.cc,
+the "misc" ops); a provider's ``fix_reasons`` say why it declares the pass, and a quantization recipe may
+run it before quantizing (:func:`apply`).
 
 The shape is ``[0, -1]`` for axis 1 (0 copies the batch dim, so a dynamic batch stays dynamic), ``[1, -1]``
 for axis 0, and ``[d0*...*d(a-1), -1]`` for a larger axis when those dims are known; a Flatten whose
@@ -62,6 +60,6 @@ def apply(model: onnx.ModelProto) -> int:
 
 PASS = GraphPass(
     name="flatten-reshape",
-    summary="Flatten -> Reshape to the same 2-D shape (CoreML has no Flatten builder; NNAPI takes no quantized Flatten unit)",
+    summary="Flatten -> Reshape to the same 2-D shape (a constant [0, -1] for axis 1)",
     apply=apply,
 )

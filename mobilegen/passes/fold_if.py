@@ -2,7 +2,7 @@
 
 A model bound with ``--const`` (silero-vad's ``sr``) or whose shapes are fixed often wraps all its work in
 ``If`` nodes whose condition can no longer change: ``If(sr == 16000)``, ``If(Shape(x)[0] == 1)``. No
-execution provider takes an ``If`` (nor, NNAPI/CoreML/QNN, the nodes of its bodies: see
+execution provider takes an ``If`` (nor, most of them, the nodes of its bodies: see
 :mod:`mobilegen.coverage.subgraphs`), so everything inside stays on the CPU. The condition is read from a
 constant (initializer or ``Constant``) or, in the main graph, computed the way ``fold-constants`` would
 (:mod:`mobilegen.passes.const_view`: shapes once the dims are fixed, ``Equal``, ``Not``, ``Cast``...).

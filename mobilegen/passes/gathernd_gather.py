@@ -1,9 +1,8 @@
 """``gathernd-gather``: GatherND with constant indices -> Reshape + Gather.
 
 torch.export writes advanced indexing with index tensors (``padding_mask[batch_idx, kv_idx]`` in Hugging
-Face's attention masks) as GatherND. CoreML registers a GatherND builder only from ONNX Runtime 1.28
-(PR #28598); the pinned iOS runtime (1.24) has Gather (gather_op_builder.cc: float32/int64 data,
-non-scalar indices, output rank <= 5) and Reshape (reshape_op_builder.cc: constant shape, static input).
+Face's attention masks) as GatherND. For providers whose pinned runtime has no GatherND builder but
+takes Gather and a Reshape to a constant shape (the declaring providers' ``fix_reasons`` say which).
 
 With ``batch_dims = 0``, constant indices of shape ``[..., k]`` and a data shape known up to dim ``k``,
 GatherND reads slices ``data[i0, ..., ik-1]``: the same as Gather along axis 0 of the data reshaped to

@@ -1,4 +1,4 @@
-"""``gelu``: exact GELU without Erf (NNAPI has no Erf and no Gelu builder).
+"""``gelu``: exact GELU without Erf, for providers with no Erf and no Gelu builder (their ``fix_reasons``).
 
 Matched: the ONNX ``Gelu`` op (opset 20; ``approximate="none"`` or ``"tanh"``), ``com.microsoft:Gelu``,
 and the exported pattern ``x * 0.5 * (1 + Erf(x / sqrt(2)))`` in any of the three orders exporters write
@@ -26,7 +26,8 @@ The Gelu op's ``approximate="tanh"`` form is the tanh formula itself, so rewriti
 Neither form is fused back by onnxruntime (graph_transformer_utils.cc): Level1 ``GeluFusion`` (every EP,
 at opset >= 20) needs an Erf node; Level2 ``FastGeluFusion`` (CPU/CUDA/DML) needs Tanh after a Mul by
 0.044715 or a Pow(x, 3), and ``QuickGeluFusion`` (CPU/ACL/CUDA/DML) a Sigmoid of x or of x times a
-constant, multiplied by that same x; Level2 does not run for NNAPI nodes, nor at the ``.ort`` conversion.
+constant, multiplied by that same x; Level2 does not run for nodes assigned to a provider other than
+those, nor at the ``.ort`` conversion.
 """
 
 from __future__ import annotations

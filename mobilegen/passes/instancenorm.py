@@ -1,12 +1,9 @@
 """``instancenorm``: InstanceNormalization -> ReduceMean, Sub, Mul, ReduceMean, Add, Sqrt, Div (, Mul, Add).
 
-NNAPI has no InstanceNormalization builder (op_builder_factory.cc under
-onnxruntime/core/providers/nnapi/nnapi_builtin/builders/ registers none); it takes every op of the
-decomposition: ReduceMean (reduction_op_builder.cc, rank 1..4, constant axes, API 28), Sub and Div
-(binary_op_builder.cc, API 28), Mul, Add, and Sqrt (API 29). torch exports ``GroupNorm`` as a Reshape to
-[N, groups, -1], an InstanceNormalization with unit scale and zero bias, and the affine Mul/Add: wav2vec2's
-feature extractor (``feat_extract_norm="group"``, the base models) has one, and it alone split the NNAPI
-graph in two around it.
+For providers with no InstanceNormalization builder that take every op of the decomposition (their
+``fix_reasons`` say which, and from where). torch exports ``GroupNorm`` as a Reshape to [N, groups, -1],
+an InstanceNormalization with unit scale and zero bias, and the affine Mul/Add: wav2vec2's feature
+extractor (``feat_extract_norm="group"``, the base models) has one.
 
 y = (x - mean) / sqrt(var + epsilon) * scale + B, mean and var over the spatial axes 2.. of each (n, c),
 with scale and B per channel: they become [C, 1, ...] (a new initializer when constant, per the pass
@@ -17,9 +14,8 @@ would otherwise fuse the form back into a LayerNormalization when the reduced ax
 onnxruntime's own InstanceNormalization kernel computes the same two means
 (onnxruntime/core/providers/cpu/nn/instance_norm.cc), so the rewrite matches it within float32 rounding.
 
-Only float32 inputs of rank 3 or 4 (NNAPI's ReduceMean stops at rank 4; a rank-5 one gains nothing).
-CoreML's MLProgram takes InstanceNormalization whole (normalization_op_builder.cc): only NNAPI declares
-the pass.
+Only float32 inputs of rank 3 or 4 (the rank-4 ReduceMean is the largest the declaring providers take:
+a rank-5 one gains nothing). A provider that takes InstanceNormalization whole does not declare the pass.
 """
 
 from __future__ import annotations

@@ -1,22 +1,15 @@
 """``int64-indices``: Gather indices cast to int64 at run time -> cast to int32 (or not cast at all).
 
-NNAPI's Gather builder (onnxruntime/core/providers/nnapi/nnapi_builtin/builders/impl/gather_op_builder.cc,
-``IsOpSupportedImpl``) takes indices that are int32, or a constant initializer of another type (which
-it converts to int32 itself, ``SafeInt<int32_t>``); run-time int64 indices are refused ("Indices of
-Gather must be a constant initializer"). Its Cast builder (``impl/cast_op_builder.cc``) casts to float32
-or int32 only, and like every NNAPI builder that does not override ``HasSupportedInputOutputsImpl``
-(``impl/base_op_builder.cc``) takes float32 input only.
+For providers whose Gather takes run-time indices as int32 only, and whose Cast takes float32 or int32
+input (the declaring providers' ``fix_reasons`` say which, read from their builders). Rewritten are
+indices made by ``Cast(to=int64)`` of a float32 tensor (-> ``Cast(to=int32)``) or of an int32 tensor
+(-> read it directly): every node the rewrite adds is then one such a provider takes. Valid indices lie
+within the data's axis, far inside int32, and float -> int32 truncates as float -> int64 does, so the
+Gather reads the same rows.
 
-So the one exact rewrite that puts such a Gather on NNAPI, with every node it adds taken too, is for
-indices made by ``Cast(to=int64)`` of a float32 tensor (-> ``Cast(to=int32)``, taken from API 29) or of
-an int32 tensor (-> read it directly). Valid indices lie within the data's axis, far inside int32, and
-float -> int32 truncates as float -> int64 does, so the Gather reads the same rows.
-
-What this pass does not do, after reading the builders: constant int64 indices are left as they are
-(NNAPI's Gather converts them, CoreML's ``gather_op_builder.cc`` checks only the data's type), and
-int64 indices that are a graph input (token ids) too: the Cast to int32 they would need takes an int64
-input, which NNAPI refuses, so it would stay on the CPU. CoreML is not helped by int32 indices either
-(its Gather takes them as int64), so this is an NNAPI-only pass.
+Left as they are: constant int64 indices (a builder converts a constant initializer itself), and int64
+indices that are a graph input (token ids): the Cast to int32 they would need reads an int64 tensor,
+which such a provider refuses too, so it would stay on the CPU.
 """
 
 from __future__ import annotations

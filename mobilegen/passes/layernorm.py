@@ -1,6 +1,7 @@
 """``layernorm``: LayerNormalization -> ReduceMean, Sub, Mul, ReduceMean, Add, Sqrt, Div, Mul (, Add).
 
-NNAPI has no LayerNormalization builder; it takes every op of the decomposition (API 29 for Sqrt).
+For providers with no LayerNormalization builder that take every op of the decomposition (their
+``fix_reasons`` say which).
 
 The variance is ``ReduceMean(Mul(d, d))``, not ``ReduceMean(Pow(d, 2))``, on purpose. onnxruntime's
 ``LayerNormFusion`` (onnxruntime/core/optimizer/layer_norm_fusion.cc) fuses ReduceMean -> Sub -> Pow ->
@@ -11,7 +12,7 @@ Level1 runs before partitioning, and the Runtime-style ``.ort`` conversion appli
 reaches the device as LayerNormalization again. The matcher insists on ``Pow`` feeding the second
 ReduceMean (and on the Sub having exactly 2 consumers), so ``Mul(d, d)`` survives it, and the Level2
 ``SimplifiedLayerNormFusion`` (CPU/CUDA nodes only, also ``Pow``-based) too. Level2 never runs on the
-nodes NNAPI takes, nor at the ``.ort`` conversion (it only records runtime optimizations for CPU).
+nodes an accelerator's provider takes, nor at the ``.ort`` conversion (it only records runtime optimizations for CPU).
 
 The two-pass form (mean, then mean of squared deviations) is at least as accurate as onnxruntime's own
 kernel, which uses E[x^2] - E[x]^2.

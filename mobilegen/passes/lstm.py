@@ -1,9 +1,8 @@
 """``lstm``: a one-step LSTM (sequence length 1, as a streaming model such as silero-vad runs it) -> the
 cell's arithmetic: two Gemms, Add, four Slices, Sigmoid/Tanh, Mul/Add, Reshapes.
 
-Neither NNAPI nor CoreML has an LSTM builder in ONNX Runtime (no ``LSTM`` in
-``nnapi_builtin/builders/op_builder_factory.cc`` or ``coreml/builders/op_builder_factory.cc``), so the
-LSTM stays on the CPU and splits the model in two partitions. One step of it is, with ONNX's gate order
+For providers with no LSTM builder in ONNX Runtime (their ``fix_reasons`` cite the builder factories),
+where the LSTM stays on the CPU and splits the model in two partitions. One step of it is, with ONNX's gate order
 i, o, f, c (``onnx/defs/rnn/defs.cc``) and the default activations::
 
     gates = X·Wᵀ + (Wb + Rb) + H0·Rᵀ

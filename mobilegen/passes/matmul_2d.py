@@ -1,13 +1,11 @@
 """``matmul-2d``: MatMul [..., K] x constant [K, N] -> Reshape [M, K], MatMul (Gemm), Reshape [..., N].
 
-NNAPI's MatMul/Gemm builder (onnxruntime/core/providers/nnapi/nnapi_builtin/builders/impl/
-gemm_op_builder.cc, ``IsOpSupportedImpl``) takes A and B both 2-D (FULLY_CONNECTED; B a constant
-initializer for MatMul, and for Gemm unless transB=1), or both of rank > 2 as a batch matmul (API 29):
-a 3-D activation times a 2-D weight is refused ("A and B must be 2D"). Static shapes only: the Reshape
-targets are constants (NNAPI's Reshape needs a constant shape).
+For providers whose MatMul/Gemm takes A and B both 2-D (a fully connected layer) but refuses a 3-D
+activation times a 2-D weight (their ``fix_reasons`` say which and where). Static shapes only: the
+Reshape targets are constants.
 
 When the MatMul's only reader is an Add of a constant [N] bias, the pair becomes one Gemm(A, B, C)
-(FULLY_CONNECTED with its bias; C of shape [N] is what the builder takes at every API level). onnxruntime's
+(a fully connected layer with its bias; C of shape [N]). onnxruntime's
 Level1 ``MatMulAddFusion`` would do the same to MatMul + Add itself, except around what it takes for an
 attention block (a LayerNormalization feeding 3 MatMuls and an Add: ``preserve_attention_pattern``);
 after this pass no MatMul of a constant 2-D weight is left for it. Its other Level1 neighbour,

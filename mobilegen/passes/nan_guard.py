@@ -1,15 +1,14 @@
 """``nan-guard``: ``Where(IsNaN(v), c, v)`` -> ``v`` where ``v`` cannot be NaN.
 
 torch.export's lowering of scaled-dot-product attention guards the Softmax against fully masked rows
-(all ``-inf``, whose Softmax is 0/0): ``Where(IsNaN(Softmax(s)), 0, Softmax(s))``. Neither NNAPI nor
-CoreML has an IsNaN builder, and NNAPI has no Where builder either (op_builder_factory.cc under
-onnxruntime/core/providers/{nnapi/nnapi_builtin,coreml}/builders/): every attention block leaves the
-accelerator for the CPU and comes back (BERT and ViT from torch.export: 3 CoreML partitions, not 1).
+(all ``-inf``, whose Softmax is 0/0): ``Where(IsNaN(Softmax(s)), 0, Softmax(s))``. For a provider with
+no IsNaN (or no Where) builder, every attention block leaves the accelerator for the CPU and comes back
+(the declaring providers' ``fix_reasons`` say which, with the partitions it costs them).
 
 When ``v`` is finite, IsNaN(v) is false everywhere and the Where returns ``v`` itself, bit for bit: the
 rewrite removes the two nodes and lets the readers of the Where read ``v``. A form that keeps the
-guard's meaning for NaN does not exist among the ops both providers take: Max/Min/Relu/Clip with a NaN
-operand are unspecified in NNAPI and CoreML (and on onnxruntime's CPU they depend on the operand order).
+guard's meaning for NaN does not exist among common ops: Max/Min/Relu/Clip with a NaN operand are
+unspecified on accelerators (and on onnxruntime's CPU they depend on the operand order).
 So the pass only removes guards it can prove dead: ``v`` is finite whenever the model's inputs are, by
 this check over everything ``v`` is computed from:
 

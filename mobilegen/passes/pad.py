@@ -1,16 +1,11 @@
-"""``pad``: Pad -> Concat (and Slice) of the input with constant blocks or slices of itself, for CoreML
-MLProgram; a Pad that pads nothing -> Identity.
+"""``pad``: Pad -> Concat (and Slice) of the input with constant blocks or slices of itself; a Pad that pads
+nothing -> Identity.
 
-CoreML's Pad builder (onnxruntime/core/providers/coreml/builders/impl/pad_op_builder.cc) does not
-override ``SupportsMLProgram`` in the ONNX Runtime the apps ship (1.24; still so in the 1.25 sources and
-in 1.31.1's coreml_supported_mlprogram_ops.md), so ``BaseOpBuilder::IsOpSupported`` refuses every Pad in
-an MLProgram ("does not support MLProgram"); only NeuralNetwork takes it (constant mode, last two dims).
-Newer upstream sources add an MLProgram pad (constant on any axis, reflect on the last two); where a
-runtime takes the Pad, the fix stage finds no gain and undoes this pass. NNAPI's Pad builder
-(``nnapi_builtin/builders/impl/pad_op_builder.cc``) takes constant mode only, from API 29. Concat (``concat_op_builder.cc``: two or more inputs, any axis
-in MLProgram) and Slice (``slice_op_builder.cc``: static data shape, constant starts/ends/axes/steps,
-negative steps included, no empty range) are taken. So, with the input's shape static and the pads,
-value and axes constant (computed ones are read from the folded view, :mod:`~mobilegen.passes.const_view`):
+For providers that refuse a Pad (any Pad, or some of its modes) but take Concat and Slice with constant
+starts/ends/axes/steps on a static shape: the declaring providers' ``fix_reasons`` say which Pads each
+refuses, and where a runtime takes the Pad after all, the fix stage finds no gain and undoes this pass.
+With the input's shape static and the pads, value and axes constant (computed ones are read from the
+folded view, :mod:`~mobilegen.passes.const_view`):
 
 - every pad 0 -> Identity (onnxruntime's Level1 ``EliminateIdentity`` then removes it: Swin's
   window padding when the window divides the feature map);
@@ -18,7 +13,7 @@ value and axes constant (computed ones are read from the folded view, :mod:`~mob
   block) with constant blocks of the pad value (corners get the value, as Pad gives them);
 - ``reflect``: Concat(Slice reversed, x, Slice reversed) per axis (pads must be below the dim);
 - ``edge``: Concat of the first/last slice repeated, x; ``wrap``: Concat(tail slice, x, head slice)
-  (so NNAPI, which takes Concat from API 27 and Slice from 28, gets the other modes too).
+  (so a provider taking only constant Pads gets the other modes too).
 
 Axis by axis on the growing tensor is what Pad computes (numpy.pad's order). A constant block is at most
 1 MiB (else the node is left alone). onnxruntime's Level1 rules turn neither Concat nor Slice back into a
@@ -178,7 +173,7 @@ def apply(model: onnx.ModelProto) -> int:
     graph = model.graph
     pads = [n for n in graph.node if is_op(n, "Pad")]
     if not pads or opset(model) < 11:
-        return 0  # before opset 11 Pad has attributes (and CoreML's builder starts at 11)
+        return 0  # before opset 11 Pad has attributes (the pads this pass reads are an input)
     view = const_view(model)
     names = Names(graph)
     consts = Constants(graph, names, "pad")
@@ -193,6 +188,6 @@ def apply(model: onnx.ModelProto) -> int:
 
 PASS = GraphPass(
     name="pad",
-    summary="Pad -> Concat of constant blocks / Slices of the input (CoreML MLProgram); zero pads -> Identity",
+    summary="Pad -> Concat of constant blocks / Slices of the input; zero pads -> Identity",
     apply=apply,
 )

@@ -1,12 +1,10 @@
 """``rank6``: Reshape -> Transpose (rank >= 5) -> Reshape with the Transpose on as few dims as it needs.
 
 Swin's window attention reshapes [B, H, W, C] to [B, H/w, w, W/w, w, C], swaps dims 2 and 3, and
-reshapes to [B*H*W/w^2, w, w, C] (and back). CoreML refuses every input of rank above 5 (the helper's
-rank check, builders/helper.cc; ``reshape_op_builder.cc`` also a target of rank above 5), NNAPI a
-Transpose or Reshape input above rank 4 (``impl/transpose_op_builder.cc``, ``reshape_op_builder.cc``:
-"only supports up to 1-4d shape"). A Transpose only needs the dims it moves apart: unit dims can go,
+reshapes to [B*H*W/w^2, w, w, C] (and back). Providers refuse tensors above rank 4 or 5 (the declaring
+providers' ``fix_reasons`` say which limit each has, and where). A Transpose only needs the dims it moves apart: unit dims can go,
 and dims that stay next to each other in the same order move as one. For the window partition that is
-[B*H/w, w, W/w, w*C] with perm [0, 2, 1, 3], rank 4: taken by both.
+[B*H/w, w, W/w, w*C] with perm [0, 2, 1, 3], rank 4: within either limit.
 
 The rewrite, exact (it moves the same elements to the same places), with static shapes only:
 - the Reshape feeding the Transpose reshapes straight to the merged shape (a new Reshape from the same
@@ -32,7 +30,7 @@ from mobilegen.passes.base import GraphPass
 from mobilegen.passes.const_view import ConstView, const_view
 from mobilegen.passes.graph_util import Constants, GraphIndex, Names, Rewrite, attr, is_op
 
-MIN_RANK = 5  # NNAPI takes up to 4 dims, CoreML up to 5
+MIN_RANK = 5  # the providers' rank limits are 4 or 5 dims: a Transpose of rank 5 or more is what they refuse
 MAX_RANK = 5  # a merged Transpose of more dims helps no provider
 
 

@@ -1,21 +1,16 @@
-"""``reduce``: float ReduceSum and ReduceL2 -> ReduceMean forms both providers take.
+"""``reduce``: float ReduceSum, ReduceL2 and ReduceSumSquare -> ReduceMean forms.
 
 - ReduceSum(x, axes) -> ReduceMean(x, axes) * N, N the number of elements each output sums (static);
 - ReduceL2(x, axes) -> Sqrt(ReduceMean(x * x, axes) * N);
 - ReduceSumSquare(x, axes) -> ReduceMean(x * x, axes) * N.
 
-What the builders take (onnxruntime/core/providers/*/builders/):
-- NNAPI's only reduction is ReduceMean (``impl/reduction_op_builder.cc`` registers its builder for
-  "ReduceMean" alone, "TODO: Add more reduction ops support": rank 1..4, constant axes, no
-  ``noop_with_empty_axes`` from opset 18, API 28). Mul and Sqrt (API 29) it takes.
-- CoreML registers ReduceMean/Sum/Max/Min/Prod but not ReduceL2 or ReduceSumSquare
-  (``coreml/builders/op_builder_factory.cc``); ``impl/reduction_op_builder.cc`` needs constant axes.
-  Mul and Sqrt it takes in both formats.
-So one form serves both: a ReduceL2 is what CoreML (and NNAPI) refused; a ReduceSum only NNAPI refused,
-and CoreML takes its rewrite as well. N is exact in float32 (at most 2**24 here), and a mean times N is
-the sum within float32 rounding. Only float32 tensors with static reduced dims, of rank 1..4 for a
-ReduceSum (NNAPI's limit; CoreML took it already), up to 5 for the others (CoreML's limit); the axes
-(attribute, or constant input from ReduceSum-13 / ReduceMean-18) carry over as what the opset wants.
+For providers whose only reduction is ReduceMean (up to rank 4), and for those that have ReduceSum but
+not ReduceL2 or ReduceSumSquare (up to rank 5): one form serves both, with Mul and Sqrt, which they take
+(the declaring providers' ``fix_reasons`` cite their builders). N is exact in float32 (at most 2**24
+here), and a mean times N is the sum within float32 rounding. Only float32 tensors with static reduced
+dims, of rank 1..4 for a ReduceSum (only the ReduceMean-only providers refused it, and their limit is
+4), up to 5 for the others; the axes (attribute, or constant input from ReduceSum-13 / ReduceMean-18)
+carry over as what the opset wants.
 
 onnxruntime's Level1 fusions leave the forms alone: ``LayerNormFusion`` needs ReduceMean -> Sub, and
 there is no rule folding ReduceMean * constant back into ReduceSum.
@@ -79,7 +74,7 @@ def _plan(node: onnx.NodeProto, index: GraphIndex, types: dict[str, TensorType],
     if not node.input or not node.input[0] or len(node.output) != 1 or not node.output[0]:
         return None
     xt = types.get(node.input[0])
-    # ReduceSum helps NNAPI only (rank <= 4); ReduceL2 / ReduceSumSquare help CoreML too (rank <= 5)
+    # ReduceSum helps the ReduceMean-only providers (rank <= 4); ReduceL2 / ReduceSumSquare others too (rank <= 5)
     max_rank = 4 if node.op_type == "ReduceSum" else 5
     if xt is None or xt.elem_type != TensorProto.FLOAT or xt.shape is None or not 1 <= len(xt.shape) <= max_rank:
         return None

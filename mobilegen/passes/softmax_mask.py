@@ -3,13 +3,12 @@
 The TorchScript exporter writes scaled-dot-product attention with a boolean mask as
 ``Where(IsNaN(p), 0, p)`` with ``p = Softmax(s + Where(c, 0, -inf))``
 (torch/onnx/_internal/torchscript_exporter/symbolic_opset14.py in torch 2.13):
-a fully masked row is all ``-inf``, its Softmax 0/0, and the guard makes it 0. Neither CoreML nor NNAPI
-has an IsNaN builder, and CoreML's Where arrives only in ONNX Runtime 1.28 (PR #28597), so every
-attention block of a traced BERT leaves CoreML for the CPU and comes back (``nan-guard`` cannot remove
-this guard: here it does fire).
+a fully masked row is all ``-inf``, its Softmax 0/0, and the guard makes it 0. For a provider with no
+IsNaN (or no Where) builder every attention block of a traced BERT leaves it for the CPU and comes back
+(the declaring providers' ``fix_reasons`` say which); ``nan-guard`` cannot remove this guard: here it
+does fire.
 
-The rewrite keeps the guard's meaning with ops CoreML's ML Program builders take (unary_op_builder.cc
-Exp, reduction_op_builder.cc ReduceMax, binary_op_builder.cc Mul)::
+The rewrite keeps the guard's meaning with Exp, ReduceMax and Mul::
 
     m' = Where(c, 0, finfo.min)                   (the -inf constant -> float32's lowest finite value)
     y  = Softmax(s + m') * Exp(ReduceMax(m', axis, keepdims=1))
@@ -21,11 +20,10 @@ factor is ``exp(0) = 1``; in a fully masked row the factor is ``exp(finfo.min) =
 it. The mask's other branch must be 0 (else the factor would not be 1) and the guard's value 0.
 
 What is left, ``Where(c, 0, finfo.min)`` on a boolean mask, is the form torch.export writes, which
-``bool-mask`` turns into arithmetic CoreML takes. NNAPI declares this pass too: it has no Where or
-ReduceMax builder, but those read only the mask and sit ahead of the first attention block (onnxruntime
-shares them between the layers), so the blocks are no longer cut. Opset 13 and later (Softmax over one
-axis). Where CoreML computes in float16 (the Neural Engine) ``finfo.min`` overflows to -inf, as the mask
-torch.export writes itself does.
+``bool-mask`` turns into float arithmetic. A provider without Where or ReduceMax builders gains too:
+those read only the mask and sit ahead of the first attention block (onnxruntime shares them between the
+layers), so the blocks are no longer cut. Opset 13 and later (Softmax over one axis). Where a provider
+computes in float16, ``finfo.min`` overflows to -inf, as the mask torch.export writes itself does.
 """
 
 from __future__ import annotations

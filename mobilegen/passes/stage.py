@@ -10,23 +10,26 @@ otherwise it is undone. Per provider (:func:`judge`):
   refused is only a bigger graph;
 - worse: more partitions (from none to some is not), or fewer supported nodes *and* more refused ones.
 
-Within a build target the providers are the app session's chain, first one first (Android: NNAPI, then
-XNNPACK), and a later provider only gets the nodes the earlier ones leave: there the first provider
-whose numbers move decides; a provider that would take the same coverage in more nodes refuses the pass
-(QNN takes LayerNormalization whole: NNAPI's decomposition only makes QNN's graph bigger), and one that takes
-every node before and after ends the judging, since nothing reaches the providers after it (a LayerNorm rewrite that NNAPI takes whole is kept even if XNNPACK, which
-only sees what NNAPI leaves, would form more partitions on the whole graph). ``mobilegen fix`` judges
-its providers, which may belong to different platforms, by the rule above.
+Within a build target the providers are the app session's chain, first one first (the order the
+generated wrapper asks them in, ``ExecutionProvider.rank``), and a later provider only gets the nodes the
+earlier ones leave: there the first provider whose numbers move decides; a provider that would take the
+same coverage in more nodes refuses the pass (one that takes LayerNormalization whole gains only a bigger
+graph from the decomposition another provider declares), and one that takes every node before and after
+ends the judging, since nothing reaches the providers after it (a LayerNorm rewrite the first provider
+takes whole is kept even if a later one, which only sees what the first leaves, would form more
+partitions on the whole graph). ``mobilegen fix`` judges its providers, which may belong to different
+platforms, by the rule above.
 
 The passes undone for making some provider worse are tried once more after the last one, all together,
 and kept together when that helps (:func:`_together`): two rewrites of alternating neighbours can each
-split what the other joins (Conv1d and GELU in wav2vec2's feature extractor, both refused by NNAPI).
+split what the other joins (Conv1d and GELU in wav2vec2's feature extractor, where one provider refuses
+both).
 
 Nodes left on the CPU alone never make a pass worse: a rewrite into several ops one provider takes and
-another does not (LayerNorm decomposed for NNAPI, next to XNNPACK on the same Android target) adds
+another does not (LayerNorm decomposed for one provider, next to another of the same target) adds
 refused nodes for the other without costing it a partition. Supported nodes alone do not either: a
-pass that removes nodes the provider took and lets onnxruntime merge others (Pad on Swin for CoreML:
-624/638 nodes in 13 partitions -> 617/619 in 1) takes fewer nodes and is still better.
+pass that removes nodes the provider took and lets onnxruntime merge others (``pad`` on Swin: 624/638
+nodes in 13 partitions -> 617/619 in 1) takes fewer nodes and is still better.
 
 Undoing is cheap because a pass never touches an existing initializer (:mod:`mobilegen.passes.base`): a
 :class:`Snapshot` keeps the nodes, value_info, inputs, outputs, opsets and functions, and only the
@@ -98,7 +101,7 @@ def counts_text(c: CoverageCounts) -> str:
 def judge(before: Sequence[CoverageReport], after: Sequence[CoverageReport], *, in_order: bool = False) -> tuple[bool, str]:
     """Whether the change from ``before`` to ``after`` (the same providers, in order) helps: better for
     some provider, worse for none (see the module's docstring), and onnxruntime still loads the graph.
-    ``in_order``: the providers are one app session's chain, first one first (NNAPI, then XNNPACK): a
+    ``in_order``: the providers are one app session's chain, first one first (by ``rank``): a
     later provider only gets the nodes the earlier ones leave, so the first provider whose numbers move
     decides. Returns (keep, why)."""
     if in_order:
@@ -143,14 +146,14 @@ def _judge_in_order(before: Sequence[CoverageReport], after: Sequence[CoverageRe
 
 def better(before: CoverageCounts, after: CoverageCounts) -> bool:
     """Fewer partitions, or fewer refused nodes. More supported nodes alone, with as many refused, is a
-    bigger graph, not more coverage (QNN's builders take LayerNorm and Gelu whole: their NNAPI
-    decompositions add nodes QNN takes, and nothing more)."""
+    bigger graph, not more coverage (for a provider that takes LayerNorm and Gelu whole, their
+    decompositions add nodes it takes, and nothing more)."""
     return after.partitions < before.partitions or after.cpu_nodes < before.cpu_nodes
 
 
 def inflated(before: CoverageCounts, after: CoverageCounts) -> bool:
     """More nodes taken with as many refused and as many partitions: the provider runs a bigger graph for
-    nothing (NNAPI's LayerNorm decomposition on QNN, which takes LayerNormalization whole)."""
+    nothing (a LayerNorm decomposition on a provider that takes LayerNormalization whole)."""
     return after.supported_nodes > before.supported_nodes and after.cpu_nodes == before.cpu_nodes and after.partitions == before.partitions
 
 
@@ -289,7 +292,7 @@ def _together(
     """Apply ``held`` (passes each undone for making a provider worse) one after the other and judge them
     as one change; kept together when that helps: (a Tried per pass, the coverage after), else None with
     ``proto`` as it was. Two rewrites of neighbouring ops can each split a partition the other then
-    joins: in wav2vec2's feature extractor Conv1d and GELU alternate, and NNAPI refused both; rewriting
+    joins: in wav2vec2's feature extractor Conv1d and GELU alternate, and one provider refused both; rewriting
     only the GELUs (or only the Convs) turns every other node of the chain into its own partition (7 → 10
     partitions on wav2vec2-base), rewriting both puts the chain in one (→ 1)."""
     snap = Snapshot(proto)

@@ -1,9 +1,7 @@
 """``sum-add``: Sum(a, b, c, ...) -> Add(Add(a, b), c) ...; a one-input Sum -> Identity.
 
-Neither provider registers Sum: it is missing from NNAPI's op_builder_factory.cc and from CoreML's
-op_builder_factory.cc (onnxruntime/core/providers/{nnapi/nnapi_builtin,coreml}/builders/), while both
-take Add (binary_op_builder.cc; NNAPI float32 rank <= 4, CoreML float32, MLProgram also float16/int64).
-Add broadcasts the way Sum does (both multidirectional from opset 8; Sum-6 takes equal shapes), and the
+For providers that register no Sum builder (or one of two inputs only) but take Add: the declaring
+providers' ``fix_reasons`` cite their builder factories. Add broadcasts the way Sum does (both multidirectional from opset 8; Sum-6 takes equal shapes), and the
 chain adds in Sum's order, so the numbers are the same. Opset 7 or newer (Add before 7 broadcasts only
 with an attribute). onnxruntime's Level1 rules have no Add-chain fusion (``GemmSumFusion`` only folds a
 Sum into a Gemm before it, and after this pass there is no Sum left).
