@@ -1,10 +1,10 @@
 """Coverage analysis: which nodes an execution provider takes, and why not.
 
     from mobilegen.coverage import analyze, EPTarget
-    report = analyze(model_proto, EPTarget("nnapi", android_api=29))
+    report = analyze(model_proto, EPTarget(ep, **settings))  # ep: a name in mobilegen.providers.names()
 
-The providers (NNAPI, CoreML NeuralNetwork / MLProgram, XNNPACK, and any registered plug-in) come from
-the registry in :mod:`mobilegen.providers`; this package holds the provider-independent machinery.
+The providers (the built-ins and any registered plug-in) come from the registry in
+:mod:`mobilegen.providers`; this package holds the provider-independent machinery.
 """
 
 from mobilegen.coverage.analyze import analyze, analyze_all, verdict

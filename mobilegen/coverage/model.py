@@ -39,7 +39,7 @@ class NodeVerdict:
 @dataclass(frozen=True)
 class CoverageReport:
     ep: str  # a name in the provider registry (mobilegen.providers)
-    format: str | None  # the provider's variant (CoreML: "mlprogram" / "neuralnetwork"); else None
+    format: str | None  # the value of the provider's variant setting (a model format); else None
     total_nodes: int
     supported_nodes: int
     partitions: tuple[tuple[str, ...], ...]  # node names per partition, in ORT's order
@@ -58,7 +58,7 @@ class CoverageReport:
     @property
     def shown(self) -> str:
         """The label, with the target when the same provider was analysed for more than one
-        (``xnnpack (android)``, ``xnnpack (ios)``)."""
+        (``<ep> (android)``, ``<ep> (ios)``)."""
         return self.title or self.label
 
     @property
@@ -83,7 +83,7 @@ class CoverageReport:
         out = self._to_dict()
         if self.target:
             out["target"] = self.target
-        if self.estimate:  # QNN: the report and each of its verdicts say they are estimates
+        if self.estimate:  # ExecutionProvider.estimate: the report and each of its verdicts say they are estimates
             out["estimate"] = True
             out["estimate_note"] = self.estimate
             for node in out["nodes"]:  # type: ignore[attr-defined]

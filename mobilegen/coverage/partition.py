@@ -104,7 +104,8 @@ def partition_inputs(graph: GraphInfo, group: Sequence[int]) -> list[str]:
 
 
 def only_constant_inputs(graph: GraphInfo, group: Sequence[int]) -> bool:
-    """Whether every input of the group is a constant (NNAPI drops such partitions)."""
+    """Whether every input of the group is a constant (a provider's ``drop_group`` may drop such
+    partitions)."""
     return all(graph.is_const(t) for t in partition_inputs(graph, group))
 
 

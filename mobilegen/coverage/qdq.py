@@ -5,12 +5,13 @@ its defaults: int8 and 16-bit types allowed, MatMul only with a trailing Q), rea
 onnxruntime/core/optimizer/qdq_transformer/selectors_actions/qdq_selectors.cc (the checks),
 .../selectors_actions/shared/utils.cc (which op types each selector registers; MaxPool only at
 since_version 12) and onnxruntime/core/framework/node_unit.cc (``NodeGroup::CanCreateNodeGroup``: each
-DQ feeds only the target, a target output goes either to Q nodes only or to none). The NNAPI and XNNPACK
-EPs check a unit by its target op seen through the unit (inputs are the DQs' inputs, outputs the Qs'
-outputs); ``QLinear*`` ops are one-node units with the same view. CoreML uses no node units.
+DQ feeds only the target, a target output goes either to Q nodes only or to none). A provider whose
+table has a :class:`QdqTable` (``EPTable.qdq``) checks a unit by its target op seen through the unit
+(inputs are the DQs' inputs, outputs the Qs' outputs); ``QLinear*`` ops are one-node units with the same
+view. A provider without one checks every node on its own.
 
 Selectors not modelled here (their nodes are analysed one by one, unless a table adds them as
-``QdqTable.selectors``: QNN's and NNAPI's do): Einsum, Reciprocal, Instance/Layer/RMS/BatchNormalization, the
+``QdqTable.selectors``, as some providers' do): Einsum, Reciprocal, Instance/Layer/RMS/BatchNormalization, the
 comparisons, Where, Pad, TopK, CumSum, ScatterElements.
 """
 
@@ -272,7 +273,7 @@ def _params_const(graph: GraphInfo, qnode: NodeInfo) -> bool:
     return _const_scalar(graph, scale) is not None and (not zp or _const_scalar(graph, zp) is not None)
 
 
-_same_params = qdq_pair_supported  # IsQDQPairSupported; QNN's TopK selector imports it under this name
+_same_params = qdq_pair_supported  # IsQDQPairSupported; the TopK selector (qdq_selectors) imports it under this name
 
 
 def _qparam(node: NodeInfo, data: str, scale: int = 1, zp: int = 2) -> QParam:
@@ -374,7 +375,7 @@ def evaluate_units(table: EPTable, graph: GraphInfo, units: Units, target: EPTar
 
 def follow_targets(units: Units, taken: list[bool], reasons: list[list[Reason]]) -> None:
     """A unit is taken or refused as a whole: what the hooks decided for its target (ORT checks only the
-    target, e.g. for NNAPI's stop ops) holds for every member."""
+    target, e.g. for a provider's stop ops) holds for every member."""
     for unit in units.units:
         t = unit.target
         for m in unit.members:

@@ -3,8 +3,8 @@
 onnxruntime/core/optimizer/qdq_transformer/selectors_actions/qdq_selectors.cc at d626b568e (defaults: int8,
 16- and 4-bit allowed); shared/utils.cc registers them for every execution provider. A provider's
 :class:`~mobilegen.coverage.qdq.QdqTable` passes :data:`SELECTORS` when its verdicts depend on them
-(QNN's builders take these ops quantized; NNAPI's base builder refuses any unit, so a QDQ Pad is refused
-whole, not node by node).
+(one whose builders take these ops quantized; or one whose base builder refuses any unit, so that a
+QDQ Pad is refused whole, not node by node).
 """
 
 from __future__ import annotations

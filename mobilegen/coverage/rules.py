@@ -185,11 +185,11 @@ class OpSpec:
     source: str
     since_min: int = 1
     since_max: int | None = None  # None: the provider's default cap
-    min_api: MinApi | None = None  # the platform API level the op needs (NNAPI: its feature level)
+    min_api: MinApi | None = None  # the platform API level the op needs (a provider's feature level)
     input0_dtypes: tuple[int, ...] | None = None  # None: the provider's default
     rules: tuple[str, ...] = ()
     domain: str = ""
-    formats: tuple[str, ...] | None = None  # the provider variants with a builder (CoreML formats); None: all
+    formats: tuple[str, ...] | None = None  # the provider variants with a builder (its variant setting's values); None: all
     note: str = ""
     since_ort: str = ""  # the builder exists from this ONNX Runtime release on ("" = every modelled one)
     until_ort: str = ""  # ... and no longer in this one ("" = still there)
@@ -227,7 +227,7 @@ class EPTable:
     # exist only in some releases; :meth:`for_version` picks the one that holds.
     versioned: tuple[Rule, ...] = ()
     # How the EP takes QDQ node units and QLinear ops (mobilegen.coverage.qdq.QdqTable); None: it checks
-    # every node on its own (CoreML).
+    # every node on its own.
     qdq: Any = None
 
     def spec(self, domain: str, op_type: str) -> OpSpec | None:

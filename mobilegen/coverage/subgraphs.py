@@ -3,9 +3,10 @@
 ONNX Runtime partitions every subgraph on its own: ``GraphPartitioner`` calls each provider's
 ``GetCapability`` on the bodies of a control-flow node as well as on the main graph
 (``onnxruntime/core/framework/graph_partitioner.cc``: subgraphs first, bottom up). What a provider does
-there is its own rule (:attr:`mobilegen.providers.base.ExecutionProvider.takes_subgraphs`): NNAPI, CoreML
-(without ``COREML_FLAG_ENABLE_ON_SUBGRAPH``) and QNN return nothing for a subgraph; XNNPACK judges a
-body's nodes like the main graph's. The control-flow node itself has no builder in any of them.
+there is its own rule (:attr:`mobilegen.providers.base.ExecutionProvider.takes_subgraphs`, with the ORT
+file it was read from in ``subgraph_source``): a provider either returns nothing for a subgraph or judges
+a body's nodes like the main graph's. The control-flow node itself is judged only by a provider that
+declares a kernel for it (``control_flow_kernels``).
 
 A :class:`Body` is one subgraph as a :class:`~mobilegen.coverage.graph.GraphInfo` of its own (shapes
 from the shape inference run on the whole model, which annotates the bodies too), with the tensors it

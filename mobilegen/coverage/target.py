@@ -12,8 +12,8 @@ from mobilegen.providers.base import ExecutionProvider, SettingValue
 
 @dataclass(frozen=True, init=False)
 class EPTarget:
-    """``EPTarget("nnapi", android_api=29)``: the provider by its registry name, each setting it declares
-    as a keyword (None or left out: the default). Unknown providers and settings are UsageErrors."""
+    """``EPTarget(ep, **settings)``: the provider by its registry name, each setting it declares as a
+    keyword (None or left out: the default). Unknown providers and settings are UsageErrors."""
 
     ep: str
     values: tuple[tuple[str, SettingValue], ...]  # every setting of the provider, in declared order
@@ -58,7 +58,7 @@ class EPTarget:
 
     @functools.cached_property
     def variant(self) -> str | None:
-        """The value of the provider's variant setting (CoreML's format), None when it has none."""
+        """The value of the provider's variant setting (a model format), None when it has none."""
         setting = self.provider.variant
         return None if setting is None else self.str_value(setting.name)
 
