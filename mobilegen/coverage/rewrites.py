@@ -3,8 +3,8 @@
 A suggestion names what to do. When a standard rewrite of the op into other ONNX ops is known and the
 provider has a builder for every op of it, it says "replace X with ..."; when the provider has a builder
 for X but refused these nodes for its limits, it says which limit; otherwise it says that no rewrite
-is known. Nodes refused only for a symbolic dim or the Android API level are left to the suggestions
-about those, so an op refused only for ``--android-api`` is never told to be replaced.
+is known. Nodes refused only for a symbolic dim or the platform API level are left to the suggestions
+about those, so an op refused only for an API-level setting is never told to be replaced.
 
 The rewrites are plain ONNX identities (what an ONNX function body or a hand rewrite computes); the
 provider's table says whether it takes the ops they use. Whether a suggestion shows at all is the

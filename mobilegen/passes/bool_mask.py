@@ -2,9 +2,9 @@
 
 Hugging Face's attention masks (transformers >= 5, ``masking_utils``) reach the ONNX graph as
 ``Cast(attention_mask -> bool)``, data movement (Flatten/Gather/Reshape from TorchScript, GatherND from
-torch.export), ``And`` with a constant, and ``Where(mask, 0, finfo.min)`` into each attention block. A provider that
-takes no bool tensor (nor And or Where) leaves the mask on the CPU, and everything that reads it (the
-declaring providers' ``fix_reasons`` say which, and from which builders).
+torch.export), ``And`` with a constant, and ``Where(mask, 0, finfo.min)`` into each attention block. A
+provider that takes no bool tensor (nor And or Where) leaves the mask on the CPU, and everything that
+reads it (the declaring providers' ``fix_reasons`` say which, and from which builders).
 
 The rewrite gives every boolean tensor of the mask a twin of integer or float data:
 

@@ -1,12 +1,12 @@
 """``conv1d-2d``: Conv over one spatial dim -> Unsqueeze [N, C, 1, L], Conv 2-D (kernel [1, k]), Squeeze.
 
 For providers whose Conv takes 2-D convolutions with a constant 4-D weight only (their ``fix_reasons``
-say which and where). The 2-D weight [M, C/group, 1, k] is a
-new initializer next to the original (which is left as it is, per the pass contract; nothing reads it
-afterwards). A weight computed from constants (weight normalization, as the dynamo exporter writes
-wav2vec2's positional conv) gets an Unsqueeze instead, which onnxruntime's Level1 constant folding turns
-into a 4-D initializer before partitioning. Strides, dilations, pads, auto_pad and group carry over with a unit first spatial dim,
-which neither pads nor strides: the result is the same numbers. What a provider requires of the 2-D
+say which and where). The 2-D weight [M, C/group, 1, k] is a new initializer next to the original (which
+is left as it is, per the pass contract; nothing reads it afterwards). A weight computed from constants
+(weight normalization, as the dynamo exporter writes wav2vec2's positional conv) gets an Unsqueeze
+instead, which onnxruntime's Level1 constant folding turns into a 4-D initializer before partitioning.
+Strides, dilations, pads, auto_pad and group carry over with a unit first spatial dim, which neither pads
+nor strides: the result is the same numbers. What a provider requires of the 2-D
 conv's dilations and groups it still requires, as before the rewrite.
 
 onnxruntime's Level1 rules leave the three ops alone: ``UnsqueezeElimination`` folds only an Unsqueeze

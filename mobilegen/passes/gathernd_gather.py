@@ -1,8 +1,9 @@
 """``gathernd-gather``: GatherND with constant indices -> Reshape + Gather.
 
 torch.export writes advanced indexing with index tensors (``padding_mask[batch_idx, kv_idx]`` in Hugging
-Face's attention masks) as GatherND. For providers whose pinned runtime has no GatherND builder but
-takes Gather and a Reshape to a constant shape (the declaring providers' ``fix_reasons`` say which).
+Face's attention masks) as GatherND. The rewrite is for providers whose pinned runtime has no GatherND
+builder but takes Gather and a Reshape to a constant shape (the declaring providers' ``fix_reasons`` say
+which).
 
 With ``batch_dims = 0``, constant indices of shape ``[..., k]`` and a data shape known up to dim ``k``,
 GatherND reads slices ``data[i0, ..., ik-1]``: the same as Gather along axis 0 of the data reshaped to

@@ -2,8 +2,8 @@
 cell's arithmetic: two Gemms, Add, four Slices, Sigmoid/Tanh, Mul/Add, Reshapes.
 
 For providers with no LSTM builder in ONNX Runtime (their ``fix_reasons`` cite the builder factories),
-where the LSTM stays on the CPU and splits the model in two partitions. One step of it is, with ONNX's gate order
-i, o, f, c (``onnx/defs/rnn/defs.cc``) and the default activations::
+where the LSTM stays on the CPU and splits the model in two partitions. One step of it is, with ONNX's
+gate order i, o, f, c (``onnx/defs/rnn/defs.cc``) and the default activations::
 
     gates = X·Wᵀ + (Wb + Rb) + H0·Rᵀ
     i, o, f = σ(gates[i]), σ(gates[o]), σ(gates[f]);  c~ = tanh(gates[c])
