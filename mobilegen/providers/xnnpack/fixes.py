@@ -1,5 +1,5 @@
-"""The graph passes that help XNNPACK (:mod:`mobilegen.passes.registry`), each with why (paths below under
-onnxruntime/core/providers/xnnpack/ unless they say otherwise)."""
+"""The graph passes that help XNNPACK (:mod:`mobilegen.passes.registry`), each with why (paths relative to
+onnxruntime/core/providers/xnnpack/)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ FIX_REASONS: tuple[tuple[str, str], ...] = (
         "matmul-2d",
         "Declared when XNNPACK's table read its MatMul/Gemm kernels as taking 2-D weights and 2-D inputs "
         "only; its rules now (math/matmul.cc: A of any rank >= 1, constant B of rank <= 2; math/gemm.cc) take "
-        "both forms, so the fix stage keeps the rewrite (a MatMul and its bias Add as one Gemm) only where the "
-        "coverage improves.",
+        "both forms, so the fix stage keeps the rewrite (a MatMul and its bias Add as one Gemm) only where "
+        "the coverage improves.",
     ),
     (
         "conv1d-2d",
