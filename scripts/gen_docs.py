@@ -15,6 +15,7 @@ NAME is one of :data:`SECTIONS`:
   the command shows, with the texts the provider registry fills in;
 - ``exit-codes``: the exit codes of the error classes in ``mobilegen/errors.py``, with their docstrings;
 - ``passes``: the graph passes of ``mobilegen/passes/registry.py`` and the providers that declare each;
+- ``pass-reasons``: why each provider declares each of its passes (``ExecutionProvider.fix_reasons``);
 - ``providers``: the execution providers of the provider registry, their settings and flags.
 
 ``python scripts/gen_docs.py`` rewrites every stale part; ``--check`` only lists them (exit 1 if any).
@@ -245,6 +246,21 @@ def passes_table() -> str:
     return _table(["pass", "rewrite", "kind", "declared by"], rows)
 
 
+def pass_reasons_table() -> str:
+    """Why each built-in provider declares each pass (its ``fix_reasons``), in the order the fix stage
+    tries the passes."""
+    from mobilegen.passes import registry
+
+    provs = _builtin_providers()
+    rows = [
+        (_code(name), _cell(p.display_name), _cell(p.fix_reason(name) or "no reason given"))
+        for name in (registry.FIXED_DIMS, *registry.BUILTIN)
+        for p in provs
+        if name in p.fixes
+    ]
+    return _table(["pass", "provider", "why it declares the pass"], rows)
+
+
 def providers_table() -> str:
     """The built-in execution providers: platform, settings (with their flags and defaults), passes."""
     rows = []
@@ -272,6 +288,7 @@ SECTIONS: dict[str, Callable[[], str]] = {
     "cli-flags": cli_flags,
     "exit-codes": exit_codes,
     "passes": passes_table,
+    "pass-reasons": pass_reasons_table,
     "providers": providers_table,
 }
 
