@@ -18,7 +18,7 @@ FIX_REASONS: tuple[tuple[str, str], ...] = (
     ),
     (
         "fold-constants",
-        "Its Reshape, Slice, Pad and reduction builders need constant shapes, starts/ends, pads and axes "
+        "Its Reshape, Slice and reduction builders need constant shapes, starts/ends and axes "
         "(builders/impl/reshape_op_builder.cc, builders/impl/slice_op_builder.cc, "
         "builders/impl/reduction_op_builder.cc): shape arithmetic computed at run time makes them refuse the "
         "node.",

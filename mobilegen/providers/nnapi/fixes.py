@@ -25,7 +25,7 @@ FIX_REASONS: tuple[tuple[str, str], ...] = (
     ),
     (
         "fold-constants",
-        "Its Reshape, Pad, Slice and reduction builders need constant shapes, pads, starts/ends and axes "
+        "Its Reshape, Pad and reduction builders need constant shapes, pads and axes "
         "(nnapi_builtin/builders/impl/reshape_op_builder.cc: a constant shape; "
         "nnapi_builtin/builders/impl/pad_op_builder.cc; nnapi_builtin/builders/impl/reduction_op_builder.cc): "
         "shape arithmetic computed at run time makes them refuse the node.",
