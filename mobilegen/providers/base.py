@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from mobilegen.coverage.target import EPTarget
     from mobilegen.infra.notice import Notice
     from mobilegen.providers.quantization import QuantizeMode, Recipe, Refusal
+    from mobilegen.runtimes.releases import RuntimeRelease
 
 SettingValue = bool | int | str | tuple[str, ...]
 
@@ -171,7 +172,7 @@ def option_value(opts: Any, name: str, default: object = None) -> Any:
 
 
 def _known_release(version: str) -> None:
-    from mobilegen.runtimes import rules_release
+    from mobilegen.runtimes.releases import rules_release
 
     rules_release(version, "")
 
@@ -204,16 +205,19 @@ class StaticQuantization:
 
 @dataclass(frozen=True)
 class RuntimeArtifact:
-    """The ONNX Runtime build a provider needs on one platform when the platform's own lacks it (QNN on
-    Android: ``onnxruntime-android-qnn``, which *replaces* ``onnxruntime-android``): the channel of the
-    release table it is published on (:mod:`mobilegen.runtimes`), its coordinates, the ABIs it is built
-    for (() = all) and the execution providers it has besides the CPU's."""
+    """The ONNX Runtime build a provider needs on one platform when the platform's own lacks it (an
+    artifact that *replaces* the platform's default one, built with the provider): the channel it is
+    published on, its coordinates, the ABIs it is built for (() = all), the execution providers it has
+    besides the CPU's, and the releases published on its channel (:mod:`mobilegen.runtimes` adds them to
+    the runtime table; every version should also be a row of :mod:`mobilegen.runtimes.releases`, whose
+    rules the providers know)."""
 
     platform: str
     channel: str
     artifact: str  # Maven "group:artifact"
     abis: tuple[str, ...] = ()
     providers: tuple[str, ...] = ()
+    releases: tuple[RuntimeRelease, ...] = ()  # sorted oldest → newest, each published on ``channel``
 
 
 @dataclass(frozen=True)
@@ -432,7 +436,7 @@ class ExecutionProvider:
             value = given.get(s.name)
             resolved = s.default if value is None else s.check(value)
             if s.name == ORT_VERSION.name:
-                from mobilegen.runtimes import rules_release
+                from mobilegen.runtimes.releases import rules_release
 
                 resolved = rules_release(str(resolved), self.platform)
             out.append((s.name, resolved))
