@@ -36,7 +36,7 @@ class RuntimeRelease:
 #
 # * Maven: com.microsoft.onnxruntime:onnxruntime-android versions and dates from
 #   mvnrepository.com/artifact/com.microsoft.onnxruntime/onnxruntime-android (35 versions, newest 1.27.0,
-#   2026-06-30; 1.24.1 is *not* listed for -android, only for the desktop/qnn artifacts) and
+#   2026-06-30; 1.24.1 is *not* listed for -android, only for other artifacts: desktop, a provider's own build) and
 #   javadoc.io/doc/com.microsoft.onnxruntime (onnxruntime-android: 35 versions, latest 1.27.0).
 #   1.28.0 and 1.29.0 are published on a provider's own build only (2026-07/08): no source seen here
 #   lists them for onnxruntime-android, so their rows are on none of these channels.
