@@ -67,3 +67,31 @@ def test_check_loadable() -> None:
     with pytest.raises(UsageError) as err:
         check_loadable(r, max_opset=r.max_opset + 1, ort_format_version=4, channel="maven")
     assert "opset" in err.value.message and "format version 4" in err.value.message
+
+
+def test_a_plugin_providers_own_build_is_a_channel_of_the_table() -> None:
+    """A provider that declares its own runtime build adds its channel and releases to the lookups the
+    targets and ``mobilegen verify`` use, without an edit to the table; unregistered, they are gone."""
+    from dataclasses import replace
+
+    from mobilegen import providers
+    from mobilegen.providers import ExecutionProvider, RuntimeArtifact
+
+    base = find_release("1.27.0", "maven")
+    rows = (replace(base, channels=("maven-toy",), source="a toy build"),)
+    toy = ExecutionProvider(
+        name="toyrt", display_name="ToyRT", platform="android",
+        runtime_artifacts=(RuntimeArtifact("android", "maven-toy", "org.example:toy-android", releases=rows),),
+    )  # fmt: skip
+    providers.register(toy)
+    try:
+        assert "maven-toy" in channels() and "maven-toy" not in CHANNELS
+        assert default_release("maven-toy") == rows[0] and find_release("1.27.0", "maven-toy") == rows[0]
+        with pytest.raises(UsageError, match="published on maven-toy"):
+            find_release("1.24.2", "maven-toy")
+        assert default_release("maven") == base  # the default channel's pin is unchanged
+    finally:
+        providers.unregister("toyrt")
+    assert "maven-toy" not in channels()
+    with pytest.raises(UsageError, match="published on maven-toy"):
+        find_release("1.27.0", "maven-toy")
