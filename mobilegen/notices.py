@@ -113,8 +113,8 @@ def collect(
 ) -> tuple[Notice, ...]:
     """The build's notices, then the facts only the package documents add (``scope="package"``): an
     exporter fallback not said yet, what each analysed provider says wherever it is chosen (its ``notices``),
-    inputs left with
-    dynamic dims, and EPs that leave nodes outside every partition without a build notice of their own."""
+    inputs left with dynamic dims (naming the providers that need static shapes), and EPs that leave nodes
+    outside every partition without a build notice of their own."""
     out = list(notices)
     codes = {n.code for n in out}
     if onnx_model.fallback_reason and "exporter-fallback" not in codes:
