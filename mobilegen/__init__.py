@@ -4,14 +4,19 @@ The public Python API (the CLI is a thin shell over it)::
 
     from pathlib import Path
     import mobilegen
+    from mobilegen import providers
 
     result = mobilegen.build(mobilegen.BuildOptions(
         model=Path("model.pt"), out=Path("out/model"),
         model_opts=mobilegen.ModelOptions(inputs=("image:1x3x224x224",)),
-        targets={"android": mobilegen.AndroidOptions(nnapi=True), "ios": mobilegen.IosOptions(coreml=True)},
+        targets={"android": mobilegen.AndroidOptions(), "ios": mobilegen.IosOptions()},
     ))
-    report = mobilegen.check(Path("model.onnx"), mobilegen.CheckOptions(eps=("nnapi",)), mobilegen.ModelOptions())
+    android_eps = tuple(p.name for p in providers.on_platform("android"))
+    report = mobilegen.check(Path("model.onnx"), mobilegen.CheckOptions(eps=android_eps), mobilegen.ModelOptions())
     assert mobilegen.verify_package(result.out_dir).passed
+
+A target's options turn its execution providers on by name (``AndroidOptions(<provider>=True)``, as the
+``--<provider>`` flags do); :mod:`mobilegen.providers` lists them.
 
 Names are imported on first use, so ``import mobilegen`` (and ``mobilegen --help``) loads no torch, onnx
 or onnxruntime.

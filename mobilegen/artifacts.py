@@ -167,7 +167,8 @@ class OrtModel:
 
 
 # Float16 keeps ~3 significant decimal digits: the floor of the accelerated tolerances when an
-# accelerator may compute in fp16 (NNAPI's USE_FP16, CoreML on the GPU / Neural Engine).
+# accelerator may compute in fp16 (a provider's fp16 option, or its GPU / NPU compute units: each
+# provider's ``fp16_reason`` says when).
 FP16_TOLERANCE = 1e-2
 
 
@@ -263,7 +264,7 @@ class AppliedFix:
 class ProviderFixes:
     """One provider of one target: its coverage before the fix stage and the passes its model got."""
 
-    label: str  # the coverage report's label ("nnapi", "coreml/mlprogram")
+    label: str  # the coverage report's label: the provider's name, "/<variant>" added for a variant setting
     target: str  # the target whose model it runs ("android"); "" outside a build
     before: CoverageCounts
     fixes: tuple[AppliedFix, ...] = ()

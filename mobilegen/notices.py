@@ -85,7 +85,8 @@ def dims_fixed(note: str, *, shipped_by: Sequence[str] = ()) -> Notice:
 
 
 def coverage_notices(coverage: Sequence[CoverageReport]) -> list[Notice]:
-    """Per analysed EP: nothing taken by NNAPI (severe), or nodes left to the CPU EP / a split graph."""
+    """Per analysed EP: nothing taken by a provider that says so is severe (``severe_if_none_taken``), or
+    nodes left to the CPU EP / a split graph."""
     out: list[Notice] = []
     for rep in coverage:
         provider = providers.get(rep.ep)
@@ -111,8 +112,9 @@ def collect(
     source_kind: str,
 ) -> tuple[Notice, ...]:
     """The build's notices, then the facts only the package documents add (``scope="package"``): an
-    exporter fallback not said yet, the NNAPI deprecation when NNAPI was analysed, inputs left with
-    dynamic dims, and EPs that leave nodes outside every partition without a build notice of their own."""
+    exporter fallback not said yet, what each analysed provider says wherever it is chosen (its ``notices``),
+    inputs left with dynamic dims (naming the providers that need static shapes), and EPs that leave nodes
+    outside every partition without a build notice of their own."""
     out = list(notices)
     codes = {n.code for n in out}
     if onnx_model.fallback_reason and "exporter-fallback" not in codes:
@@ -122,11 +124,12 @@ def collect(
             if n.code not in codes:
                 out.append(replace(n, scope="package"))
                 codes.add(n.code)
+    static = [p.display_name for p in providers.all_providers() if p.static_shapes_only]
     for t in onnx_model.io.inputs:
-        if t.dynamic_dims:
+        if t.dynamic_dims and static:
             text = (
-                f"input {t.name} has dynamic dims ({', '.join(t.dynamic_dims)}): NNAPI and CoreML need "
-                "static shapes and run such nodes on the CPU unless the dims are fixed"
+                f"input {t.name} has dynamic dims ({', '.join(t.dynamic_dims)}): {' and '.join(static)} "
+                f"need{'s' if len(static) == 1 else ''} static shapes and run such nodes on the CPU unless the dims are fixed"
             )
             out.append(Notice("dynamic-input", "warning", text, "package", subject=t.name))
     said = {n.subject for n in out if n.code == "cpu-fallback"}
@@ -154,7 +157,7 @@ def finish(notices: list[Notice], onnx_model: OnnxModel, coverage: Sequence[Cove
 def notices_for(target: str, notices: Sequence[Notice], coverage: Sequence[CoverageReport], targets: set[str]) -> list[Notice]:
     """The notices a target's README lists: those about no target in particular, or about ``target``.
     A subject names targets ("ios", "android and ios") or a coverage label, whose report says its target
-    ("xnnpack (ios)", "nnapi"); the package README keeps every notice."""
+    ("<provider> (ios)", "<provider>"); the package README keeps every notice."""
     owners: dict[str, set[str]] = {}
     for r in coverage:
         if r.target:

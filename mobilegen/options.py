@@ -79,7 +79,7 @@ class ModelOptions:
 @dataclass(frozen=True)
 class BuildOptions:
     """What ``mobilegen android|ios|package`` builds: ``targets`` maps a target name (``mobilegen.targets``)
-    to that target's options, e.g. ``{"android": AndroidOptions(nnapi=True)}``."""
+    to that target's options, e.g. ``{"android": AndroidOptions(<provider>=True)}``."""
 
     model: Path
     out: Path

@@ -1,7 +1,7 @@
 """``check``: per-node coverage of execution providers for one model, and the CI gates on it.
 
 The model is loaded as every other command loads it (by content; PyTorch is exported), then analysed
-once per chosen provider (and per variant, e.g. CoreML's two formats, unless one is named).
+once per chosen provider (and per variant, e.g. a provider's two model formats, unless one is named).
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def _refuse_unused_settings(eps: tuple[str, ...], given: Mapping[str, SettingVal
 
 def ep_targets(eps: tuple[str, ...], given: Mapping[str, SettingValue | None]) -> list[EPTarget]:
     """One target per provider with the given settings it declares; a provider with a variant setting
-    (CoreML's format) gets one target per variant unless its flag names one."""
+    (a model format) gets one target per variant unless its flag names one."""
     out: list[EPTarget] = []
     for name in eps:
         provider = providers.get(name)

@@ -49,7 +49,7 @@ class FixOptions:
 @dataclass(frozen=True)
 class FixResult:
     output: str
-    fixed_dims: dict[str, int]  # named input dims fixed to their example sizes (NNAPI)
+    fixed_dims: dict[str, int]  # named input dims fixed to their example sizes (a provider that needs static shapes)
     applied: tuple[AppliedFix, ...]  # the passes kept, in order
     tried: tuple[Tried, ...]  # every pass that rewrote something, kept or not, and why
     before: tuple[CoverageReport, ...]  # per provider, on the graph the passes started from

@@ -1,9 +1,9 @@
 """OnnxModel → OrtModel through ``onnxruntime.tools`` (in-process, not a subprocess).
 
 Style: ``Runtime`` by default. The ``Fixed`` style at level "all" bakes Microsoft-only fused ops
-(com.microsoft:Gelu, FusedConv...) into the graph, which the NNAPI and CoreML EPs cannot take; the
-Runtime style saves a basic-level graph plus optional runtime optimizations, so the EPs on the device
-see standard ONNX ops. ``Fixed`` stays available for CPU/XNNPACK-only apps.
+(com.microsoft:Gelu, FusedConv...) into the graph, which the accelerator EPs' op builders (standard ONNX
+ops only) cannot take; the Runtime style saves a basic-level graph plus optional runtime optimizations,
+so the EPs on the device see standard ONNX ops. ``Fixed`` stays available for apps on CPU kernels only.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def convert_to_ort(model: OnnxModel, out_ort: Path, out_config: Path, *, style: 
     import onnxruntime
 
     if style not in STYLES:
-        raise UsageError(f"unknown optimization style {style!r}", hint="use runtime (for NNAPI/CoreML) or fixed")
+        raise UsageError(f"unknown optimization style {style!r}", hint="use runtime (for accelerator EPs) or fixed")
     with temp_dir("ort") as work:  # a storage error in here names TMPDIR; the results are written elsewhere
         src = work / "model.onnx"
         try:  # onnxruntime only reads it: a second name for the file when TMPDIR is on the same file system

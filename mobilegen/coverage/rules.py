@@ -19,7 +19,7 @@ from onnx import TensorProto
 from mobilegen.coverage.graph import GraphInfo, NodeInfo, Shape
 from mobilegen.coverage.target import EPTarget
 from mobilegen.providers.base import API, DYNAMIC, GROUP, OP, OTHER, STOP, Reason
-from mobilegen.runtimes import version_key
+from mobilegen.runtimes.releases import version_key
 
 __all__ = ["API", "DYNAMIC", "GROUP", "OP", "OTHER", "STOP", "Reason"]  # the categories, for the tables
 

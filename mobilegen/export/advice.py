@@ -4,7 +4,8 @@ run it, else how to try it.
 
 PyTorch has two ONNX exporters, and their graphs place differently: the TorchScript exporter writes the
 attention mask of a traced BERT as ``Where(Equal(...), ConstantOfShape, ...)`` chains the graph passes
-cannot rewrite (a traced MiniLM: 8 NNAPI partitions), the torch.export-based one a graph they can (3).
+cannot rewrite (a traced MiniLM: 8 partitions on an Android accelerator), the torch.export-based one a
+graph they can (3).
 Which exporter a build used depends on the input, not on the user's choice:
 
 - a TorchScript file (``.pt``/``.jit``) goes to the TorchScript exporter: it has no Python module, and
@@ -84,7 +85,7 @@ class Placement:
 
 @dataclass(frozen=True)
 class Comparison:
-    """One provider (a coverage label, e.g. ``nnapi``, ``coreml/mlprogram``): the build's placement and
+    """One provider (a coverage label: ``<provider>`` or ``<provider>/<variant>``): the build's placement and
     the other exporter's, when measured."""
 
     provider: str

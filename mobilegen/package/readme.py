@@ -102,7 +102,7 @@ class ReadmeContext:
     models: tuple[ModelLine, ...] = ()  # one per target when their graphs differ; empty: one model (paths)
     ort_list: str = f"`{MODEL_ORT}`"  # Markdown: the .ort file(s) verify runs, in code spans (fixed names)
     quantization: tuple[str, ...] = ()  # --quantize: one line per shipped model (mobilegen.report.quantization)
-    android_artifact: str = "onnxruntime-android"  # the Maven artifact the Android project pins (-qnn with --qnn)
+    android_artifact: str = "onnxruntime-android"  # the Maven artifact the Android project pins (a provider's own build's, when one needs it)
     # one copy of each model file: (project file that pins it, model) for each project that copies its model at build time
     links: tuple[tuple[str, str], ...] = ()
 
@@ -112,7 +112,7 @@ def readme_context(result: BuildResult, root: Path) -> ReadmeContext:
     runtimes = versions["mobile_runtimes"]
     ver = result.verification
     channel = "swiftpm" if "swiftpm" in runtimes else next(iter(runtimes), "?")
-    android_channel = result.channels.get("android", "maven")  # a provider's own build: its channel (QNN: maven-qnn)
+    android_channel = result.channels.get("android", "maven")  # a provider's own build: its channel (RuntimeArtifact.channel)
     tensors = tuple(
         TensorRow(role, t.name, f"{t.dtype}", "[" + ", ".join(str(d) for d in t.shape) + "]" if t.shape else "scalar")
         for role, group in (("input", result.onnx.io.inputs), ("output", result.onnx.io.outputs))
@@ -180,7 +180,7 @@ def readme_context(result: BuildResult, root: Path) -> ReadmeContext:
 @functools.cache
 def _artifact_name(channel: str) -> str:
     """The Maven artifact the Android project pins from ``channel``: onnxruntime-android, or the build of
-    its own a provider ships on that channel (``RuntimeArtifact``: QNN's onnxruntime-android-qnn)."""
+    its own a provider ships on that channel (its ``RuntimeArtifact.artifact``)."""
     from mobilegen import providers
 
     own = next((a for p in providers.all_providers() for a in p.runtime_artifacts if a.channel == channel), None)

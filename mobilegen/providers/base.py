@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from mobilegen.coverage.target import EPTarget
     from mobilegen.infra.notice import Notice
     from mobilegen.providers.quantization import QuantizeMode, Recipe, Refusal
+    from mobilegen.runtimes.releases import RuntimeRelease
 
 SettingValue = bool | int | str | tuple[str, ...]
 
@@ -51,7 +52,7 @@ class Reason:
 
     text: str
     category: str = OTHER
-    rule: str = ""  # id of the rule that refused the node ("nnapi.min_api"); "" when no rule did
+    rule: str = ""  # id of the rule that refused the node ("<provider>.min_api"); "" when no rule did
     min_api: int | None = None  # the platform API level that would lift this refusal, when that is the obstacle
 
     def to_dict(self) -> dict[str, object]:
@@ -78,7 +79,7 @@ class Setting:
     """One setting of a provider: a keyword of ``EPTarget(ep, **settings)``, a key of the report's settings.
 
     The kind follows the default: bool, int (``minimum``/``maximum``), str (``choices``) or a tuple of names.
-    A ``variant`` setting (CoreML's format) makes each choice its own report: its value is the report's
+    A ``variant`` setting (a provider's model format) makes each choice its own report: its value is the report's
     ``format`` and label suffix, and ``mobilegen check`` reports every choice unless the flag names one.
     """
 
@@ -139,7 +140,7 @@ class Setting:
 class TargetFlag:
     """A flag of the build commands (``android``, ``ios``, ``package``) that a provider declares.
 
-    It sets the target option ``name`` (a keyword of the target's options: ``AndroidOptions(nnapi_flags=...)``)
+    It sets the target option ``name`` (a keyword of the target's options: ``AndroidOptions(<provider>_flags=...)``)
     on the targets of the provider's ``platforms``; the commands of those targets show it. The kind follows
     ``kind`` (a flag for bool); ``default`` None means "not given". ``parse`` turns the flag's text into the
     value (raising UsageError), ``convert`` the value into the option's (a comma list into a tuple).
@@ -162,7 +163,7 @@ class TargetFlag:
 
 def option_value(opts: Any, name: str, default: object = None) -> Any:
     """A target option a provider's :class:`TargetFlag` sets: the options object's attribute of that name
-    (a built-in provider's: ``AndroidOptions.nnapi``), else its entry in the options'
+    (a built-in provider's: ``AndroidOptions.<provider>``), else its entry in the options'
     ``provider_options`` (a plug-in provider's, which the target's options class does not declare), else
     ``default``."""
     if hasattr(opts, name):
@@ -171,7 +172,7 @@ def option_value(opts: Any, name: str, default: object = None) -> Any:
 
 
 def _known_release(version: str) -> None:
-    from mobilegen.runtimes import rules_release
+    from mobilegen.runtimes.releases import rules_release
 
     rules_release(version, "")
 
@@ -204,16 +205,19 @@ class StaticQuantization:
 
 @dataclass(frozen=True)
 class RuntimeArtifact:
-    """The ONNX Runtime build a provider needs on one platform when the platform's own lacks it (QNN on
-    Android: ``onnxruntime-android-qnn``, which *replaces* ``onnxruntime-android``): the channel of the
-    release table it is published on (:mod:`mobilegen.runtimes`), its coordinates, the ABIs it is built
-    for (() = all) and the execution providers it has besides the CPU's."""
+    """The ONNX Runtime build a provider needs on one platform when the platform's own lacks it (an
+    artifact that *replaces* the platform's default one, built with the provider): the channel it is
+    published on, its coordinates, the ABIs it is built for (() = all), the execution providers it has
+    besides the CPU's, and the releases published on its channel (:mod:`mobilegen.runtimes` adds them to
+    the runtime table; every version should also be a row of :mod:`mobilegen.runtimes.releases`, whose
+    rules the providers know)."""
 
     platform: str
     channel: str
     artifact: str  # Maven "group:artifact"
     abis: tuple[str, ...] = ()
     providers: tuple[str, ...] = ()
+    releases: tuple[RuntimeRelease, ...] = ()  # sorted oldest → newest, each published on ``channel``
 
 
 @dataclass(frozen=True)
@@ -236,17 +240,17 @@ class ExecutionProvider:
     """
 
     name: str
-    display_name: str  # in reasons and messages: "NNAPI"
+    display_name: str  # in reasons and messages: the provider's own spelling of its name
     platform: str  # the target whose pinned runtime its rules default to: "android" or "ios"
     settings: tuple[Setting, ...] = ()
-    notices: tuple[Notice, ...] = ()  # said wherever the provider is chosen (NNAPI's deprecation)
-    # Taking no node at all makes the build of little use as asked (NNAPI: the only accelerator asked for).
+    notices: tuple[Notice, ...] = ()  # said wherever the provider is chosen (a deprecation)
+    # Taking no node at all makes the build of little use as asked (the only accelerator a target asks for).
     severe_if_none_taken: bool = False
     # The graph passes that help this provider (names in ``mobilegen.passes.registry``): the fix stage runs
     # them on the models of the targets using it, and keeps each only if the coverage improves.
     fixes: tuple[str, ...] = ()
     # Non-empty: the provider's verdicts are estimates, and this sentence says what only the device decides
-    # (QNN: the QNN SDK's backendValidateOpConfig). The CLI, the JSON and the report label them so.
+    # (a vendor SDK's own validation on the phone). The CLI, the JSON and the report label them so.
     estimate: str = ""
     # What the provider's GetCapability does with the nodes of an If/Loop/Scan body (ONNX Runtime calls it
     # on every subgraph, bottom up: graph_partitioner.cc): True, judged by its rules like the main graph's
@@ -254,17 +258,17 @@ class ExecutionProvider:
     # file the answer was read from, quoted in the reasons. A plug-in that says nothing takes none.
     takes_subgraphs: bool = False
     subgraph_source: str = ""
-    # Control-flow ops (If/Loop/Scan) the provider has a kernel for (onnxruntime-web's WebGPU: If): the node
+    # Control-flow ops (If/Loop/Scan) the provider has a kernel for (e.g. If, in a browser's GPU provider): the node
     # itself is then judged by the rule table like any other; by default no provider takes one.
     control_flow_kernels: frozenset[str] = frozenset()
-    # Every target whose apps can run it (XNNPACK: android and ios); () = ``platform`` alone.
+    # Every target whose apps can run it (a CPU-kernel library: android and ios); () = ``platform`` alone.
     platforms: tuple[str, ...] = ()
     # Rules of the provider's QDQ table that refuse every unit a calibrated recipe makes: an int8 recipe
     # leaves those ops float (:func:`mobilegen.providers.quantization.unit_ops`).
     never_taken_qdq_rules: frozenset[str] = frozenset()
-    # The build commands' flags that set this provider up on its targets (``--nnapi``, ``--qnn-htp-arch``).
+    # The build commands' flags that set this provider up on its targets (``--<provider>``, ``--<provider>-<setting>``).
     target_flags: tuple[TargetFlag, ...] = ()
-    # ONNX Runtime's name of the provider ("NnapiExecutionProvider"): in profiles and provider lists.
+    # ONNX Runtime's name of the provider ("<Name>ExecutionProvider"): in profiles and provider lists.
     ort_name: str = ""
     # Where the generated wrapper asks it in its platform's provider chain: lower first (an NPU before the
     # OS's accelerator API before CPU kernels). Equal ranks keep the registry's order.
@@ -278,13 +282,18 @@ class ExecutionProvider:
     # default_full_aar_build_settings.json); a plug-in's EP is in none unless it says so.
     in_default_runtime: tuple[str, ...] = ()
     # The model metadata key under which its EP reuses a compiled model across launches while the value is
-    # unchanged (CoreML: COREML_CACHE_KEY); the build stamps a content hash of every model.onnx under it.
+    # unchanged (a ``*_CACHE_KEY`` its EP reads); the build stamps a content hash of every model.onnx under it.
     cache_key_metadata: str = ""
     # --- graph-pass reasons (mobilegen.passes) ---
     # Why each pass of ``fixes`` helps this provider, as (pass name, reason) pairs: the reason names what the
     # provider refuses in the pass's input form and where ONNX Runtime's sources say so. The passes
     # describe their rewrites in provider-neutral words; this is where a provider's motive lives.
     fix_reasons: tuple[tuple[str, str], ...] = ()
+
+    # --- facts the generic stages read (notices, reports) ---------------------------------------------
+    # Its op builders take static shapes only: a node with a dynamic dim runs on the CPU unless the dims
+    # are fixed (the package's dynamic-input notice names the providers that say so).
+    static_shapes_only: bool = False
 
     def __post_init__(self) -> None:
         if self.setting(ORT_VERSION.name) is None:
@@ -366,7 +375,7 @@ class ExecutionProvider:
     # registry order, and never ask which provider they run.
 
     def chosen_on(self, platform: str, opts: Any) -> bool:
-        """Whether the options turn the provider on: the boolean option named after it (``--nnapi``)."""
+        """Whether the options turn the provider on: the boolean option named after it (``--<provider>``)."""
         return option_value(opts, self.name, False) is True
 
     def target_settings(self, platform: str, opts: Any, *, static: bool) -> dict[str, SettingValue | None]:
@@ -443,7 +452,7 @@ class ExecutionProvider:
             value = given.get(s.name)
             resolved = s.default if value is None else s.check(value)
             if s.name == ORT_VERSION.name:
-                from mobilegen.runtimes import rules_release
+                from mobilegen.runtimes.releases import rules_release
 
                 resolved = rules_release(str(resolved), self.platform)
             out.append((s.name, resolved))

@@ -6,20 +6,11 @@
 ``providers/<name>/recipe.py``; :func:`mobilegen.quantize.recipe_for` asks the first provider of a
 target's chain, and takes :func:`cpu_recipe` when the chain is empty.
 
-The built-in providers' recipes (ORT source paths are under https://github.com/microsoft/onnxruntime;
-facts also in ../shared/research/mobile_next.md §2–§3):
-
-| provider | int8 (static QDQ) | dynamic | fp16 |
-|---|---|---|---|
-| nnapi | u8 activations, u8 weights, per-tensor; only the ops NNAPI takes as QDQ units | refused | refused (fp32 tensors only) |
-| xnnpack | s8 activations, s8 weights, per-channel Conv weights; only the ops XNNPACK takes as QDQ units | s8 weights | fp16 weights (casts where no fp16 kernel) |
-| cpu | as xnnpack, every op onnxruntime.quantization quantizes by default | s8 weights | as xnnpack |
-| qnn | ``get_qnn_qdq_config``: u8 activations, u8 weights | refused | HTP v73+ only |
-| coreml | refused (no Q/DQ builders) | refused | fp16 weights (MLProgram) |
-
-An int8 recipe that quantizes only the op types whose QDQ node units its provider takes (NNAPI, XNNPACK)
-reads them from the provider's QDQ table (:func:`unit_ops`), plus the Relu/Clip the quantizer folds into
-the Q before them (:data:`REMOVABLE`).
+Each built-in provider's answers, with the ORT sources of its reasons, are in its ``recipe.py``; the
+table of every provider's int8 / dynamic / fp16 answer for users is docs/quantization.md. An int8 recipe
+that quantizes only the op types whose QDQ node units its provider takes reads them from the provider's
+QDQ table (:func:`unit_ops`, :func:`only_units`), plus the Relu/Clip the quantizer folds into the Q before
+them (:data:`REMOVABLE`).
 
 Nothing here imports onnx or numpy.
 """
@@ -38,7 +29,6 @@ QuantizeMode = Literal["int8", "dynamic", "fp16"]
 MODES: tuple[str, ...] = get_args(QuantizeMode)
 
 FLOAT16_SOURCE = "onnxruntime/python/tools/transformers/float16.py"
-_XNN_UTILS = "onnxruntime/core/providers/xnnpack/detail/utils.cc"
 
 
 @dataclass(frozen=True)
@@ -63,8 +53,8 @@ class ActivationRules:
         return {"sentinel": self.sentinel, "ladder": list(self.ladder), "sentinel_reason": self.sentinel_reason, "coarse_reason": self.coarse_reason}
 
 
-# The rules every 8-bit per-tensor activation recipe shares (measured on all-MiniLM-L6-v2, NNAPI recipe, 32
-# real sentences: quantizing the attention-mask Add alone takes the sentence-embedding cosine to 0.21, the
+# The rules every 8-bit per-tensor activation recipe shares (measured on all-MiniLM-L6-v2 with a uint8
+# per-tensor provider recipe, 32 real sentences: quantizing the attention-mask Add alone takes the sentence-embedding cosine to 0.21, the
 # decomposed LayerNorms alone to 0.34, the residual Adds alone to 0.77; docs/quantization.md).
 EIGHT_BIT_RULES = ActivationRules(
     sentinel=1e4,
@@ -178,25 +168,29 @@ def only_units(provider: ExecutionProvider, activation_type: str, refuses_where:
 
 # --- the CPU kernels' recipes: no provider (the CPU alone), and providers running the CPU's kernels ------
 
-# What XNNPACK and the CPU EP's QDQ kernels take (the CPU EP's int8 recipe and XNNPACK's share it).
-KERNEL_INT8 = (
-    "XNNPACK takes int8 QDQ with per-channel symmetric int8 weights (xnn_datatype_qcint8, zero point 0) "
-    f"and per-tensor int8/uint8 activations ({_XNN_UTILS}, GetDtypeInXnnpack); the CPU EP's QDQ "
-    "kernels take the same; per-channel (Conv weights only) keeps depthwise convolutions accurate"
+# What the CPU EP's QDQ kernels take; a provider whose kernels take the same builds its int8 reason on it.
+CPU_INT8 = (
+    "the CPU EP's QDQ kernels take int8 QDQ with per-channel symmetric int8 weights (zero point 0) and "
+    "per-tensor int8/uint8 activations; per-channel (Conv weights only) keeps depthwise convolutions accurate"
+)
+# Why dynamic quantization suits the CPU kernels (a provider that leaves these ops to them adds why).
+CPU_DYNAMIC = (
+    "dynamic quantization (int8 weights, activations quantized at run time) suits transformer MatMuls on "
+    "the CPU kernels (MatMulInteger, DynamicQuantizeMatMul)"
 )
 
 
-def cpu_recipe(mode: QuantizeMode, provider: str = "cpu") -> Recipe:
+def cpu_recipe(mode: QuantizeMode, provider: str = "cpu", *, dynamic_note: str = "") -> Recipe:
     """The recipe of the CPU EP's kernels (``provider``: the name recorded; a provider that runs these
-    kernels' recipe for ``dynamic`` and ``fp16`` gives its own)."""
+    kernels' recipe for ``dynamic`` and ``fp16`` gives its own, and ``dynamic_note`` says why the dynamic
+    ops run on the CPU kernels with it)."""
     if mode == "int8":
-        return Recipe("int8", provider, "int8", "int8", True, (), KERNEL_INT8 + "; the CPU EP takes every QDQ op: "
+        return Recipe("int8", provider, "int8", "int8", True, (), CPU_INT8 + "; the CPU EP takes every QDQ op: "
                       "onnxruntime.quantization's default op set", EIGHT_BIT_RULES)  # fmt: skip
     if mode == "dynamic":
         return Recipe(
             "dynamic", provider, "uint8", "int8", False, ("MatMul", "Gemm", "Attention", "LSTM", "GRU"),
-            "dynamic quantization (int8 weights, activations quantized at run time) suits transformer MatMuls on "
-            "the CPU kernels (MatMulInteger, DynamicQuantizeMatMul); XNNPACK leaves them to the CPU EP",
+            CPU_DYNAMIC + (f"; {dynamic_note}" if dynamic_note else ""),
         )  # fmt: skip
     return Recipe(
         "fp16", provider, "float16", "float16", False, (),

@@ -12,9 +12,10 @@ and the model is quantized again (with the activation ranges of the first calibr
 worse, or no node is left to blame, or :data:`MAX_ROUNDS` passed: then the target ships its fp32 model with
 the reason (:class:`Judgement` ``refused``), as for a recipe that quantizes nothing.
 
-What the ViT and ConvNeXt configs of ``benchmarks/fix.py`` showed (NNAPI): a quantized batch MatMul of two
-activations (attention's Q·Kᵀ) is a unit NNAPI refuses — its quantized MatMul is 2-D with a constant B only
-(gemm_op_builder.cc), where the float batch MatMul runs on NNAPI from API 29 — a provider limit: narrowed.
+What the ViT and ConvNeXt configs of ``benchmarks/fix.py`` showed on an Android accelerator: a quantized
+batch MatMul of two activations (attention's Q·Kᵀ) is a unit the provider refuses (its QDQ table's MatMul
+unit takes a constant B only, with the ORT source) while its rules take the float batch MatMul — a provider
+limit: narrowed.
 A Gemm whose bias initializer was shared got no unit (a recipe mistake, fixed in
 :func:`mobilegen.quantize.units.own_biases`).
 
@@ -105,7 +106,7 @@ def worse(fp32: CoverageCounts, quantized: CoverageCounts, cpu_ops: tuple[int, i
     """More partitions or more refused nodes than the fp32 model, on a provider that takes some of it.
     ``cpu_ops``: the refused ops other than QuantizeLinear/DequantizeLinear (fp32's, the quantized model's);
     given, they are compared instead of all refused nodes: a lone Q or DQ at the edge of a partition the
-    fp32 model has too (XNNPACK leaves the input's QuantizeLinear to the CPU) costs one conversion, not a
+    fp32 model has too (a provider that leaves the input's QuantizeLinear to the CPU) costs one conversion, not a
     partition, and the quantized model has more nodes to refuse than the fp32 one."""
     if fp32.partitions == 0:
         return False

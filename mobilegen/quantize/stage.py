@@ -191,7 +191,7 @@ def refused_notice(mode: str, display: str, reason: str, target: str) -> Notice:
 
 
 def _unquantized_ship_fp32(groups: list[_Group], built: dict[int, _Built], mode: QuantizeMode, notices: list[Notice]) -> tuple[list[_Group], dict[int, _Built]]:
-    """A recipe that found none of its ops in the model (XNNPACK's int8 quantizes Conv/MaxPool/ConvTranspose
+    """A recipe that found none of its ops in the model (a provider whose int8 units are Conv/MaxPool/ConvTranspose
     only: a transformer keeps every MatMul float) quantized nothing, and one whose quantized model places
     worse on the target's first provider than the fp32 model even after narrowing (``_Built.refused``,
     :mod:`mobilegen.quantize.judged`) would slow the app down: that group ships its fp32 model, with the

@@ -97,7 +97,8 @@ def own_biases(pre: Path, work: Path) -> Path:
     the MatMul+Add that ``quant_pre_process`` fuses into a Gemm) gets the uint8 QDQ of its first consumer
     instead of the int32 one a bias needs, ORT's Gemm/Conv selector then forms no node unit, and the float
     Gemm left between the DQs — its B a DequantizeLinear output, not a constant, with transB=0 — is
-    refused by NNAPI (gemm_op_builder.cc): the ConvNeXt and ViT configs' int8 models split there."""
+    refused by a provider whose Gemm rule wants a constant B unless transB=1 (its rule table names the ORT
+    source): the ConvNeXt and ViT configs' int8 models split there."""
     import onnx
 
     model = onnx.load_model(str(pre), load_external_data=True)

@@ -45,7 +45,7 @@ def coverage_rows(coverage: tuple[Any, ...]) -> list[dict[str, Any]]:
                 "nodes": f"{rep.supported_nodes}/{rep.total_nodes}",
                 "percent": f"{rep.percent:.1f}",
                 "partitions": len(rep.partitions),
-                # QNN: "yes (estimate)"; the sentence on what only the device decides is a README note
+                # a provider whose verdicts are estimates: "yes (estimate)"; the sentence on what only the device decides is a README note
                 "verdict": md_escape(rep.verdict + (" (estimate)" if rep.estimate else "")),
                 "estimate": md_escape(rep.estimate),
                 "unsupported": [

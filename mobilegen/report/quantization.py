@@ -27,7 +27,7 @@ class QuantSection:
     """One shipped model under ``--quantize``."""
 
     title: str  # "Android model (model/model.ort)"
-    headline: str  # "int8: uint8 activations, uint8 weights, per-tensor (nnapi)" / "fp32: --quantize int8 refused ..."
+    headline: str  # "int8: uint8 activations, uint8 weights, per-tensor (<provider>)" / "fp32: --quantize int8 refused ..."
     untrustworthy: str  # "" or the loud line for random calibration
     facts: tuple[Row, ...]  # (fact, value)
     accuracy: tuple[Row, ...]  # artifact, output, cosine, max abs, top-1, result
@@ -124,7 +124,7 @@ def _counts(c: object) -> str:
 
 
 def coverage_text(r: QuantizationRecord) -> str:
-    """``nnapi: fp32 352/352 nodes, 1 partition → int8 1068/1068 nodes, 1 partition`` (with the recipe as it
+    """``<provider>: fp32 352/352 nodes, 1 partition → int8 1068/1068 nodes, 1 partition`` (with the recipe as it
     was, when narrowing changed it); "" when the recipe was not judged."""
     c = r.coverage
     if not c:

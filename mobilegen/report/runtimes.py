@@ -28,7 +28,7 @@ class RuntimeRow:
     cosine: str  # lowest cosine over them
     result: str  # "pass" / "FAIL" / "not verified"
     checked_by: str  # the host runtime that ran it for the gate: "onnxruntime"
-    accelerates: str  # "nnapi 29/29, 1 partition; xnnpack 29/29, 1 partition"
+    accelerates: str  # "<provider> 29/29, 1 partition; <provider> 29/29, 1 partition"
 
     @property
     def cells(self) -> tuple[str, ...]:

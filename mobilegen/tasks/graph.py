@@ -8,8 +8,8 @@ verified with it.
     the model's output → [Softmax(axis=-1)] → [TopK(K) → "scores" float32 [1, K], "indices" int64 [1, K]]
 
 The audio input is float32, not int16: ONNX Runtime's Objective-C API has no int16 tensors (ort_enums.h
-ORTTensorElementDataType), and NNAPI's Cast takes float input only (cast_op_builder.cc inherits
-BaseOpBuilder::HasSupportedInputOutputsImpl); Int16 → Float is exact, done by the wrapper.
+ORTTensorElementDataType), and an Android accelerator's Cast may take float input only (its rule table's
+Cast entry names the ORT source); Int16 → Float is exact, done by the wrapper.
 
 The image's batch, height and width dims are fixed (1 and the crop) throughout the model; the new nodes
 and values get names no other node or value of the graph (subgraphs included) has; a model value that

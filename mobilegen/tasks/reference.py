@@ -2,7 +2,7 @@
 Kotlin and Swift wrappers port line for line, the gate's pre/post-processing around the original model,
 and a tool for the ML engineer to check data against.
 
-The native step, :func:`resize_crop` (outside the graph: NNAPI needs a static input shape)
+The native step, :func:`resize_crop` (outside the graph: an accelerator may need a static input shape)
 ----------------------------------------------------------------------------------------------------
 Input: an RGB image of ``h`` rows and ``w`` columns, 8 bits per channel (alpha, if any, is dropped
 without compositing: flatten translucent images first). Output: the ``ch × cw`` centre crop (``crop``)

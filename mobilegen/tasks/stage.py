@@ -75,7 +75,7 @@ def wrap_exported(exported: OnnxModel, spec: TaskSpec) -> tuple[OnnxModel, TaskS
 
 
 def text_gate(spec: TaskSpec, prepared: OnnxModel) -> tuple[TaskSpec, TextGate, list[Notice]]:
-    """A text task after the targets fixed its dims (NNAPI fixes the sequence length): the sequence length
+    """A text task after the targets fixed its dims (a provider's fixed dims fix the sequence length): the sequence length
     the app pads to, then the tokenizer parity gate (exit 5 naming a text that differs) — before the
     reference runs and anything is written. A notice when fixed-length samples would be truncated."""
     from mobilegen.notices import Notice

@@ -98,9 +98,10 @@ def test_ios_reuses_outputs_only_when_every_output_is_static(tmp_path: Path, dim
 def test_every_android_runtime_has_output_pinning() -> None:
     # OrtSession.run(inputs, requestedOutputs, pinnedOutputs): microsoft/onnxruntime PR #16835 (aed43f42), merged
     # when VERSION_NUMBER read 1.17.0. Every release the Android projects can pin must have it.
-    from mobilegen import runtimes
+    from mobilegen import providers, runtimes
 
-    android = [r for r in runtimes.RELEASES if {"maven", "maven-qnn"} & set(r.channels)]
+    own = {a.channel for p in providers.on_platform("android") for a in p.runtime_artifacts}
+    android = [r for r in (*runtimes.RELEASES, *runtimes.provider_releases()) if ({"maven"} | own) & set(r.channels)]
     assert android
     assert all(runtimes.version_key(r.version) >= (1, 17, 0) for r in android)
 

@@ -122,4 +122,5 @@ PROVIDER = CoreML(
     subgraph_source="onnxruntime/core/providers/coreml/coreml_execution_provider.cc",
     in_default_runtime=("ios",),
     cache_key_metadata=CACHE_KEY,
+    static_shapes_only=True,  # with RequireStaticInputShapes (rules.py), a symbolic dim refuses the node
 )

@@ -215,4 +215,5 @@ PROVIDER = Nnapi(
     # "TODO: Task 812756: NNAPI EP, add support for subgraph (If and Loop operators)": returns nothing
     subgraph_source="onnxruntime/core/providers/nnapi/nnapi_builtin/nnapi_execution_provider.cc",
     in_default_runtime=("android",),
+    static_shapes_only=True,  # table.py: a symbolic dim refuses the node ("NNAPI needs fixed shapes")
 )

@@ -28,6 +28,7 @@ from mobilegen.providers.base import (
     TargetFlag,
 )
 from mobilegen.providers.qnn.fixes import FIX_REASONS, FIXES
+from mobilegen.providers.qnn import runtime as aar_releases
 
 if TYPE_CHECKING:
     from mobilegen.coverage.partition import Support
@@ -86,8 +87,11 @@ SETTINGS = (
 # both carry the same ``ai.onnxruntime`` classes (java/build-android.gradle builds them from one project,
 # artifactId "-android" + "-qnn" when built with qnnVersion). It is built with QNN only and for arm64-v8a
 # only (tools/ci_build/github/android/default_qnn_aar_build_settings.json: --use_qnn); its releases are
-# the table's "maven-qnn" rows. More in :mod:`mobilegen.providers.qnn.android`.
-AAR = RuntimeArtifact("android", "maven-qnn", "com.microsoft.onnxruntime:onnxruntime-android-qnn", abis=("arm64-v8a",), providers=("qnn",))
+# :mod:`mobilegen.providers.qnn.runtime`'s rows. More in :mod:`mobilegen.providers.qnn.android`.
+AAR = RuntimeArtifact(
+    "android", aar_releases.CHANNEL, "com.microsoft.onnxruntime:onnxruntime-android-qnn", abis=("arm64-v8a",),
+    providers=("qnn",), releases=aar_releases.RELEASES,
+)
 
 TARGET_FLAGS = (
     TargetFlag(

@@ -120,7 +120,7 @@ HARD_CASES: tuple[str, ...] = (
 WORDS: tuple[str, ...] = (
     "the", "of", "and", "model", "phone", "token", "embedding", "sentence", "running", "unbelievable",
     "tokenization", "internationalization", "Android", "iOS", "Kotlin", "Swift", "ONNX", "Runtime",
-    "GPU", "NNAPI", "CoreML", "hello", "world", "data", "science", "über", "Straße", "naïve", "façade",
+    "GPU", "HTTPS", "YouTube", "hello", "world", "data", "science", "über", "Straße", "naïve", "façade",
     "São", "Paulo", "Zürich", "Kraków", "Ελλάδα", "Москва", "東京", "北京", "서울", "القاهرة", "ירושלים",
     "मुंबई", "กรุงเทพ", "Hà", "Nội", "İzmir", "Ísland", "Øresund", "Łódź", "señor", "año", "coração",
     "2024", "3.5", "100%", "$9.99", "#1", "e-mail", "self-driving", "don't", "it's", "O'Neil", "C++",

@@ -5,7 +5,7 @@ The wrapped graph (:func:`mobilegen.tasks.text.graph.wrap_text`) takes what the 
 ``input_ids``, ``attention_mask`` and (when the model takes them) ``token_type_ids``, int64 ``[1, L]`` — and
 returns ``embedding`` float32 ``[1, H]`` (mean over the attention mask or the first token, then L2
 normalisation) or ``scores`` (softmax: ``[1, C]`` per text, ``[1, L, C]`` per token). ``L`` stays dynamic
-unless a target's provider fixes it (NNAPI: ``fixed-dims``) or the model was exported at a fixed length; the
+unless a target's provider fixes it (its ``fixed-dims`` fix) or the model was exported at a fixed length; the
 tokenizer then pads to ``L`` and truncates to it.
 
 Importable without numpy or onnx (the CLI parses the flags with it); what needs them is imported inside.

@@ -46,9 +46,11 @@ def test_xnnpack_and_cpu_int8_and_dynamic(chain: tuple[str, ...]) -> None:
     r = recipe_for("int8", chain)
     assert isinstance(r, Recipe)
     assert (r.provider, r.activation_type, r.weight_type, r.per_channel) == (chain[0] if chain else "cpu", "int8", "int8", True)
-    assert "xnnpack/detail/utils.cc" in r.reason
+    assert "the CPU EP's QDQ kernels take" in r.reason
+    assert ("xnnpack/detail/utils.cc" in r.reason) == bool(chain)  # the provider's own source, in its own recipe
     dyn = recipe_for("dynamic", chain)
     assert isinstance(dyn, Recipe) and dyn.weight_type == "int8" and "MatMul" in dyn.op_types
+    assert ("leaves them to the CPU EP" in dyn.reason) == bool(chain)
     assert isinstance(recipe_for("fp16", chain), Recipe)
 
 

@@ -1,8 +1,12 @@
-"""The ONNX Runtime versions the generated apps run, in one place.
+"""The ONNX Runtime releases mobilegen knows, and the channels the targets pin them from by default.
 
-Each row is a runtime release known to be *published* on a channel, with what it can load. The
-defaults are the newest published row per channel. ``check_loadable`` refuses a model the pinned
-runtime cannot load (ORT-format version, ai.onnx opset of any node).
+Each row is an ONNX Runtime release with what it can load and where it is *published* among the
+channels the targets' projects pin by default (:data:`CHANNELS`). A release published only on a
+provider's own build (``RuntimeArtifact.releases``, :mod:`mobilegen.runtimes`) is a row here too, on none
+of these channels: its provider rules apply (``--ort-version``) wherever it is published.
+
+Imports no provider: the providers' settings check their ``--ort-version`` against this table
+(:func:`rules_release`); :mod:`mobilegen.runtimes` adds the providers' own channels.
 """
 
 from __future__ import annotations
@@ -11,12 +15,11 @@ from dataclasses import dataclass
 
 from mobilegen.errors import UsageError
 
-# "maven-qnn": com.microsoft.onnxruntime:onnxruntime-android-qnn, a separate AAR (arm64-v8a) from the same
-# build (java/build-android.gradle: artifactId "-android" + "-qnn" when built with qnnVersion), which the
-# QNN provider pins on Android (its RuntimeArtifact, mobilegen.providers.qnn.AAR).
-# "npm": onnxruntime-web (the Web target); "npm-react-native": onnxruntime-react-native, whose JS API
-# (onnxruntime-common) has that exact version (its native libraries are pinned to it by the generated app config).
-CHANNELS = ("maven", "maven-qnn", "swiftpm", "cocoapods", "npm", "npm-react-native")
+# The channels the targets pin from by default. "npm": onnxruntime-web (the Web target);
+# "npm-react-native": onnxruntime-react-native, whose JS API (onnxruntime-common) has that exact version
+# (its native libraries are pinned to it by the generated app config). A provider that needs its own
+# runtime build declares its channel (``RuntimeArtifact.channel``).
+CHANNELS = ("maven", "swiftpm", "cocoapods", "npm", "npm-react-native")
 
 
 @dataclass(frozen=True)
@@ -33,10 +36,10 @@ class RuntimeRelease:
 #
 # * Maven: com.microsoft.onnxruntime:onnxruntime-android versions and dates from
 #   mvnrepository.com/artifact/com.microsoft.onnxruntime/onnxruntime-android (35 versions, newest 1.27.0,
-#   2026-06-30; 1.24.1 is *not* listed for -android, only for the desktop/qnn artifacts) and
+#   2026-06-30; 1.24.1 is *not* listed for -android, only for other artifacts: desktop, a provider's own build) and
 #   javadoc.io/doc/com.microsoft.onnxruntime (onnxruntime-android: 35 versions, latest 1.27.0).
-#   mvnrepository lists onnxruntime-android-qnn 1.28.0 / 1.29.0 (2026-07/08), but no source seen here
-#   lists them for onnxruntime-android, so they are not in the table.
+#   1.28.0 and 1.29.0 are published on a provider's own build only (2026-07/08): no source seen here
+#   lists them for onnxruntime-android, so their rows are on none of these channels.
 # * SwiftPM: microsoft/onnxruntime-swift-package-manager tags 1.24.2 (HEAD, "Update ORT to 1.24.2",
 #   2026-02-25), 1.24.1, 1.20.0; PR #44 (1.24.3) still open.
 # * CocoaPods: onnxruntime-objc is published per release (onnxruntime.ai/docs/get-started/with-obj-c.html)
@@ -48,10 +51,6 @@ class RuntimeRelease:
 #   ort_format_version.h at 5d24c9547, 1.24.0); onnxruntime 1.31.1 still writes version "6"
 #   (InferenceSession.ort_version of a converted model), so every release in between reads 5 and 6.
 _MVN = "mvnrepository.com/artifact/com.microsoft.onnxruntime/onnxruntime-android; javadoc.io"
-# onnxruntime-android-qnn: mvnrepository lists 1.28.0 and 1.29.0 (2026-07/08; ../research/mobile_next.md §3.1,
-# ort_mobile.md §7), dates by month only; Maven Central itself was not reachable to confirm the exact days.
-# Its POM depends on com.qualcomm.qti:qnn-runtime (the QNN SDK's .so files; java/build-android.gradle).
-_MVN_QNN = "mvnrepository.com/artifact/com.microsoft.onnxruntime/onnxruntime-android-qnn (not verified on Maven Central)"
 _FACTS = "opset >= 24: onnxruntime PR #25678 (ONNX 1.19); ORT format 5/6: core/flatbuffers/ort_format_version.h"
 
 # Keep sorted oldest → newest.
@@ -117,20 +116,21 @@ RELEASES: tuple[RuntimeRelease, ...] = (
         source=f"Maven {_MVN} (2026-06-30); {_FACTS}",
         released="2026-06-30",
     ),
-    # onnxruntime-android-qnn only: no source seen here lists 1.28/1.29 for onnxruntime-android.
+    # On no default channel: a provider's own build publishes them (its RuntimeArtifact.releases, with the
+    # dates and sources of that publication); the rules of every provider know these releases.
     RuntimeRelease(
         version="1.28.0",
-        channels=("maven-qnn",),
+        channels=(),
         max_opset=24,
         ort_format_versions=(5, 6),
-        source=f"Maven {_MVN_QNN} (2026-07); {_FACTS}",
+        source=f"ONNX Runtime 1.28.0 (2026-07), published on a provider's own build only; {_FACTS}",
     ),
     RuntimeRelease(
         version="1.29.0",
-        channels=("maven-qnn",),
+        channels=(),
         max_opset=24,
         ort_format_versions=(5, 6),
-        source=f"Maven {_MVN_QNN} (2026-08); {_FACTS}",
+        source=f"ONNX Runtime 1.29.0 (2026-08), published on a provider's own build only; {_FACTS}",
     ),
     RuntimeRelease(
         version="1.30.0",
@@ -154,8 +154,9 @@ def version_key(v: str) -> tuple[int, ...]:
     return _key(v)
 
 
-# The channel each platform's projects pin their runtime from (the targets' ``channel``).
-PLATFORM_CHANNEL = {"android": "maven", "ios": "swiftpm", "web": "npm"}  # a provider's own build: its RuntimeArtifact.channel
+# The channel each platform's projects pin their runtime from by default (the targets' ``channel``; a
+# provider's own build: its RuntimeArtifact.channel).
+PLATFORM_CHANNEL = {"android": "maven", "ios": "swiftpm", "web": "npm"}
 
 
 def rules_release(version: str, platform: str) -> str:
@@ -169,19 +170,20 @@ def rules_release(version: str, platform: str) -> str:
     raise UsageError(f"--ort-version {version} is not an ONNX Runtime release mobilegen knows", hint=f"use one of: {known}")
 
 
-def default_release(channel: str) -> RuntimeRelease:
-    rows = [r for r in RELEASES if channel in r.channels]
+def default_release(channel: str, table: tuple[RuntimeRelease, ...] = RELEASES) -> RuntimeRelease:
+    """The newest release of ``table`` published on ``channel``."""
+    rows = [r for r in table if channel in r.channels]
     return max(rows, key=lambda r: _key(r.version))
 
 
-def find_release(version: str | None, channel: str) -> RuntimeRelease:
-    """The row for ``--ort-version`` (or the default); refuse versions not known to be published."""
+def find_release(version: str | None, channel: str, table: tuple[RuntimeRelease, ...] = RELEASES) -> RuntimeRelease:
+    """The row of ``table`` for ``--ort-version`` (or the default); refuse versions not known to be published."""
     if version is None:
-        return default_release(channel)
-    for r in RELEASES:
+        return default_release(channel, table)
+    for r in table:
         if r.version == version and channel in r.channels:
             return r
-    known = ", ".join(r.version for r in RELEASES if channel in r.channels)
+    known = ", ".join(r.version for r in table if channel in r.channels)
     raise UsageError(
         f"ONNX Runtime {version} is not a release mobilegen knows to be published on {channel}",
         hint=f"use one of: {known}",
