@@ -281,6 +281,15 @@ class ExecutionProvider:
     # unchanged (CoreML: COREML_CACHE_KEY); the build stamps a content hash of every model.onnx under it.
     cache_key_metadata: str = ""
 
+    # --- command line: the provider's words in the help of generic flags (mobilegen.cli.provider_help) ----
+    # Its build fixes dynamic dims unless --keep-dynamic; this says what keeping them costs it ("" = it keeps them).
+    keep_dynamic_cost: str = ""
+    # Whether it runs an ORT-format model of the "fixed" optimization style (com.microsoft fused ops baked
+    # in): True it does, False it takes only the "runtime" style, None the help says nothing of it.
+    fixed_style: bool | None = None
+    # An --approximate word that helps it and what that pass computes instead: ("gelu", "tanh GELU").
+    approximate_example: tuple[str, str] | None = None
+
     def __post_init__(self) -> None:
         if self.setting(ORT_VERSION.name) is None:
             object.__setattr__(self, "settings", (*self.settings, ORT_VERSION))

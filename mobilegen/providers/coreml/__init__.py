@@ -129,4 +129,5 @@ PROVIDER = CoreML(
     subgraph_source="onnxruntime/core/providers/coreml/coreml_execution_provider.cc",
     in_default_runtime=("ios",),
     cache_key_metadata=CACHE_KEY,
+    fixed_style=False,  # the help of --optimization-style (mobilegen.cli.provider_help)
 )

@@ -240,4 +240,8 @@ PROVIDER = Nnapi(
     # "TODO: Task 812756: NNAPI EP, add support for subgraph (If and Loop operators)": returns nothing
     subgraph_source="onnxruntime/core/providers/nnapi/nnapi_builtin/nnapi_execution_provider.cc",
     in_default_runtime=("android",),
+    # the help of --keep-dynamic, --no-fix, --optimization-style and --approximate (mobilegen.cli.provider_help)
+    keep_dynamic_cost="NNAPI then takes no node with a symbolic dim",
+    fixed_style=False,
+    approximate_example=("gelu", "tanh GELU"),
 )
