@@ -149,7 +149,7 @@ def parameters(parts: Iterable[Part]) -> list[inspect.Parameter]:
 
 class Command:
     """A command function taking :class:`Flags`, whose signature, as Typer reads it, is its parts' parameters
-    (made on first read: when the command is built, so ``mobilegen --help`` imports no registry)."""
+    (made when the command is built, so ``mobilegen --help`` imports no registry)."""
 
     def __init__(self, func: Callable[[Flags], None], parts: Callable[[], Iterable[Part]]) -> None:
         functools.update_wrapper(self, func)
@@ -157,8 +157,9 @@ class Command:
         self._func = func
         self._parts = parts
 
-    @functools.cached_property
+    @property
     def __signature__(self) -> inspect.Signature:  # noqa: PLW3201 — what inspect.signature reads first
+        # made on each read (each build of the command): a provider or target registered since is in it
         return inspect.Signature(parameters(self._parts()))
 
     def __call__(self, **values: Any) -> None:
