@@ -10,7 +10,7 @@ and the target's own. Built-in targets' commands are listed where they are regis
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -191,7 +191,7 @@ def _build_parts(target_parts: Iterable[Part], *, text: bool) -> list[Part]:
     return [*target_parts, *PASSES, *QUANTIZE, *VERIFY, *TASK, *(TEXT_TASK if text else ()), "style", *LOAD, "zip_out", *RUN]
 
 
-def _options(name: str, cmd: TargetCommand, f: Flags, fields: dict[str, str] | Any) -> Any:
+def _options(name: str, cmd: TargetCommand, f: Flags, fields: Mapping[str, str]) -> Any:
     """``name``'s options from the flags: ``fields`` (flag -> keyword) and its providers' target flags."""
     options_type = cmd.options_type()
     given = {keyword: f.get(flag) for flag, keyword in fields.items()}
@@ -274,7 +274,8 @@ def _include_name(target: str) -> str:
 def _package_parts() -> list[Part]:
     from mobilegen import targets
 
-    own = ("package", "maven_group", "maven_artifact", "lib_version", "name", "android_ort_version", "ios_ort_version", "runtime", "keep_dynamic")
+    # the flags each target takes in a package, then the runtime and the fixed dims, which apply to all
+    own = [*(flag for _, cmd in _included() for flag in cmd.package_fields), "runtime", "keep_dynamic"]
     # after --output-name: the target flags of every target's providers, from the registry
     return [
         "model", _include_flags, _out_param("package"), *SHAPE, "output_name", _provider_flags(targets.names()),

@@ -30,7 +30,8 @@ class TargetCommand:
     options: str | type
     # the build flags `mobilegen <name>` takes after its providers' flags, in --help order
     flags: tuple[str, ...] = ("name", "ort_version")
-    # build flag -> keyword of the options type, in `mobilegen <name>` and in `package`
+    # build flag -> keyword of the options type, in `mobilegen <name>` and in `package`; `package` takes the
+    # flags of every target's package_fields (in registry order, each once)
     fields: Mapping[str, str] = field(default_factory=lambda: {"name": "class_name", "ort_version": "ort_version"})
     package_fields: Mapping[str, str] = field(default_factory=lambda: {"name": "class_name"})
     text_tasks: bool = False  # takes the text tasks' flags (--tokenizer, --pooling, --normalize)
@@ -60,8 +61,8 @@ BUILTIN: dict[str, TargetCommand] = {
             "maven_artifact": "maven_artifact", "lib_version": "lib_version",
         },  # fmt: skip
         package_fields={
-            "package": "package", "name": "class_name", "android_ort_version": "ort_version", "maven_group": "maven_group",
-            "maven_artifact": "maven_artifact", "lib_version": "lib_version",
+            "package": "package", "maven_group": "maven_group", "maven_artifact": "maven_artifact", "lib_version": "lib_version",
+            "name": "class_name", "android_ort_version": "ort_version",
         },  # fmt: skip
         text_tasks=True,
         standalone=True,
