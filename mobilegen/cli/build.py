@@ -267,6 +267,14 @@ def _include_flags() -> list[inspect.Parameter]:
     ]
 
 
+def _long_flag(name: str) -> str:
+    """A catalogue option's long flag (``maven_group`` -> ``--maven-group``)."""
+    from mobilegen.cli.flags import CATALOGUE
+
+    info = CATALOGUE[name].annotation.__metadata__[0]  # typer.Option("--flag", ...): the first name is its "default"
+    return next(str(d) for d in (info.default, *(info.param_decls or ())) if str(d).startswith("--"))
+
+
 def _include_name(target: str) -> str:
     return "include_" + target.replace("-", "_")
 
@@ -295,8 +303,12 @@ def _package(f: Flags) -> None:
             flags = [f"--{name}" for name, _ in included]
             raise UsageError("package needs a target", hint=f"pass {', '.join(flags[:-1])} and/or {flags[-1]}")
         refuse_without_target(chosen_names, f)
-        if (f["maven_group"] is not None or f["maven_artifact"] is not None) and "android" not in chosen_names:
-            raise UsageError("--maven-group / --maven-artifact name the Android library's publication", hint="add --android, or drop them")
+        for name, cmd in included:
+            if cmd.package_only is not None and name not in chosen_names:
+                only, what = cmd.package_only
+                if any(f.get(flag) is not None for flag in only):
+                    shown = " / ".join(_long_flag(flag) for flag in only)
+                    raise UsageError(f"{shown} {what}", hint=f"add --{name}, or drop them")
         chosen = {name: _options(name, cmd, f, cmd.package_fields) for name, cmd in included if name in chosen_names}
         return _build(f, f["output"] or default_out(f["model"], "package"), chosen, keep_dynamic=f["keep_dynamic"])
 

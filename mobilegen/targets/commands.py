@@ -34,6 +34,8 @@ class TargetCommand:
     # flags of every target's package_fields (in registry order, each once)
     fields: Mapping[str, str] = field(default_factory=lambda: {"name": "class_name", "ort_version": "ort_version"})
     package_fields: Mapping[str, str] = field(default_factory=lambda: {"name": "class_name"})
+    # flags of `package` that only this target reads, and what they are: given without the target, a usage error
+    package_only: tuple[tuple[str, ...], str] | None = None
     text_tasks: bool = False  # takes the text tasks' flags (--tokenizer, --pooling, --normalize)
     # `mobilegen <name>` writes a project holding its own model (a package's projects may share the package's)
     standalone: bool = False
@@ -64,6 +66,7 @@ BUILTIN: dict[str, TargetCommand] = {
             "package": "package", "maven_group": "maven_group", "maven_artifact": "maven_artifact", "lib_version": "lib_version",
             "name": "class_name", "android_ort_version": "ort_version",
         },  # fmt: skip
+        package_only=(("maven_group", "maven_artifact"), "name the Android library's publication"),
         text_tasks=True,
         standalone=True,
     ),
