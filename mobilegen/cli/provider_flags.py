@@ -107,7 +107,13 @@ def target_flags(platforms: Iterable[str]) -> list[tuple[ExecutionProvider, Targ
 
 
 def target_params(platforms: Iterable[str]) -> list[inspect.Parameter]:
-    return [_option(f.name, f.flag, f.kind, f.default, f.help, f.metavar, f.parse) for _, f in target_flags(platforms)]
+    return [_option(f.name, f.flag, f.kind, f.default, _target_flag_help(p, f), f.metavar, f.parse) for p, f in target_flags(platforms)]
+
+
+def _target_flag_help(provider: ExecutionProvider, flag: TargetFlag) -> str:
+    """A target flag's help: its own, or (``help_from_setting``) its provider's setting of that name's."""
+    setting = provider.setting(flag.name) if flag.help_from_setting else None
+    return flag.help if setting is None else setting_help(setting)
 
 
 def target_options(platform: str, flags: Mapping[str, Any], options_type: type) -> dict[str, Any]:

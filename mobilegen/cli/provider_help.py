@@ -2,18 +2,15 @@
 
 A flag's declared help is provider-neutral. When a command's help is shown (``MobilegenCommand.format_help``;
 ``scripts/gen_docs.py`` writes docs/cli.md the same way) :func:`completed_help` rewrites it from what the
-registered providers declare: their names (``--ep``), the setting a flag sets (its range and default), and
-their words for generic flags (``ExecutionProvider.keep_dynamic_cost``, ``fixed_style``,
-``approximate_example``; the providers host ``mobilegen bench`` runs: ``host_session``). A plug-in's
-declarations show up as a built-in's do.
+registered providers declare: their names (``--ep``) and their words for generic flags
+(``ExecutionProvider.keep_dynamic_cost``, ``fixed_style``, ``approximate_example``; the providers
+``mobilegen bench`` runs on this host: ``host_session``). A plug-in's declarations show up as a built-in's do.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
-
-from mobilegen.cli.provider_flags import setting_help
 
 if TYPE_CHECKING:
     from mobilegen.providers import ExecutionProvider
@@ -101,14 +98,6 @@ def fix_ep() -> str:
     return f"Execution provider to fix the model for: {_names()}. Repeatable."
 
 
-def android_api() -> str | None:
-    """The help of the setting of that name (its range and default), as ``check`` shows it too."""
-    from mobilegen import providers
-
-    setting = next((s for p in providers.all_providers() if (s := p.setting("android_api")) is not None), None)
-    return None if setting is None else setting_help(setting)
-
-
 # (command, parameter) -> its help; "*": that parameter of every command without its own entry.
 HELP: dict[tuple[str, str], Callable[[], str | None]] = {
     ("*", "keep_dynamic"): keep_dynamic_build,
@@ -119,7 +108,6 @@ HELP: dict[tuple[str, str], Callable[[], str | None]] = {
     ("bench", "ep"): bench_ep,
     ("check", "ep"): check_ep,
     ("fix", "ep"): fix_ep,
-    ("*", "android_api"): android_api,
 }
 
 

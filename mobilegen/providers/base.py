@@ -154,6 +154,9 @@ class TargetFlag:
     parse: Callable[[str], object] | None = None
     convert: Callable[[Any], object] | None = None
     needs_target: bool = False
+    # Its help on screen is the provider's setting of the same name's (with its range and default), as on
+    # the commands that take the setting (mobilegen.cli.provider_flags); ``help`` is then its short form.
+    help_from_setting: bool = False
 
     def given(self, value: object) -> bool:
         """Whether ``value`` (what the command received) differs from not giving the flag."""

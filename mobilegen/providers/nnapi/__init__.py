@@ -108,8 +108,8 @@ TARGET_FLAGS = (
         "nnapi_flags", "--nnapi-flags", None, "Comma list of NNAPI flags: fp16, nchw, cpu-disabled, cpu-only.",
         kind=str, metavar="FLAGS", convert=_comma_list, needs_target=True,
     ),  # fmt: skip
-    # its help on screen is the android_api setting's, with the range and default (mobilegen.cli.clickext)
-    TargetFlag("android_api", "--android-api", None, "Android API level the NNAPI analysis targets.", kind=int, metavar="LEVEL"),
+    # its help on screen is the android_api setting's, with the range and default
+    TargetFlag("android_api", "--android-api", None, "Android API level the NNAPI analysis targets.", kind=int, metavar="LEVEL", help_from_setting=True),
 )
 
 
