@@ -90,7 +90,7 @@ def bench(
     model: Annotated[Path, typer.Argument(metavar="MODEL.ort|PACKAGE", help="A .ort file or a package folder (its model and golden inputs).", show_default=False)],
     ep: Annotated[
         list[str] | None,
-        typer.Option("--ep", metavar="EP", callback=unique, help="Configuration to run: default (what the apps ship), cpu or xnnpack. Repeat the option for several (--ep cpu --ep xnnpack). Without it: a package's shipped defaults, then cpu."),
+        typer.Option("--ep", metavar="EP", callback=unique, help="Configuration to run: default (what the apps ship), cpu or a provider mobilegen runs on this host. Repeat the option for several. Without it: a package's shipped defaults, then cpu."),  # its choices are completed when shown: mobilegen.cli.provider_help
     ] = None,
     target: Annotated[
         str | None,

@@ -1,95 +1,49 @@
-"""Build commands: android, ios, package — the whole chain into one handoff folder."""
+"""Build commands: one per target of the target registry (``mobilegen android``, ``ios``, ``web``,
+``react-native``, a registered target's) and ``package`` — the whole chain into one handoff folder.
+
+Each command is made from its target's :class:`~mobilegen.targets.TargetCommand`: the common build flags
+(``mobilegen.cli.flags``), the target flags of its platform's providers (``mobilegen.cli.provider_flags``)
+and the target's own. Built-in targets' commands are listed where they are registered here and in
+``mobilegen.cli.js_build``; a target registered later gets its command at the end of ``mobilegen --help``.
+"""
 
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from mobilegen.cli import app, run_command
-from mobilegen.cli.options import (
-    AllowDegenerateOpt,
-    ApproximateOpt,
-    AtolOpt,
-    CalibrationMethodOpt,
-    CalibrationOpt,
-    ConstOpt,
-    DebugOpt,
-    DynamicOpt,
-    EvalOpt,
-    ForceOpt,
-    InputOpt,
-    JsonOpt,
-    MinCosineOpt,
-    MinTop1Opt,
-    ModelArg,
-    ModelClassOpt,
-    ModelKwargsOpt,
-    NameOpt,
-    NoCompareExportersOpt,
-    NoFixOpt,
-    OpsetOpt,
-    OrtVersionOpt,
-    OutputNameOpt,
-    QuantizeOpt,
-    RangeOpt,
-    RtolOpt,
-    RuntimeOpt,
-    SampleOnlyOpt,
-    SampleOpt,
-    TrustPickleOpt,
-    model_options,
-    quantize_options,
-    verify_options,
+from mobilegen.cli.flags import (
+    LOAD,
+    PASSES,
+    QUANTIZE,
+    RUN,
+    SHAPE,
+    TASK,
+    TEXT_TASK,
+    VERIFY,
+    Command,
+    Flags,
+    Part,
+    param,
 )
-from mobilegen.cli.provider_flags import (
-    refuse_without_target,
-    target_options,
-    target_params,
-    with_provider_flags,
-)
-from mobilegen.cli.task_options import (
-    ChannelsOpt,
-    CropOpt,
-    LabelsOpt,
-    LayoutOpt,
-    MeanOpt,
-    NormalizeOpt,
-    PoolingOpt,
-    ResizeFilterOpt,
-    ResizeOpt,
-    SampleRateOpt,
-    ScaleOpt,
-    SoftmaxOpt,
-    StateOpt,
-    StdOpt,
-    TaskOpt,
-    TokenizerOpt,
-    TopKOpt,
-    task_spec,
-)
+from mobilegen.cli.provider_flags import refuse_without_target, target_options, target_params
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from typer.models import CommandInfo
+
+    from mobilegen.targets import TargetCommand
 
 
-def _out_opt(command: str) -> Any:
+def _out_param(command: str) -> inspect.Parameter:
     """``-o``; each command has its own default folder, so `android` then `ios` on one model keep both."""
-    return typer.Option("--output", "-o", metavar="DIR", help=f"Output folder (default: ./MODEL-{command}, named after the model file).")
-
-
-AndroidOutOpt = Annotated[Path | None, _out_opt("android")]
-IosOutOpt = Annotated[Path | None, _out_opt("ios")]
-PackageOutOpt = Annotated[Path | None, _out_opt("package")]
-PackageOpt = Annotated[str | None, typer.Option("--package", metavar="NAME", help="Kotlin package of the generated code, e.g. com.example.vision.")]
-MavenGroupOpt = Annotated[str | None, typer.Option("--maven-group", metavar="GROUP", help="groupId of the Android library's Maven publication (default: the Kotlin package).")]
-MavenArtifactOpt = Annotated[str | None, typer.Option("--maven-artifact", metavar="ARTIFACT", help="artifactId of the Android library's Maven publication (default: the library module's name).")]
-LibVersionOpt = Annotated[str | None, typer.Option("--lib-version", metavar="X.Y.Z", help="Version of the generated library: the AAR's Maven version and the Swift package's release tag (default 1.0.0).")]
-KeepDynamicOpt = Annotated[bool, typer.Option("--keep-dynamic", help="With --nnapi, keep dynamic dims (NNAPI then takes no node with a symbolic dim).")]
-ZipOpt = Annotated[bool, typer.Option("--zip", help="Also write OUT.zip (deterministic).")]
-StyleOpt = Annotated[str, typer.Option("--optimization-style", metavar="STYLE", help="ORT-format optimization style: runtime (default) or fixed.")]
+    help_ = f"Output folder (default: ./MODEL-{command}, named after the model file)."
+    return param("output", Annotated[Path | None, typer.Option("--output", "-o", metavar="DIR", help=help_)], None)
 
 
 def default_out(model: Path, command: str) -> Path:
@@ -98,65 +52,32 @@ def default_out(model: Path, command: str) -> Path:
     return Path(f"{model.stem}-{command}")
 
 
-def _android_flags() -> list[inspect.Parameter]:
-    return target_params(("android",))
-
-
-def _ios_flags() -> list[inspect.Parameter]:
-    return target_params(("ios",))
-
-
-def _package_flags() -> list[inspect.Parameter]:
-    return target_params(("android", "ios"))
-
-
-def _build(
-    model: Path,
-    out: Path,
-    mopts: Any,
-    *,
-    targets: dict[str, Any],
-    atol: float,
-    rtol: float,
-    sample: Path | None,
-    keep_dynamic: bool,
-    style: str,
-    force: bool,
-    zip_out: bool,
-    no_fix: bool = False,
-    no_compare_exporters: bool = False,
-    approximate: list[str] | None = None,
-    ranges: list[str] | None = None,
-    sample_only: bool = False,
-    allow_degenerate: bool = False,
-    quantize: Any = None,
-    task: Any = None,
-    standalone: bool = False,
-    runtime: str | None = None,
-) -> Any:
+def _build(f: Flags, out: Path, targets: dict[str, Any], *, keep_dynamic: bool, standalone: bool = False) -> Any:
     from mobilegen.backends import parse_runtimes
     from mobilegen.pipeline import BuildOptions, build
 
-    if task is not None and task.is_text:  # --sample of a text task is its sample texts (in the task spec)
-        sample = None
+    # in the order the flags were always checked: model, quantization, task, verification
+    model_opts, quantize = f.model_options(), f.quantize_options()
+    task = f.task_spec()
     return build(
         BuildOptions(
-            model=model,
+            model=f["model"],
             out=out,
             targets=targets,
-            model_opts=mopts,
-            verify=verify_options(atol, rtol, sample, ranges, sample_only, allow_degenerate),
+            model_opts=model_opts,
+            # --sample of a text task is its sample texts (in the task spec)
+            verify=f.verify_options(with_sample=task is None or not task.is_text),
             keep_dynamic=keep_dynamic,
-            fix=not no_fix,
-            compare_exporters=not no_compare_exporters,
-            approximate=tuple(approximate or ()),
-            style=style,
-            force=force,
-            zip=zip_out,
+            fix=not f["no_fix"],
+            compare_exporters=not f["no_compare_exporters"],
+            approximate=tuple(f["approximate"] or ()),
+            style=f["style"],
+            force=f["force"],
+            zip=f["zip_out"],
             standalone=standalone,
             quantize=quantize,
             task=task,
-            runtimes=parse_runtimes(runtime, list(targets)),
+            runtimes=parse_runtimes(f.get("runtime"), list(targets)),
         )
     )
 
@@ -262,260 +183,137 @@ def _json_build(r: Any) -> dict[str, Any]:
     } | ({"runtime_models": r.options["runtimes"]} if r.options.get("runtimes") else {})
 
 
-# After --output-name: the target flags of the providers Android apps run, from the registry
-# (mobilegen.cli.provider_flags).
-@app.command()
-@with_provider_flags(_android_flags, after="output_name")
-def android(
-    model: ModelArg,
-    output: AndroidOutOpt = None,
-    input: InputOpt = None,
-    dynamic: DynamicOpt = None,
-    const: ConstOpt = None,
-    opset: OpsetOpt = None,
-    output_name: OutputNameOpt = None,
-    name: NameOpt = None,
-    package: PackageOpt = None,
-    maven_group: MavenGroupOpt = None,
-    maven_artifact: MavenArtifactOpt = None,
-    lib_version: LibVersionOpt = None,
-    ort_version: OrtVersionOpt = None,
-    runtime: RuntimeOpt = None,
-    keep_dynamic: KeepDynamicOpt = False,
-    no_fix: NoFixOpt = False,
-    no_compare_exporters: NoCompareExportersOpt = False,
-    approximate: ApproximateOpt = None,
-    quantize: QuantizeOpt = None,
-    calibration: CalibrationOpt = None,
-    calibration_method: CalibrationMethodOpt = "minmax",
-    eval_: EvalOpt = None,
-    min_cosine: MinCosineOpt = 0.99,
-    min_top1: MinTop1Opt = 0.98,
-    atol: AtolOpt = 1e-4,
-    rtol: RtolOpt = 1e-3,
-    sample: SampleOpt = None,
-    sample_only: SampleOnlyOpt = False,
-    range_: RangeOpt = None,
-    allow_degenerate: AllowDegenerateOpt = False,
-    task: TaskOpt = None,
-    labels: LabelsOpt = None,
-    resize: ResizeOpt = None,
-    resize_filter: ResizeFilterOpt = None,
-    crop: CropOpt = None,
-    mean: MeanOpt = None,
-    std: StdOpt = None,
-    scale: ScaleOpt = None,
-    channels: ChannelsOpt = None,
-    layout: LayoutOpt = None,
-    sample_rate: SampleRateOpt = None,
-    state: StateOpt = None,
-    softmax: SoftmaxOpt = False,
-    top_k: TopKOpt = None,
-    tokenizer: TokenizerOpt = None,
-    pooling: PoolingOpt = None,
-    normalize: NormalizeOpt = None,
-    style: StyleOpt = "runtime",
-    trust_pickle: TrustPickleOpt = False,
-    model_class: ModelClassOpt = None,
-    model_kwargs: ModelKwargsOpt = None,
-    zip_out: ZipOpt = False,
-    force: ForceOpt = False,
-    json_out: JsonOpt = False,
-    debug: DebugOpt = False,
-    **flags: Any,
-) -> None:
-    """Build a Gradle project (Kotlin wrapper, model in assets, EPs with CPU fallback, golden-vector tests)."""
-
-    def action() -> Any:
-        from mobilegen.targets.android.project import AndroidOptions
-
-        a = AndroidOptions(package=package, class_name=name, ort_version=ort_version, maven_group=maven_group, maven_artifact=maven_artifact,
-                           lib_version=lib_version, **target_options("android", flags, AndroidOptions))
-        mopts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs, consts=const)
-        return _build(model, output or default_out(model, "android"), mopts, targets={"android": a}, atol=atol, rtol=rtol, sample=sample, keep_dynamic=keep_dynamic,
-                      style=style, force=force, zip_out=zip_out, no_fix=no_fix, no_compare_exporters=no_compare_exporters, approximate=approximate,
-                      ranges=range_, sample_only=sample_only, allow_degenerate=allow_degenerate,
-                      quantize=quantize_options(quantize, calibration, calibration_method, eval_, min_cosine, min_top1),
-                      task=task_spec(task, labels, resize, crop, mean, std, scale, channels, layout, sample_rate, softmax, top_k,
-                                     resize_filter=resize_filter, state=state, tokenizer=tokenizer, pooling=pooling, normalize=normalize,
-                                     sample=sample, model=model), standalone=True, runtime=runtime)
-
-    run_command(action, json_out=json_out, debug=debug, human=_human_build, to_json=_json_build)
+# --- the commands --------------------------------------------------------------------------------------
 
 
-# After --output-name: the target flags of the providers iOS apps run, from the registry.
-@app.command()
-@with_provider_flags(_ios_flags, after="output_name")
-def ios(
-    model: ModelArg,
-    output: IosOutOpt = None,
-    input: InputOpt = None,
-    dynamic: DynamicOpt = None,
-    const: ConstOpt = None,
-    opset: OpsetOpt = None,
-    output_name: OutputNameOpt = None,
-    name: NameOpt = None,
-    ort_version: OrtVersionOpt = None,
-    runtime: RuntimeOpt = None,
-    lib_version: LibVersionOpt = None,
-    no_fix: NoFixOpt = False,
-    no_compare_exporters: NoCompareExportersOpt = False,
-    approximate: ApproximateOpt = None,
-    quantize: QuantizeOpt = None,
-    calibration: CalibrationOpt = None,
-    calibration_method: CalibrationMethodOpt = "minmax",
-    eval_: EvalOpt = None,
-    min_cosine: MinCosineOpt = 0.99,
-    min_top1: MinTop1Opt = 0.98,
-    atol: AtolOpt = 1e-4,
-    rtol: RtolOpt = 1e-3,
-    sample: SampleOpt = None,
-    sample_only: SampleOnlyOpt = False,
-    range_: RangeOpt = None,
-    allow_degenerate: AllowDegenerateOpt = False,
-    task: TaskOpt = None,
-    labels: LabelsOpt = None,
-    resize: ResizeOpt = None,
-    resize_filter: ResizeFilterOpt = None,
-    crop: CropOpt = None,
-    mean: MeanOpt = None,
-    std: StdOpt = None,
-    scale: ScaleOpt = None,
-    channels: ChannelsOpt = None,
-    layout: LayoutOpt = None,
-    sample_rate: SampleRateOpt = None,
-    state: StateOpt = None,
-    softmax: SoftmaxOpt = False,
-    top_k: TopKOpt = None,
-    tokenizer: TokenizerOpt = None,
-    pooling: PoolingOpt = None,
-    normalize: NormalizeOpt = None,
-    style: StyleOpt = "runtime",
-    trust_pickle: TrustPickleOpt = False,
-    model_class: ModelClassOpt = None,
-    model_kwargs: ModelKwargsOpt = None,
-    zip_out: ZipOpt = False,
-    force: ForceOpt = False,
-    json_out: JsonOpt = False,
-    debug: DebugOpt = False,
-    **flags: Any,
-) -> None:
-    """Build a Swift Package (typed wrapper, model as a resource, CoreML EP with CPU fallback, golden-vector XCTests)."""
-
-    def action() -> Any:
-        from mobilegen.targets.ios.project import IosOptions
-
-        i = IosOptions(class_name=name, ort_version=ort_version, lib_version=lib_version, **target_options("ios", flags, IosOptions))
-        mopts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs, consts=const)
-        return _build(model, output or default_out(model, "ios"), mopts, targets={"ios": i}, atol=atol, rtol=rtol, sample=sample, keep_dynamic=True,
-                      style=style, force=force, zip_out=zip_out, no_fix=no_fix, no_compare_exporters=no_compare_exporters, approximate=approximate,
-                      ranges=range_, sample_only=sample_only, allow_degenerate=allow_degenerate,
-                      quantize=quantize_options(quantize, calibration, calibration_method, eval_, min_cosine, min_top1),
-                      task=task_spec(task, labels, resize, crop, mean, std, scale, channels, layout, sample_rate, softmax, top_k,
-                                     resize_filter=resize_filter, state=state, tokenizer=tokenizer, pooling=pooling, normalize=normalize,
-                                     sample=sample, model=model), standalone=True, runtime=runtime)
-
-    run_command(action, json_out=json_out, debug=debug, human=_human_build, to_json=_json_build)
+def _build_parts(target_parts: Iterable[Part], *, text: bool) -> list[Part]:
+    """Every build command's flags after its own: passes, quantization, verification, task, loading, output."""
+    return [*target_parts, *PASSES, *QUANTIZE, *VERIFY, *TASK, *(TEXT_TASK if text else ()), "style", *LOAD, "zip_out", *RUN]
 
 
-# After --output-name: the target flags of every provider, from the registry.
-@app.command()
-@with_provider_flags(_package_flags, after="output_name")
-def package(
-    model: ModelArg,
-    android_: Annotated[bool, typer.Option("--android", help="Include the Android project.")] = False,
-    ios_: Annotated[bool, typer.Option("--ios", help="Include the iOS Swift Package.")] = False,
-    web_: Annotated[bool, typer.Option("--web", help="Include the Web npm package (onnxruntime-web).")] = False,
-    react_native_: Annotated[bool, typer.Option("--react-native", help="Include the React Native npm package (onnxruntime-react-native).")] = False,
-    output: PackageOutOpt = None,
-    input: InputOpt = None,
-    dynamic: DynamicOpt = None,
-    const: ConstOpt = None,
-    opset: OpsetOpt = None,
-    output_name: OutputNameOpt = None,
-    package_name: PackageOpt = None,
-    maven_group: MavenGroupOpt = None,
-    maven_artifact: MavenArtifactOpt = None,
-    lib_version: LibVersionOpt = None,
-    name: NameOpt = None,
-    android_ort_version: Annotated[str | None, typer.Option("--android-ort-version", metavar="VERSION", help="Pin another published onnxruntime-android version.")] = None,
-    ios_ort_version: Annotated[str | None, typer.Option("--ios-ort-version", metavar="VERSION", help="Pin another published ORT Swift package version.")] = None,
-    runtime: RuntimeOpt = None,
-    keep_dynamic: KeepDynamicOpt = False,
-    no_fix: NoFixOpt = False,
-    no_compare_exporters: NoCompareExportersOpt = False,
-    approximate: ApproximateOpt = None,
-    quantize: QuantizeOpt = None,
-    calibration: CalibrationOpt = None,
-    calibration_method: CalibrationMethodOpt = "minmax",
-    eval_: EvalOpt = None,
-    min_cosine: MinCosineOpt = 0.99,
-    min_top1: MinTop1Opt = 0.98,
-    atol: AtolOpt = 1e-4,
-    rtol: RtolOpt = 1e-3,
-    sample: SampleOpt = None,
-    sample_only: SampleOnlyOpt = False,
-    range_: RangeOpt = None,
-    allow_degenerate: AllowDegenerateOpt = False,
-    task: TaskOpt = None,
-    labels: LabelsOpt = None,
-    resize: ResizeOpt = None,
-    resize_filter: ResizeFilterOpt = None,
-    crop: CropOpt = None,
-    mean: MeanOpt = None,
-    std: StdOpt = None,
-    scale: ScaleOpt = None,
-    channels: ChannelsOpt = None,
-    layout: LayoutOpt = None,
-    sample_rate: SampleRateOpt = None,
-    state: StateOpt = None,
-    softmax: SoftmaxOpt = False,
-    top_k: TopKOpt = None,
-    tokenizer: TokenizerOpt = None,
-    pooling: PoolingOpt = None,
-    normalize: NormalizeOpt = None,
-    style: StyleOpt = "runtime",
-    trust_pickle: TrustPickleOpt = False,
-    model_class: ModelClassOpt = None,
-    model_kwargs: ModelKwargsOpt = None,
-    zip_out: ZipOpt = False,
-    force: ForceOpt = False,
-    json_out: JsonOpt = False,
-    debug: DebugOpt = False,
-    **flags: Any,
-) -> None:
+def _options(name: str, cmd: TargetCommand, f: Flags, fields: Mapping[str, str]) -> Any:
+    """``name``'s options from the flags: ``fields`` (flag -> keyword) and its providers' target flags."""
+    options_type = cmd.options_type()
+    given = {keyword: f.get(flag) for flag, keyword in fields.items()}
+    return options_type(**given, **target_options(name, f, options_type))
+
+
+def _provider_flags(platforms: Sequence[str]) -> Callable[[], list[inspect.Parameter]]:
+    return lambda: target_params(platforms)
+
+
+def _target_command(name: str, summary: str) -> Command:
+    """``mobilegen NAME``: the target's build, with the flags of its :class:`~mobilegen.targets.TargetCommand`."""
+    from mobilegen import targets
+
+    def run(f: Flags) -> None:
+        def action() -> Any:
+            cmd = targets.command(name)
+            assert cmd is not None, f"target '{name}' has no command"
+            opts = _options(name, cmd, f, cmd.fields)
+            out = f["output"] or default_out(f["model"], name)
+            return _build(f, out, {name: opts}, keep_dynamic=f.get("keep_dynamic", True), standalone=cmd.standalone)
+
+        run_command(action, json_out=f["json_out"], debug=f["debug"], human=_human_build, to_json=_json_build)
+
+    def parts() -> list[Part]:
+        cmd = targets.command(name)
+        assert cmd is not None, f"target '{name}' has no command"
+        # after --output-name: the target flags of the providers its apps run, from the registry
+        return ["model", _out_param(name), *SHAPE, "output_name", _provider_flags((name,)), *_build_parts(cmd.flags, text=cmd.text_tasks)]
+
+    run.__name__ = run.__qualname__ = name.replace("-", "_")
+    run.__doc__ = summary
+    return Command(run, parts)
+
+
+def register_target_commands(names: Iterable[str]) -> None:
+    """Add ``mobilegen NAME`` for each built-in target of ``names`` (here: where ``mobilegen --help`` lists it)."""
+    from mobilegen.targets import commands
+
+    for name in names:
+        app.command(name)(_target_command(name, commands.BUILTIN[name].summary))
+
+
+def registered_target_commands() -> list[CommandInfo]:
+    """The commands of the targets registered with ``targets.register`` that bring a ``command``."""
+    from typer.models import CommandInfo
+
+    from mobilegen import targets
+    from mobilegen.cli.clickext import MobilegenCommand
+
+    out = []
+    for name in targets.names():
+        if name in targets.BUILTIN or (cmd := targets.command(name)) is None:
+            continue
+        out.append(CommandInfo(name=name, cls=MobilegenCommand, callback=_target_command(name, cmd.summary)))
+    return out
+
+
+app.dynamic_commands.append(registered_target_commands)
+register_target_commands(("android", "ios"))
+
+
+def _included() -> list[tuple[str, TargetCommand]]:
+    """The targets ``package`` can include (``--NAME``), in registry order."""
+    from mobilegen import targets
+
+    return [(name, cmd) for name in targets.names() if (cmd := targets.command(name)) is not None]
+
+
+def _include_flags() -> list[inspect.Parameter]:
+    return [
+        param(_include_name(name), Annotated[bool, typer.Option(f"--{name}", help=cmd.include)], False) for name, cmd in _included()
+    ]
+
+
+def _long_flag(name: str) -> str:
+    """A catalogue option's long flag (``maven_group`` -> ``--maven-group``)."""
+    from mobilegen.cli.flags import CATALOGUE
+
+    info = CATALOGUE[name].annotation.__metadata__[0]  # typer.Option("--flag", ...): the first name is its "default"
+    return next(str(d) for d in (info.default, *(info.param_decls or ())) if str(d).startswith("--"))
+
+
+def _include_name(target: str) -> str:
+    return "include_" + target.replace("-", "_")
+
+
+def _package_parts() -> list[Part]:
+    from mobilegen import targets
+
+    # the flags each target takes in a package, then the runtime and the fixed dims, which apply to all
+    own = [*(flag for _, cmd in _included() for flag in cmd.package_fields), "runtime", "keep_dynamic"]
+    # after --output-name: the target flags of every target's providers, from the registry
+    return [
+        "model", _include_flags, _out_param("package"), *SHAPE, "output_name", _provider_flags(targets.names()),
+        *_build_parts(own, text=True),
+    ]  # fmt: skip
+
+
+def _package(f: Flags) -> None:
     """Build one handoff package for Android, iOS, Web and/or React Native: projects, model, golden vectors, report, manifest."""
 
     def action() -> Any:
         from mobilegen.errors import UsageError
 
-        if not (android_ or ios_ or web_ or react_native_):
-            raise UsageError("package needs a target", hint="pass --android, --ios, --web and/or --react-native")
-        refuse_without_target([t for t, on in (("android", android_), ("ios", ios_)) if on], flags)
-        if (maven_group is not None or maven_artifact is not None) and not android_:
-            raise UsageError("--maven-group / --maven-artifact name the Android library's publication", hint="add --android, or drop them")
-        chosen: dict[str, Any] = {}
-        if android_:
-            from mobilegen.targets.android.project import AndroidOptions
+        included = _included()
+        chosen_names = [name for name, _ in included if f.get(_include_name(name))]
+        if not chosen_names:
+            flags = [f"--{name}" for name, _ in included]
+            raise UsageError("package needs a target", hint=f"pass {', '.join(flags[:-1])} and/or {flags[-1]}")
+        refuse_without_target(chosen_names, f)
+        for name, cmd in included:
+            if cmd.package_only is not None and name not in chosen_names:
+                only, what = cmd.package_only
+                if any(f.get(flag) is not None for flag in only):
+                    shown = " / ".join(_long_flag(flag) for flag in only)
+                    raise UsageError(f"{shown} {what}", hint=f"add --{name}, or drop them")
+        chosen = {name: _options(name, cmd, f, cmd.package_fields) for name, cmd in included if name in chosen_names}
+        return _build(f, f["output"] or default_out(f["model"], "package"), chosen, keep_dynamic=f["keep_dynamic"])
 
-            chosen["android"] = AndroidOptions(package=package_name, class_name=name, ort_version=android_ort_version, maven_group=maven_group,
-                                               maven_artifact=maven_artifact, lib_version=lib_version, **target_options("android", flags, AndroidOptions))
-        if ios_:
-            from mobilegen.targets.ios.project import IosOptions
+    run_command(action, json_out=f["json_out"], debug=f["debug"], human=_human_build, to_json=_json_build)
 
-            chosen["ios"] = IosOptions(class_name=name, ort_version=ios_ort_version, lib_version=lib_version, **target_options("ios", flags, IosOptions))
-        for js_name, js_on in (("web", web_), ("react-native", react_native_)):
-            if js_on:
-                from mobilegen.targets.jsshared import JsOptions
 
-                chosen[js_name] = JsOptions(class_name=name)
-        mopts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs, consts=const)
-        return _build(model, output or default_out(model, "package"), mopts, targets=chosen, atol=atol, rtol=rtol, sample=sample, keep_dynamic=keep_dynamic,
-                      style=style, force=force, zip_out=zip_out, no_fix=no_fix, no_compare_exporters=no_compare_exporters, approximate=approximate,
-                      ranges=range_, sample_only=sample_only, allow_degenerate=allow_degenerate,
-                      quantize=quantize_options(quantize, calibration, calibration_method, eval_, min_cosine, min_top1),
-                      task=task_spec(task, labels, resize, crop, mean, std, scale, channels, layout, sample_rate, softmax, top_k,
-                                     resize_filter=resize_filter, state=state, tokenizer=tokenizer, pooling=pooling, normalize=normalize,
-                                     sample=sample, model=model), runtime=runtime)
-
-    run_command(action, json_out=json_out, debug=debug, human=_human_build, to_json=_json_build)
+_package.__name__ = _package.__qualname__ = "package"
+app.command("package")(Command(_package, _package_parts))

@@ -7,32 +7,17 @@ registered plug-ins appear (:mod:`mobilegen.cli.provider_flags`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from typer.core import TyperOption
 
 from mobilegen.cli import app, run_command
-from mobilegen.cli.clickext import MobilegenCommand
-from mobilegen.cli.options import (
-    ConstOpt,
-    DebugOpt,
-    DynamicOpt,
-    InputOpt,
-    JsonOpt,
-    ModelArg,
-    ModelClassOpt,
-    ModelKwargsOpt,
-    OpsetOpt,
-    TrustPickleOpt,
-    model_options,
-    unique,
-)
-from mobilegen.cli.provider_flags import setting_params, settings_given, with_provider_flags
+from mobilegen.cli.flags import LOAD, SHAPE, Flags, command, param
+from mobilegen.cli.options import unique
+from mobilegen.cli.provider_flags import setting_params, settings_given
 
 if TYPE_CHECKING:
     from rich.console import Console
-    from typer._click import Context, HelpFormatter
 
     from mobilegen.commands.check import CheckResult
 
@@ -75,50 +60,28 @@ def _human(result: CheckResult, console: Console) -> None:
         )
 
 
-class _CheckCommand(MobilegenCommand):
-    """Fills the help of ``--ep`` from the registry when the help is shown (a missing ``--ep`` names the
-    choices: ``MobilegenCommand``)."""
-
-    def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
-        from mobilegen import providers
-
-        for param in self.params:
-            if isinstance(param, TyperOption) and param.name == "ep":
-                param.help = f"Execution provider: {', '.join(providers.names())}. Repeatable."
-        super().format_help(ctx, formatter)
+# The help of --ep names the registry's providers when shown (mobilegen.cli.provider_help).
+_Ep = param("ep", Annotated[list[str], typer.Option("--ep", metavar="EP", callback=unique, help="Execution provider (a name in the provider registry). Repeatable.")])
+_FailUnder = param(
+    "fail_under", Annotated[float | None, typer.Option("--fail-under", help="Exit 7 if any report supports less than PCT % of nodes.", metavar="PCT")], None
+)
+_MaxPartitions = param(
+    "max_partitions", Annotated[int | None, typer.Option("--max-partitions", help="Exit 7 if any report has more than N partitions.", metavar="N")], None
+)
 
 
 # After --ep: one flag per provider setting that declares one (--android-api, --ort-version, a plug-in's...),
 # with its help, range and default from the registry; it sets that setting on every chosen provider that
 # declares it.
-@app.command("check", cls=_CheckCommand)
-@with_provider_flags(setting_params, after="ep")
-def check(
-    model: ModelArg,
-    ep: Annotated[list[str], typer.Option("--ep", metavar="EP", callback=unique, help="Execution provider (a name in the provider registry). Repeatable.")],
-    fail_under: Annotated[
-        float | None, typer.Option("--fail-under", help="Exit 7 if any report supports less than PCT % of nodes.", metavar="PCT")
-    ] = None,
-    max_partitions: Annotated[
-        int | None, typer.Option("--max-partitions", help="Exit 7 if any report has more than N partitions.", metavar="N")
-    ] = None,
-    inputs: InputOpt = None,
-    dynamic: DynamicOpt = None,
-    const: ConstOpt = None,
-    opset: OpsetOpt = None,
-    trust_pickle: TrustPickleOpt = False,
-    model_class: ModelClassOpt = None,
-    model_kwargs: ModelKwargsOpt = None,
-    json_out: JsonOpt = False,
-    debug: DebugOpt = False,
-    **settings: Any,
-) -> None:
+@app.command("check")
+@command("model", _Ep, setting_params, _FailUnder, _MaxPartitions, *SHAPE, *LOAD, "json_out", "debug")
+def check(f: Flags) -> None:
     """Which nodes each execution provider will run, each refusal with its reason, and the partitions."""
 
     def action() -> CheckResult:
         from mobilegen.commands.check import CheckOptions, check
 
-        opts = CheckOptions(eps=tuple(ep), settings=settings_given(settings), fail_under=fail_under, max_partitions=max_partitions)
-        return check(model, opts, model_options(inputs, dynamic, opset, None, trust_pickle, model_class, model_kwargs, consts=const))
+        opts = CheckOptions(eps=tuple(f["ep"]), settings=settings_given(f), fail_under=f["fail_under"], max_partitions=f["max_partitions"])
+        return check(f["model"], opts, f.model_options())
 
-    run_command(action, json_out=json_out, debug=debug, human=_human, to_json=lambda r: r.to_dict())
+    run_command(action, json_out=f["json_out"], debug=f["debug"], human=_human, to_json=lambda r: r.to_dict())

@@ -1,7 +1,7 @@
 """How mobilegen's commands look and fail: plain help, one style of usage error, commands built on use.
 
 - Help shows what a value is (``--input NAME:SHAPE[:DTYPE]``, ``-o DIR``, ``--opset N``) and nothing after
-  a flag (Typer's ``<bool>``/``<path>``/``<list[str]>`` type labels invited ``--nnapi true``); the usage
+  a flag (Typer's ``<bool>``/``<path>``/``<list[str]>`` type labels invited ``--FLAG true``); the usage
   line reads ``mobilegen android [OPTIONS] MODEL``.
 - A usage error Click finds (unknown flag, missing argument, bad value) is printed like one mobilegen
   raises: ``error: <what> — <what to do>``, one line, exit 2, and with ``--json`` the same JSON document.
@@ -26,8 +26,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, NoReturn, TypeVar, get_args, ge
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
-from mobilegen.cli.provider_flags import setting_help
-
 try:  # recent Typer vendors its own copy of click
     from typer._click import exceptions as click_exc  # type: ignore[import-not-found,unused-ignore]
 except ImportError:  # pragma: no cover — Typer releases that use click itself
@@ -37,7 +35,6 @@ if TYPE_CHECKING:
     from typer._click import Context, HelpFormatter
     from typer.models import CommandInfo
 
-    from mobilegen.providers import Setting
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -87,21 +84,11 @@ def _ep_choices() -> str:
     return f"choose one or more of {', '.join(providers.names())} (repeat --ep for several)"
 
 
-def declared_setting(name: str) -> Setting | None:
-    """The first registered provider's setting called ``name`` (a flag's help, range and default)."""
-    from mobilegen import providers
-
-    return next((s for p in providers.all_providers() if (s := p.setting(name)) is not None), None)
-
-
 class MobilegenCommand(TyperCommand):
     """A command with plain help. ``missing_hints``: what to say when a required parameter is missing
     (parameter name → a function giving the hint, read when the error happens)."""
 
     missing_hints: ClassVar[dict[str, Callable[[], str]]] = {"ep": _ep_choices}
-    # Options whose help is the provider setting's of that name, with its range and default: read from the
-    # registry when the help is shown (every command that takes the flag says the same).
-    registry_help: ClassVar[tuple[str, ...]] = ("android_api",)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -110,9 +97,12 @@ class MobilegenCommand(TyperCommand):
                 param.metavar = _metavar(param)
 
     def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
+        # Helps whose words come from the provider registry, read when shown (mobilegen.cli.provider_help).
+        from mobilegen.cli.provider_help import completed_help
+
         for param in self.params:
-            if isinstance(param, TyperOption) and param.name in self.registry_help and (setting := declared_setting(param.name)):
-                param.help = setting_help(setting)
+            if isinstance(param, TyperOption) and (text := completed_help(self.name, param.name)) is not None:
+                param.help = text
         super().format_help(ctx, formatter)
 
     def collect_usage_pieces(self, ctx: Context) -> list[str]:
@@ -152,7 +142,7 @@ class _LazyCommands(MutableMapping[str, Any]):
         from typer.main import get_command_name
 
         out = {}
-        for info in self._app.lazy_commands:
+        for info in [*self._app.lazy_commands, *(i for more in self._app.dynamic_commands for i in more())]:
             callback = info.callback
             assert callback is not None, "a command must have a callback"
             out[info.name or get_command_name(callback.__name__)] = info
@@ -236,6 +226,8 @@ class LazyTyper(typer.Typer):
 
     def __init__(self, **kwargs: Any) -> None:
         self.lazy_commands: list[CommandInfo] = []
+        # functions giving more commands, asked each time the commands are listed (a registered target's)
+        self.dynamic_commands: list[Callable[[], list[CommandInfo]]] = []
         super().__init__(cls=type("Group", (MobilegenGroup,), {"source": self}), **kwargs)
 
     def command(self, name: str | None = None, *, cls: type[TyperCommand] | None = None, **kwargs: Any) -> Callable[[F], F]:
@@ -337,8 +329,8 @@ def describe_usage_error(err: Any, args: Sequence[str], *, command: str | None =
 
 
 def _value_given_to_flag(err: Any, message: str, args: Sequence[str]) -> tuple[str, str] | None:
-    """(flag, value) when the error is a value given to a flag: ``--nnapi=true`` (Click: "does not take a
-    value") or ``--nnapi true`` (Click: an unexpected extra argument ``true``), else None."""
+    """(flag, value) when the error is a value given to a flag: ``--FLAG=true`` (Click: "does not take a
+    value") or ``--FLAG true`` (Click: an unexpected extra argument ``true``), else None."""
     if isinstance(err, click_exc.BadOptionUsage) and "does not take a value" in message:
         flag = str(err.option_name)
         given = next((a.split("=", 1)[1] for a in args if a.startswith(flag + "=")), "")

@@ -8,7 +8,7 @@ others, positionals included, so every default comes from the file; values given
 never look theirs up, so they win. ``--help`` (eager too) shows no defaults from the file.
 
 Every value is checked against the parameters of the commands it applies to: its TOML type first (strict:
-``nnapi = "yes"`` is an error, not a truthy string), then the coercion the command line goes through.
+``zip = "yes"`` is an error, not a truthy string), then the coercion the command line goes through.
 
 A file found implicitly (``./mobilegen.toml``: it may come with a cloned repository) cannot turn on what a
 user would not type unseen: ``force``, ``trust_pickle``, ``model_class`` (imports Python code) and an
@@ -197,7 +197,14 @@ def read_toml(path: Path) -> dict[str, Any]:
     except RecursionError:  # tomllib recurses per nesting level: [[[[... or {a={a=...
         raise UsageError(f"config file {path} is nested too deeply to be a config file", hint=_CONFIG_HINT) from None
     except tomllib.TOMLDecodeError as err:
-        raise UsageError(f"config file {path} is not valid TOML: {err}", hint='write key = value lines, e.g. nnapi = true or input = ["x:1x3x224x224"]') from err
+        raise UsageError(f"config file {path} is not valid TOML: {err}", hint=f'write key = value lines, e.g. {_switch_example()} = true or input = ["x:1x3x224x224"]') from err
+
+
+def _switch_example() -> str:
+    """A flag to show in the hint: the first registered provider's on/off build flag (the flag most files set)."""
+    from mobilegen import providers
+
+    return next((f.name for p in providers.all_providers() for f in p.target_flags if f.kind is bool), "zip")
 
 
 MAX_DOTS_PER_LINE = 64

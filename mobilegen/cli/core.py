@@ -8,35 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from mobilegen.cli import app, run_command
-from mobilegen.cli.options import (
-    AllowDegenerateOpt,
-    AtolOpt,
-    CalibrationMethodOpt,
-    CalibrationOpt,
-    ConstOpt,
-    DebugOpt,
-    DynamicOpt,
-    EvalOpt,
-    ForceOpt,
-    InputOpt,
-    JsonOpt,
-    MinCosineOpt,
-    MinTop1Opt,
-    ModelArg,
-    ModelClassOpt,
-    ModelKwargsOpt,
-    OpsetOpt,
-    OutputNameOpt,
-    QuantizeOpt,
-    RangeOpt,
-    RtolOpt,
-    SampleOnlyOpt,
-    SampleOpt,
-    TrustPickleOpt,
-    model_options,
-    quantize_options,
-    verify_options,
-)
+from mobilegen.cli.flags import LOAD, QUANTIZE, RUN, SHAPE, VERIFY, Flags, command, param
 
 
 def _human_inspect(r: Inspection, console: Console) -> None:
@@ -69,26 +41,16 @@ if TYPE_CHECKING:
 
 
 @app.command()
-def inspect(
-    model: ModelArg,
-    input: InputOpt = None,
-    dynamic: DynamicOpt = None,
-    const: ConstOpt = None,
-    opset: OpsetOpt = None,
-    trust_pickle: TrustPickleOpt = False,
-    model_class: ModelClassOpt = None,
-    model_kwargs: ModelKwargsOpt = None,
-    json_out: JsonOpt = False,
-    debug: DebugOpt = False,
-) -> None:
+@command("model", *SHAPE, *LOAD, "json_out", "debug")
+def inspect(f: Flags) -> None:
     """Show a model's inputs/outputs, opset, op histogram and parameter count (.pt, .pt2, .onnx, .ort)."""
 
     def action() -> Inspection:
         from mobilegen.commands.inspection import inspect_model
 
-        return inspect_model(model, model_options(input, dynamic, opset, None, trust_pickle, model_class, model_kwargs, consts=const))
+        return inspect_model(f["model"], f.model_options())
 
-    run_command(action, json_out=json_out, debug=debug, human=_human_inspect, to_json=lambda r: r.to_dict())
+    run_command(action, json_out=f["json_out"], debug=f["debug"], human=_human_inspect, to_json=lambda r: r.to_dict())
 
 
 def _human_export(r: ExportResult, console: Console) -> None:
@@ -127,38 +89,20 @@ def _print_verification(v: dict[str, Any], console: Console) -> None:
 _STATUS_CELL = {"pass": "[green]ok[/green]", "unverified": "[yellow]unverified[/yellow]", "fail": "[red]FAIL[/red]"}
 
 
+_ExportOut = param("output", Annotated[Path, typer.Option("--output", "-o", metavar="FILE.onnx", help="Where to write the .onnx.")])
+
+
 @app.command()
-def export(
-    model: ModelArg,
-    output: Annotated[Path, typer.Option("--output", "-o", metavar="FILE.onnx", help="Where to write the .onnx.")],
-    input: InputOpt = None,
-    dynamic: DynamicOpt = None,
-    const: ConstOpt = None,
-    opset: OpsetOpt = None,
-    output_name: OutputNameOpt = None,
-    trust_pickle: TrustPickleOpt = False,
-    model_class: ModelClassOpt = None,
-    model_kwargs: ModelKwargsOpt = None,
-    atol: AtolOpt = 1e-4,
-    rtol: RtolOpt = 1e-3,
-    sample: SampleOpt = None,
-    sample_only: SampleOnlyOpt = False,
-    range_: RangeOpt = None,
-    allow_degenerate: AllowDegenerateOpt = False,
-    force: ForceOpt = False,
-    json_out: JsonOpt = False,
-    debug: DebugOpt = False,
-) -> None:
+@command("model", _ExportOut, *SHAPE, "output_name", *LOAD, *VERIFY, *RUN)
+def export(f: Flags) -> None:
     """Export MODEL to one self-contained .onnx file, verified against PyTorch."""
 
     def action() -> ExportResult:
         from mobilegen.commands.export_convert import export_model
 
-        opts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs, consts=const)
-        vopts = verify_options(atol, rtol, sample, range_, sample_only, allow_degenerate)
-        return export_model(model, output, opts, vopts, force=force)
+        return export_model(f["model"], f["output"], f.model_options(), f.verify_options(), force=f["force"])
 
-    run_command(action, json_out=json_out, debug=debug, human=_human_export, to_json=lambda r: r.__dict__)
+    run_command(action, json_out=f["json_out"], debug=f["debug"], human=_human_export, to_json=lambda r: r.__dict__)
 
 
 def _human_convert(r: ConvertResult, console: Console) -> None:
@@ -177,43 +121,28 @@ def _human_convert(r: ConvertResult, console: Console) -> None:
         console.print(f"[yellow]note:[/yellow] {esc(n)}")
 
 
+_ConvertOut = param(
+    "output",
+    Annotated[Path, typer.Option("--output", "-o", metavar="FILE.ort", help="Where to write the .ort (NAME.required_operators.config goes beside it).")],
+)
+# Its help says which providers take each style (mobilegen.cli.provider_help, when shown).
+_ConvertStyle = param(
+    "style",
+    Annotated[str, typer.Option("--optimization-style", metavar="STYLE", help="runtime (default: what every provider can take) or fixed (bakes in com.microsoft fused ops).")],
+    "runtime",
+)
+
+
 @app.command()
-def convert(
-    model: ModelArg,
-    output: Annotated[Path, typer.Option("--output", "-o", metavar="FILE.ort", help="Where to write the .ort (NAME.required_operators.config goes beside it).")],
-    input: InputOpt = None,
-    dynamic: DynamicOpt = None,
-    const: ConstOpt = None,
-    opset: OpsetOpt = None,
-    output_name: OutputNameOpt = None,
-    style: Annotated[str, typer.Option("--optimization-style", metavar="STYLE", help="runtime (default: what NNAPI/CoreML can take) or fixed (CPU/XNNPACK only: bakes in com.microsoft fused ops).")] = "runtime",
-    trust_pickle: TrustPickleOpt = False,
-    model_class: ModelClassOpt = None,
-    model_kwargs: ModelKwargsOpt = None,
-    atol: AtolOpt = 1e-4,
-    rtol: RtolOpt = 1e-3,
-    sample: SampleOpt = None,
-    sample_only: SampleOnlyOpt = False,
-    range_: RangeOpt = None,
-    allow_degenerate: AllowDegenerateOpt = False,
-    quantize: QuantizeOpt = None,
-    calibration: CalibrationOpt = None,
-    calibration_method: CalibrationMethodOpt = "minmax",
-    eval_: EvalOpt = None,
-    min_cosine: MinCosineOpt = 0.99,
-    min_top1: MinTop1Opt = 0.98,
-    force: ForceOpt = False,
-    json_out: JsonOpt = False,
-    debug: DebugOpt = False,
-) -> None:
+@command("model", _ConvertOut, *SHAPE, "output_name", _ConvertStyle, *LOAD, *VERIFY, *QUANTIZE, *RUN)
+def convert(f: Flags) -> None:
     """Convert MODEL (.onnx or any PyTorch artifact) to ORT format (.ort), verified against the reference."""
 
     def action() -> ConvertResult:
         from mobilegen.commands.export_convert import convert_model
 
-        opts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs, consts=const)
-        vopts = verify_options(atol, rtol, sample, range_, sample_only, allow_degenerate)
-        qopts = quantize_options(quantize, calibration, calibration_method, eval_, min_cosine, min_top1)
-        return convert_model(model, output, opts, vopts, style=style, force=force, quantize=qopts)
+        return convert_model(
+            f["model"], f["output"], f.model_options(), f.verify_options(), style=f["style"], force=f["force"], quantize=f.quantize_options()
+        )
 
-    run_command(action, json_out=json_out, debug=debug, human=_human_convert, to_json=lambda r: r.__dict__)
+    run_command(action, json_out=f["json_out"], debug=f["debug"], human=_human_convert, to_json=lambda r: r.__dict__)

@@ -5,42 +5,17 @@ from __future__ import annotations
 
 import inspect
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from typer.core import TyperOption
 
 from mobilegen.cli import app, run_command
-from mobilegen.cli.clickext import MobilegenCommand
-from mobilegen.cli.options import (
-    AllowDegenerateOpt,
-    ApproximateOpt,
-    AtolOpt,
-    ConstOpt,
-    DebugOpt,
-    DynamicOpt,
-    ForceOpt,
-    InputOpt,
-    JsonOpt,
-    ModelArg,
-    ModelClassOpt,
-    ModelKwargsOpt,
-    OpsetOpt,
-    OutputNameOpt,
-    RangeOpt,
-    RtolOpt,
-    SampleOnlyOpt,
-    SampleOpt,
-    TrustPickleOpt,
-    model_options,
-    unique,
-    verify_options,
-)
-from mobilegen.cli.provider_flags import setting_params, settings_given, with_provider_flags
+from mobilegen.cli.flags import LOAD, RUN, SHAPE, VERIFY, Flags, command, param
+from mobilegen.cli.options import unique
+from mobilegen.cli.provider_flags import setting_params, settings_given
 
 if TYPE_CHECKING:
     from rich.console import Console
-    from typer._click import Context, HelpFormatter
 
     from mobilegen.commands.fix import FixResult
 
@@ -77,58 +52,33 @@ def _setting_params() -> list[inspect.Parameter]:
     return setting_params(variants_each=False)  # fix writes one model: a variant left out is its default
 
 
-# After --keep-dynamic: the provider settings' flags (mobilegen.cli.provider_flags), as check has them.
-class _FixCommand(MobilegenCommand):
-    """Names the ``--ep`` choices in the help, read from the registry when the help is shown."""
-
-    def format_help(self, ctx: Context, formatter: HelpFormatter) -> None:
-        from mobilegen import providers
-
-        for param in self.params:
-            if isinstance(param, TyperOption) and param.name == "ep":
-                param.help = f"Execution provider to fix the model for: {', '.join(providers.names())}. Repeatable."
-        super().format_help(ctx, formatter)
-
-
-@app.command("fix", cls=_FixCommand)
-@with_provider_flags(_setting_params, after="keep_dynamic")
-def fix(
-    model: ModelArg,
-    ep: Annotated[
+# The help of --ep and --keep-dynamic is completed from the registry when shown (mobilegen.cli.provider_help).
+_Ep = param(
+    "ep",
+    Annotated[
         list[str],
         typer.Option("--ep", metavar="EP", callback=unique, help="Execution provider to fix the model for (a name in the provider registry). Repeatable."),
     ],
-    output: Annotated[Path, typer.Option("--output", "-o", metavar="FILE.onnx", help="Where to write the fixed .onnx.")],
-    approximate: ApproximateOpt = None,
-    keep_dynamic: Annotated[bool, typer.Option("--keep-dynamic", help="Keep dynamic dims (NNAPI then takes no node with a symbolic dim).")] = False,
-    input: InputOpt = None,
-    dynamic: DynamicOpt = None,
-    const: ConstOpt = None,
-    opset: OpsetOpt = None,
-    output_name: OutputNameOpt = None,
-    trust_pickle: TrustPickleOpt = False,
-    model_class: ModelClassOpt = None,
-    model_kwargs: ModelKwargsOpt = None,
-    atol: AtolOpt = 1e-4,
-    rtol: RtolOpt = 1e-3,
-    sample: SampleOpt = None,
-    sample_only: SampleOnlyOpt = False,
-    range_: RangeOpt = None,
-    allow_degenerate: AllowDegenerateOpt = False,
-    force: ForceOpt = False,
-    json_out: JsonOpt = False,
-    debug: DebugOpt = False,
-    **settings: Any,
-) -> None:
+)
+_Output = param("output", Annotated[Path, typer.Option("--output", "-o", metavar="FILE.onnx", help="Where to write the fixed .onnx.")])
+_KeepDynamic = param(
+    "keep_dynamic",
+    Annotated[bool, typer.Option("--keep-dynamic", help="Keep dynamic dims (the providers that fix them by default then take no node with a symbolic dim).")],
+    False,
+)
+
+
+# After --keep-dynamic: the provider settings' flags (mobilegen.cli.provider_flags), as check has them.
+@app.command("fix")
+@command("model", _Ep, _Output, "approximate", _KeepDynamic, _setting_params, *SHAPE, "output_name", *LOAD, *VERIFY, *RUN)
+def fix(f: Flags) -> None:
     """Rewrite MODEL for the given execution providers (each graph pass kept only if it helps), verify it,
     write OUT.onnx and show each provider's coverage before and after."""
 
     def action() -> FixResult:
         from mobilegen.commands.fix import FixOptions, fix_model
 
-        opts = FixOptions(eps=tuple(ep), settings=settings_given(settings), approximate=tuple(approximate or ()), keep_dynamic=keep_dynamic)
-        mopts = model_options(input, dynamic, opset, output_name, trust_pickle, model_class, model_kwargs, consts=const)
-        vopts = verify_options(atol, rtol, sample, range_, sample_only, allow_degenerate)
-        return fix_model(model, output, opts, mopts, vopts, force=force)
+        opts = FixOptions(eps=tuple(f["ep"]), settings=settings_given(f), approximate=tuple(f["approximate"] or ()), keep_dynamic=f["keep_dynamic"])
+        return fix_model(f["model"], f["output"], opts, f.model_options(), f.verify_options(), force=f["force"])
 
-    run_command(action, json_out=json_out, debug=debug, human=_human, to_json=lambda r: r.to_dict())
+    run_command(action, json_out=f["json_out"], debug=f["debug"], human=_human, to_json=lambda r: r.to_dict())

@@ -1,4 +1,6 @@
-"""Option declarations shared by every command that takes a MODEL (one definition each)."""
+"""Option declarations shared by the commands (one definition each; ``mobilegen.cli.flags`` gathers them
+by name, and the help of a few is completed from the provider registry when shown:
+``mobilegen.cli.provider_help``)."""
 
 from __future__ import annotations
 
@@ -54,7 +56,7 @@ RuntimeOpt = Annotated[
 ]
 OrtVersionOpt = Annotated[str | None, typer.Option("--ort-version", metavar="VERSION", help="Pin another published ONNX Runtime mobile version (checked against what the model needs).")]
 NameOpt = Annotated[str | None, typer.Option("--name", metavar="CLASS", help="Class name of the generated wrapper (default: from the model file name).")]
-NoFixOpt = Annotated[bool, typer.Option("--no-fix", help="Ship the exported graph as it is: no graph passes for the execution providers (fixed dims for NNAPI still follow --keep-dynamic).")]
+NoFixOpt = Annotated[bool, typer.Option("--no-fix", help="Ship the exported graph as it is: no graph passes for the execution providers (fixed dims still follow --keep-dynamic).")]
 NoCompareExportersOpt = Annotated[
     bool,
     typer.Option(
@@ -64,7 +66,7 @@ NoCompareExportersOpt = Annotated[
 ]
 ApproximateOpt = Annotated[
     list[str] | None,
-    typer.Option("--approximate", metavar="PASS", help="Allow an approximate graph pass by name, e.g. gelu (tanh GELU for NNAPI); its effect on the outputs is reported. Repeatable."),
+    typer.Option("--approximate", metavar="PASS", help="Allow an approximate graph pass by name; its effect on the outputs is reported. Repeatable."),
 ]
 QuantizeOpt = Annotated[
     str | None,
@@ -82,6 +84,18 @@ EvalOpt = Annotated[
 MinCosineOpt = Annotated[float, typer.Option("--min-cosine", metavar="X", help="Quantization gate: the least cosine similarity to the fp32 outputs, per output (0..1).")]
 MinTop1Opt = Annotated[float, typer.Option("--min-top1", metavar="X", help="Quantization gate: the least top-1 agreement with fp32 for classifier-shaped outputs (0..1).")]
 
+# The build commands' own flags (android, ios, web, react-native, package), declared once here too.
+PackageOpt = Annotated[str | None, typer.Option("--package", metavar="NAME", help="Kotlin package of the generated code, e.g. com.example.vision.")]
+MavenGroupOpt = Annotated[str | None, typer.Option("--maven-group", metavar="GROUP", help="groupId of the Android library's Maven publication (default: the Kotlin package).")]
+MavenArtifactOpt = Annotated[str | None, typer.Option("--maven-artifact", metavar="ARTIFACT", help="artifactId of the Android library's Maven publication (default: the library module's name).")]
+LibVersionOpt = Annotated[str | None, typer.Option("--lib-version", metavar="X.Y.Z", help="Version of the generated library: the AAR's Maven version and the Swift package's release tag (default 1.0.0).")]
+# Its help names the providers whose build fixes dynamic dims (mobilegen.cli.provider_help, when shown).
+KeepDynamicOpt = Annotated[bool, typer.Option("--keep-dynamic", help="Keep dynamic dims (the providers that fix them by default then take no node with a symbolic dim).")]
+ZipOpt = Annotated[bool, typer.Option("--zip", help="Also write OUT.zip (deterministic).")]
+StyleOpt = Annotated[str, typer.Option("--optimization-style", metavar="STYLE", help="ORT-format optimization style: runtime (default) or fixed.")]
+AndroidOrtVersionOpt = Annotated[str | None, typer.Option("--android-ort-version", metavar="VERSION", help="Pin another published onnxruntime-android version.")]
+IosOrtVersionOpt = Annotated[str | None, typer.Option("--ios-ort-version", metavar="VERSION", help="Pin another published ORT Swift package version.")]
+
 if TYPE_CHECKING:
     from mobilegen.options import ModelOptions
     from mobilegen.quantize import QuantizeOptions
@@ -89,7 +103,7 @@ if TYPE_CHECKING:
 
 
 def unique(values: list[str] | None) -> list[str] | None:
-    """A repeatable option's callback: each value once, in the order first given (``--ep nnapi --ep nnapi``)."""
+    """A repeatable option's callback: each value once, in the order first given (``--ep EP --ep EP``: one EP)."""
     return list(dict.fromkeys(values)) if values else values
 
 

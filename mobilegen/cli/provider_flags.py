@@ -7,15 +7,14 @@ Two kinds:
 - a provider :class:`~mobilegen.providers.TargetFlag` (the flag that turns the provider on, and its
   options) is an option of the build commands of its platforms.
 
-A command declares where they go with :func:`with_provider_flags`: its function takes them as ``**flags``,
-and its signature, as Typer reads it, gets one parameter per flag, made when the command is built (on
-use: ``mobilegen --help`` imports no provider), so plug-ins registered by then get their flags too.
+A command names :func:`setting_params` or :func:`target_params` among its parts (``mobilegen.cli.flags``):
+its signature, as Typer reads it, gets one parameter per flag, made when the command is built (on use:
+``mobilegen --help`` imports no provider), so plug-ins registered by then get their flags too.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import inspect
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any
@@ -89,8 +88,9 @@ def setting_params(*, variants_each: bool = True) -> list[inspect.Parameter]:
 
 
 def settings_given(flags: Mapping[str, Any]) -> dict[str, SettingValue | None]:
-    """The settings a command received as ``**flags`` (None: not given; a bool flag left off is not given)."""
-    return {name: (tuple(v) if isinstance(v, list) else v) if v is not False else None for name, v in flags.items()}
+    """The settings among the values a command received (None: not given; a bool flag left off is not given)."""
+    names = {s.name for s in flagged_settings()}
+    return {name: (tuple(v) if isinstance(v, list) else v) if v is not False else None for name, v in flags.items() if name in names}
 
 
 def target_flags(platforms: Iterable[str]) -> list[tuple[ExecutionProvider, TargetFlag]]:
@@ -107,7 +107,13 @@ def target_flags(platforms: Iterable[str]) -> list[tuple[ExecutionProvider, Targ
 
 
 def target_params(platforms: Iterable[str]) -> list[inspect.Parameter]:
-    return [_option(f.name, f.flag, f.kind, f.default, f.help, f.metavar, f.parse) for _, f in target_flags(platforms)]
+    return [_option(f.name, f.flag, f.kind, f.default, _target_flag_help(p, f), f.metavar, f.parse) for p, f in target_flags(platforms)]
+
+
+def _target_flag_help(provider: ExecutionProvider, flag: TargetFlag) -> str:
+    """A target flag's help: its own, or (``help_from_setting``) its provider's setting of that name's."""
+    setting = provider.setting(flag.name) if flag.help_from_setting else None
+    return flag.help if setting is None else setting_help(setting)
 
 
 def target_options(platform: str, flags: Mapping[str, Any], options_type: type) -> dict[str, Any]:
@@ -140,36 +146,3 @@ def refuse_without_target(chosen: Iterable[str], flags: Mapping[str, Any]) -> No
             platform = provider.platforms[0]
             names = "/".join(f.flag for f in needing)
             raise UsageError(f"{names} {'need' if len(needing) > 1 else 'needs'} --{platform}", hint=f"add --{platform}")
-
-
-class _WithProviderFlags:
-    """A command function whose signature, as Typer reads it, has the provider flags in place of its
-    ``**flags`` (made on first read: when the command is built)."""
-
-    def __init__(self, func: Callable[..., Any], params: Callable[[], list[inspect.Parameter]], after: str) -> None:
-        functools.update_wrapper(self, func)
-        self._func = func
-        self._params = params
-        self._after = after
-
-    @functools.cached_property
-    def __signature__(self) -> inspect.Signature:  # noqa: PLW3201 — what inspect.signature reads first
-        # keyword-only, all of them (Typer calls the function with keywords): any order is a valid signature
-        kw = inspect.Parameter.KEYWORD_ONLY
-        own = [p.replace(kind=kw) for p in inspect.signature(self._func, eval_str=True).parameters.values() if p.kind is not p.VAR_KEYWORD]
-        at = next(i for i, p in enumerate(own) if p.name == self._after) + 1
-        extra = [p for p in self._params() if p.name not in {q.name for q in own}]
-        return inspect.Signature([*own[:at], *extra, *own[at:]])
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._func(*args, **kwargs)
-
-
-def with_provider_flags(params: Callable[[], list[inspect.Parameter]], *, after: str) -> Callable[[Callable[..., Any]], Any]:
-    """Give a command the options ``params()`` makes, after its parameter ``after``; the function takes them
-    as ``**flags``."""
-
-    def decorate(func: Callable[..., Any]) -> Any:
-        return _WithProviderFlags(func, params, after)
-
-    return decorate

@@ -155,6 +155,9 @@ class TargetFlag:
     parse: Callable[[str], object] | None = None
     convert: Callable[[Any], object] | None = None
     needs_target: bool = False
+    # Its help on screen is the provider's setting of the same name's (with its range and default), as on
+    # the commands that take the setting (mobilegen.cli.provider_flags); ``help`` is then its short form.
+    help_from_setting: bool = False
 
     def given(self, value: object) -> bool:
         """Whether ``value`` (what the command received) differs from not giving the flag."""
@@ -294,6 +297,15 @@ class ExecutionProvider:
     # Its op builders take static shapes only: a node with a dynamic dim runs on the CPU unless the dims
     # are fixed (the package's dynamic-input notice names the providers that say so).
     static_shapes_only: bool = False
+
+    # --- command line: the provider's words in the help of generic flags (mobilegen.cli.provider_help) ----
+    # Its build fixes dynamic dims unless --keep-dynamic; this says what keeping them costs it ("" = it keeps them).
+    keep_dynamic_cost: str = ""
+    # Whether it runs an ORT-format model of the "fixed" optimization style (com.microsoft fused ops baked
+    # in): True it does, False it takes only the "runtime" style, None the help says nothing of it.
+    fixed_style: bool | None = None
+    # An --approximate word that helps it and what that pass computes instead: ("gelu", "tanh GELU").
+    approximate_example: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:
         if self.setting(ORT_VERSION.name) is None:

@@ -5,6 +5,10 @@ dtype check, pinned runtime channel, execution providers, rendering, device tole
 ones are listed in :data:`BUILTIN`, one line each, and imported on first use; :func:`register` adds
 another (a test, an embedding application). ``pipeline.build`` loops over the chosen targets and
 never branches on a target's name.
+
+The CLI makes each target's build command (``mobilegen <name>``, ``package --<name>``) from
+:func:`command`: a built-in's from :mod:`mobilegen.targets.commands` (no target module imported), a
+registered target's from its ``command`` attribute.
 """
 
 from __future__ import annotations
@@ -14,8 +18,9 @@ from typing import Any
 
 from mobilegen.errors import InternalError, UsageError
 from mobilegen.targets.base import BuildContext, Target
+from mobilegen.targets.commands import TargetCommand
 
-__all__ = ["BUILTIN", "BuildContext", "Target", "get", "names", "register", "unregister"]
+__all__ = ["BUILTIN", "BuildContext", "Target", "TargetCommand", "command", "get", "names", "register", "unregister"]
 
 # name -> "module:attribute". Adding a platform is a module plus a line here (and its templates).
 BUILTIN: dict[str, str] = {
@@ -59,3 +64,15 @@ def get(name: str) -> Target[Any]:
             raise InternalError(f"{ref} is not the target '{name}'")
         _loaded[name] = target
     return _loaded[name]
+
+
+def command(name: str) -> TargetCommand | None:
+    """How the CLI builds ``mobilegen <name>`` and ``package --<name>``: a built-in's description
+    (imports no target module), a registered target's ``command`` (None: it gets no command)."""
+    from mobilegen.targets import commands
+
+    if name in _registered:
+        return _registered[name].command
+    if name not in BUILTIN:
+        raise UsageError(f"unknown target '{name}'", hint="targets are: " + ", ".join(names()))
+    return commands.BUILTIN[name]

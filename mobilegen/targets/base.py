@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from mobilegen.notices import Notice
     from mobilegen.runtimes import RuntimeRelease
     from mobilegen.spec import IOSpec
+    from mobilegen.targets.commands import TargetCommand
     from mobilegen.tasks.spec import TaskSpec
 
 Opts = TypeVar("Opts")  # the target's own frozen options type
@@ -49,6 +50,9 @@ class Target(ABC, Generic[Opts]):
     # folders that building or installing inside the rendered project creates (``mobilegen verify`` names
     # their files as made by a build, not as tampering)
     build_made: tuple[str, ...] = ()
+    # Its build command: ``mobilegen <name>`` and ``package --<name>`` (mobilegen.targets.commands); None:
+    # the CLI gives a registered target no command. The built-ins' are in ``mobilegen.targets.commands``.
+    command: TargetCommand | None = None
 
     @abstractmethod
     def validate(self, opts: Opts) -> None:

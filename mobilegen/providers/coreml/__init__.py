@@ -123,4 +123,5 @@ PROVIDER = CoreML(
     in_default_runtime=("ios",),
     cache_key_metadata=CACHE_KEY,
     static_shapes_only=True,  # with RequireStaticInputShapes (rules.py), a symbolic dim refuses the node
+    fixed_style=False,  # the help of --optimization-style (mobilegen.cli.provider_help)
 )

@@ -82,8 +82,8 @@ TARGET_FLAGS = (
         "nnapi_flags", "--nnapi-flags", None, "Comma list of NNAPI flags: fp16, nchw, cpu-disabled, cpu-only.",
         kind=str, metavar="FLAGS", convert=_comma_list, needs_target=True,
     ),  # fmt: skip
-    # its help on screen is the android_api setting's, with the range and default (mobilegen.cli.clickext)
-    TargetFlag("android_api", "--android-api", None, "Android API level the NNAPI analysis targets.", kind=int, metavar="LEVEL"),
+    # its help on screen is the android_api setting's, with the range and default
+    TargetFlag("android_api", "--android-api", None, "Android API level the NNAPI analysis targets.", kind=int, metavar="LEVEL", help_from_setting=True),
 )
 
 
@@ -216,4 +216,8 @@ PROVIDER = Nnapi(
     subgraph_source="onnxruntime/core/providers/nnapi/nnapi_builtin/nnapi_execution_provider.cc",
     in_default_runtime=("android",),
     static_shapes_only=True,  # table.py: a symbolic dim refuses the node ("NNAPI needs fixed shapes")
+    # the help of --keep-dynamic, --no-fix, --optimization-style and --approximate (mobilegen.cli.provider_help)
+    keep_dynamic_cost="NNAPI then takes no node with a symbolic dim",
+    fixed_style=False,
+    approximate_example=("gelu", "tanh GELU"),
 )

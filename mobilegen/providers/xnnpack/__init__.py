@@ -102,4 +102,5 @@ PROVIDER = Xnnpack(
     takes_subgraphs=True,
     subgraph_source="onnxruntime/core/providers/xnnpack/xnnpack_execution_provider.cc",
     in_default_runtime=("android", "ios"),
+    fixed_style=True,  # the help of --optimization-style (mobilegen.cli.provider_help)
 )
