@@ -426,6 +426,11 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
         "android_planned": template_providers("android", "plan.kt.jinja"),
         # every Android provider, in registry order: ModelSupport's per-provider constants and helpers
         "android_registry": [{"name": p.name} for p in providers.on_platform("android")],
+        # every Android provider's fragments by piece (templates/providers/<name>/android/<piece>.jinja): the
+        # generic templates include a piece for each provider that has it, in registry or chain order
+        "pieces": provider_setup.pieces(PLATFORM),
+        "chain_pieces": provider_setup.pieces(PLATFORM, chain=True),
+        "chain_example": _chain_example(),
         "ort_released": md_escape(release.released or "date unknown"),
         "toolchain": dict(TOOLCHAIN),
         "gradle_wrapper_command": toolchains.gradle_wrapper_command(),
@@ -437,6 +442,13 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
         "coverage": coverage_rows(spec.coverage),
         "notes": [md_escape(n) for n in spec.notes],
     }
+
+
+def _chain_example() -> str:
+    """The wrapper's example of a provider given up when session creation fails: the first of the providers
+    the default runtime has (registry order), tried with the next one."""
+    names = [p.display_name for p in providers.on_platform(PLATFORM) if PLATFORM in p.in_default_runtime][:2] or ["P1"]
+    return f"{names[0]} (session creation with {', '.join(names)} failed: …)"
 
 
 def _bench_entry(p: providers.ExecutionProvider) -> dict[str, str]:
