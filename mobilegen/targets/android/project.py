@@ -411,6 +411,7 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
         **provider_setup.context(PLATFORM, opts),  # each provider's variables (mobilegen.providers.<name>.android)
         "ort_artifact": runtime.artifact(opts),
         "aar_providers": list(runtime.aar_providers(opts)),
+        "aar_lacks": runtime.lacks(opts),
         "bench_configs": runtime.bench_configs(opts),
         # the benchmark's "default" configuration: create() with default Options (mobilegen.targets.defaults)
         "bench_default": list(runtime.shipped_default(opts)),
