@@ -432,6 +432,7 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
         "pieces": provider_setup.pieces(PLATFORM),
         "chain_pieces": provider_setup.pieces(PLATFORM, chain=True),
         "chain_example": _chain_example(),
+        "chain_example_names": _chain_example_names(),
         "ort_released": md_escape(release.released or "date unknown"),
         "toolchain": dict(TOOLCHAIN),
         "gradle_wrapper_command": toolchains.gradle_wrapper_command(),
@@ -445,10 +446,15 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
     }
 
 
+def _chain_example_names() -> list[str]:
+    """The providers the docs' example chain is made of: the first two the default runtime has (registry order)."""
+    return [p.display_name for p in providers.on_platform(PLATFORM) if PLATFORM in p.in_default_runtime][:2] or ["P1"]
+
+
 def _chain_example() -> str:
-    """The wrapper's example of a provider given up when session creation fails: the first of the providers
-    the default runtime has (registry order), tried with the next one."""
-    names = [p.display_name for p in providers.on_platform(PLATFORM) if PLATFORM in p.in_default_runtime][:2] or ["P1"]
+    """The wrapper's example of a provider given up when session creation fails: the first of the example
+    chain, tried with the next one."""
+    names = _chain_example_names()
     return f"{names[0]} (session creation with {', '.join(names)} failed: …)"
 
 
