@@ -304,11 +304,17 @@ def test_android_class_names_cannot_shadow_a_type_the_templates_use() -> None:
     # `: ` or `is `/`as `) is reserved: a model named after it ("int" -> Int) must not shadow it.
     from mobilegen.render.lang import kotlin as kt
 
-    root = Path(android.__file__).resolve().parent.parent / "templates" / "android"
+    from mobilegen.render.tree import templates_root
+
+    # the Android templates and every provider's Android fragments, which the wrapper files include
+    roots = [templates_root() / "android", *sorted((templates_root() / "providers").glob("*/android"))]
+    paths = [p for root in roots for p in (*root.rglob("*.kt"), *root.rglob("*.kt.jinja"))]  # not the Gradle scripts (.kts)
+    assert len(paths) > 20 and any("providers" in p.parts for p in paths)
     used: set[str] = set()
-    for path in [*root.rglob("*.kt"), *root.rglob("*.kt.jinja")]:  # not the Gradle scripts (.kts)
+    for path in paths:
         text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', path.read_text(encoding="utf-8"))
         text = re.sub(r"//.*", "", re.sub(r"\{[{%#].*?[}%#]\}", "", text))
+        text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)  # KDoc and block comments
         used |= set(re.findall(r"\b([A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*)\s*(?:[(<?.]|::)", text))
         used |= set(re.findall(r"(?::|\bis|\bas)\s+([A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*)\b", text))
     missing = sorted(used - android.FIXED_CLASS_NAMES)

@@ -100,6 +100,11 @@ FIXED_CLASS_NAMES = frozenset(
 ) | frozenset(
     # LiteRT's types the --runtime litert wrapper names (templates/backends/litert/android)
     "Accelerator AssetManager CompiledModel LiteRtException ReentrantLock TensorBuffer".split()
+) | frozenset(
+    # the task-level API's and the tokenizer's types and the JDK/Android types they name (--task)
+    """AddedToken BitmapSource CameraInput CharArray CharClass Character CropRect Encoding Form Found FrameSampler
+    HashMap ImageAnalysis ImageFormat ImageProxy InputStream MiniJson Normalizer OutOfMemoryError Parser Piece
+    PixelFormat Rect RuntimeException Seg Source Suppress Text Tokenizer TokenizerAssetException""".split()
 )
 
 # Every name the templates declare in the scopes tensor-derived names live in, so that no derived name
