@@ -11,6 +11,15 @@ from typing import Any
 
 from mobilegen.artifacts import FP16_TOLERANCE
 
+# What the Android target reads besides the fragments (mobilegen.targets.android.project): the names the
+# NNAPI fragments declare in the generated package (the wrapper's NnapiFlag enum, its entries and the
+# nnapiFlags helper; ORT's NNAPIFlags, which the wrapper imports), which no model-derived name may take.
+TEMPLATE_DATA: dict[str, Any] = {
+    "kotlin_classes": ("NnapiFlag", "NNAPIFlags"),
+    "kotlin_members": ("nnapiFlags",),
+    "kotlin_constants": ("USE_FP16", "USE_NCHW", "CPU_DISABLED"),
+}
+
 MIN_SDK = 27  # Android 8.1: NNAPI feature level 1 (below it ORT silently runs everything on CPU)
 
 # --nnapi-flags spelling → ai.onnxruntime.providers.NNAPIFlags constant.

@@ -52,7 +52,6 @@ FIXED_CLASS_NAMES = frozenset(
         "Inputs",
         "Outputs",
         "Options",
-        "NnapiFlag",
         "R",
         "BuildConfig",
         "ModelSupport",
@@ -72,8 +71,6 @@ FIXED_CLASS_NAMES = frozenset(
         "Json",
         "Obj",
         "Reader",
-        # the wrapper's file-private QNN context helper (issue 26 item 5)
-        "QnnContext",
         # the wrapper's reused output tensors and input buffers (issue 31: direct, reused buffers)
         "PinnedOutputs",
         "ReusedInputs",
@@ -92,7 +89,7 @@ FIXED_CLASS_NAMES = frozenset(
     FloatArray FloatBuffer GoldenTest GoldenVectorsTest IllegalArgumentException IllegalStateException Ignore
     InstrumentationRegistry Int IntArray IntBuffer JvmField JvmName JvmOverloads JvmStatic LinkedHashMap List
     Log Long LongArray LongBuffer Map Math ModelSupportTest MutableList MutableMap NoSuchElementException
-    NNAPIFlags Nothing Number OnnxJavaType OnnxTensor OrtEnvironment OrtException OrtProvider OrtSession Pair Path
+    Nothing Number OnnxJavaType OnnxTensor OrtEnvironment OrtException OrtProvider OrtSession Pair Path
     ReentrantLock ReentrantReadWriteLock Result Buffer RunWith Runtime ScrollView SessionOptions Set Short ShortArray ShortBuffer
     StandardCharsets String System Test TextView Throwable Throws Type Unit ViewCompat WindowInsetsCompat
     Bitmap Classification CoroutineDispatcher FileChannel FileInputStream FileNotFoundException ImageInput Labels
@@ -114,20 +111,43 @@ FIXED_CLASS_NAMES = frozenset(
 RESERVED_MEMBERS = frozenset(
     """
     equals hashCode toString copy close run create newInstance inputs outputs options session sessionOptions
-    activeProviders lock closed nnapiFlags outputTensor boolBytes floats doubles ints longs shorts bytes
-    booleans env feeds result labels qnnProviderOptions qnnContextFile openSession skippedProviders tryChain
-    addProvider qnnAbiProblem skippedText nativeLibraryMessage supportedAbis tookNodes discard release loadedFromCache
-    qnnLibraryPathSet skipReason runSession pinned outputsLock directBuffer copyOut copyOutBooleans tensors requested buffers
+    activeProviders lock closed outputTensor boolBytes floats doubles ints longs shorts bytes
+    booleans env feeds result labels skippedProviders tryChain
+    addProvider skippedText nativeLibraryMessage supportedAbis
+    skipReason runSession pinned outputsLock directBuffer copyOut copyOutBooleans tensors requested buffers
     inputsLock reusedInputs holdsInputs reused
     """.split()
 )
-# SCREAMING_SNAKE namespace: the fixed companion constants, Options.CPU_ONLY and the NnapiFlag entries.
+# SCREAMING_SNAKE namespace: the fixed companion constants and Options.CPU_ONLY.
 FIXED_CONSTANTS = frozenset(
     """
     TAG MODEL_NAME MODEL_ASSET GOLDEN_ASSET INPUT_NAMES OUTPUT_NAMES ATOL RTOL ACCELERATED_ATOL
-    ACCELERATED_RTOL CPU_ONLY USE_FP16 USE_NCHW CPU_DISABLED LABELS_ASSET QNN_ABI LIBRARY_VERSION
+    ACCELERATED_RTOL CPU_ONLY LABELS_ASSET LIBRARY_VERSION
     """.split()
 )
+
+
+# The names the providers' fragments declare in the same scopes (each Android provider's template data,
+# ``ExecutionProvider.template_data("android")``: ``kotlin_classes``, ``kotlin_members``, ``kotlin_constants``).
+def _declared(key: str) -> frozenset[str]:
+    return frozenset(n for p in providers.on_platform(PLATFORM) for n in p.template_data(PLATFORM).get(key, ()))
+
+
+def class_names() -> frozenset[str]:
+    """Every class name the generated package defines or names: :data:`FIXED_CLASS_NAMES` and the providers'."""
+    return FIXED_CLASS_NAMES | _declared("kotlin_classes")
+
+
+def reserved_members() -> frozenset[str]:
+    """Every lowerCamel name the wrapper declares: :data:`RESERVED_MEMBERS` and the providers' fragments'."""
+    return RESERVED_MEMBERS | _declared("kotlin_members")
+
+
+def fixed_constants() -> frozenset[str]:
+    """Every SCREAMING_SNAKE constant the wrapper declares: :data:`FIXED_CONSTANTS` and the providers'."""
+    return FIXED_CONSTANTS | _declared("kotlin_constants")
+
+
 # Derived names of one tensor: property + shape property, name constant + shape constant.
 PROP_SUFFIXES = ("", "Shape")
 CONST_SUFFIXES = ("_NAME", "_SHAPE", *ic.KOTLIN_SUFFIXES)  # the input contract's constants too
@@ -180,7 +200,7 @@ def validate_android_options(opts: AndroidOptions) -> None:
         for p in kt.package_problems(opts.package):
             details.append(f"--package {opts.package!r} {p}")
     if opts.class_name is not None:
-        for p in kt.class_name_problems(opts.class_name, reserved=FIXED_CLASS_NAMES):
+        for p in kt.class_name_problems(opts.class_name, reserved=class_names()):
             details.append(f"--name {opts.class_name!r} {p}")
     provider_details, provider_hints = provider_setup.problems(PLATFORM, opts)
     details += provider_details
@@ -258,7 +278,7 @@ def _check_tolerances(*pairs: tuple[str, float]) -> None:
 
 
 def _names(spec: ProjectSpec, opts: AndroidOptions) -> tuple[str, str]:
-    class_name = opts.class_name or kt.derive_class_name(spec.model_name, reserved=FIXED_CLASS_NAMES)
+    class_name = opts.class_name or kt.derive_class_name(spec.model_name, reserved=class_names())
     package = opts.package or kt.derive_package(spec.model_name)
     return class_name, package
 
@@ -267,16 +287,17 @@ def _tensor_contexts(
     io: IOSpec, class_name: str, contracts: tuple[ic.InputContract, ...] = ()
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     tensors: list[tuple[str, TensorSpec]] = [("input", t) for t in io.inputs] + [("output", t) for t in io.outputs]
+    reserved, constants = reserved_members(), fixed_constants()
     bases = [
-        kt.identifier(t.name, style="camel", fallback=f"{role}{i}", avoid=RESERVED_MEMBERS)
+        kt.identifier(t.name, style="camel", fallback=f"{role}{i}", avoid=reserved)
         for i, (role, t) in enumerate(tensors)
     ]
     # Each tensor gets a stem P with P and P + "Shape" both free (so a shape property is always its
     # tensor's property + "Shape", and never another tensor's data), then a constant stem C with
     # C_NAME and C_SHAPE both free of each other and of every fixed constant (``model`` → MODEL_2_NAME).
-    props = kt.disambiguate_groups(bases, PROP_SUFFIXES, taken=RESERVED_MEMBERS | {class_name})
+    props = kt.disambiguate_groups(bases, PROP_SUFFIXES, taken=reserved | {class_name})
     const_bases = kt.disambiguate_groups(
-        [kt.identifier(p, style="constant", fallback="TENSOR") for p in props], CONST_SUFFIXES, taken=FIXED_CONSTANTS
+        [kt.identifier(p, style="constant", fallback="TENSOR") for p in props], CONST_SUFFIXES, taken=constants
     )
     inputs: list[dict[str, Any]] = []
     outputs: list[dict[str, Any]] = []
@@ -335,8 +356,8 @@ def _tensor_contexts(
     if (
         len(set(consts)) != len(consts)
         or len(set(members)) != len(members)
-        or set(consts) & FIXED_CONSTANTS
-        or set(members) & (RESERVED_MEMBERS | {class_name})
+        or set(consts) & constants
+        or set(members) & (reserved | {class_name})
     ):
         raise InternalError("generated Kotlin member names collide after disambiguation")
     return inputs, outputs
