@@ -113,7 +113,8 @@ def options_record(opts: Any) -> dict[str, Any]:
 
 
 def fp16_reason(opts: Any) -> str:
-    """QNN's HTP runs float models in fp16 (enable_htp_fp16_precision, on by default) like NNAPI's USE_FP16."""
+    """QNN's HTP runs float models in fp16 (enable_htp_fp16_precision, on by default): the device test's
+    accelerated tolerance widens as for any provider computing in float16."""
     if not opts.qnn:
         return ""
     return (
