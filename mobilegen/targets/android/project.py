@@ -437,7 +437,7 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
         **provider_setup.context(PLATFORM, opts),  # each provider's variables (mobilegen.providers.<name>.android)
         "ort_artifact": runtime.artifact(opts),
         "aar_providers": list(runtime.aar_providers(opts)),
-        "aar_lacks": runtime.lacks(opts),
+        "aar_lacks": _identifiers(runtime.lacks(opts)),  # in Kotlin comments and the README
         "bench_configs": runtime.bench_configs(opts),
         # the benchmark's "default" configuration: create() with default Options (mobilegen.targets.defaults)
         "bench_default": list(runtime.shipped_default(opts)),
@@ -472,9 +472,15 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
     }
 
 
+def _identifiers(names: list[str]) -> list[str]:
+    """The display names that are plain identifiers (a plug-in's could be any text): what the generated
+    comments and README may print unescaped."""
+    return [n for n in names if re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", n)]
+
+
 def _chain_example_names() -> list[str]:
     """The providers the docs' example chain is made of: the first two the default runtime has (registry order)."""
-    return [p.display_name for p in providers.on_platform(PLATFORM) if PLATFORM in p.in_default_runtime][:2] or ["P1"]
+    return _identifiers([p.display_name for p in providers.on_platform(PLATFORM) if PLATFORM in p.in_default_runtime])[:2] or ["P1"]
 
 
 def _chain_example() -> str:
