@@ -113,3 +113,16 @@ def test_a_tensor_named_like_a_providers_member_is_renamed(toy: ExecutionProvide
     io = IOSpec((TensorSpec("toyHelper", "float32", (1, 4)),), (TensorSpec("qnnContextFile", "float32", (1, 2)),))
     ctx = android.android_context(replace(spec, io=io), opts)
     assert ctx["inputs"][0]["prop"] != "toyHelper" and ctx["outputs"][0]["prop"] != "qnnContextFile"
+
+
+def test_every_android_fragment_is_included_by_a_generic_template() -> None:
+    # a piece no Android template asks for would be dead text in the provider's folder (a typo in its name)
+    text = "".join(
+        p.read_text(encoding="utf-8")
+        for root in (templates_root() / "android", templates_root() / "backends")
+        for p in root.rglob("*.jinja")
+    )
+    asked = set(re.findall(r'pieces\["([^"]+)"\]', text)) | set(re.findall(r'/android/([\w.]+)\.jinja"', text))
+    found = {f.name[: -len(".jinja")] for f in (templates_root() / "providers").glob("*/android/*.jinja")}
+    assert len(found) > 40
+    assert found - asked == set()
