@@ -22,7 +22,7 @@ from mobilegen.coverage.target import EPTarget
 from mobilegen.errors import UsageError
 from mobilegen.notices import Notice
 from mobilegen.providers import ExecutionProvider
-from mobilegen.render.tree import has_fragment
+from mobilegen.render.tree import fragments_dir, has_fragment
 
 _IDENT = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 
@@ -114,9 +114,30 @@ def template_providers(platform: str, piece: str) -> list[dict[str, str]]:
     return out
 
 
+class Pieces(dict[str, list[str]]):
+    """Fragment name -> the include paths of the providers that have it; a name none has gives []."""
+
+    def __missing__(self, key: str) -> list[str]:
+        return []
+
+
+def pieces(platform: str, *, chain: bool = False) -> Pieces:
+    """Every template fragment of ``platform``'s providers (``<platform>/<piece>.jinja`` in their fragment
+    folders): the piece's name without ``.jinja`` -> the include paths (``providers/<name>/<platform>/...``),
+    in registry order, or in chain order with ``chain``. A generic template includes a piece for every
+    provider that has it (``{% for f in pieces["wrapper_imports.kt"] %}{% include f %}{% endfor %}``), so it
+    names none of them."""
+    out = Pieces()
+    for p in in_chain_order(platform) if chain else providers.on_platform(platform):
+        folder = fragments_dir(p.name) / platform
+        for f in sorted(folder.glob("*.jinja")) if folder.is_dir() else ():
+            out.setdefault(f.name[: -len(".jinja")], []).append(f"providers/{p.name}/{platform}/{f.name}")
+    return out
+
+
 def _swift_case(display: str) -> str:
-    """The Swift enum case of a provider: its display name with a leading acronym lowercased ("CoreML" ->
-    "coreML", "XNNPACK" -> "xnnpack", "ToyNPU" -> "toyNPU")."""
+    """The Swift enum case of a provider: its display name with a leading acronym lowercased ("ToyNPU" ->
+    "toyNPU", "GPUDelegate" -> "gpuDelegate", an all-capitals "NPU" -> "npu")."""
     if display.isupper():
         return display.lower()
     head = len(display) - len(display.lstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZ"))

@@ -124,8 +124,8 @@ def _check_android(ctx: dict[str, Any]) -> None:
         assert KOTLIN_IDENT.match(name), name
     assert len(set(members)) == len(members), members
     assert len(set(consts)) == len(consts), consts
-    assert not set(members) & (android.RESERVED_MEMBERS | {class_name})
-    assert not set(consts) & android.FIXED_CONSTANTS
+    assert not set(members) & (android.reserved_members() | {class_name})
+    assert not set(consts) & android.fixed_constants()
 
 
 @pytest.mark.parametrize("name", TRICKY)
@@ -192,9 +192,9 @@ def test_android_reserved_names_cover_the_template(tmp_path: Path) -> None:
     declared = set()
     skipping = False
     for line in wrapper.read_text().splitlines():
-        # Options, NnapiFlag and ReusedInputs are scopes of their own that no tensor-derived name enters
-        # (ReusedInputs' own b<i>/t<i>/fill<i> members shadow any outer name inside it).
-        if m_scope := re.match(r"^    (?:data class (Options)|enum class (NnapiFlag)|private class (ReusedInputs))\b", line):
+        # Options, a provider's nested enum and ReusedInputs are scopes of their own that no tensor-derived name
+        # enters (ReusedInputs' own b<i>/t<i>/fill<i> members shadow any outer name inside it).
+        if m_scope := re.match(r"^    (?:data class (Options)|enum class (\w+)|private class (ReusedInputs))\b", line):
             skipping = not line.rstrip().endswith("}")
             declared.add(next(g for g in m_scope.groups() if g))
             continue
@@ -208,9 +208,9 @@ def test_android_reserved_names_cover_the_template(tmp_path: Path) -> None:
     # the input contract's constants (issue 31): the const stem + each contract suffix
     derived |= {t["contract"]["const"] + s for t in ctx["inputs"] for s in android.CONST_SUFFIXES[2:]}
     known = (
-        android.RESERVED_MEMBERS
-        | android.FIXED_CONSTANTS
-        | android.FIXED_CLASS_NAMES
+        android.reserved_members()
+        | android.fixed_constants()
+        | android.class_names()
         | {ctx["class_name"], ctx["exception_name"]}
     )
     assert {"ids", "idsShape", "IDS_NAME", "LOGITS_SHAPE", "create", "ATOL", "ACCELERATED_ATOL"} <= declared
@@ -303,15 +303,20 @@ def test_android_class_names_cannot_shadow_a_type_the_templates_use() -> None:
     # Every capitalised name the Kotlin templates use as a type (before `(`, `<`, `?`, `.`, `::`, after
     # `: ` or `is `/`as `) is reserved: a model named after it ("int" -> Int) must not shadow it.
     from mobilegen.render.lang import kotlin as kt
+    from mobilegen.render.tree import templates_root
 
-    root = Path(android.__file__).resolve().parent.parent / "templates" / "android"
+    # the Android templates and every provider's Android fragments, which the wrapper files include
+    roots = [templates_root() / "android", *sorted((templates_root() / "providers").glob("*/android"))]
+    paths = [p for root in roots for p in (*root.rglob("*.kt"), *root.rglob("*.kt.jinja"))]  # not the Gradle scripts (.kts)
+    assert len(paths) > 20 and any("providers" in p.parts for p in paths)
     used: set[str] = set()
-    for path in [*root.rglob("*.kt"), *root.rglob("*.kt.jinja")]:  # not the Gradle scripts (.kts)
+    for path in paths:
         text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', path.read_text(encoding="utf-8"))
         text = re.sub(r"//.*", "", re.sub(r"\{[{%#].*?[}%#]\}", "", text))
+        text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)  # KDoc and block comments
         used |= set(re.findall(r"\b([A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*)\s*(?:[(<?.]|::)", text))
         used |= set(re.findall(r"(?::|\bis|\bas)\s+([A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*)\b", text))
-    missing = sorted(used - android.FIXED_CLASS_NAMES)
-    assert not missing, f"reserve these in android.FIXED_CLASS_NAMES: {missing}"
-    assert kt.derive_class_name("int", reserved=android.FIXED_CLASS_NAMES) != "Int"
-    assert kt.class_name_problems("String", reserved=android.FIXED_CLASS_NAMES)
+    missing = sorted(used - android.class_names())
+    assert not missing, f"reserve these in android.FIXED_CLASS_NAMES (or the provider's kotlin_classes): {missing}"
+    assert kt.derive_class_name("int", reserved=android.class_names()) != "Int"
+    assert kt.class_name_problems("String", reserved=android.class_names())

@@ -11,6 +11,15 @@ from typing import Any
 
 from mobilegen.artifacts import FP16_TOLERANCE
 
+# What the Android target reads besides the fragments (mobilegen.targets.android.project): the names the
+# NNAPI fragments declare in the generated package (the wrapper's NnapiFlag enum, its entries and the
+# nnapiFlags helper; ORT's NNAPIFlags, which the wrapper imports), which no model-derived name may take.
+TEMPLATE_DATA: dict[str, Any] = {
+    "kotlin_classes": ("NnapiFlag", "NNAPIFlags"),
+    "kotlin_members": ("nnapiFlags",),
+    "kotlin_constants": ("USE_FP16", "USE_NCHW", "CPU_DISABLED"),
+}
+
 MIN_SDK = 27  # Android 8.1: NNAPI feature level 1 (below it ORT silently runs everything on CPU)
 
 # --nnapi-flags spelling → ai.onnxruntime.providers.NNAPIFlags constant.
@@ -22,17 +31,22 @@ FLAGS: dict[str, str] = {
 }
 
 
+def given_flags(opts: Any) -> tuple[str, ...]:
+    """The --nnapi-flags spellings the options give (none when the flag was not given)."""
+    return tuple(opts.nnapi_flags or ())
+
+
 def problems(opts: Any) -> tuple[list[str], list[str]]:
     """What is wrong with the NNAPI options, and what to do about it."""
     from mobilegen import providers
 
     details: list[str] = []
-    for f in opts.nnapi_flags:
+    for f in given_flags(opts):
         if f not in FLAGS:
             details.append(f"--nnapi-flags: unknown flag {f!r} (known: {', '.join(FLAGS)})")
-    if "cpu-disabled" in opts.nnapi_flags and "cpu-only" in opts.nnapi_flags:
+    if "cpu-disabled" in given_flags(opts) and "cpu-only" in given_flags(opts):
         details.append("--nnapi-flags: cpu-disabled and cpu-only exclude each other (ORT refuses the pair)")
-    if opts.nnapi_flags and not opts.nnapi:
+    if given_flags(opts) and not opts.nnapi:
         details.append("--nnapi-flags given without --nnapi")
     if opts.android_api is not None and not opts.nnapi:
         details.append("--android-api given without --nnapi (it sets the API level of the NNAPI analysis)")
@@ -47,7 +61,7 @@ def problems(opts: Any) -> tuple[list[str], list[str]]:
 
 
 def flag_constants(opts: Any) -> list[str]:
-    return [FLAGS[f] for f in opts.nnapi_flags]
+    return [FLAGS[f] for f in given_flags(opts)]
 
 
 def context(opts: Any) -> dict[str, Any]:
@@ -61,14 +75,14 @@ def label(opts: Any) -> str:
 
 
 def record(opts: Any) -> dict[str, Any]:
-    rec: dict[str, Any] = {"nnapi": opts.nnapi, "nnapi_flags": list(opts.nnapi_flags)}
+    rec: dict[str, Any] = {"nnapi": opts.nnapi, "nnapi_flags": list(given_flags(opts))}
     if opts.android_api:
         rec["android_api"] = opts.android_api
     return rec
 
 
 def fp16_reason(opts: Any) -> str:
-    if opts.nnapi and "fp16" in opts.nnapi_flags:
+    if opts.nnapi and "fp16" in given_flags(opts):
         return (
             f"NNAPI runs with `USE_FP16`, which lets it compute in float16 (about 3 significant decimal digits), "
             f"so atol and rtol are at least {FP16_TOLERANCE!r}"

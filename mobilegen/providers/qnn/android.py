@@ -26,6 +26,18 @@ if TYPE_CHECKING:
 QNN_ARTIFACT = AAR.artifact
 QNN_ABI = AAR.abis[0]  # default_qnn_aar_build_settings.json: the QNN AAR is built for arm64-v8a only
 
+# What the Android target reads besides the fragments (mobilegen.targets.android.project): the names the
+# QNN fragments declare in the generated wrapper (the file-private QnnContext helper of the compiled-context
+# cache, the companion's QNN functions and QNN_ABI), which no model-derived name may take.
+TEMPLATE_DATA: dict[str, Any] = {
+    "kotlin_classes": ("QnnContext",),
+    "kotlin_members": (
+        "qnnProviderOptions", "qnnContextFile", "openSession", "qnnAbiProblem", "qnnLibraryPathSet",
+        "tookNodes", "discard", "release", "loadedFromCache",
+    ),
+    "kotlin_constants": ("QNN_ABI",),
+}
+
 # qnn_execution_provider.cc ParseBackendTypeName ("backend_type"; "backend_path" is the alternative,
 # and giving both is an error) and ParseHtpPerformanceMode ("htp_performance_mode").
 QNN_BACKENDS = ("htp", "gpu", "cpu")
@@ -101,7 +113,8 @@ def options_record(opts: Any) -> dict[str, Any]:
 
 
 def fp16_reason(opts: Any) -> str:
-    """QNN's HTP runs float models in fp16 (enable_htp_fp16_precision, on by default) like NNAPI's USE_FP16."""
+    """QNN's HTP runs float models in fp16 (enable_htp_fp16_precision, on by default): the device test's
+    accelerated tolerance widens as for any provider computing in float16."""
     if not opts.qnn:
         return ""
     return (

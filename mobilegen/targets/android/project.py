@@ -52,7 +52,6 @@ FIXED_CLASS_NAMES = frozenset(
         "Inputs",
         "Outputs",
         "Options",
-        "NnapiFlag",
         "R",
         "BuildConfig",
         "ModelSupport",
@@ -72,8 +71,6 @@ FIXED_CLASS_NAMES = frozenset(
         "Json",
         "Obj",
         "Reader",
-        # the wrapper's file-private QNN context helper (issue 26 item 5)
-        "QnnContext",
         # the wrapper's reused output tensors and input buffers (issue 31: direct, reused buffers)
         "PinnedOutputs",
         "ReusedInputs",
@@ -92,7 +89,7 @@ FIXED_CLASS_NAMES = frozenset(
     FloatArray FloatBuffer GoldenTest GoldenVectorsTest IllegalArgumentException IllegalStateException Ignore
     InstrumentationRegistry Int IntArray IntBuffer JvmField JvmName JvmOverloads JvmStatic LinkedHashMap List
     Log Long LongArray LongBuffer Map Math ModelSupportTest MutableList MutableMap NoSuchElementException
-    NNAPIFlags Nothing Number OnnxJavaType OnnxTensor OrtEnvironment OrtException OrtProvider OrtSession Pair Path
+    Nothing Number OnnxJavaType OnnxTensor OrtEnvironment OrtException OrtProvider OrtSession Pair Path
     ReentrantLock ReentrantReadWriteLock Result Buffer RunWith Runtime ScrollView SessionOptions Set Short ShortArray ShortBuffer
     StandardCharsets String System Test TextView Throwable Throws Type Unit ViewCompat WindowInsetsCompat
     Bitmap Classification CoroutineDispatcher FileChannel FileInputStream FileNotFoundException ImageInput Labels
@@ -100,6 +97,11 @@ FIXED_CLASS_NAMES = frozenset(
 ) | frozenset(
     # LiteRT's types the --runtime litert wrapper names (templates/backends/litert/android)
     "Accelerator AssetManager CompiledModel LiteRtException ReentrantLock TensorBuffer".split()
+) | frozenset(
+    # the task-level API's and the tokenizer's types and the JDK/Android types they name (--task)
+    """AddedToken BitmapSource CameraInput CharArray CharClass Character CropRect Encoding Form Found FrameSampler
+    HashMap ImageAnalysis ImageFormat ImageProxy InputStream MiniJson Normalizer OutOfMemoryError Parser Piece
+    PixelFormat Rect RuntimeException Seg Source Suppress Text Tokenizer TokenizerAssetException""".split()
 )
 
 # Every name the templates declare in the scopes tensor-derived names live in, so that no derived name
@@ -109,20 +111,43 @@ FIXED_CLASS_NAMES = frozenset(
 RESERVED_MEMBERS = frozenset(
     """
     equals hashCode toString copy close run create newInstance inputs outputs options session sessionOptions
-    activeProviders lock closed nnapiFlags outputTensor boolBytes floats doubles ints longs shorts bytes
-    booleans env feeds result labels qnnProviderOptions qnnContextFile openSession skippedProviders tryChain
-    addProvider qnnAbiProblem skippedText nativeLibraryMessage supportedAbis tookNodes discard release loadedFromCache
-    qnnLibraryPathSet skipReason runSession pinned outputsLock directBuffer copyOut copyOutBooleans tensors requested buffers
+    activeProviders lock closed outputTensor boolBytes floats doubles ints longs shorts bytes
+    booleans env feeds result labels skippedProviders tryChain
+    addProvider skippedText nativeLibraryMessage supportedAbis
+    skipReason runSession pinned outputsLock directBuffer copyOut copyOutBooleans tensors requested buffers
     inputsLock reusedInputs holdsInputs reused
     """.split()
 )
-# SCREAMING_SNAKE namespace: the fixed companion constants, Options.CPU_ONLY and the NnapiFlag entries.
+# SCREAMING_SNAKE namespace: the fixed companion constants and Options.CPU_ONLY.
 FIXED_CONSTANTS = frozenset(
     """
     TAG MODEL_NAME MODEL_ASSET GOLDEN_ASSET INPUT_NAMES OUTPUT_NAMES ATOL RTOL ACCELERATED_ATOL
-    ACCELERATED_RTOL CPU_ONLY USE_FP16 USE_NCHW CPU_DISABLED LABELS_ASSET QNN_ABI LIBRARY_VERSION
+    ACCELERATED_RTOL CPU_ONLY LABELS_ASSET LIBRARY_VERSION
     """.split()
 )
+
+
+# The names the providers' fragments declare in the same scopes (each Android provider's template data,
+# ``ExecutionProvider.template_data("android")``: ``kotlin_classes``, ``kotlin_members``, ``kotlin_constants``).
+def _declared(key: str) -> frozenset[str]:
+    return frozenset(n for p in providers.on_platform(PLATFORM) for n in p.template_data(PLATFORM).get(key, ()))
+
+
+def class_names() -> frozenset[str]:
+    """Every class name the generated package defines or names: :data:`FIXED_CLASS_NAMES` and the providers'."""
+    return FIXED_CLASS_NAMES | _declared("kotlin_classes")
+
+
+def reserved_members() -> frozenset[str]:
+    """Every lowerCamel name the wrapper declares: :data:`RESERVED_MEMBERS` and the providers' fragments'."""
+    return RESERVED_MEMBERS | _declared("kotlin_members")
+
+
+def fixed_constants() -> frozenset[str]:
+    """Every SCREAMING_SNAKE constant the wrapper declares: :data:`FIXED_CONSTANTS` and the providers'."""
+    return FIXED_CONSTANTS | _declared("kotlin_constants")
+
+
 # Derived names of one tensor: property + shape property, name constant + shape constant.
 PROP_SUFFIXES = ("", "Shape")
 CONST_SUFFIXES = ("_NAME", "_SHAPE", *ic.KOTLIN_SUFFIXES)  # the input contract's constants too
@@ -175,7 +200,7 @@ def validate_android_options(opts: AndroidOptions) -> None:
         for p in kt.package_problems(opts.package):
             details.append(f"--package {opts.package!r} {p}")
     if opts.class_name is not None:
-        for p in kt.class_name_problems(opts.class_name, reserved=FIXED_CLASS_NAMES):
+        for p in kt.class_name_problems(opts.class_name, reserved=class_names()):
             details.append(f"--name {opts.class_name!r} {p}")
     provider_details, provider_hints = provider_setup.problems(PLATFORM, opts)
     details += provider_details
@@ -253,7 +278,7 @@ def _check_tolerances(*pairs: tuple[str, float]) -> None:
 
 
 def _names(spec: ProjectSpec, opts: AndroidOptions) -> tuple[str, str]:
-    class_name = opts.class_name or kt.derive_class_name(spec.model_name, reserved=FIXED_CLASS_NAMES)
+    class_name = opts.class_name or kt.derive_class_name(spec.model_name, reserved=class_names())
     package = opts.package or kt.derive_package(spec.model_name)
     return class_name, package
 
@@ -262,16 +287,17 @@ def _tensor_contexts(
     io: IOSpec, class_name: str, contracts: tuple[ic.InputContract, ...] = ()
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     tensors: list[tuple[str, TensorSpec]] = [("input", t) for t in io.inputs] + [("output", t) for t in io.outputs]
+    reserved, constants = reserved_members(), fixed_constants()
     bases = [
-        kt.identifier(t.name, style="camel", fallback=f"{role}{i}", avoid=RESERVED_MEMBERS)
+        kt.identifier(t.name, style="camel", fallback=f"{role}{i}", avoid=reserved)
         for i, (role, t) in enumerate(tensors)
     ]
     # Each tensor gets a stem P with P and P + "Shape" both free (so a shape property is always its
     # tensor's property + "Shape", and never another tensor's data), then a constant stem C with
     # C_NAME and C_SHAPE both free of each other and of every fixed constant (``model`` → MODEL_2_NAME).
-    props = kt.disambiguate_groups(bases, PROP_SUFFIXES, taken=RESERVED_MEMBERS | {class_name})
+    props = kt.disambiguate_groups(bases, PROP_SUFFIXES, taken=reserved | {class_name})
     const_bases = kt.disambiguate_groups(
-        [kt.identifier(p, style="constant", fallback="TENSOR") for p in props], CONST_SUFFIXES, taken=FIXED_CONSTANTS
+        [kt.identifier(p, style="constant", fallback="TENSOR") for p in props], CONST_SUFFIXES, taken=constants
     )
     inputs: list[dict[str, Any]] = []
     outputs: list[dict[str, Any]] = []
@@ -330,8 +356,8 @@ def _tensor_contexts(
     if (
         len(set(consts)) != len(consts)
         or len(set(members)) != len(members)
-        or set(consts) & FIXED_CONSTANTS
-        or set(members) & (RESERVED_MEMBERS | {class_name})
+        or set(consts) & constants
+        or set(members) & (reserved | {class_name})
     ):
         raise InternalError("generated Kotlin member names collide after disambiguation")
     return inputs, outputs
@@ -411,6 +437,7 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
         **provider_setup.context(PLATFORM, opts),  # each provider's variables (mobilegen.providers.<name>.android)
         "ort_artifact": runtime.artifact(opts),
         "aar_providers": list(runtime.aar_providers(opts)),
+        "aar_lacks": _identifiers(runtime.lacks(opts)),  # in Kotlin comments and the README
         "bench_configs": runtime.bench_configs(opts),
         # the benchmark's "default" configuration: create() with default Options (mobilegen.targets.defaults)
         "bench_default": list(runtime.shipped_default(opts)),
@@ -426,6 +453,12 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
         "android_planned": template_providers("android", "plan.kt.jinja"),
         # every Android provider, in registry order: ModelSupport's per-provider constants and helpers
         "android_registry": [{"name": p.name} for p in providers.on_platform("android")],
+        # every Android provider's fragments by piece (templates/providers/<name>/android/<piece>.jinja): the
+        # generic templates include a piece for each provider that has it, in registry or chain order
+        "pieces": provider_setup.pieces(PLATFORM),
+        "chain_pieces": provider_setup.pieces(PLATFORM, chain=True),
+        "chain_example": _chain_example(),
+        "chain_example_names": _chain_example_names(),
         "ort_released": md_escape(release.released or "date unknown"),
         "toolchain": dict(TOOLCHAIN),
         "gradle_wrapper_command": toolchains.gradle_wrapper_command(),
@@ -437,6 +470,24 @@ def android_context(spec: ProjectSpec, opts: AndroidOptions) -> dict[str, Any]:
         "coverage": coverage_rows(spec.coverage),
         "notes": [md_escape(n) for n in spec.notes],
     }
+
+
+def _identifiers(names: list[str]) -> list[str]:
+    """The display names that are plain identifiers (a plug-in's could be any text): what the generated
+    comments and README may print unescaped."""
+    return [n for n in names if re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", n)]
+
+
+def _chain_example_names() -> list[str]:
+    """The providers the docs' example chain is made of: the first two the default runtime has (registry order)."""
+    return _identifiers([p.display_name for p in providers.on_platform(PLATFORM) if PLATFORM in p.in_default_runtime])[:2] or ["P1"]
+
+
+def _chain_example() -> str:
+    """The wrapper's example of a provider given up when session creation fails: the first of the example
+    chain, tried with the next one."""
+    names = _chain_example_names()
+    return f"{names[0]} (session creation with {', '.join(names)} failed: …)"
 
 
 def _bench_entry(p: providers.ExecutionProvider) -> dict[str, str]:

@@ -54,6 +54,13 @@ def aar_providers(opts: AndroidOptions) -> tuple[str, ...]:
     return tuple(p.name for p in providers.on_platform(PLATFORM) if PLATFORM in p.in_default_runtime)
 
 
+def lacks(opts: AndroidOptions) -> list[str]:
+    """The providers onnxruntime-android has that the pinned AAR lacks (display names, registry order): none
+    unless a provider's own build replaces it."""
+    has = aar_providers(opts)
+    return [p.display_name for p in providers.on_platform(PLATFORM) if PLATFORM in p.in_default_runtime and p.name not in has]
+
+
 def bench_providers(opts: AndroidOptions) -> list[ExecutionProvider]:
     """The providers the package's runtime has, in registry order (bench/ModelBenchmark.kt's constants)."""
     has = aar_providers(opts)
