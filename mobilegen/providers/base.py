@@ -410,6 +410,25 @@ class ExecutionProvider:
         """How ``mobilegen bench`` runs the provider here (None: on the device only)."""
         return None
 
+    # --- template data: fixed facts of its part of a target's generated project (provapple) ---------------
+
+    def template_data(self, target: str) -> Mapping[str, Any]:
+        """Fixed facts about its part of ``target``'s generated project that the target's templates and code
+        read besides its fragments (the Swift members its fragments declare, a README sentence, a provider
+        entry of a TypeScript chain); each target documents the keys it reads. ``target`` is a target name
+        ("ios", "react-native", "web"). By default a built-in's ``TEMPLATE_DATA`` mapping in its module
+        ``mobilegen.providers.<name>.<target>`` ("-" as "_"), else {}; a plug-in overrides this."""
+        import importlib
+        import importlib.util
+
+        package = type(self).__module__
+        module = f"{package}.{target.replace('-', '_')}"
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ModuleNotFoundError:  # the provider's module is no package: it has no per-target modules
+            found = False
+        return dict(getattr(importlib.import_module(module), "TEMPLATE_DATA", {})) if found else {}
+
     # --- settings -------------------------------------------------------------------------------------
 
     def setting(self, name: str) -> Setting | None:

@@ -70,3 +70,14 @@ def fp16_reason(opts: Any) -> str:
 
 def float32_reason(opts: Any) -> str:
     return "compute units CPUOnly keep CoreML in float32, like the CPU provider"
+
+
+# Its part of the generated Swift package besides its fragments (templates/providers/coreml/ios/), read by
+# the iOS target (mobilegen.targets.ios.project documents the keys).
+TEMPLATE_DATA: dict[str, Any] = {
+    # the wrapper members its fragments declare: tensor identifiers must not take these names
+    "swift_members": ("coreMLOptions", "defaultCoreMLCacheDirectory"),
+    # the ORT CoreML EP compiles the model at session creation (ModelCacheDirectory keeps the result)
+    "doc_init": "with CoreML this compiles it (cached in Caches after the first launch)",
+    "doc_load": "CoreML compilation can take a while",
+}

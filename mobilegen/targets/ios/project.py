@@ -84,9 +84,9 @@ _UNSUPPORTED_HINTS = {
 GENERATED_MEMBERS = frozenset(
     """
     modelName inputNames outputNames modelURL modelResourceName load prediction warmUp configuration
-    activeExecutionProviders coreMLUnavailableReason session environment queue makeTensor readTensor
-    makeSession sessionOptions coreMLOptions defaultCoreMLCacheDirectory zeroInput Configuration
-    ExecutionProvider SharedEnvironment xnnpackUnavailableReason appendXnnpack TaskError RGBImage ImageInput
+    activeExecutionProviders session environment queue makeTensor readTensor
+    makeSession sessionOptions zeroInput Configuration
+    ExecutionProvider SharedEnvironment TaskError RGBImage ImageInput
     skippedProviders openSession appendProvider
     Classification Labels Scores classify classifications pcmInput run init deinit description debugDescription hash hashValue self Type
     ResizeFilter AudioInput Stream graphInput runPCM16 runFloat classifyPCM16 classifyFloat
@@ -95,6 +95,82 @@ GENERATED_MEMBERS = frozenset(
     Runtime runtime coreAI coreAIUnavailableReason preferCoreAI waitFor ResultBox
     """.split()
 )
+
+
+
+def generated_members() -> frozenset[str]:
+    """:data:`GENERATED_MEMBERS` and the members the registry's iOS providers add to the wrapper: each planned
+    provider's ``<case>UnavailableReason`` and the ``swift_members`` of its template data."""
+    from mobilegen import providers
+
+    planned = {e["unavailable"] for e in _wrapper_entries("plan.swift.jinja")}
+    declared = {m for p in providers.on_platform(PLATFORM) for m in p.template_data(PLATFORM).get("swift_members", ())}
+    return GENERATED_MEMBERS | planned | declared
+
+
+# The generated wrapper's pieces of each iOS provider: fragments under templates/providers/<name>/ios/ (a
+# plug-in's ``fragments`` folder), included in chain order by templates/ios for every provider that has them:
+#   plan.swift.jinja          planning it into init()'s chain; it gets ``Configuration.use<Case>`` (its
+#                             on/off switch, declared by config_fields) and ``<case>UnavailableReason``
+#   append_provider.swift.jinja  its arm of appendProvider's switch
+#   config_types / config_fields / config_params / config_assign .swift.jinja
+#                             its Configuration types, fields, init parameters (each line ending in ",") and
+#                             assignments
+#   doc_append.swift.jinja    appendProvider's doc comment (the first provider's that has one)
+#   helpers.swift.jinja       private static helpers of the wrapper class
+# and its template data (ExecutionProvider.template_data("ios")): ``swift_members`` (names its fragments
+# declare, reserved from tensor identifiers), ``doc_init`` / ``doc_load`` (what it adds to the doc comments of
+# init() and load(): why they take time).
+# Providers ranked from here on run CPU kernels (ExecutionProvider.rank: XNNPACK's 30): Configuration lists
+# their fields after the CPU provider's own (intraOpThreads).
+CPU_KERNELS_RANK = 30
+
+
+def _wrapper_entries(piece: str) -> list[dict[str, Any]]:
+    """``template_providers("ios", piece)`` with what the wrapper derives from each: ``switch``
+    (``Configuration.use<Case>``), ``unavailable`` (``<case>UnavailableReason``), ``cpu_kernels`` (rank from
+    :data:`CPU_KERNELS_RANK`: its Configuration fields follow the CPU provider's) and ``after`` (the display
+    names of the iOS providers planned before it, joined by ", ")."""
+    from mobilegen import providers
+
+    planned = [e["display"] for e in template_providers(PLATFORM, "plan.swift.jinja")]
+    out: list[dict[str, Any]] = []
+    for e in template_providers(PLATFORM, piece):
+        case = e["swift"]
+        before = planned[: planned.index(e["display"])] if e["display"] in planned else []
+        out.append(
+            e
+            | {
+                "switch": "use" + case[0].upper() + case[1:],
+                "unavailable": case + "UnavailableReason",
+                "cpu_kernels": providers.get(e["name"]).rank >= CPU_KERNELS_RANK,
+                "after": ", ".join(before),
+            }
+        )
+    return out
+
+
+def _wrapper_context(opts: IosOptions, *, coreai: bool) -> dict[str, Any]:
+    """The providers' part of the wrapper's context (see the fragment list above)."""
+    from mobilegen import providers
+
+    planned = _wrapper_entries("plan.swift.jinja")
+    chain = provider_setup.in_chain_order(PLATFORM)
+    data = [p.template_data(PLATFORM) for p in chain]
+    return {
+        "ios_providers": template_providers(PLATFORM, "append_provider.swift.jinja"),  # templates/providers/<name>/ios/
+        "ios_planned": planned,  # those init() plans into its chain
+        "ios_chain_names": [e["display"] for e in planned],
+        # the class doc's provider: the planned ones whose home platform is iOS
+        "ios_headline": " and ".join(e["display"] for e in planned if providers.get(e["name"]).platform == PLATFORM),
+        "ios_config_types": template_providers(PLATFORM, "config_types.swift.jinja"),
+        "ios_config": _wrapper_entries("config_fields.swift.jinja"),
+        "ios_cpu_only_args": [f"{e['switch']}: false" for e in planned] + (["preferCoreAI: false"] if coreai else []),
+        "ios_doc": {key: [d[f"doc_{key}"] for d in data if d.get(f"doc_{key}")] for key in ("init", "load")},
+        "ios_doc_append": template_providers(PLATFORM, "doc_append.swift.jinja")[:1],
+        "ios_helpers": template_providers(PLATFORM, "helpers.swift.jinja"),
+    }
+
 
 # Derived names of one tensor: the data property and its shape (Input/Output property, declared-shape constant).
 _TENSOR_SUFFIXES = ("", "Shape")
@@ -238,7 +314,7 @@ def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str, corea
     ort_version = find_release(spec.ort_version or opts.ort_version, CHANNEL).version
     class_name = class_name_for(spec, opts)
 
-    namer = swift.SwiftNamer(reserved=GENERATED_MEMBERS | {class_name})
+    namer = swift.SwiftNamer(reserved=generated_members() | {class_name})
     tensors = [("input", i, t) for i, t in enumerate(spec.io.inputs)] + [
         ("output", i, t) for i, t in enumerate(spec.io.outputs)
     ]
@@ -288,6 +364,7 @@ def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str, corea
         "fetch_model_script": FETCH_MODEL_SCRIPT.rpartition("/")[2] if spec.model_link is not None else "",
         "golden_resource": _GOLDEN_RESOURCE,
         "cache_subdir": f"mobilegen-coreml/{class_name}-{model_sha256[:12]}",
+        "model_cache_id": f"{class_name}-{model_sha256[:12]}",  # a provider's compiled-model cache folder (the model's hash)
         "inputs": inputs,
         "outputs": outputs,
         "is_static": spec.io.is_static,
@@ -300,8 +377,7 @@ def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str, corea
         "accel_rtol": swift.swift_float(accel_rtol),
         "accel_tolerance_reason": _tolerance_reason(spec, opts),
         **provider_setup.context(PLATFORM, opts),  # each provider's variables (mobilegen.providers.<name>.ios)
-        "ios_providers": template_providers("ios", "append_provider.swift.jinja"),  # templates/providers/<name>/ios/
-        "ios_planned": template_providers("ios", "plan.swift.jinja"),  # those init() plans into its chain
+        **_wrapper_context(opts, coreai=coreai is not None),
         # the benchmark's "default" configuration: init() with the default Configuration (mobilegen.targets.defaults)
         "bench_default": [p.name for p in default_chain("ios", option_flags(opts))],
         "bench_image_sizes": [list(s) for s in BENCH_IMAGE_SIZES],
