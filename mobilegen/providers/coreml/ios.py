@@ -80,4 +80,9 @@ TEMPLATE_DATA: dict[str, Any] = {
     # the ORT CoreML EP compiles the model at session creation (ModelCacheDirectory keeps the result)
     "doc_init": "with CoreML this compiles it (cached in Caches after the first launch)",
     "doc_load": "CoreML compilation can take a while",
+    # the ORT build option that puts it in the pinned package (ORT's
+    # tools/ci_build/github/apple/default_full_apple_framework_build_settings.json)
+    "ort_build_flag": "--use_coreml",
+    # the sample app's comment on the tolerances it holds CoreML to
+    "app_tolerance_comment": "CoreML may compute in float16 on the GPU / Neural Engine: it is held to its own tolerances.",
 }

@@ -118,9 +118,15 @@ def generated_members() -> frozenset[str]:
 #                             assignments
 #   doc_append.swift.jinja    appendProvider's doc comment (the first provider's that has one)
 #   helpers.swift.jinja       private static helpers of the wrapper class
+#   test_problems.swift.jinja why a model runs without it although asked for (acceleratorProblems, the tests)
+#   test_golden.swift.jinja   its golden-vector test (``p.first_args``: a Configuration whose chain starts with it)
+#   bench_configs / bench_skip / bench_append .swift.jinja
+#                             the benchmark's configurations of it (``BenchConfiguration.<case>Options``: its
+#                             provider options), when to skip one, how to append it to the session options
 # and its template data (ExecutionProvider.template_data("ios")): ``swift_members`` (names its fragments
 # declare, reserved from tensor identifiers), ``doc_init`` / ``doc_load`` (what it adds to the doc comments of
-# init() and load(): why they take time).
+# init() and load(): why they take time), ``ort_build_flag`` (the ORT build option that puts it in the
+# pinned package: the tests fail rather than skip when it is missing).
 # Providers ranked from here on run CPU kernels (ExecutionProvider.rank: XNNPACK's 30): Configuration lists
 # their fields after the CPU provider's own (intraOpThreads).
 CPU_KERNELS_RANK = 30
@@ -133,7 +139,9 @@ def _wrapper_entries(piece: str) -> list[dict[str, Any]]:
     names of the iOS providers planned before it, joined by ", ")."""
     from mobilegen import providers
 
-    planned = [e["display"] for e in template_providers(PLATFORM, "plan.swift.jinja")]
+    plan = template_providers(PLATFORM, "plan.swift.jinja")
+    planned = [e["display"] for e in plan]
+    before_cases = [e["swift"] for e in plan]
     out: list[dict[str, Any]] = []
     for e in template_providers(PLATFORM, piece):
         case = e["swift"]
@@ -141,13 +149,38 @@ def _wrapper_entries(piece: str) -> list[dict[str, Any]]:
         out.append(
             e
             | {
-                "switch": "use" + case[0].upper() + case[1:],
+                "switch": _switch(case),
                 "unavailable": case + "UnavailableReason",
                 "cpu_kernels": providers.get(e["name"]).rank >= CPU_KERNELS_RANK,
                 "after": ", ".join(before),
+                "first_args": ", ".join([f"{_switch(d)}: false" for d in before_cases[: len(before)]] + [f"{_switch(case)}: true"]),
+                "options_field": case + "Options",
+                "ort_name": providers.get(e["name"]).ort_name,
             }
         )
     return out
+
+
+def _switch(case: str) -> str:
+    """``Configuration.use<Case>``: a provider's on/off switch in the wrapper's Configuration."""
+    return "use" + case[0].upper() + case[1:]
+
+
+def _app_entry(opts: IosOptions, planned: list[dict[str, Any]]) -> dict[str, Any] | None:
+    from mobilegen import providers
+
+    home = [(e, providers.get(e["name"])) for e in planned if providers.get(e["name"]).platform == PLATFORM]
+    if not home:
+        return None
+    entry, provider = home[0]
+    case = entry["swift"]
+    tolerance = provider.template_data(PLATFORM).get("app_tolerance_comment") or f"{entry['display']} is held to its own tolerances."
+    return entry | {
+        "on": "true" if provider.chosen_on(PLATFORM, opts) else "false",
+        "note_var": case + "Note",
+        "on_var": "on" + case[0].upper() + case[1:],
+        "tolerance_comment": tolerance,
+    }
 
 
 def _wrapper_context(opts: IosOptions, *, coreai: bool) -> dict[str, Any]:
@@ -157,12 +190,21 @@ def _wrapper_context(opts: IosOptions, *, coreai: bool) -> dict[str, Any]:
     planned = _wrapper_entries("plan.swift.jinja")
     chain = provider_setup.in_chain_order(PLATFORM)
     data = [p.template_data(PLATFORM) for p in chain]
+    # the class doc's provider: the planned ones whose home platform is iOS
+    headline = " and ".join(e["display"] for e in planned if providers.get(e["name"]).platform == PLATFORM)
     return {
-        "ios_providers": template_providers(PLATFORM, "append_provider.swift.jinja"),  # templates/providers/<name>/ios/
+        "ios_providers": _wrapper_entries("append_provider.swift.jinja"),  # templates/providers/<name>/ios/
         "ios_planned": planned,  # those init() plans into its chain
         "ios_chain_names": [e["display"] for e in planned],
-        # the class doc's provider: the planned ones whose home platform is iOS
-        "ios_headline": " and ".join(e["display"] for e in planned if providers.get(e["name"]).platform == PLATFORM),
+        "ios_headline": headline,
+        # the sample app's toggle: the first planned provider whose home platform is iOS (None: no toggle)
+        "ios_app": _app_entry(opts, planned),
+        # what the README and tests call the accelerated configuration (Configuration(<headline switch>: true))
+        "ios_accel": headline or "accelerated",
+        "ios_build_flags": [d["ort_build_flag"] for d in data if d.get("ort_build_flag")],
+        "ios_test_problems": template_providers(PLATFORM, "test_problems.swift.jinja"),
+        "ios_test_golden": _wrapper_entries("test_golden.swift.jinja"),
+        "ios_bench": _wrapper_entries("bench_configs.swift.jinja"),
         "ios_config_types": template_providers(PLATFORM, "config_types.swift.jinja"),
         "ios_config": _wrapper_entries("config_fields.swift.jinja"),
         "ios_cpu_only_args": [f"{e['switch']}: false" for e in planned] + (["preferCoreAI: false"] if coreai else []),
@@ -380,6 +422,7 @@ def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str, corea
         **_wrapper_context(opts, coreai=coreai is not None),
         # the benchmark's "default" configuration: init() with the default Configuration (mobilegen.targets.defaults)
         "bench_default": [p.name for p in default_chain("ios", option_flags(opts))],
+        "bench_default_ort_names": [p.ort_name for p in default_chain("ios", option_flags(opts))],
         "bench_image_sizes": [list(s) for s in BENCH_IMAGE_SIZES],
         "bench_preprocess_max_runs": BENCH_PREPROCESS_MAX_RUNS,
         "bench_preprocess_max_warmup": BENCH_PREPROCESS_MAX_WARMUP,
