@@ -39,7 +39,7 @@ from mobilegen.targets.defaults import (
     default_chain,
     option_flags,
 )
-from mobilegen.targets.provider_setup import template_providers
+from mobilegen.targets.ios import fragments
 from mobilegen.targets.tolerances import tolerance_reason
 
 CHANNEL = "swiftpm"
@@ -97,121 +97,14 @@ GENERATED_MEMBERS = frozenset(
 )
 
 
-
 def generated_members() -> frozenset[str]:
     """:data:`GENERATED_MEMBERS` and the members the registry's iOS providers add to the wrapper: each planned
     provider's ``<case>UnavailableReason`` and the ``swift_members`` of its template data."""
     from mobilegen import providers
 
-    planned = {e["unavailable"] for e in _wrapper_entries("plan.swift.jinja")}
+    planned = {e["unavailable"] for e in fragments.entries("plan.swift.jinja")}
     declared = {m for p in providers.on_platform(PLATFORM) for m in p.template_data(PLATFORM).get("swift_members", ())}
     return GENERATED_MEMBERS | planned | declared
-
-
-# The generated wrapper's pieces of each iOS provider: fragments under templates/providers/<name>/ios/ (a
-# plug-in's ``fragments`` folder), included in chain order by templates/ios for every provider that has them:
-#   plan.swift.jinja          planning it into init()'s chain; it gets ``Configuration.use<Case>`` (its
-#                             on/off switch, declared by config_fields) and ``<case>UnavailableReason``
-#   append_provider.swift.jinja  its arm of appendProvider's switch
-#   config_types / config_fields / config_params / config_assign .swift.jinja
-#                             its Configuration types, fields, init parameters (each line ending in ",") and
-#                             assignments
-#   doc_append.swift.jinja    appendProvider's doc comment (the first provider's that has one)
-#   helpers.swift.jinja       private static helpers of the wrapper class
-#   test_problems.swift.jinja why a model runs without it although asked for (acceleratorProblems, the tests)
-#   test_golden.swift.jinja   its golden-vector test (``p.first_args``: a Configuration whose chain starts with it)
-#   bench_configs / bench_skip / bench_append .swift.jinja
-#                             the benchmark's configurations of it (``BenchConfiguration.<case>Options``: its
-#                             provider options), when to skip one, how to append it to the session options
-# and its template data (ExecutionProvider.template_data("ios")): ``swift_members`` (names its fragments
-# declare, reserved from tensor identifiers), ``doc_init`` / ``doc_load`` (what it adds to the doc comments of
-# init() and load(): why they take time), ``ort_build_flag`` (the ORT build option that puts it in the
-# pinned package: the tests fail rather than skip when it is missing).
-# Providers ranked from here on run CPU kernels (ExecutionProvider.rank: XNNPACK's 30): Configuration lists
-# their fields after the CPU provider's own (intraOpThreads).
-CPU_KERNELS_RANK = 30
-
-
-def _wrapper_entries(piece: str) -> list[dict[str, Any]]:
-    """``template_providers("ios", piece)`` with what the wrapper derives from each: ``switch``
-    (``Configuration.use<Case>``), ``unavailable`` (``<case>UnavailableReason``), ``cpu_kernels`` (rank from
-    :data:`CPU_KERNELS_RANK`: its Configuration fields follow the CPU provider's) and ``after`` (the display
-    names of the iOS providers planned before it, joined by ", ")."""
-    from mobilegen import providers
-
-    plan = template_providers(PLATFORM, "plan.swift.jinja")
-    planned = [e["display"] for e in plan]
-    before_cases = [e["swift"] for e in plan]
-    out: list[dict[str, Any]] = []
-    for e in template_providers(PLATFORM, piece):
-        case = e["swift"]
-        before = planned[: planned.index(e["display"])] if e["display"] in planned else []
-        out.append(
-            e
-            | {
-                "switch": _switch(case),
-                "unavailable": case + "UnavailableReason",
-                "cpu_kernels": providers.get(e["name"]).rank >= CPU_KERNELS_RANK,
-                "after": ", ".join(before),
-                "first_args": ", ".join([f"{_switch(d)}: false" for d in before_cases[: len(before)]] + [f"{_switch(case)}: true"]),
-                "options_field": case + "Options",
-                "ort_name": providers.get(e["name"]).ort_name,
-            }
-        )
-    return out
-
-
-def _switch(case: str) -> str:
-    """``Configuration.use<Case>``: a provider's on/off switch in the wrapper's Configuration."""
-    return "use" + case[0].upper() + case[1:]
-
-
-def _app_entry(opts: IosOptions, planned: list[dict[str, Any]]) -> dict[str, Any] | None:
-    from mobilegen import providers
-
-    home = [(e, providers.get(e["name"])) for e in planned if providers.get(e["name"]).platform == PLATFORM]
-    if not home:
-        return None
-    entry, provider = home[0]
-    case = entry["swift"]
-    tolerance = provider.template_data(PLATFORM).get("app_tolerance_comment") or f"{entry['display']} is held to its own tolerances."
-    return entry | {
-        "on": "true" if provider.chosen_on(PLATFORM, opts) else "false",
-        "note_var": case + "Note",
-        "on_var": "on" + case[0].upper() + case[1:],
-        "tolerance_comment": tolerance,
-    }
-
-
-def _wrapper_context(opts: IosOptions, *, coreai: bool) -> dict[str, Any]:
-    """The providers' part of the wrapper's context (see the fragment list above)."""
-    from mobilegen import providers
-
-    planned = _wrapper_entries("plan.swift.jinja")
-    chain = provider_setup.in_chain_order(PLATFORM)
-    data = [p.template_data(PLATFORM) for p in chain]
-    # the class doc's provider: the planned ones whose home platform is iOS
-    headline = " and ".join(e["display"] for e in planned if providers.get(e["name"]).platform == PLATFORM)
-    return {
-        "ios_providers": _wrapper_entries("append_provider.swift.jinja"),  # templates/providers/<name>/ios/
-        "ios_planned": planned,  # those init() plans into its chain
-        "ios_chain_names": [e["display"] for e in planned],
-        "ios_headline": headline,
-        # the sample app's toggle: the first planned provider whose home platform is iOS (None: no toggle)
-        "ios_app": _app_entry(opts, planned),
-        # what the README and tests call the accelerated configuration (Configuration(<headline switch>: true))
-        "ios_accel": headline or "accelerated",
-        "ios_build_flags": [d["ort_build_flag"] for d in data if d.get("ort_build_flag")],
-        "ios_test_problems": template_providers(PLATFORM, "test_problems.swift.jinja"),
-        "ios_test_golden": _wrapper_entries("test_golden.swift.jinja"),
-        "ios_bench": _wrapper_entries("bench_configs.swift.jinja"),
-        "ios_config_types": template_providers(PLATFORM, "config_types.swift.jinja"),
-        "ios_config": _wrapper_entries("config_fields.swift.jinja"),
-        "ios_cpu_only_args": [f"{e['switch']}: false" for e in planned] + (["preferCoreAI: false"] if coreai else []),
-        "ios_doc": {key: [d[f"doc_{key}"] for d in data if d.get(f"doc_{key}")] for key in ("init", "load")},
-        "ios_doc_append": template_providers(PLATFORM, "doc_append.swift.jinja")[:1],
-        "ios_helpers": template_providers(PLATFORM, "helpers.swift.jinja"),
-    }
 
 
 # Derived names of one tensor: the data property and its shape (Input/Output property, declared-shape constant).
@@ -279,10 +172,10 @@ def check_ios_io(io: IOSpec) -> None:
 
 
 def accelerated_tolerances(spec: ProjectSpec, opts: IosOptions) -> tuple[float, float]:
-    """(atol, rtol) asserted for the accelerated configuration (``Configuration(useCoreML: true)``).
+    """(atol, rtol) asserted for the accelerated configuration (the wrapper's headline provider switched on).
 
     ``spec.accel_atol`` / ``spec.accel_rtol`` win when set. Otherwise, when a provider's options let the
-    device compute in float16 (its ``fp16_reason``: CoreML's compute units other than ``cpu-only``, ~3
+    device compute in float16 (its ``fp16_reason``: a GPU or Neural Engine computing in float16, ~3
     significant digits), the build-time tolerances are widened to at least
     :data:`~mobilegen.artifacts.FP16_TOLERANCE`. Pure.
     """
@@ -405,7 +298,6 @@ def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str, corea
         "model_link": model_link_context(spec.model_link),
         "fetch_model_script": FETCH_MODEL_SCRIPT.rpartition("/")[2] if spec.model_link is not None else "",
         "golden_resource": _GOLDEN_RESOURCE,
-        "cache_subdir": f"mobilegen-coreml/{class_name}-{model_sha256[:12]}",
         "model_cache_id": f"{class_name}-{model_sha256[:12]}",  # a provider's compiled-model cache folder (the model's hash)
         "inputs": inputs,
         "outputs": outputs,
@@ -419,7 +311,7 @@ def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str, corea
         "accel_rtol": swift.swift_float(accel_rtol),
         "accel_tolerance_reason": _tolerance_reason(spec, opts),
         **provider_setup.context(PLATFORM, opts),  # each provider's variables (mobilegen.providers.<name>.ios)
-        **_wrapper_context(opts, coreai=coreai is not None),
+        **fragments.context(opts, coreai=coreai is not None),  # the providers' pieces (templates/providers/<name>/ios/)
         # the benchmark's "default" configuration: init() with the default Configuration (mobilegen.targets.defaults)
         "bench_default": [p.name for p in default_chain("ios", option_flags(opts))],
         "bench_default_ort_names": [p.ort_name for p in default_chain("ios", option_flags(opts))],
