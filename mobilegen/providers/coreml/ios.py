@@ -84,6 +84,8 @@ TEMPLATE_DATA: dict[str, Any] = {
     # tools/ci_build/github/apple/default_full_apple_framework_build_settings.json)
     "ort_build_flag": "--use_coreml",
     # the sample app's comment on the tolerances it holds CoreML to
+    # the manifest's options.device_tolerances key of the tolerances the CoreML configuration asserts
+    "tolerance_key": "ios_coreml",
     # the benchmark configuration the README's MOBILEGEN_BENCH_CONFIGS example picks
     "bench_example": "coreml-mlprogram",
     "app_tolerance_comment": "CoreML may compute in float16 on the GPU / Neural Engine: it is held to its own tolerances.",

@@ -8,14 +8,11 @@ provider without a piece adds nothing there.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from mobilegen import providers
 from mobilegen.targets import provider_setup
 from mobilegen.targets.provider_setup import template_providers
-
-if TYPE_CHECKING:
-    from mobilegen.targets.ios.project import IosOptions
 
 PLATFORM = "ios"
 
@@ -48,6 +45,17 @@ PLATFORM = "ios"
 # Providers ranked from here on run CPU kernels (ExecutionProvider.rank: after the accelerators): Configuration lists
 # their fields after the CPU provider's own (intraOpThreads).
 CPU_KERNELS_RANK = 30
+
+
+def tolerance_key() -> str:
+    """The manifest's ``options.device_tolerances`` key of the accelerated configuration's tolerances: the
+    headline provider's (the first planned one whose home platform is iOS) ``tolerance_key`` template data,
+    else "ios_accelerated"."""
+    for e in entries("plan.swift.jinja"):
+        p = providers.get(e["name"])
+        if p.platform == PLATFORM and p.template_data(PLATFORM).get("tolerance_key"):
+            return str(p.template_data(PLATFORM)["tolerance_key"])
+    return "ios_accelerated"
 
 
 def entries(piece: str) -> list[dict[str, Any]]:
@@ -83,7 +91,7 @@ def _switch(case: str) -> str:
     return "use" + case[0].upper() + case[1:]
 
 
-def _app_entry(opts: IosOptions, planned: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _app_entry(opts: Any, planned: list[dict[str, Any]]) -> dict[str, Any] | None:
     home = [(e, providers.get(e["name"])) for e in planned if providers.get(e["name"]).platform == PLATFORM]
     if not home:
         return None
@@ -98,8 +106,8 @@ def _app_entry(opts: IosOptions, planned: list[dict[str, Any]]) -> dict[str, Any
     }
 
 
-def context(opts: IosOptions, *, coreai: bool) -> dict[str, Any]:
-    """The providers' part of the wrapper's context (see the fragment list above)."""
+def context(opts: Any, *, coreai: bool) -> dict[str, Any]:
+    """The providers' part of the wrapper's context (see the fragment list above); ``opts``: the IosOptions."""
     planned = entries("plan.swift.jinja")
     chain = provider_setup.in_chain_order(PLATFORM)
     data = [p.template_data(PLATFORM) for p in chain]
