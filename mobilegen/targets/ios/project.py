@@ -15,8 +15,7 @@ from __future__ import annotations
 import math
 import re
 import shutil
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -40,6 +39,7 @@ from mobilegen.targets.defaults import (
     option_flags,
 )
 from mobilegen.targets.ios import fragments
+from mobilegen.targets.ios.options import IosOptions as IosOptions  # re-exported: mobilegen.IosOptions and the CLI import it from here
 from mobilegen.targets.tolerances import tolerance_reason
 
 CHANNEL = "swiftpm"
@@ -113,19 +113,6 @@ _TENSOR_SUFFIXES = ("", "Shape")
 
 _MODEL_RESOURCE_EXT = "ort"
 _GOLDEN_RESOURCE = "golden.mgv"
-
-
-@dataclass(frozen=True)
-class IosOptions:
-    coreml: bool = False
-    coreml_format: str = "mlprogram"
-    compute_units: str = "all"
-    class_name: str | None = None
-    ort_version: str | None = None
-    xnnpack: bool = False  # append ORT's XNNPACK provider (Objective-C ORTXnnpackExecutionProviderOptions)
-    lib_version: str | None = None  # --lib-version: the package's release tag (None: mobilegen.render.library.DEFAULT_VERSION)
-    # The target flags of plug-in providers (their TargetFlag name -> value), which no field above declares.
-    provider_options: Mapping[str, Any] = field(default_factory=dict)
 
 
 def validate_ios_options(opts: IosOptions) -> IosOptions:
