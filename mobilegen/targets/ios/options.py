@@ -1,5 +1,5 @@
 """The iOS target's options (``mobilegen ios``'s flags): the target's own fields, and the flags its providers
-declare (:class:`~mobilegen.providers.TargetFlag`, e.g. ``IosOptions(coreml=True)``), which the registry
+declare (:class:`~mobilegen.providers.TargetFlag`: its name is a keyword, its value the flag's), which the registry
 knows and :attr:`IosOptions.provider_options` holds.
 
 A provider flag reads like a field (``opts.compute_units``): the value given, else the flag's default. An
