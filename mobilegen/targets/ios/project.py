@@ -39,7 +39,9 @@ from mobilegen.targets.defaults import (
     option_flags,
 )
 from mobilegen.targets.ios import fragments
-from mobilegen.targets.ios.options import IosOptions as IosOptions  # re-exported: mobilegen.IosOptions and the CLI import it from here
+from mobilegen.targets.ios.options import (
+    IosOptions as IosOptions,  # re-exported: mobilegen.IosOptions and the CLI import it from here
+)
 from mobilegen.targets.tolerances import tolerance_reason
 
 CHANNEL = "swiftpm"
