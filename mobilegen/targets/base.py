@@ -80,7 +80,7 @@ class Target(ABC, Generic[Opts]):
     def reported_providers(self, opts: Opts, ctx: BuildContext) -> list[EPTarget]:
         """The providers the coverage report and its gates analyse for this target: ``providers`` (the default),
         or more when the target's runtime picks a provider the build does not fix or quantize for (the Web
-        package's WebGPU, tried before WASM at run time)."""
+        package's GPU provider, tried before WASM at run time)."""
         return self.providers(opts, ctx)
 
     @abstractmethod

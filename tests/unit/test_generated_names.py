@@ -236,7 +236,7 @@ def _check_ios(ctx: dict[str, Any]) -> None:
         assert t["shape_ident"] == t["ident"] + "Shape"
         names += [t["ident"], t["shape_ident"]]
     assert len(set(names)) == len(names), names
-    assert not set(names) & (ios.GENERATED_MEMBERS | {ctx["class_name"]})
+    assert not set(names) & (ios.generated_members() | {ctx["class_name"]})
 
 
 @pytest.mark.parametrize("name", TRICKY)
@@ -273,7 +273,7 @@ _SWIFT_DECL = re.compile(
 
 def test_ios_reserved_names_cover_the_template(tmp_path: Path) -> None:
     """Every member of the wrapper class and of the Input / Output structs is either tensor-derived or
-    in ios.GENERATED_MEMBERS — so the list cannot fall behind the template."""
+    in ios.generated_members() — so the list cannot fall behind the template."""
     spec = _ios_base(tmp_path / "in")
     io = IOSpec((TensorSpec("ids", "int64", (1, "seq")),), (TensorSpec("logits", "float32", (1, 2)),))
     spec = replace(spec, io=io)
@@ -296,7 +296,7 @@ def test_ios_reserved_names_cover_the_template(tmp_path: Path) -> None:
             declared.add("init")
     derived = {n for t in ctx["inputs"] + ctx["outputs"] for n in (t["ident"], t["shape_ident"])}
     assert {"ids", "idsShape", "logitsShape", "prediction", "modelName", "init"} <= declared
-    assert declared - derived - ios.GENERATED_MEMBERS == set()
+    assert declared - derived - ios.generated_members() == set()
 
 
 def test_android_class_names_cannot_shadow_a_type_the_templates_use() -> None:

@@ -70,3 +70,23 @@ def fp16_reason(opts: Any) -> str:
 
 def float32_reason(opts: Any) -> str:
     return "compute units CPUOnly keep CoreML in float32, like the CPU provider"
+
+
+# Its part of the generated Swift package besides its fragments (templates/providers/coreml/ios/), read by
+# the iOS target (mobilegen.targets.ios.project documents the keys).
+TEMPLATE_DATA: dict[str, Any] = {
+    # the wrapper members its fragments declare: tensor identifiers must not take these names
+    "swift_members": ("coreMLOptions", "defaultCoreMLCacheDirectory"),
+    # the ORT CoreML EP compiles the model at session creation (ModelCacheDirectory keeps the result)
+    "doc_init": "with CoreML this compiles it (cached in Caches after the first launch)",
+    "doc_load": "CoreML compilation can take a while",
+    # the ORT build option that puts it in the pinned package (ORT's
+    # tools/ci_build/github/apple/default_full_apple_framework_build_settings.json)
+    "ort_build_flag": "--use_coreml",
+    # the sample app's comment on the tolerances it holds CoreML to
+    # the manifest's options.device_tolerances key of the tolerances the CoreML configuration asserts
+    "tolerance_key": "ios_coreml",
+    # the benchmark configuration the README's MOBILEGEN_BENCH_CONFIGS example picks
+    "bench_example": "coreml-mlprogram",
+    "app_tolerance_comment": "CoreML may compute in float16 on the GPU / Neural Engine: it is held to its own tolerances.",
+}

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from mobilegen.artifacts import IOS_DIR, JSONValue
 from mobilegen.targets import provider_setup
 from mobilegen.targets.base import BuildContext, Target
+from mobilegen.targets.ios import fragments
 from mobilegen.targets.ios import project as impl
 from mobilegen.targets.ios.project import IosOptions
 
@@ -25,8 +26,12 @@ class IosTarget(Target[IosOptions]):
     display_name = "iOS"
     folder = IOS_DIR
     channel = impl.CHANNEL
-    tolerance_key = "ios_coreml"
     build_made = (".build", ".swiftpm", "DerivedData")  # SwiftPM and Xcode
+
+    @property
+    def tolerance_key(self) -> str:  # type: ignore[override]  # asked of the registry when read, not at import
+        """The headline provider's key (its template data): ``fragments.tolerance_key``."""
+        return fragments.tolerance_key()
 
     def validate(self, opts: IosOptions) -> None:
         impl.validate_ios_options(opts)

@@ -15,8 +15,7 @@ from __future__ import annotations
 import math
 import re
 import shutil
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -39,7 +38,10 @@ from mobilegen.targets.defaults import (
     default_chain,
     option_flags,
 )
-from mobilegen.targets.provider_setup import template_providers
+from mobilegen.targets.ios import fragments
+from mobilegen.targets.ios.options import (
+    IosOptions as IosOptions,  # re-exported: mobilegen.IosOptions and the CLI import it from here
+)
 from mobilegen.targets.tolerances import tolerance_reason
 
 CHANNEL = "swiftpm"
@@ -84,9 +86,9 @@ _UNSUPPORTED_HINTS = {
 GENERATED_MEMBERS = frozenset(
     """
     modelName inputNames outputNames modelURL modelResourceName load prediction warmUp configuration
-    activeExecutionProviders coreMLUnavailableReason session environment queue makeTensor readTensor
-    makeSession sessionOptions coreMLOptions defaultCoreMLCacheDirectory zeroInput Configuration
-    ExecutionProvider SharedEnvironment xnnpackUnavailableReason appendXnnpack TaskError RGBImage ImageInput
+    activeExecutionProviders session environment queue makeTensor readTensor
+    makeSession sessionOptions zeroInput Configuration
+    ExecutionProvider SharedEnvironment TaskError RGBImage ImageInput
     skippedProviders openSession appendProvider
     Classification Labels Scores classify classifications pcmInput run init deinit description debugDescription hash hashValue self Type
     ResizeFilter AudioInput Stream graphInput runPCM16 runFloat classifyPCM16 classifyFloat
@@ -96,25 +98,23 @@ GENERATED_MEMBERS = frozenset(
     """.split()
 )
 
+
+def generated_members() -> frozenset[str]:
+    """:data:`GENERATED_MEMBERS` and the members the registry's iOS providers add to the wrapper: each planned
+    provider's ``<case>UnavailableReason`` and the ``swift_members`` of its template data."""
+    from mobilegen import providers
+
+    planned = {e["unavailable"] for e in fragments.entries("plan.swift.jinja")}
+    declared = {m for p in providers.on_platform(PLATFORM) for m in p.template_data(PLATFORM).get("swift_members", ())}
+    return GENERATED_MEMBERS | planned | declared
+
+
 # Derived names of one tensor: the data property and its shape (Input/Output property, declared-shape constant).
 _TENSOR_SUFFIXES = ("", "Shape")
 
 
 _MODEL_RESOURCE_EXT = "ort"
 _GOLDEN_RESOURCE = "golden.mgv"
-
-
-@dataclass(frozen=True)
-class IosOptions:
-    coreml: bool = False
-    coreml_format: str = "mlprogram"
-    compute_units: str = "all"
-    class_name: str | None = None
-    ort_version: str | None = None
-    xnnpack: bool = False  # append ORT's XNNPACK provider (Objective-C ORTXnnpackExecutionProviderOptions)
-    lib_version: str | None = None  # --lib-version: the package's release tag (None: mobilegen.render.library.DEFAULT_VERSION)
-    # The target flags of plug-in providers (their TargetFlag name -> value), which no field above declares.
-    provider_options: Mapping[str, Any] = field(default_factory=dict)
 
 
 def validate_ios_options(opts: IosOptions) -> IosOptions:
@@ -161,10 +161,10 @@ def check_ios_io(io: IOSpec) -> None:
 
 
 def accelerated_tolerances(spec: ProjectSpec, opts: IosOptions) -> tuple[float, float]:
-    """(atol, rtol) asserted for the accelerated configuration (``Configuration(useCoreML: true)``).
+    """(atol, rtol) asserted for the accelerated configuration (the wrapper's headline provider switched on).
 
     ``spec.accel_atol`` / ``spec.accel_rtol`` win when set. Otherwise, when a provider's options let the
-    device compute in float16 (its ``fp16_reason``: CoreML's compute units other than ``cpu-only``, ~3
+    device compute in float16 (its ``fp16_reason``: a GPU or Neural Engine computing in float16, ~3
     significant digits), the build-time tolerances are widened to at least
     :data:`~mobilegen.artifacts.FP16_TOLERANCE`. Pure.
     """
@@ -238,7 +238,7 @@ def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str, corea
     ort_version = find_release(spec.ort_version or opts.ort_version, CHANNEL).version
     class_name = class_name_for(spec, opts)
 
-    namer = swift.SwiftNamer(reserved=GENERATED_MEMBERS | {class_name})
+    namer = swift.SwiftNamer(reserved=generated_members() | {class_name})
     tensors = [("input", i, t) for i, t in enumerate(spec.io.inputs)] + [
         ("output", i, t) for i, t in enumerate(spec.io.outputs)
     ]
@@ -287,7 +287,7 @@ def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str, corea
         "model_link": model_link_context(spec.model_link),
         "fetch_model_script": FETCH_MODEL_SCRIPT.rpartition("/")[2] if spec.model_link is not None else "",
         "golden_resource": _GOLDEN_RESOURCE,
-        "cache_subdir": f"mobilegen-coreml/{class_name}-{model_sha256[:12]}",
+        "model_cache_id": f"{class_name}-{model_sha256[:12]}",  # a provider's compiled-model cache folder (the model's hash)
         "inputs": inputs,
         "outputs": outputs,
         "is_static": spec.io.is_static,
@@ -300,10 +300,10 @@ def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str, corea
         "accel_rtol": swift.swift_float(accel_rtol),
         "accel_tolerance_reason": _tolerance_reason(spec, opts),
         **provider_setup.context(PLATFORM, opts),  # each provider's variables (mobilegen.providers.<name>.ios)
-        "ios_providers": template_providers("ios", "append_provider.swift.jinja"),  # templates/providers/<name>/ios/
-        "ios_planned": template_providers("ios", "plan.swift.jinja"),  # those init() plans into its chain
+        **fragments.context(opts, coreai=coreai is not None),  # the providers' pieces (templates/providers/<name>/ios/)
         # the benchmark's "default" configuration: init() with the default Configuration (mobilegen.targets.defaults)
         "bench_default": [p.name for p in default_chain("ios", option_flags(opts))],
+        "bench_default_ort_names": [p.ort_name for p in default_chain("ios", option_flags(opts))],
         "bench_image_sizes": [list(s) for s in BENCH_IMAGE_SIZES],
         "bench_preprocess_max_runs": BENCH_PREPROCESS_MAX_RUNS,
         "bench_preprocess_max_warmup": BENCH_PREPROCESS_MAX_WARMUP,

@@ -1,4 +1,4 @@
-"""The Web target: an npm package (TypeScript, ESM) on onnxruntime-web, WebGPU with WASM fallback."""
+"""The Web target: an npm package (TypeScript, ESM) on onnxruntime-web: the registry's Web providers with WASM fallback."""
 
 from __future__ import annotations
 
@@ -19,11 +19,9 @@ if TYPE_CHECKING:
 
 
 def provider_chain() -> tuple[str, ...]:
-    """The providers the generated wrapper tries, in order: the registry's Web providers by rank (WebGPU),
-    then onnxruntime-web's WebAssembly CPU backend (templates/web/src/ort.ts ``defaultProviders``)."""
-    from mobilegen import providers
-
-    return (*(p.name for p in sorted(providers.on_platform("web"), key=lambda p: p.rank)), "wasm")
+    """The providers the generated wrapper tries, in order: the registry's Web providers by rank, then
+    onnxruntime-web's WebAssembly CPU backend (templates/web/src/ort.ts.jinja ``defaultProviders``)."""
+    return (*(p["name"] for p in impl.chain()), "wasm")
 
 
 class WebTarget(Target[JsOptions]):
@@ -46,12 +44,13 @@ class WebTarget(Target[JsOptions]):
         check_js_io(io, "onnxruntime-web")
 
     def providers(self, opts: JsOptions, ctx: BuildContext) -> list[EPTarget]:
-        # No provider to fix or quantize for: WASM runs every operator, and judging --quantize on WebGPU (where
-        # JSEP has no QuantizeLinear kernel) would ship fp32 to every browser for the GPU's sake.
+        # No provider to fix or quantize for: WASM runs every operator, and judging --quantize on the provider
+        # tried first (which may lack quantized kernels: its web module's "quantize_note") would ship fp32 to
+        # every browser for the GPU's sake.
         return []
 
     def reported_providers(self, opts: JsOptions, ctx: BuildContext) -> list[EPTarget]:
-        """What the package tries first at run time (the registry's Web providers: WebGPU), analysed on the model it
+        """What the package tries first at run time (the registry's Web providers), analysed on the model it
         ships, so the report says which nodes run on the GPU and which stay on WASM."""
         from mobilegen import providers
         from mobilegen.coverage.target import EPTarget

@@ -46,10 +46,19 @@ def test_rules_release_is_the_onnxruntime_web_the_web_target_pins() -> None:
     assert EPTarget("webgpu").str_value("ort_version") == pinned == default_release("npm").version
 
 
-def test_the_web_chain_comes_from_the_registry_and_matches_the_wrapper() -> None:
-    """WebGPU (the registry's Web providers, by rank), then WASM: the order templates/web/src/ort.ts tries."""
+def test_the_web_chain_comes_from_the_registry_and_matches_the_wrapper(tmp_path: Path) -> None:
+    """WebGPU (the registry's Web providers, by rank), then WASM: the order the rendered src/ort.ts tries."""
+    from dataclasses import replace
+
+    from project_specs import base_specs
+
+    from mobilegen.targets.jsshared import JsOptions
+    from mobilegen.targets.web.project import render_web
+
     assert provider_chain() == ("webgpu", "wasm")
-    ort_ts = (ROOT / "templates" / "web" / "src" / "ort.ts").read_text()
+    cnn, _ = base_specs(tmp_path / "in")
+    render_web(replace(cnn, onnx_file=cnn.model_file, ort_version=None), JsOptions(), tmp_path / "web")
+    ort_ts = (tmp_path / "web" / "src" / "ort.ts").read_text()
     body = ort_ts[ort_ts.index("export function defaultProviders"):]
     assert tuple(re.findall(r"name: '(\w+)'", body)) == provider_chain()
 
