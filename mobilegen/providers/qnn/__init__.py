@@ -27,8 +27,8 @@ from mobilegen.providers.base import (
     StaticQuantization,
     TargetFlag,
 )
-from mobilegen.providers.qnn.fixes import FIX_REASONS, FIXES
 from mobilegen.providers.qnn import runtime as aar_releases
+from mobilegen.providers.qnn.fixes import FIX_REASONS, FIXES
 
 if TYPE_CHECKING:
     from mobilegen.coverage.partition import Support
