@@ -32,6 +32,7 @@ from mobilegen.artifacts import (
     BuildResult,
     ShippedModel,
 )
+from mobilegen import targets
 from mobilegen.errors import InternalError, PackageError
 from mobilegen.package.manifest import (
     ABS_PATH,
@@ -87,7 +88,7 @@ def finalize_package(root: Path, result: BuildResult) -> Manifest:
         *(f for m in result.shipped for f in (m.golden_npz, m.golden_mgv, *m.golden_case_files(cases))),
     )  # fmt: skip
     missing = [rel for rel in required if not (root / rel).is_file()]
-    missing += [f"{t}/" for t in result.targets if not (root / t).is_dir()]
+    missing += [f"{folder}/" for folder in (targets.get(t).folder for t in result.targets) if not (root / folder).is_dir()]
     if missing:
         raise InternalError(
             "the package folder lacks " + ", ".join(missing),

@@ -39,7 +39,7 @@ class ToyTarget(Target[ToyOptions]):
 
     name = NAME
     display_name = "Toy"
-    folder = NAME  # mobilegen.package.finalize looks for each target's folder by the target's name
+    folder = f"{NAME}-project"  # not the name: the package finds each target's folder by Target.folder
     channel = "npm"  # any pinned channel: it borrows the Web package's runtime
     tolerance_key = "toy"
     task_api = False
@@ -117,7 +117,7 @@ def test_a_registered_target_builds_through_its_command(toy: ToyTarget, model: P
     assert result.exit_code == 0, result.stderr
     doc = json.loads(result.stdout)
     assert doc["targets"] == [NAME]
-    assert json.loads((out / NAME / "toy.json").read_text(encoding="utf-8"))["class"] == "Boxed"
+    assert json.loads((out / ToyTarget.folder / "toy.json").read_text(encoding="utf-8"))["class"] == "Boxed"
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["options"][NAME]["name"] == "Boxed"
 
@@ -128,7 +128,7 @@ def test_package_takes_a_registered_target_as_a_flag(toy: ToyTarget, model: Path
     assert_fails(invoke("package", model, f"--{NAME}", "--maven-group", "com.x", "-o", tmp_path / "p"), 2, "--maven-group")
     result = invoke("package", model, f"--{NAME}", "--name", "Packed", "-o", tmp_path / "p")
     assert result.exit_code == 0, result.stderr
-    assert json.loads((tmp_path / "p" / NAME / "toy.json").read_text(encoding="utf-8"))["class"] == "Packed"
+    assert json.loads((tmp_path / "p" / ToyTarget.folder / "toy.json").read_text(encoding="utf-8"))["class"] == "Packed"
 
 
 def test_an_unregistered_target_has_no_command(model: Path) -> None:
