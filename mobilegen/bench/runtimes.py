@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from mobilegen import backends
 from mobilegen.bench.schema import Configuration, Placement, WarmStats
-from mobilegen.errors import MobilegenError, UsageError, first_line
+from mobilegen.errors import LoadError, MobilegenError, UsageError, first_line
 from mobilegen.infra.digest import sha256_file
 
 if TYPE_CHECKING:
@@ -137,8 +137,8 @@ def package_models(root: Path, runtimes: object, inputs: Mapping[str, np.ndarray
 
 
 def bare_model(path: Path, eps: tuple[str, ...] | None) -> RuntimeModel:
-    """A bare ``.tflite`` / ``.aimodel``: its runtime, refused in one line when it is not installed (or when
-    ``--ep`` asks for a configuration of another runtime)."""
+    """A bare ``.tflite`` / ``.aimodel`` and inputs made from its own signature; refused in one line when its
+    runtime is not installed, when ``--ep`` asks for another configuration, or when it cannot load (exit 3)."""
     b = runtime_of(path)
     if b is None:
         raise UsageError(f"{path}: not a model file of {', '.join(o.display_name for o in others())}")
@@ -147,5 +147,14 @@ def bare_model(path: Path, eps: tuple[str, ...] | None) -> RuntimeModel:
         raise UsageError(f"--ep {wrong[0]}: {path.name} runs on {b.display_name} only", hint=f"drop --ep, or pass --ep {b.name}")
     if b.suffix == ".aimodel" and not path.is_dir():
         raise UsageError(f"{path}: a {b.display_name} model is a folder ({b.suffix}), this is a file", hint="pass the .aimodel folder that mobilegen ios --runtime coreai wrote")
-    backends.check_available(b, host_only=True, what=what_needs(b, path.name))
-    return RuntimeModel(b, path, path.name, None)
+    impl = backends.bench_implementation(b, what_needs(b, path.name))
+    try:
+        inputs = impl.sample_inputs(path)
+    except MobilegenError:
+        raise
+    except Exception as err:  # noqa: BLE001 — each runtime raises its own load errors
+        raise LoadError(
+            f"{b.host_runtime} cannot load {path.name}: {first_line(err)}",
+            hint=f"pass a {b.suffix} that mobilegen wrote with --runtime {b.name}, or the package folder",
+        ) from err
+    return RuntimeModel(b, path, path.name, inputs)

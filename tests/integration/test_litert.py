@@ -196,3 +196,47 @@ def test_verify_reruns_the_golden_vectors_on_the_tflite(builds: dict[str, Path])
     assert r.exit_code == 0, r.stderr
     rows = [g for g in json.loads(r.stdout)["golden"] if g["model"] == "model/model.tflite"]
     assert rows and all(g["passed"] and g["max_abs"] < 1e-4 for g in rows), rows
+
+
+def test_bench_times_the_tflite_beside_the_ort_rows(builds: dict[str, Path]) -> None:
+    """``mobilegen bench`` on the package: the ORT rows, then the .tflite on ai-edge-litert in the same schema;
+    the session it times reproduces PyTorch's golden outputs from the golden inputs (so the row timed the
+    right model on the right inputs); a bare .tflite is one row, hashed as its bytes."""
+    import hashlib
+    from importlib.metadata import version
+
+    import jsonschema
+
+    from mobilegen.backends.litert import open_session
+    from mobilegen.bench import run_host_bench, schema_document
+
+    result = run_host_bench(builds["cnn"], runs=3, warmup=1)
+    rows = {c.name: c for c in result.configurations}
+    assert rows["cpu"].status == "ok" and list(rows)[-1] == "litert"
+    lite = rows["litert"]
+    assert lite.status == "ok" and lite.warm is not None and lite.warm.n == 3 and lite.session_create_ms is not None
+    assert lite.options["runtime"] == f"ai-edge-litert {version('ai-edge-litert')}" and lite.options["model_file"] == "model/model.tflite"
+    assert not lite.placement.available and lite.ep == "cpu"
+    jsonschema.Draft202012Validator(schema_document()).validate(result.to_json())
+
+    golden = np.load(builds["cnn"] / "golden" / "golden.npz")
+    session = open_session(builds["cnn"] / "model" / "model.tflite")
+    try:
+        (got,) = session.run({"image": golden["input:image"]})
+    finally:
+        session.close()
+    assert np.abs(got - golden["output:output"]).max() < 1e-4
+
+    tflite = builds["cnn"] / "model" / "model.tflite"
+    r = invoke("bench", tflite, "--runs", "2", "--warmup", "0", "--json")
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["ort_version"] == "none" and doc["model_sha256"] == hashlib.sha256(tflite.read_bytes()).hexdigest()
+    assert [(c["name"], c["status"], c["warm"]["n"]) for c in doc["configurations"]] == [("litert", "ok", 2)]
+
+
+def test_bench_of_an_unloadable_tflite_is_a_load_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.tflite"
+    bad.write_bytes(b"garbage")
+    assert_fails(invoke("bench", bad, "-o", tmp_path / "r.json"), 3, "ai-edge-litert cannot load bad.tflite")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.tflite"]

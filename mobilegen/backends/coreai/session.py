@@ -16,7 +16,7 @@ import numpy as np
 from mobilegen.backends.coreai.deps import require
 from mobilegen.backends.coreai.facts import FUNCTION
 from mobilegen.backends.coreai.host import narrow
-from mobilegen.errors import VerificationError, first_line
+from mobilegen.errors import UsageError, VerificationError, first_line
 from mobilegen.infra.quiet import quiet
 
 
@@ -41,7 +41,7 @@ class CoreAISession:
         self.inputs: dict[str, tuple[str, tuple[int, ...]]] = {}
         for name in desc.input_names:
             d = desc.input_descriptor(name)
-            self.inputs[name] = (str(d.dtype), tuple(int(x) if isinstance(x, int) and x > 0 else 1 for x in d.shape))
+            self.inputs[name] = (str(d.dtype), tuple(int(x) for x in d.shape))  # -1: a dim known at run time only
         self.outputs: list[str] = list(desc.output_names)
 
     async def _open(self) -> tuple[Any, Any]:
@@ -76,9 +76,18 @@ def open_session(path: Path) -> CoreAISession:
 
 
 def sample_inputs(path: Path) -> dict[str, np.ndarray]:
-    """Deterministic inputs from the function's own descriptors: floats in [0, 1), integers 0, dynamic dims 1."""
+    """Deterministic inputs from the function's own descriptors: floats in [0, 1), integers 0. A dim the
+    descriptor leaves to run time (-1: coreai-torch leaves every dim but the batch of a converted TorchScript
+    CNN so) has no size to make an input with: refused, the package's golden inputs have one."""
     session = CoreAISession(path)
     try:
+        for n, (_dtype, shape) in session.inputs.items():
+            if any(d < 0 for d in shape):
+                dims = "x".join("?" if d < 0 else str(d) for d in shape)
+                raise UsageError(
+                    f"{path.name}: input {n!r} has dims known only at run time ({dims}), so mobilegen bench cannot make an input for it",
+                    hint="bench the package folder that holds it (its golden inputs), e.g. mobilegen bench PACKAGE --ep coreai",
+                )
         rng = np.random.default_rng(0)
         return {
             n: rng.random(shape).astype(dtype) if np.dtype(dtype).kind == "f" else np.zeros(shape, dtype=dtype)
