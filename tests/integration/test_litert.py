@@ -142,10 +142,38 @@ def test_the_project_is_on_litert_only(builds: dict[str, Path]) -> None:
     assert "Accelerator.GPU" in src and "Accelerator.NPU" in src and "chain.add(Accelerator.CPU)" in src
     assert src.index("Accelerator.GPU") < src.index("Accelerator.NPU") < src.index("chain.add(Accelerator.CPU)")
     assert "skipped.add(" in src and "writeFloat(inputs.image)" in src
-    tokens = next(builds["tokens"].rglob("*.kt")).read_text()
+    tokens = _wrapper(builds["tokens"]).read_text()
     assert "writeInt(narrow(" in tokens
-    q = next((builds["int8"] / "android").rglob("*.kt")).read_text()
+    q = _wrapper(builds["int8"]).read_text()
     assert "writeInt8(quantize(inputs.image, " in q and "dequantize(outs[0].readInt8(), " in q
+
+
+def _wrapper(build: Path) -> Path:
+    (found,) = (p for p in (build / "android").rglob("*.kt") if "/src/main/" in p.as_posix())
+    return found
+
+
+def test_the_project_has_golden_and_benchmark_instrumented_tests(builds: dict[str, Path]) -> None:
+    """androidTest: the golden-vector test and the benchmark on the LiteRT wrapper; their golden vectors are the
+    package's (PyTorch's outputs) for a float model, the int8 .tflite's own outputs on the same inputs for int8."""
+    from mobilegen.backends.litert import host_runner
+    from mobilegen.verify.golden import decode_mgv
+
+    for name in ("cnn", "int8"):
+        tests = builds[name] / "android" / "mobilenet-tiny" / "src" / "androidTest"
+        kt = {p.relative_to(tests).as_posix().split("/")[-1] for p in tests.rglob("*.kt")}
+        assert kt == {"MobilenetTinyGoldenTest.kt", "MobilenetTinyBenchmarkTest.kt", "GoldenVectors.kt", "LiteRtBenchmark.kt"}, kt
+    asset = decode_mgv(next((builds["cnn"] / "android").rglob("androidTest/assets/**/*.mgv")).read_bytes())
+    package = decode_mgv((builds["cnn"] / "golden" / "golden.mgv").read_bytes())
+    assert asset.inputs.keys() == package.inputs.keys() and all(np.array_equal(asset.outputs[k], package.outputs[k]) for k in package.outputs)
+    q = decode_mgv(next((builds["int8"] / "android").rglob("androidTest/assets/**/*.mgv")).read_bytes())
+    ref = decode_mgv((builds["int8"] / "golden" / "golden.mgv").read_bytes())
+    assert all(np.array_equal(q.inputs[k], ref.inputs[k]) for k in ref.inputs)
+    (got,) = host_runner(builds["int8"] / "model" / "model.tflite")(dict(ref.inputs))
+    (out,) = q.outputs.values()
+    assert np.array_equal(out, got) and not np.array_equal(out, next(iter(ref.outputs.values())))
+    src = _wrapper(builds["int8"]).read_text()
+    assert "const val ACCELERATED_ATOL: Double = " in src
 
 
 def test_the_wrappers_compile_against_the_litert_api(builds: dict[str, Path], tmp_path: Path) -> None:

@@ -5,4 +5,5 @@ public final class InstrumentationRegistry {
   private InstrumentationRegistry() {}
 
   public static android.app.Instrumentation getInstrumentation() { throw new UnsupportedOperationException("shim"); }
+  public static android.os.Bundle getArguments() { throw new UnsupportedOperationException("shim"); }
 }
