@@ -8,6 +8,7 @@ compiled with kotlinc against tests/shims/litert_kotlin, whose signatures are co
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -176,13 +177,67 @@ def test_the_project_has_golden_and_benchmark_instrumented_tests(builds: dict[st
     assert "const val ACCELERATED_ATOL: Double = " in src
 
 
-def test_the_wrappers_compile_against_the_litert_api(builds: dict[str, Path], tmp_path: Path) -> None:
+JVM_HARNESS = """package com.example.mobilenet_tiny
+
+import android.app.Instrumentation
+import android.content.Context
+import android.content.pm.ApplicationInfo
+import android.content.res.AssetManager
+import android.os.Bundle
+import androidx.test.platform.app.InstrumentationRegistry
+import com.example.mobilenet_tiny.bench.DeviceInfo
+import com.example.mobilenet_tiny.bench.LiteRtBenchmark
+import com.example.mobilenet_tiny.bench.LiteRtConfigs
+import java.io.File
+import org.junit.AssumptionViolatedException
+
+class HarnessContext(private val files: File) : Context() {
+    override fun getAssets(): AssetManager = AssetManager()
+    override fun getApplicationInfo(): ApplicationInfo = ApplicationInfo()
+    override fun getFilesDir(): File = files
+}
+
+class HarnessInstrumentation(private val c: Context) : Instrumentation() {
+    override fun getContext(): Context = c
+    override fun getTargetContext(): Context = c
+}
+
+// args: files dir [, benchmark JSON out]. Runs the generated instrumented golden test's methods as JUnit would.
+fun main(args: Array<String>) {
+    val context = HarnessContext(File(args[0]))
+    InstrumentationRegistry.registerInstance(HarnessInstrumentation(context), Bundle())
+    val test = MobilenetTinyGoldenTest()
+    val cases = listOf<Pair<String, () -> Unit>>("cpu" to { test.goldenVectorsOnCpu() }, "accelerated" to { test.goldenVectorsAccelerated() })
+    for ((name, body) in cases) {
+        val verdict = try { body(); "PASS" } catch (e: AssumptionViolatedException) { "SKIP " + e.message } catch (e: AssertionError) { "FAIL " + e.message }
+        println(("$name " + verdict).replace("\\n", " "))
+    }
+    if (args.size > 1) {
+        val model = context.assets.open(MobilenetTiny.MODEL_ASSET).use { it.readBytes() }
+        val golden = GoldenVectors.parse(context.assets.open(MobilenetTiny.GOLDEN_ASSET).use { it.readBytes() })
+        val json = LiteRtBenchmark(model, golden) { o -> MobilenetTiny.newInstance(context, o) }
+            .run(LiteRtConfigs.ALL, 3, 1, DeviceInfo("JVM harness", null, "JVM", null))
+        File(args[1]).writeText(json)
+    }
+}
+"""
+
+FAKES = REPO / "tests" / "fakes"
+
+
+@pytest.fixture(scope="module")
+def compiled(builds: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Every generated project's Kotlin (main and androidTest) compiled with kotlinc against the LiteRT and Android
+    shims, with two JVM harnesses; and the runtime fakes (tests/fakes) they run against."""
     if not KOTLINC.is_file() or shutil.which("javac") is None:
         missing_tool(f"kotlinc ({KOTLINC}) and a JDK; run `make tools`")
-    sdk = tmp_path / "sdk"
+    root = tmp_path_factory.mktemp("kotlin")
+    sdk, fakes = root / "sdk", root / "fakes"
     subprocess.run(["javac", "-d", str(sdk), *map(str, sorted(SDK_SHIM.rglob("*.java")))], check=True, capture_output=True)
+    java_fakes = sorted((FAKES / "android_sdk").rglob("*.java")) + sorted((FAKES / "android_test").rglob("*.java"))
+    subprocess.run(["javac", "-cp", str(sdk), "-d", str(fakes), *map(str, java_fakes)], check=True, capture_output=True)
     sources = sorted(SHIM.rglob("*.kt")) + [p for b in builds.values() for p in sorted((b / "android").rglob("*.kt"))]
-    harness = tmp_path / "Harness.kt"  # runs the int8 wrapper's own quantize/dequantize on the JVM (no LiteRT needed)
+    harness = root / "Harness.kt"  # runs the int8 wrapper's own quantize/dequantize on the JVM (no LiteRT needed)
     harness.write_text(
         "package com.example.q\n"
         "fun main(args: Array<String>) {\n"
@@ -193,10 +248,24 @@ def test_the_wrappers_compile_against_the_litert_api(builds: dict[str, Path], tm
         "}\n",
         encoding="utf-8",
     )
-    jar = tmp_path / "out.jar"
-    proc = subprocess.run([str(KOTLINC), "-nowarn", "-cp", str(sdk), "-d", str(jar), *map(str, sources), str(harness)],
+    jvm_harness = root / "JvmHarness.kt"
+    jvm_harness.write_text(JVM_HARNESS, encoding="utf-8")
+    jar = root / "out.jar"
+    # against the fakes first (AssetManager's hidden no-argument constructor), then the shims
+    cp = os.pathsep.join([str(fakes), str(sdk)])
+    proc = subprocess.run([str(KOTLINC), "-nowarn", "-cp", cp, "-d", str(jar), *map(str, sources), str(harness), str(jvm_harness)],
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-6000:]
+    fake_litert = root / "fake-litert.jar"  # the fake's Model.kt / TensorBuffer.kt with the shim's Common.kt / LiteRtException.kt
+    fake_sources = sorted((FAKES / "litert_kotlin").rglob("*.kt")) + [p for p in sorted(SHIM.rglob("*.kt")) if p.name in ("Common.kt", "LiteRtException.kt")]
+    proc = subprocess.run([str(KOTLINC), "-nowarn", "-cp", cp, "-d", str(fake_litert), *map(str, fake_sources)], capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-6000:]
+    stdlib = KOTLINC.resolve().parent.parent / "lib" / "kotlin-stdlib.jar"
+    return {"jar": jar, "sdk": sdk, "fakes": fakes, "fake_litert": fake_litert, "stdlib": stdlib}
+
+
+def test_the_wrappers_compile_against_the_litert_api(builds: dict[str, Path], compiled: dict[str, Path]) -> None:
+    jar = compiled["jar"]
 
     # The oracle: LiteRT's own quantization parameters of the int8 model (its Interpreter), and TFLite's
     # affine int8 formula q = clamp(round(x / scale) + zero_point), x = (q - zero_point) * scale.
@@ -208,7 +277,7 @@ def test_the_wrappers_compile_against_the_litert_api(builds: dict[str, Path], tm
     (outp,) = runner.get_output_details().values()
     (s_in, z_in), (s_out, z_out) = inp["quantization"], outp["quantization"]
     xs = np.linspace(-6.0, 6.0, 97, dtype=np.float32) + np.float32(0.013)  # past both clamps, no .5 ties
-    stdlib = KOTLINC.resolve().parent.parent / "lib" / "kotlin-stdlib.jar"
+    stdlib = compiled["stdlib"]
     run = subprocess.run(["java", "-cp", os.pathsep.join([str(jar), str(stdlib)]), "com.example.q.HarnessKt", ",".join(map(repr, xs.tolist())),
                           repr(float(s_in)), str(z_in), repr(float(s_out)), str(z_out)], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr[-3000:]
@@ -268,3 +337,57 @@ def test_bench_of_an_unloadable_tflite_is_a_load_error(tmp_path: Path) -> None:
     bad.write_bytes(b"garbage")
     assert_fails(invoke("bench", bad, "-o", tmp_path / "r.json"), 3, "ai-edge-litert cannot load bad.tflite")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.tflite"]
+
+
+def _run_harness(compiled: dict[str, Path], build: Path, tmp: Path, outputs: list[np.ndarray], accelerators: str, bench: bool = False) -> tuple[list[str], Path]:
+    """The generated androidTest's golden test (and the benchmark) on the JVM, the LiteRT fake returning ``outputs``."""
+    assets = tmp / "assets"
+    for sub in ("main", "androidTest"):
+        shutil.copytree(build / "android" / "mobilenet-tiny" / "src" / sub / "assets", assets, dirs_exist_ok=True)
+    out_file, record = tmp / "outputs.txt", tmp / "record.txt"
+    out_file.write_text("".join("float:" + ",".join(repr(float(v)) for v in np.asarray(o, np.float32).reshape(-1)) + "\n" for o in outputs))
+    props = {"fakeandroid.assets": assets, "fakelitert.inputs": 1, "fakelitert.outputs": out_file, "fakelitert.record": record, "fakelitert.accelerators": accelerators}
+    cp = os.pathsep.join(str(compiled[k]) for k in ("fake_litert", "fakes", "jar", "sdk", "stdlib"))
+    args = [str(tmp / "files")] + ([str(tmp / "bench.json")] if bench else [])
+    proc = subprocess.run(["java", *(f"-D{k}={v}" for k, v in props.items()), "-cp", cp, "com.example.mobilenet_tiny.JvmHarnessKt", *args],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return proc.stdout.splitlines(), record
+
+
+def test_the_instrumented_tests_run_on_the_jvm_against_a_litert_fake(builds: dict[str, Path], compiled: dict[str, Path], tmp_path: Path) -> None:
+    """The generated GoldenTest and LiteRtBenchmark run on the JVM through the wrapper, against tests/fakes' LiteRT
+    (it records the inputs written and returns outputs computed by the real LiteRT, ai-edge-litert, from the golden
+    inputs): the wrapper writes the golden inputs exactly, the CPU test passes, the accelerated one skips when
+    only the CPU compiles and passes when the GPU does, a 0.05 shift fails the CPU test, and the benchmark's JSON
+    validates against the result schema with a row per configuration."""
+    import jsonschema
+
+    from mobilegen.backends.litert import host_runner
+    from mobilegen.bench import schema_document
+    from mobilegen.verify.golden import decode_mgv
+
+    build = builds["cnn"]
+    golden = decode_mgv(next((build / "android").rglob("androidTest/assets/**/*.mgv")).read_bytes())
+    (x,) = golden.inputs.values()
+    outputs = host_runner(build / "model" / "model.tflite")(dict(golden.inputs))
+
+    lines, record = _run_harness(compiled, build, tmp_path / "cpu", outputs, "CPU")
+    assert lines[0] == "cpu PASS", lines
+    assert lines[1].startswith("accelerated SKIP no accelerator compiled the model on this device") and "GPU (LiteRT could not compile" in lines[1], lines
+    kind, values = record.read_text().strip().split(":")
+    assert kind == "float" and np.array_equal(np.array(values.split(","), dtype=np.float32), x.astype(np.float32).reshape(-1))
+
+    lines, _ = _run_harness(compiled, build, tmp_path / "gpu", outputs, "GPU,CPU", bench=True)
+    assert lines == ["cpu PASS", "accelerated PASS"], lines
+    doc = json.loads((tmp_path / "gpu" / "bench.json").read_text())
+    jsonschema.Draft202012Validator(schema_document()).validate(doc)
+    rows = {c["name"]: c for c in doc["configurations"]}
+    assert [(n, c["status"], c["ep"], c["providers"]) for n, c in rows.items()] == [
+        ("default", "ok", "gpu", ["LiteRT GPU"]), ("gpu", "ok", "gpu", ["LiteRT GPU"]), ("npu", "skipped", "npu", ["LiteRT CPU"]), ("cpu", "ok", "cpu", ["LiteRT CPU"]),
+    ]
+    assert rows["default"]["shipped_default"] == "android" and rows["cpu"]["warm"]["n"] == 3 and "NPU (LiteRT could not compile" in rows["npu"]["reason"]
+    assert doc["model_sha256"] == hashlib.sha256((build / "model" / "model.tflite").read_bytes()).hexdigest() and doc["ort_version"] == "none"
+
+    lines, _ = _run_harness(compiled, build, tmp_path / "shifted", [o + np.float32(0.05) for o in outputs], "CPU")
+    assert lines[0].startswith("cpu FAIL accelerator [CPU]: output 'output':") and "outside atol=" in lines[0], lines

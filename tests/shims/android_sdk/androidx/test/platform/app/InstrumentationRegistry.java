@@ -6,4 +6,5 @@ public final class InstrumentationRegistry {
 
   public static android.app.Instrumentation getInstrumentation() { throw new UnsupportedOperationException("shim"); }
   public static android.os.Bundle getArguments() { throw new UnsupportedOperationException("shim"); }
+  public static void registerInstance(android.app.Instrumentation instrumentation, android.os.Bundle arguments) { throw new UnsupportedOperationException("shim"); }
 }
