@@ -241,7 +241,11 @@ def main() -> None:
               "One run, one model at a time on a shared 2-core host: timings are rough. The export column is "
               "torch.export (TS2EPConverter for TorchScript); convert is coreai-torch's decompositions, conversion and save.\n"
               "Host parity is coreai-core's Linux CPU runtime (fp32) through mobilegen's verification gate (atol 1e-4, "
-              "rtol 1e-3) on the ORT build's verification cases; on a device Core AI may compute in float16.\n\n")
+              "rtol 1e-3) on the ORT build's verification cases; on a device Core AI may compute in float16.\n"
+              "Latency (the second table): the fp32 .aimodel as `mobilegen bench` times it (coreai-core's Linux CPU runtime, loaded "
+              f"once, {BENCH_RUNS} warm runs after {BENCH_WARMUP} on the first verification case) and the ORT build's .onnx on "
+              "onnxruntime's CPU provider on the same case, warm p50: it proves the model runs on the host runtime, not how "
+              "fast Core AI is on a device.\n\n")
     text = header + body + "\n"
     print(text)
     if not args.only:
