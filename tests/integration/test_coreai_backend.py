@@ -136,6 +136,13 @@ def test_package_with_runtime_ort_and_coreai(package: Path) -> None:
     assert {"model/model.aimodel/main.mlirb", "ios/Sources/MobilenetTiny/Resources/MobilenetTiny.aimodel/main.mlirb",
             "ios/Sources/MobilenetTiny/MobilenetTiny+CoreAI.swift", "ios/Sources/MobilenetTiny/Resources/MobilenetTiny.ort"} <= files
     assert not any("CoreAI" in f or "aimodel" in f for f in files if f.startswith("android/"))
+    # mobilegen verify re-runs the golden vectors on the .aimodel folder with coreai-core, beside the .ort
+    from cli_helpers import invoke
+
+    r = invoke("verify", out, "--json")
+    assert r.exit_code == 0, r.stderr
+    rows = [g for g in json.loads(r.stdout)["golden"] if g["model"] == "model/model.aimodel"]
+    assert rows and all(g["passed"] and g["max_abs"] < 1e-4 for g in rows), rows
 
 
 @needs_coreai
@@ -169,6 +176,24 @@ def test_bench_times_the_aimodel_beside_the_ort_rows(package: Path) -> None:
     finally:
         session.close()
     assert np.abs(got - golden["output:output"]).max() < 1e-4
+
+    # a result of the .aimodel folder (as the generated Core AI benchmark hashes its resource copy) merges into the
+    # package's report; the iOS resource folder hashes as model/model.aimodel does
+    from dataclasses import replace as dc_replace
+
+    from mobilegen.bench.runtimes import model_digest
+
+    (resource,) = (package / "ios").rglob("*.aimodel")
+    digest = model_digest(package / "model" / "model.aimodel")
+    assert model_digest(resource) == digest
+    import shutil
+
+    copy = Path(shutil.copytree(package, package.parent / "merged"))
+    device = copy.parent / "coreai-result.json"
+    device.write_text(dc_replace(result, model_sha256=digest, configurations=(row,)).text(), encoding="utf-8")
+    r = invoke("report", copy, "--results", device)
+    assert r.exit_code == 0, r.stderr
+    assert invoke("verify", copy).exit_code == 0
 
     # a bare .aimodel: inputs come from its function's descriptors; the TorchScript CNN's leave C, H, W to run time
     r = invoke("bench", package / "model" / "model.aimodel")

@@ -389,5 +389,13 @@ def test_the_instrumented_tests_run_on_the_jvm_against_a_litert_fake(builds: dic
     assert rows["default"]["shipped_default"] == "android" and rows["cpu"]["warm"]["n"] == 3 and "NPU (LiteRT could not compile" in rows["npu"]["reason"]
     assert doc["model_sha256"] == hashlib.sha256((build / "model" / "model.tflite").read_bytes()).hexdigest() and doc["ort_version"] == "none"
 
+    # the device-shaped result merges into the package's report (it measured the package's .tflite)
+    package = Path(shutil.copytree(build, tmp_path / "pkg"))
+    r = invoke("report", package, "--results", tmp_path / "gpu" / "bench.json")
+    assert r.exit_code == 0, r.stderr
+    report = (package / "report" / "report.md").read_text()
+    assert "JVM harness · JVM" in report and all(f"| {name} |" in report for name in ("default", "gpu", "cpu")), report[-3000:]
+    assert invoke("verify", package).exit_code == 0
+
     lines, _ = _run_harness(compiled, build, tmp_path / "shifted", [o + np.float32(0.05) for o in outputs], "CPU")
     assert lines[0].startswith("cpu FAIL accelerator [CPU]: output 'output':") and "outside atol=" in lines[0], lines
