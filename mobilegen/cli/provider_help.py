@@ -82,7 +82,6 @@ def optimization_style() -> str | None:
 
 def bench_ep() -> str | None:
     from mobilegen.bench.host import host_providers
-
     from mobilegen.bench.runtimes import others
 
     choices = ["cpu", *(p.name for p in host_providers())]
