@@ -260,7 +260,7 @@ def _package_target(root: Path, target: str | None) -> Target:
     if onnx is not None and (path_problem(onnx) or not (root / onnx).is_file()):
         onnx = None  # a .onnx the manifest names but the package lacks: the .ort is timed for every row
     inputs = dict(case.inputs)
-    others = other_runtimes.package_models(root, options.get("runtimes"), inputs)
+    others = other_runtimes.package_models(root, options.get("runtimes"), inputs, target)
     return Target(root / ort, ort, inputs, shipped, task, root / onnx if onnx else None, onnx or "", others)
 
 

@@ -120,9 +120,10 @@ def _with(c: Configuration, **changes: Any) -> Configuration:
     return replace(c, **changes)
 
 
-def package_models(root: Path, runtimes: object, inputs: Mapping[str, np.ndarray] | None) -> tuple[RuntimeModel, ...]:
+def package_models(root: Path, runtimes: object, inputs: Mapping[str, np.ndarray] | None, target: str | None = None) -> tuple[RuntimeModel, ...]:
     """The other runtimes' models a package ships: its manifest's ``options.runtimes`` (``{"runtime",
-    "file", ...}`` per runtime, :mod:`mobilegen.backends.stage`), each timed on the package's golden inputs."""
+    "file", ...}`` per runtime, :mod:`mobilegen.backends.stage`), each timed on the package's golden inputs;
+    with ``target`` (``--target``) only the runtimes of that platform."""
     from mobilegen.package.manifest import path_problem
 
     out = []
@@ -130,7 +131,7 @@ def package_models(root: Path, runtimes: object, inputs: Mapping[str, np.ndarray
         if not isinstance(rec, dict) or not isinstance(rec.get("runtime"), str) or not isinstance(rec.get("file"), str):
             continue
         b = next((o for o in others() if o.name == rec["runtime"]), None)
-        if b is None or path_problem(rec["file"]) or not (root / rec["file"]).exists():
+        if b is None or path_problem(rec["file"]) or not (root / rec["file"]).exists() or (target is not None and target not in b.platforms):
             continue
         out.append(RuntimeModel(b, root / rec["file"], rec["file"], inputs))
     return tuple(out)

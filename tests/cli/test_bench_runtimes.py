@@ -74,6 +74,9 @@ def test_a_package_row_for_a_missing_runtime_is_skipped_and_the_ort_rows_run(pac
     jsonschema.Draft202012Validator(schema_document()).validate(result.to_json())
     only = run_host_bench(pkg, ("litert",), runs=1, warmup=0)
     assert [c.name for c in only.configurations] == ["litert"]
+    ios = run_host_bench(pkg, ("cpu",), runs=1, warmup=0, target="ios")  # LiteRT runs on Android: not an iOS row
+    assert [c.name for c in ios.configurations] == ["cpu"]
+    assert_fails(invoke("bench", pkg, "--ep", "litert", "--target", "ios"), 2, "--ep litert", "ships no LiteRT model")
 
 
 def test_ep_of_a_runtime_the_package_does_not_ship_is_refused(package: Path, tmp_path: Path) -> None:
