@@ -21,6 +21,9 @@ configuration's ``options["skipped_providers"]``. Then the alternatives (cpu). A
 (the wrapper's native step: resize and centre crop, here its Python reference
 ``mobilegen.tasks.reference.resize_crop``) is timed alone on photos of each size in
 ``mobilegen.targets.defaults.BENCH_IMAGE_SIZES``, as the result's ``preprocessing`` rows.
+
+A bare ``.tflite`` / ``.aimodel``, and the models a package ships for other runtimes (after its ORT rows), are
+timed on their own host runtimes by :mod:`mobilegen.bench.runtimes`, in the same result.
 """
 
 from __future__ import annotations
@@ -317,7 +320,8 @@ def run_host_bench(
 ) -> BenchResult:
     """Benchmark the model on this host, one configuration per ``eps`` entry, in the result schema; ``eps``
     None: a package's shipped default configurations first (``default``, one per target shipping the
-    model), then cpu; a bare .ort: cpu. An image task's preprocessing is timed per source size."""
+    model), then cpu, then the package's other runtimes; a bare .ort: cpu; a bare .tflite / .aimodel: its runtime.
+    An image task's preprocessing is timed per source size."""
     if not 1 <= runs <= MAX_RUNS:
         raise UsageError(f"--runs {runs} is out of range", hint=f"give the number of timed runs, 1 to {MAX_RUNS}, e.g. --runs 50")
     if not 0 <= warmup <= MAX_RUNS:
