@@ -15,6 +15,10 @@ Linux CPU runtime through mobilegen's verification gate, then int8 through ``cor
 channel: what the registry's int8 builds) and W8A8 (weights and activations, calibrated on 8 samples), each
 through the int8 accuracy gate against the fp32 ``.aimodel`` (and against PyTorch).
 
+Host latency: the fp32 ``.aimodel`` timed as ``mobilegen bench`` times it (mobilegen.bench.runtimes.measure:
+coreai-core's CPU runtime, loaded once, on the first verification case) and the ORT build's ``.onnx`` on
+onnxruntime's CPU provider on the same case: the warm p50 of each.
+
 Prints one Markdown table and writes it to benchmarks/results/coreai.md with the date, versions and machine.
 Numbers are measured in this run; nothing is asserted. Needs the [coreai] extra (``make test-coreai``'s venv):
 
@@ -132,6 +136,7 @@ def run(model: Model, folder: Path, int8: bool) -> dict[str, Any]:
         "max_abs": max(r.max_abs for r in rows), "cosine": min(r.cosine for r in rows), "passed": all(r.passed for r in rows),
         "narrowed": ", ".join(build.fp32.narrowed) or "-",
     }
+    row |= _latency(build.fp32.path, folder / "model.onnx", expected.cases[0])
     if not int8:
         return row
     from mobilegen.backends.coreai.convert import to_coreai_int8
@@ -154,6 +159,32 @@ def run(model: Model, folder: Path, int8: bool) -> dict[str, Any]:
     return row
 
 
+BENCH_RUNS, BENCH_WARMUP = 30, 3
+
+
+def _latency(aimodel: Path, onnx: Path, case: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Warm p50 (ms) of the .aimodel on coreai-core (mobilegen bench's row) and of the .onnx on ORT's CPU provider."""
+    import onnxruntime as ort
+
+    from mobilegen import backends
+    from mobilegen.bench.runtimes import RuntimeModel, measure
+    from mobilegen.bench.schema import WarmStats
+
+    c = measure(RuntimeModel(backends.get("coreai"), aimodel, aimodel.name, case), BENCH_RUNS, BENCH_WARMUP)
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    session = ort.InferenceSession(str(onnx), sess_options=so, providers=["CPUExecutionProvider"])
+    feeds = {i.name: case[i.name] for i in session.get_inputs()}
+    for _ in range(BENCH_WARMUP + 1):
+        session.run(None, feeds)
+    times = []
+    for _ in range(BENCH_RUNS):
+        t0 = time.perf_counter()
+        session.run(None, feeds)
+        times.append((time.perf_counter() - t0) * 1000)
+    return {"coreai_p50": c.warm.p50 if c.warm is not None else None, "coreai_reason": c.reason, "ort_p50": WarmStats.of(times).p50}
+
+
 def _versions() -> str:
     from importlib.metadata import version
 
@@ -164,6 +195,11 @@ def table(rows: list[dict[str, Any]]) -> str:
     head = ("| model | artifact | bytes | export + convert | vs PyTorch on the gate's cases: max abs / min cosine | "
             "int8 vs the fp32 .aimodel (int8 accuracy gate): min cosine / max abs |")
     lines = [head, "|---|---|---|---|---|---|"]
+    latency = ["", "| model | host p50 .aimodel, coreai-core CPU (ms) | host p50 .onnx, ORT CPU (ms) |", "|---|---|---|"]
+    for r in rows:
+        if "ort_p50" in r:
+            core = f"{r['coreai_p50']:.2f}" if r["coreai_p50"] is not None else f"– ({r['coreai_reason']})"
+            latency.append(f"| {r['model']} | {core} | {r['ort_p50']:.2f} |")
     for r in rows:
         lines.append(f"| {r['model']} | ONNX (the ORT build's, for size) | {r['onnx_bytes']:,} | {r['onnx_s']:.1f} s (load + ONNX export) | | |")
         if "error" in r:
@@ -179,6 +215,7 @@ def table(rows: list[dict[str, Any]]) -> str:
                 q = r[mode]
                 lines.append(f"| {r['model']} | .aimodel {label} | {q['bytes']:,} ({q['bytes'] / r['bytes']:.2f}×) | {q['seconds']:.1f} s (coreai-opt + convert) | "
                              f"{q['torch_max_abs']:.3g} / {q['torch_cosine']:.6f} | {q['cosine']:.6f} / {q['max_abs']:.3g} ({'passed' if q['passed'] else 'FAILED'}) |")
+    lines += latency
     lines.append("")
     lines += [f"- **{r['model']}**: {r['note']}" for r in rows]
     return "\n".join(lines)
@@ -204,7 +241,11 @@ def main() -> None:
               "One run, one model at a time on a shared 2-core host: timings are rough. The export column is "
               "torch.export (TS2EPConverter for TorchScript); convert is coreai-torch's decompositions, conversion and save.\n"
               "Host parity is coreai-core's Linux CPU runtime (fp32) through mobilegen's verification gate (atol 1e-4, "
-              "rtol 1e-3) on the ORT build's verification cases; on a device Core AI may compute in float16.\n\n")
+              "rtol 1e-3) on the ORT build's verification cases; on a device Core AI may compute in float16.\n"
+              "Latency (the second table): the fp32 .aimodel as `mobilegen bench` times it (coreai-core's Linux CPU runtime, loaded "
+              f"once, {BENCH_RUNS} warm runs after {BENCH_WARMUP} on the first verification case) and the ORT build's .onnx on "
+              "onnxruntime's CPU provider on the same case, warm p50: it proves the model runs on the host runtime, not how "
+              "fast Core AI is on a device.\n\n")
     text = header + body + "\n"
     print(text)
     if not args.only:

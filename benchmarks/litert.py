@@ -15,7 +15,9 @@ build: conversion time is the build's own record, ``options.runtimes[0].convert_
   attention_mask, token_type_ids, int64), eager attention, saved with torch.export.save.
 
 Parity is the verification gate's: max |tflite − PyTorch| and the cosine over the seeded cases, the same cases
-and reference outputs (golden vectors) as the .ort rows.
+and reference outputs (golden vectors) as the .ort rows. Host latency is ``mobilegen bench BUILD --ep cpu --ep
+litert`` (mobilegen.bench.run_host_bench: the .ort on onnxruntime's CPU provider and the .tflite on ai-edge-litert,
+both on the golden inputs, in one benchmark-result table): the warm p50 of each.
 """
 
 from __future__ import annotations
@@ -82,12 +84,24 @@ def _build(model: Path, args: list[str], out: Path, extra: list[str] = ()) -> di
     r: dict[str, Any] = json.loads(proc.stdout)
     r["wall"] = wall
     r["manifest"] = json.loads((out / "manifest.json").read_text())
+    from mobilegen.bench import run_host_bench
+
+    bench = run_host_bench(out, ("cpu", "litert"), runs=BENCH_RUNS, warmup=BENCH_WARMUP)
+    r["p50"] = {c.name: (c.warm.p50 if c.warm is not None else None, c.reason) for c in bench.configurations}
     return r
+
+
+BENCH_RUNS, BENCH_WARMUP = 30, 3
+
+
+def _ms(r: dict[str, Any], name: str) -> str:
+    p50, reason = r["p50"][name]
+    return f"{p50:.2f}" if p50 is not None else f"– ({reason})"
 
 
 def _row(name: str, r: dict[str, Any], out: Path) -> str:
     if "error" in r:
-        return f"| {name} | failed: {r['error']} | | | | | | |"
+        return f"| {name} | failed: {r['error']} | | | | | | | | |"
     rows = r["verification"]["rows"]
     lt = [x for x in rows if x["artifact"] == "litert"]
     ort_err = max(x["max_abs"] for x in rows if x["artifact"] == "ort")
@@ -102,7 +116,7 @@ def _row(name: str, r: dict[str, Any], out: Path) -> str:
     else:
         err = f"{max(x['max_abs'] for x in lt):.2e}"
         cos = f"{min(x['cosine'] for x in lt):.7f}"
-    return f"| {name} | {err} | {cos} | {ort_err:.2e} | {tfl:,} | {ort_size:,} | {rec['convert_seconds']:.1f} | {r['wall']:.0f} |"
+    return f"| {name} | {err} | {cos} | {ort_err:.2e} | {tfl:,} | {ort_size:,} | {rec['convert_seconds']:.1f} | {r['wall']:.0f} | {_ms(r, 'litert')} | {_ms(r, 'cpu')} |"
 
 
 def main() -> None:
@@ -123,8 +137,9 @@ def main() -> None:
     minilm, minilm_args = _minilm(work)
     models.append(("all-MiniLM-L6-v2 (real weights, 128 tokens)", minilm, minilm_args, []))
     lines = [
-        "| model | .tflite max abs error vs PyTorch | .tflite min cosine | .ort max abs error | .tflite bytes | .ort bytes | convert (s) | whole build (s) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| model | .tflite max abs error vs PyTorch | .tflite min cosine | .ort max abs error | .tflite bytes | .ort bytes | convert (s) | whole build (s) "
+        "| host p50 .tflite, ai-edge-litert (ms) | host p50 .ort, ORT CPU (ms) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for i, (name, path, args, extra) in enumerate(models):
         out = work / f"build{i}"

@@ -96,6 +96,28 @@ class BackendImpl(Protocol):
         """Runs the model file on this host: named inputs (the ONNX model's names, in order) → outputs in order."""
 
 
+class HostSession(Protocol):
+    """A model file loaded once on this host (``mobilegen bench`` times the load, then many runs)."""
+
+    api: str  # what runs it, for the benchmark's record ("ai-edge-litert Interpreter, ...")
+
+    def run(self, arrays: dict[str, np.ndarray]) -> list[np.ndarray]:
+        """One case: named inputs (in the model's order) → its outputs in order."""
+
+    def close(self) -> None:
+        """Release the model."""
+
+
+class BenchImpl(Protocol):
+    """What a backend's module provides for ``mobilegen bench`` (a runtime other than ORT)."""
+
+    def open_session(self, path: Path) -> HostSession:
+        """The model file loaded and ready to run (the time this takes is the benchmark's session creation)."""
+
+    def sample_inputs(self, path: Path) -> dict[str, np.ndarray]:
+        """Deterministic inputs from the model file's own signature (for a bare model file: no golden inputs)."""
+
+
 # One line per runtime. ORT's conversion is the pipeline's own stages (export → fix → convert); its host
 # runner is onnxruntime. LiteRT: litert-torch 0.10.0 / ai-edge-litert 2.3.0 (the scout,
 # ../research/runtimes-scout-2026-11-27.md §2; pins in pyproject.toml's [litert] extra and
@@ -109,7 +131,7 @@ BUILTIN: tuple[Backend, ...] = (
         suffix=".ort",
         host_requires=(Requirement("onnxruntime", "onnxruntime"),),
         quantize_modes=("int8", "fp16", "int8-weights"),
-        note="ONNX → ORT format; the execution providers of mobilegen.providers (NNAPI, XNNPACK, QNN, CoreML)",
+        note="ONNX → ORT format; the execution providers registered in mobilegen.providers",
         accelerates="not analysed: no execution provider chosen (--ep)",
         accelerates_from_coverage=True,
     ),
@@ -214,14 +236,15 @@ def missing(requirements: Sequence[Requirement]) -> list[Requirement]:
     return [r for r in requirements if importlib.util.find_spec(r.module) is None]
 
 
-def check_available(backend: Backend, *, host_only: bool = False) -> None:
-    """Refuse, in one line, a runtime whose optional dependency is not installed."""
+def check_available(backend: Backend, *, host_only: bool = False, what: str | None = None) -> None:
+    """Refuse, in one line, a runtime whose optional dependency is not installed (``what`` needs it:
+    "--runtime <name>" unless said)."""
     reqs = backend.host_requires if host_only else backend.convert_requires + backend.host_requires
     gone = missing(reqs)
     if gone:
         dists = ", ".join(dict.fromkeys(r.distribution for r in gone))
         raise UsageError(
-            f"--runtime {backend.name} needs {dists}, which {'is' if len(gone) == 1 else 'are'} not installed",
+            f"{what or f'--runtime {backend.name}'} needs {dists}, which {'is' if len(gone) == 1 else 'are'} not installed",
             hint=f"{backend.extra_hint()} (an optional extra: {backend.display_name}'s converter and host runtime)",
         )
 
@@ -265,6 +288,13 @@ def host_runner(path: Path) -> Runner:
     impl = importlib.import_module(backend.module)
     runner: Runner = impl.host_runner(path)
     return runner
+
+
+def bench_implementation(backend: Backend, what: str) -> BenchImpl:
+    """The backend's benchmark hooks; refused in one line naming the extra when its host runtime is missing."""
+    check_available(backend, host_only=True, what=what)
+    mod: BenchImpl = importlib.import_module(backend.module)
+    return mod
 
 
 def render_fragment(name: str, platform: str, spec: ProjectSpec, context: Mapping[str, Any], dest: Path, written: list[PurePosixPath]) -> list[PurePosixPath]:

@@ -22,7 +22,7 @@ MAX_LISTED = 20  # node names listed per difference; the count is always whole
 
 @dataclass(frozen=True)
 class Prediction:
-    label: str  # nnapi, coreml/mlprogram, xnnpack (ios) when the provider was analysed for two targets
+    label: str  # <provider>, <provider>/<format>, <provider> (<target>) when the provider was analysed for two targets
     ep: str
     format: str | None
     partitions: int

@@ -1,8 +1,8 @@
 """``mobilegen bench``: the device benchmark's measurement, on this host, with onnxruntime.
 
 Per configuration, with the session options the generated Android wrapper sets (``{{ class_name }}.kt``:
-CPU = ORT's defaults; XNNPACK = ``session.intra_op.allow_spinning=0``, one ORT intra-op thread and
-XNNPACK's own pool of min(cores, 4) threads):
+CPU = ORT's defaults; a provider = its ``host_session()`` in :mod:`mobilegen.providers`, the provider options,
+session config entries and threads the wrapper sets for it):
 
 1. session creation, timed (``InferenceSession(...)``);
 2. the first run, timed; ``warmup`` runs, not timed; ``runs`` warm runs, each timed;
@@ -15,12 +15,15 @@ The inputs are the package's golden inputs (``golden/golden.mgv``, the case the 
 Without ``--ep``, a package is timed in what its apps ship first: one ``default`` configuration per target
 shipping the model (``shipped_default``: android / ios), the provider chain ``create()`` with default options
 tries (:mod:`mobilegen.targets.defaults`, from the manifest's ``options.<target>``), each provider set up as
-the wrapper sets it up; a provider this host cannot run (NNAPI and CoreML are device-only; XNNPACK is missing
-from PyPI's onnxruntime) is left out as the wrapper leaves out a provider its runtime lacks, and named in the
+the wrapper sets it up; a provider this host cannot run (one without a ``host_session()``, or missing
+from this host's onnxruntime build) is left out as the wrapper leaves out a provider its runtime lacks, and named in the
 configuration's ``options["skipped_providers"]``. Then the alternatives (cpu). An image task's preprocessing
 (the wrapper's native step: resize and centre crop, here its Python reference
 ``mobilegen.tasks.reference.resize_crop``) is timed alone on photos of each size in
 ``mobilegen.targets.defaults.BENCH_IMAGE_SIZES``, as the result's ``preprocessing`` rows.
+
+A bare ``.tflite`` / ``.aimodel``, and the models a package ships for other runtimes (after its ORT rows), are
+timed on their own host runtimes by :mod:`mobilegen.bench.runtimes`, in the same result.
 """
 
 from __future__ import annotations
@@ -36,7 +39,9 @@ from typing import TYPE_CHECKING, Any
 from mobilegen import providers
 from mobilegen import targets as target_registry
 from mobilegen.artifacts import GOLDEN_MGV, MANIFEST
+from mobilegen.bench import runtimes as other_runtimes
 from mobilegen.bench.profile import CPU_PROVIDER, read_profile
+from mobilegen.bench.runtimes import RuntimeModel
 from mobilegen.bench.schema import BenchResult, Configuration, Device, Placement, Preprocessing, WarmStats
 from mobilegen.errors import LoadError, UsageError, first_line
 from mobilegen.infra.digest import sha256_file
@@ -109,7 +114,8 @@ def host_config(ep: str) -> HostConfig:
             f"--ep {ep}: runs on the device, not here; mobilegen bench takes {_host_eps_here()}",
             hint="use the benchmark in the generated project for the device's providers (README: Benchmarks)",
         )
-    raise UsageError(f"--ep {ep}: not a configuration mobilegen bench runs; on this host it takes {_host_eps_here()}")
+    others = " or ".join(f"--ep {b.name}" for b in other_runtimes.others())
+    raise UsageError(f"--ep {ep}: not a configuration mobilegen bench runs; on this host it takes {_host_eps_here()}; a package's other runtimes: {others}")
 
 
 def _host_eps_here() -> str:
@@ -171,6 +177,7 @@ class Target:
     task: dict[str, Any] | None = None  # the manifest's options.task
     onnx: Path | None = None  # the verified .onnx beside the .ort, which a target shipping "model": "onnx" runs
     onnx_name: str = ""
+    runtimes: tuple[RuntimeModel, ...] = ()  # the package's models for the other runtimes (manifest options.runtimes)
 
     def file_for(self, config: HostConfig) -> tuple[Path, str]:
         """The model file ``config`` times and its name: the .onnx for a target that ships it, else the .ort."""
@@ -255,7 +262,9 @@ def _package_target(root: Path, target: str | None) -> Target:
     onnx = next((m["onnx"] for m in models if isinstance(m.get("ort"), dict) and m["ort"].get("file") == ort and isinstance(m.get("onnx"), str)), None)
     if onnx is not None and (path_problem(onnx) or not (root / onnx).is_file()):
         onnx = None  # a .onnx the manifest names but the package lacks: the .ort is timed for every row
-    return Target(root / ort, ort, dict(case.inputs), shipped, task, root / onnx if onnx else None, onnx or "")
+    inputs = dict(case.inputs)
+    others = other_runtimes.package_models(root, options.get("runtimes"), inputs, target)
+    return Target(root / ort, ort, inputs, shipped, task, root / onnx if onnx else None, onnx or "", others)
 
 
 def _package_model(root: Path, models: list[dict[str, Any]], target: str | None) -> tuple[str, str]:
@@ -311,20 +320,29 @@ def run_host_bench(
 ) -> BenchResult:
     """Benchmark the model on this host, one configuration per ``eps`` entry, in the result schema; ``eps``
     None: a package's shipped default configurations first (``default``, one per target shipping the
-    model), then cpu; a bare .ort: cpu. An image task's preprocessing is timed per source size."""
+    model), then cpu, then the package's other runtimes; a bare .ort: cpu; a bare .tflite / .aimodel: its runtime.
+    An image task's preprocessing is timed per source size."""
     if not 1 <= runs <= MAX_RUNS:
         raise UsageError(f"--runs {runs} is out of range", hint=f"give the number of timed runs, 1 to {MAX_RUNS}, e.g. --runs 50")
     if not 0 <= warmup <= MAX_RUNS:
         raise UsageError(f"--warmup {warmup} is out of range", hint=f"give the number of untimed warm-up runs, 0 to {MAX_RUNS}, e.g. --warmup 5")
     asked = tuple(dict.fromkeys(eps)) if eps else None
+    if other_runtimes.runtime_of(Path(target_path)) is not None:  # a .tflite, an .aimodel: its own runtime
+        if target is not None:
+            raise UsageError(f"--target {target}: chooses the model of a package folder; {target_path} is a model file", hint="drop --target, or pass the package folder")
+        return _bench_runtime_file(Path(target_path), asked, runs, warmup, clock)
+    runtime_names = {b.name for b in other_runtimes.others()}
     for ep in asked or ():
-        if ep != DEFAULT_CONFIG:
+        if ep != DEFAULT_CONFIG and ep not in runtime_names:
             host_config(ep)  # refuses an unknown --ep before the model is read
     model = resolve_target(target_path, target)
+    rows = _runtime_rows(model, target_path, asked)
     import onnxruntime as ort
 
     configs: list[HostConfig] = []
     for ep in asked or (DEFAULT_CONFIG, CPU):
+        if ep in runtime_names:
+            continue
         if ep != DEFAULT_CONFIG:
             configs.append(host_config(ep))
         elif model.shipped:
@@ -335,9 +353,11 @@ def run_host_bench(
                 f"--ep {DEFAULT_CONFIG}: {target_path} is a bare .ort, whose shipped configuration mobilegen cannot know",
                 hint="pass the package folder (its manifest says what the apps ship)",
             )
-    feeds = model.inputs if model.inputs is not None else _made_inputs(ort, model.ort)
-    _warm_library(ort, model.ort)
-    results = tuple(_measure(ort, model, c, feeds, runs, warmup, clock) for c in configs)
+    feeds = model.inputs if model.inputs is not None or not configs else _made_inputs(ort, model.ort)
+    if configs:
+        _warm_library(ort, model.ort)
+    results = tuple(_measure(ort, model, c, feeds or {}, runs, warmup, clock) for c in configs)
+    results += tuple(other_runtimes.measure(m, runs, warmup, clock) for m in rows)
     pre = preprocessing_rows(model.task, runs=min(runs, BENCH_PREPROCESS_MAX_RUNS), warmup=min(warmup, BENCH_PREPROCESS_MAX_WARMUP), clock=clock)
     return BenchResult(
         model_sha256=sha256_file(model.ort),
@@ -349,6 +369,39 @@ def run_host_bench(
         warmup=warmup,
         configurations=results,
         preprocessing=pre,
+    )
+
+
+def _runtime_rows(model: Target, path: Path, asked: tuple[str, ...] | None) -> tuple[RuntimeModel, ...]:
+    """The package's other runtimes to time: every one it ships without ``--ep``, else those asked for
+    (refused when the package ships no model for one)."""
+    if asked is None:
+        return model.runtimes
+    out = []
+    for ep in asked:
+        b = next((o for o in other_runtimes.others() if o.name == ep), None)
+        if b is None:
+            continue
+        found = [m for m in model.runtimes if m.backend.name == ep]
+        if not found:
+            raise UsageError(f"--ep {ep}: {path} ships no {b.display_name} model", hint=f"build the package with --runtime ort,{ep}, or drop --ep {ep}")
+        out.extend(found)
+    return tuple(out)
+
+
+def _bench_runtime_file(path: Path, asked: tuple[str, ...] | None, runs: int, warmup: int, clock: Callable[[], float]) -> BenchResult:
+    """A bare model file of another runtime: one row on its host runtime, inputs from its own signature."""
+    model = other_runtimes.bare_model(path, asked)
+    row = other_runtimes.measure(model, runs, warmup, clock)
+    return BenchResult(
+        model_sha256=other_runtimes.model_digest(path),
+        model_file=path.name,
+        mobilegen_version=__version__,
+        ort_version=other_runtimes.NO_ORT,
+        device=host_device(),
+        runs=runs,
+        warmup=warmup,
+        configurations=(row,),
     )
 
 

@@ -3,7 +3,8 @@
 1. The package is verified first (:func:`~mobilegen.package.verify_package`): re-hashing a package that no
    longer matches its manifest would bless whatever changed it.
 2. Every result must have measured one of the package's ``.ort`` files (its ``model_sha256`` equals that
-   file's sha256 in the manifest); any other is refused (exit 2, one line) and nothing is written.
+   file's sha256 in the manifest), or one of its other runtimes' models (``--runtime litert`` / ``coreai``:
+   the ``.tflite``, the ``.aimodel`` folder); any other is refused (exit 2, one line) and nothing is written.
 3. The results are kept in the package as ``report/results/<device>-<hash>.json`` (the same result merged
    twice is one file); every result there (earlier merges too) feeds the "Measured on devices" section
    of ``report/report.md`` and ``report/report.html``, compared with ``report/coverage.json``: with the
@@ -137,10 +138,25 @@ def _merge_locked(package: Path, results: list[tuple[Path, BenchResult]]) -> Mer
 
 
 def _model_hashes(root: Path, models: Sequence[str]) -> dict[str, str]:
-    """sha256 -> package path of every packaged .ort (from the manifest, which verify just checked)."""
+    """sha256 -> package path of every packaged .ort, and of the other runtimes' models (the manifest's
+    ``options.runtimes``: a ``.tflite`` by its file's sha256, an ``.aimodel`` folder by its files' sorted
+    ``<path> <sha256>`` lines, as :func:`mobilegen.bench.runtimes.model_digest` and the generated benchmarks
+    hash them); every sha256 from the manifest, which verify just checked."""
     doc = json.loads((root / MANIFEST).read_text(encoding="utf-8"))
     entries = {f["path"]: f["sha256"] for f in doc.get("files", []) if isinstance(f, dict)}
-    return {entries[rel]: rel for rel in models if rel in entries}
+    out = {entries[rel]: rel for rel in models if rel in entries}
+    options = doc.get("options") if isinstance(doc.get("options"), dict) else {}
+    for rec in options.get("runtimes", []) if isinstance(options.get("runtimes"), list) else []:
+        rel = rec.get("file") if isinstance(rec, dict) else None
+        if not isinstance(rel, str):
+            continue
+        if rel in entries:
+            out[entries[rel]] = rel
+            continue
+        inside = sorted(f"{path[len(rel) + 1:]} {sha}\n" for path, sha in entries.items() if path.startswith(rel + "/"))
+        if inside:
+            out[hashlib.sha256("".join(inside).encode("utf-8")).hexdigest()] = rel
+    return out
 
 
 def _model_targets(root: Path) -> dict[str, frozenset[str]]:

@@ -4,8 +4,8 @@ ORT writes a Chrome-trace JSON array when profiling is on (Python ``SessionOptio
 ``InferenceSession.end_profiling()``; Java ``SessionOptions.enableProfiling(String)`` +
 ``OrtSession.endProfiling()``; onnxruntime/core/common/profiler.cc). Each kernel run is an event with
 ``cat == "Node"``, ``name == "<node name>_kernel_time"`` and ``args.op_name`` / ``args.provider``
-(onnxruntime/core/framework/sequential_executor.cc). A partition compiled by NNAPI or CoreML runs as
-one fused node named after the provider; XNNPACK keeps the model's nodes and tags them with its name.
+(onnxruntime/core/framework/sequential_executor.cc). A partition a compiling provider made runs as
+one fused node named after the provider; a kernel provider keeps the model's nodes and tags them with its name.
 
 The device code (templates/android/.../bench/ModelBenchmark.kt) applies the same rules in Kotlin.
 """

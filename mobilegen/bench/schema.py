@@ -89,7 +89,7 @@ def _r(ms: float) -> float:
 class PlacedNode:
     node: str
     op: str
-    provider: str  # ORT's name: CPUExecutionProvider, XnnpackExecutionProvider, ...
+    provider: str  # ORT's name: CPUExecutionProvider, <Name>ExecutionProvider, ...
 
     def to_json(self) -> dict[str, Any]:
         return {"node": self.node, "op": self.op, "provider": self.provider}

@@ -21,9 +21,11 @@ def _human_bench(result: BenchResult, console: Console) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    from mobilegen.bench.runtimes import NO_ORT
+
+    ort = "" if result.ort_version == NO_ORT else f", onnxruntime {escape(result.ort_version)}"
     table = Table(
-        title=f"{escape(result.model_file)} on {escape(result.device.label)}, onnxruntime {escape(result.ort_version)} "
-        f"({result.runs} runs after {result.warmup} warm-up)",
+        title=f"{escape(result.model_file)} on {escape(result.device.label)}{ort} ({result.runs} runs after {result.warmup} warm-up)",
         title_justify="left",
     )
     for col in ("configuration", "status", "session create", "first run", "p50", "p90", "min", "mean", "nodes off the CPU", "partitions"):
@@ -33,7 +35,8 @@ def _human_bench(result: BenchResult, console: Console) -> None:
         if c.shipped_default and (left_out := c.options.get("skipped_providers")):
             notes.append(f"{escape(c.name)}: what the {escape(c.shipped_default)} app ships, without {escape(left_out)}")
         if model_file := c.options.get("model_file"):
-            notes.append(f"{escape(c.name)}: times {escape(model_file)}, the file that target ships")
+            where = f" on {escape(runtime)}" if (runtime := c.options.get("runtime")) else ", the file that target ships"
+            notes.append(f"{escape(c.name)}: times {escape(model_file)}{where}")
         if c.status != "ok":
             table.add_row(escape(c.name), f"[yellow]{escape(c.status)}[/yellow]", *["–"] * 8)
             notes.append(f"{escape(c.name)} {escape(c.status)}: {escape(c.reason or 'no reason given')}")
@@ -87,7 +90,7 @@ def _human_merge(result: MergeResult, console: Console) -> None:
 
 @app.command("bench")
 def bench(
-    model: Annotated[Path, typer.Argument(metavar="MODEL.ort|PACKAGE", help="A .ort file or a package folder (its model and golden inputs).", show_default=False)],
+    model: Annotated[Path, typer.Argument(metavar="MODEL|PACKAGE", help="A .ort, .tflite or .aimodel, or a package folder (its models and golden inputs).", show_default=False)],
     ep: Annotated[
         list[str] | None,
         typer.Option("--ep", metavar="EP", callback=unique, help="Configuration to run: default (what the apps ship), cpu or a provider mobilegen runs on this host. Repeat the option for several. Without it: a package's shipped defaults, then cpu."),  # its choices are completed when shown: mobilegen.cli.provider_help
@@ -109,7 +112,8 @@ def bench(
     debug: DebugOpt = False,
 ) -> None:
     """Time MODEL on this host with onnxruntime and the session options the Android app ships: session
-    creation, first run, warm runs (min, p50, p90, mean), and where each node ran (ORT profiling)."""
+    creation, first run, warm runs (min, p50, p90, mean), and where each node ran (ORT profiling). A .tflite
+    or .aimodel (and a package's LiteRT / Core AI models) runs on its own runtime's host package."""
 
     def action() -> BenchResult:
         from mobilegen.bench import run_host_bench

@@ -82,11 +82,14 @@ def optimization_style() -> str | None:
 
 def bench_ep() -> str | None:
     from mobilegen.bench.host import host_providers
+    from mobilegen.bench.runtimes import others
 
     choices = ["cpu", *(p.name for p in host_providers())]
+    runtimes = [b.name for b in others()]  # a package's models for the other runtimes (--runtime litert / coreai)
     return (
-        f"Configuration to run: default (what the apps ship), {_or(choices)}. Repeat the option for several "
-        f"(--ep {choices[0]} --ep {choices[-1]}). Without it: a package's shipped defaults, then cpu."
+        f"Configuration to run: default (what the apps ship), {_or(choices)}; or another runtime the package ships, "
+        f"{_or(runtimes)}. Repeat the option for several (--ep {choices[0]} --ep {runtimes[0] if runtimes else choices[-1]}). "
+        "Without it: a package's shipped defaults, then cpu, then its other runtimes."
     )
 
 

@@ -22,7 +22,7 @@ import tempfile
 import zipfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import NoReturn
 
 from mobilegen.artifacts import GOLDEN_MGV, GOLDEN_NPZ, MANIFEST, MODEL_ORT
@@ -276,7 +276,7 @@ def _verify_source(source: Source, shown: str) -> PackageVerification:
         for entry in manifest.runtime_models:
             if not isinstance(entry.get("file"), str) or entry.get("quantization"):
                 continue
-            path, npz = source.local(entry["file"]), source.local(GOLDEN_NPZ)
+            path, npz = _local_model(source, entry["file"], manifest.files), source.local(GOLDEN_NPZ)
             if path is None or npz is None:
                 problems.append(f"golden vectors not re-run: {show(entry['file'])} or {show(GOLDEN_NPZ)} is missing")
                 continue
@@ -303,6 +303,22 @@ def _verify_source(source: Source, shown: str) -> PackageVerification:
 
 
 _CASE_NAME = re.compile(r"golden_case([1-9][0-9]{0,5})\.npz")
+
+
+def _local_model(source: Source, rel: str, files: Iterable[FileEntry]) -> Path | None:
+    """A runtime model's local path: its file, or for a folder model (Core AI's ``.aimodel``, listed file by
+    file in the manifest) the folder, when every file in it is local; None otherwise."""
+    found: Path | None = source.local(rel)
+    if found is not None:
+        return found
+    inside = [f.path for f in files if f.path.startswith(rel + "/")]
+    local = [p for p in (source.local(f) for f in inside) if p is not None]
+    if not inside or len(local) != len(inside):
+        return None
+    folder = local[0]
+    for _part in PurePosixPath(inside[0][len(rel) + 1 :]).parts:
+        folder = folder.parent
+    return folder
 
 
 def _further_cases(golden: GoldenInfo | None, npz_name: str, listed: tuple[FileEntry, ...]) -> tuple[str, ...]:

@@ -104,21 +104,31 @@ def test_int8_weights_through_the_accuracy_gate(tmp_path: Path) -> None:
     assert not strict.passed and strict.failures[0].startswith(f"{onnx_model.io.outputs[0].name}: cosine")
 
 
-@needs_coreai
-def test_package_with_runtime_ort_and_coreai(tmp_path: Path) -> None:
-    """``mobilegen package --ios --android --runtime ort,coreai``: one verification table with the coreai rows,
-    the .aimodel in model/ and in the iOS package beside the .ort with the Core AI Swift, Android unchanged."""
-    import json
+@pytest.fixture(scope="module")
+def package(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``mobilegen package --ios --android --runtime ort,coreai`` of mobilenet_tiny.pt."""
     import subprocess
     import sys
 
-    out = tmp_path / "pkg"
+    if not HAVE_COREAI:
+        pytest.skip("the [coreai] extra is not installed (make test-coreai)")
+    out = tmp_path_factory.mktemp("coreai_pkg") / "pkg"
     proc = subprocess.run(
         [sys.executable, "-m", "mobilegen", "package", str(EXAMPLES / "mobilenet_tiny.pt"), "--input", "image:1x3x64x64",
          "--ios", "--android", "--runtime", "ort,coreai", "-o", str(out)],
         capture_output=True, text=True,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
+    return out
+
+
+@needs_coreai
+def test_package_with_runtime_ort_and_coreai(package: Path) -> None:
+    """``mobilegen package --ios --android --runtime ort,coreai``: one verification table with the coreai rows,
+    the .aimodel in model/ and in the iOS package beside the .ort with the Core AI Swift, Android unchanged."""
+    import json
+
+    out = package
     manifest = json.loads((out / "manifest.json").read_text())
     rows = [r for r in manifest["verification"]["rows"] if r["artifact"] == "coreai"]
     assert len(rows) == 2 and all(r["passed"] and r["max_abs"] < 1e-5 for r in rows)
@@ -126,3 +136,80 @@ def test_package_with_runtime_ort_and_coreai(tmp_path: Path) -> None:
     assert {"model/model.aimodel/main.mlirb", "ios/Sources/MobilenetTiny/Resources/MobilenetTiny.aimodel/main.mlirb",
             "ios/Sources/MobilenetTiny/MobilenetTiny+CoreAI.swift", "ios/Sources/MobilenetTiny/Resources/MobilenetTiny.ort"} <= files
     assert not any("CoreAI" in f or "aimodel" in f for f in files if f.startswith("android/"))
+    # mobilegen verify re-runs the golden vectors on the .aimodel folder with coreai-core, beside the .ort
+    from cli_helpers import invoke
+
+    r = invoke("verify", out, "--json")
+    assert r.exit_code == 0, r.stderr
+    rows = [g for g in json.loads(r.stdout)["golden"] if g["model"] == "model/model.aimodel"]
+    assert rows and all(g["passed"] and g["max_abs"] < 1e-4 for g in rows), rows
+
+
+@needs_coreai
+def test_bench_times_the_aimodel_beside_the_ort_rows(package: Path) -> None:
+    """``mobilegen bench`` on the package: the ORT rows, then the .aimodel on coreai-core's CPU runtime in the same
+    schema; the session it times reproduces PyTorch's golden outputs from the golden inputs; a bare .aimodel
+    folder is one row, hashed over its files."""
+    import hashlib
+    import json
+    from importlib.metadata import version
+
+    import jsonschema
+    from cli_helpers import invoke
+
+    from mobilegen.backends.coreai import open_session
+    from mobilegen.bench import run_host_bench, schema_document
+
+    result = run_host_bench(package, runs=3, warmup=1, target="ios")
+    rows = {c.name: c for c in result.configurations}
+    assert rows["cpu"].status == "ok" and list(rows)[-1] == "coreai"
+    row = rows["coreai"]
+    assert row.status == "ok" and row.warm is not None and row.warm.n == 3 and row.session_create_ms is not None
+    assert row.options["runtime"] == f"coreai-core {version('coreai-core')}" and row.options["model_file"] == "model/model.aimodel"
+    assert not row.placement.available and row.ep == "cpu"
+    jsonschema.Draft202012Validator(schema_document()).validate(result.to_json())
+
+    golden = np.load(package / "golden" / "golden.npz")
+    session = open_session(package / "model" / "model.aimodel")
+    try:
+        (got,) = session.run({"image": golden["input:image"]})
+    finally:
+        session.close()
+    assert np.abs(got - golden["output:output"]).max() < 1e-4
+
+    # a result of the .aimodel folder (as the generated Core AI benchmark hashes its resource copy) merges into the
+    # package's report; the iOS resource folder hashes as model/model.aimodel does
+    from dataclasses import replace as dc_replace
+
+    from mobilegen.bench.runtimes import model_digest
+
+    (resource,) = (package / "ios").rglob("*.aimodel")
+    digest = model_digest(package / "model" / "model.aimodel")
+    assert model_digest(resource) == digest
+    import shutil
+
+    copy = Path(shutil.copytree(package, package.parent / "merged"))
+    device = copy.parent / "coreai-result.json"
+    device.write_text(dc_replace(result, model_sha256=digest, configurations=(row,)).text(), encoding="utf-8")
+    r = invoke("report", copy, "--results", device)
+    assert r.exit_code == 0, r.stderr
+    assert invoke("verify", copy).exit_code == 0
+
+    # a bare .aimodel: inputs come from its function's descriptors; the TorchScript CNN's leave C, H, W to run time
+    r = invoke("bench", package / "model" / "model.aimodel")
+    assert r.exit_code == 2 and "input 'image' has dims known only at run time (1x?x?x?)" in r.stderr and "golden inputs" in r.stderr, r.stderr
+    import torch
+
+    from mobilegen.backends.coreai import convert
+    from mobilegen.spec import IOSpec, TensorSpec
+
+    torch.manual_seed(0)
+    linear = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.ReLU()).eval()
+    io = IOSpec((TensorSpec("x", "float32", (2, 8)),), (TensorSpec("y", "float32", (2, 4)),))
+    folder = convert(linear, [np.zeros((2, 8), np.float32)], package.parent / "linear.aimodel", io=io)
+    r = invoke("bench", folder, "--runs", "2", "--warmup", "0", "--json")
+    assert r.exit_code == 0, r.stderr
+    doc = json.loads(r.stdout)
+    lines = sorted(f"{p.relative_to(folder).as_posix()} {hashlib.sha256(p.read_bytes()).hexdigest()}\n" for p in folder.rglob("*") if p.is_file())
+    assert doc["ort_version"] == "none" and doc["model_sha256"] == hashlib.sha256("".join(lines).encode()).hexdigest()
+    assert [(c["name"], c["status"], c["warm"]["n"]) for c in doc["configurations"]] == [("coreai", "ok", 2)]

@@ -223,7 +223,7 @@ def test_narrowed_inputs_keep_int64_in_the_api(packages: dict[str, tuple[Path, s
 
 def test_ort_symbols_still_the_listed_ones(packages: dict[str, tuple[Path, str]]) -> None:
     """The ORT side of a Core AI package passes the ORT symbol gate (tests/unit/test_ios_ort_symbols.py);
-    the Core AI file is this module's to check."""
+    the Core AI file and the Core AI XCTests are this module's to check."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("ort_symbols", Path(__file__).with_name("test_ios_ort_symbols.py"))
@@ -234,8 +234,115 @@ def test_ort_symbols_still_the_listed_ones(packages: dict[str, tuple[Path, str]]
         f"{label}/{p.relative_to(dest).as_posix()}": p.read_text(encoding="utf-8")
         for label, (dest, _) in packages.items()
         for p in sorted(dest.rglob("*.swift"))
-        if not p.name.endswith("+CoreAI.swift")
+        if not p.name.endswith(("+CoreAI.swift", "CoreAITests.swift"))  # the Core AI files: this module checks them
     }
     # the blocking prediction(input:) of a Core AI instance: Task.detached, DispatchSemaphore signal()/wait()
     ort_symbols.KNOWN_METHODS = ort_symbols.KNOWN_METHODS | {"detached", "signal", "wait"}
     assert ort_symbols.scan(sources) == []
+
+
+# --- the Core AI XCTests (Tests/<target>/<Class>CoreAITests.swift) -----------------------------------------------
+
+# What the Core AI tests call on the generated package, checked against its declarations: the wrapper's API
+# (load(configuration:), prediction(input:), runtime, coreAIUnavailableReason, Runtime.coreAI), the Core AI
+# engine's model URL, and the test target's GoldenVectors; everything else is XCTest, Foundation or CryptoKit.
+PACKAGE_METHODS = frozenset({"load", "prediction", "mismatches", "modelInput"})
+PACKAGE_MEMBERS = frozenset({"runtime", "coreAIUnavailableReason", "modelURL", "coreAI"})
+PACKAGE_INITIALIZERS = frozenset({"GoldenVectors", "Configuration"})
+
+
+def _declarations(sources: list[str]) -> tuple[dict[str, list[list[tuple[str, bool]]]], set[str]]:
+    """Every function / initializer declared in ``sources`` (name → its parameters' (label, defaulted) lists;
+    an initializer under its type's name) and every property and enum case name."""
+    functions: dict[str, list[list[tuple[str, bool]]]] = {}
+    members: set[str] = set()
+    for source in sources:
+        root = PARSER.parse(source.encode()).root_node
+        for n in walk(root):
+            if n.type in ("function_declaration", "init_declaration"):
+                if n.type == "function_declaration":
+                    name = node_text(n.child_by_field_name("name"))
+                else:
+                    owner = n.parent.parent if n.parent is not None and n.parent.parent is not None else None
+                    name = node_text(owner.child_by_field_name("name")) if owner is not None else ""
+                params = []
+                for i, c in enumerate(n.children):
+                    if c.type == "parameter":
+                        label = node_text(c.children[0])
+                        defaulted = i + 1 < n.child_count and n.children[i + 1].type == "="
+                        params.append(("_" if label == "_" else label, defaulted))
+                functions.setdefault(name, []).append(params)
+            elif n.type == "property_declaration":
+                members |= {node_text(p) for p in n.children if p.type == "pattern"}
+            elif n.type == "enum_entry":
+                members |= {node_text(c) for c in n.children if c.type == "simple_identifier"}
+    return functions, members
+
+
+def _matches(labels: tuple[str, ...], params: list[tuple[str, bool]]) -> bool:
+    """A call's labels fit a declaration: the declared labels in order, any defaulted parameter left out."""
+    i = 0
+    for label, defaulted in params:
+        if i < len(labels) and labels[i] == label:
+            i += 1
+        elif not defaulted:
+            return False
+    return i == len(labels)
+
+
+def _package_calls(source: str, class_name: str) -> tuple[list[tuple[str, tuple[str, ...]]], set[str]]:
+    """The calls of the Core AI tests into the package (method or initializer name, labels), and the package
+    members they read."""
+    root = PARSER.parse(source.encode()).root_node
+    calls: list[tuple[str, tuple[str, ...]]] = []
+    members: set[str] = set()
+    for n in walk(root):
+        if n.type == "call_expression" and not is_subscript(n):
+            callee = n.children[0]
+            name = node_text(callee).rsplit(".", 1)[-1]
+            if name in PACKAGE_METHODS | PACKAGE_INITIALIZERS:
+                calls.append((name, call_labels(n)[0]))
+        elif n.type in ("navigation_suffix", "prefix_expression"):  # a.member, and an implicit member .member
+            name = node_text(n.child_by_field_name("suffix")) if n.type == "navigation_suffix" else node_text(n).removeprefix(".")
+            if name in PACKAGE_MEMBERS:
+                members.add(name)
+    return calls, members
+
+
+def test_core_ai_xctests_call_the_package_as_declared(packages: dict[str, tuple[Path, str]]) -> None:
+    """The golden-vector and benchmark XCTests on Core AI: they parse (test_every_swift_file_parses), name no Core AI
+    framework symbol themselves (the wrapper's API is what they test), call the wrapper and GoldenVectors with
+    declared labels, and reach Core AI only inside ``#if canImport(CoreAI)`` behind ``#available(iOS 27.0, macOS 27.0, *)``."""
+    for label, (dest, class_name) in packages.items():
+        tests = dest / "Tests" / f"{class_name}Tests" / f"{class_name}CoreAITests.swift"
+        source = tests.read_text(encoding="utf-8")
+        declared, members = _declarations(
+            [p.read_text(encoding="utf-8") for p in sorted((dest / "Sources").rglob("*.swift"))]
+            + [(tests.parent / "GoldenVectors.swift").read_text(encoding="utf-8")]
+        )
+        calls, read = _package_calls(source, class_name)
+        assert {c for c, _ in calls} == PACKAGE_METHODS | PACKAGE_INITIALIZERS, label  # each is exercised
+        for name, labels in calls:
+            assert any(_matches(labels, params) for params in declared.get(name, [])), f"{label}: {name}({''.join(x + ':' for x in labels)}) is not declared"
+        assert read == PACKAGE_MEMBERS and read <= members, label
+        core = core_ai_symbols(source, class_name)
+        assert core["types"] == set() and not (core["methods"] & set(facts.METHODS)) and core["initializers"] == set(), label
+        assert "import CoreAI" not in source, label
+        gated = source.split("#if canImport(CoreAI)\n")
+        assert len(gated) == 3 and all(g.lstrip().startswith("guard #available(iOS 27.0, macOS 27.0, *)") for g in gated[1:]), label
+        assert source.count("CoreAIEngine.modelURL") == 1 and "runtime == .coreAI" in source, label
+        assert "atol: Double = " in source and "static let rtol: Double = " in source, label
+
+
+def test_core_ai_xctests_are_rendered_with_core_ai_only(tmp_path: Path) -> None:
+    for label, (spec, opts) in make_specs(tmp_path / "inputs").items():
+        dest = tmp_path / label
+        ios.render_ios(spec, opts, dest)
+        assert not list(dest.rglob("*CoreAITests.swift")), label
+
+
+def test_the_call_check_catches_a_wrong_label() -> None:
+    declared, _ = _declarations(["final class M { public static func load(configuration: Configuration = Configuration()) async throws -> M { fatalError() } }"])
+    calls, _ = _package_calls("func f() async throws { _ = try await M.load(config: .init()) ; _ = try await M.load() }", "M")
+    assert [(n, lb) for n, lb in calls if n == "load"] == [("load", ("config",)), ("load", ())]
+    assert not _matches(("config",), declared["load"][0]) and _matches((), declared["load"][0])

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mobilegen.backends.coreai import host
+from mobilegen.backends.coreai import host, session
 from mobilegen.backends.coreai.convert import CoreAIArtifact, convert_module, to_coreai, to_coreai_int8
 from mobilegen.backends.coreai.deps import available, require
 from mobilegen.backends.coreai.stage import CoreAIBuild, build_coreai, int8_accuracy, verify_coreai
@@ -35,6 +35,15 @@ def host_runner(path: Path) -> Callable[[dict[str, np.ndarray]], list[np.ndarray
     return host.host_runner(path)
 
 
+# The benchmark's hooks (mobilegen.bench.runtimes): the model loaded once, and inputs from its own descriptors.
+def open_session(path: Path) -> session.CoreAISession:
+    return session.open_session(path)
+
+
+def sample_inputs(path: Path) -> dict[str, np.ndarray]:
+    return session.sample_inputs(path)
+
+
 __all__ = [
     "CoreAIArtifact",
     "CoreAIBuild",
@@ -43,7 +52,9 @@ __all__ = [
     "convert",
     "host_runner",
     "int8_accuracy",
+    "open_session",
     "require",
+    "sample_inputs",
     "to_coreai",
     "to_coreai_int8",
     "verify_coreai",

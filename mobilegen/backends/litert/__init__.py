@@ -181,7 +181,7 @@ def from_tensor(a: np.ndarray, t: TensorInfo) -> np.ndarray:
 
 
 def host_runner(path: Path) -> Runner:
-    """Runs the .tflite on this host with ai-edge-litert's Interpreter (XNNPACK on the CPU: the kernels the
+    """Runs the .tflite on this host with ai-edge-litert's Interpreter (LiteRT's own CPU kernels, the ones the
     app's CPU accelerator runs; :func:`compiled_runner` is the CompiledModel API the Kotlin calls, same
     numbers, but it logs natively outside any redirection). Inputs in the ONNX model's order map to
     ``args_0`` …; int8 I/O is quantized/dequantized with the model's scale and zero point."""
@@ -210,7 +210,7 @@ def _check_count(path: Path, model: TfliteModel, arrays: dict[str, np.ndarray]) 
 def compiled_runner(path: Path, accelerator: str = "cpu") -> Runner:
     """The same through LiteRT 2.x's CompiledModel (``CompiledModel.from_file``, input/output buffers,
     ``run_by_index``), the API the generated Kotlin calls; ``accelerator``: "cpu" or "gpu" (GPU creation
-    fails on a host without a WebGPU adapter, as the scout found: no silent CPU fallback)."""
+    fails on a host without a GPU adapter LiteRT can use, as the scout found: no silent CPU fallback)."""
     from ai_edge_litert.compiled_model import CompiledModel
     from ai_edge_litert.hardware_accelerator import HardwareAccelerator
 
@@ -231,3 +231,47 @@ def compiled_runner(path: Path, accelerator: str = "cpu") -> Runner:
         return got
 
     return run
+
+
+# --- the benchmark's hooks (mobilegen.bench.runtimes) -------------------------------------------------
+
+
+class InterpreterSession:
+    """The .tflite loaded once for ``mobilegen bench``: ai-edge-litert's Interpreter and its signature
+    runner (LiteRT's default CPU kernels, as :func:`host_runner`; the CompiledModel API logs natively on
+    every creation, which no redirection here can keep off the CLI's streams)."""
+
+    api = "ai-edge-litert Interpreter, signature runner, default CPU kernels"
+
+    def __init__(self, path: Path) -> None:
+        from ai_edge_litert.interpreter import Interpreter
+
+        self.path = path
+        self.model = inspect(path)
+        with quiet():
+            self._runner = Interpreter(model_path=str(path)).get_signature_runner(SIGNATURE)
+
+    def run(self, arrays: dict[str, np.ndarray]) -> list[np.ndarray]:
+        values = _check_count(self.path, self.model, arrays)
+        with quiet():
+            out = self._runner(**{t.name: np.ascontiguousarray(to_tensor(a, t)) for a, t in zip(values, self.model.inputs, strict=True)})
+        return [from_tensor(np.asarray(out[t.name]), t) for t in self.model.outputs]
+
+    def close(self) -> None:
+        self._runner = None
+
+
+def open_session(path: Path) -> InterpreterSession:
+    """The registry's benchmark hook: the model loaded and its tensors allocated, ready to run many times."""
+    return InterpreterSession(path)
+
+
+def sample_inputs(path: Path) -> dict[str, np.ndarray]:
+    """Deterministic inputs from the .tflite's own signature (``args_0`` …, in order): floats in [0, 1)
+    (float for an int8 input too: the session quantizes it), integers 0."""
+    rng = np.random.default_rng(0)
+    out: dict[str, np.ndarray] = {}
+    for t in inspect(path).inputs:
+        floating = t.dtype in ("float32", "float16", "int8")
+        out[t.name] = rng.random(t.shape).astype(np.float32) if floating else np.zeros(t.shape, dtype=t.dtype)
+    return out

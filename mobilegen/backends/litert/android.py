@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from mobilegen.backends.litert import MAVEN_VERSION, VERSIONS, TensorInfo, inspect
 from mobilegen.errors import InternalError, UsageError
 from mobilegen.render.lang import kotlin as kt
@@ -61,8 +63,9 @@ def render(spec: ProjectSpec, context: Mapping[str, Any], dest: Path, written: l
     asset = f"{context['asset_dir']}/model.tflite"
     inputs = [dict(t, lt_write=_calls(_WRITE, "input", t, i)) for t, i in zip(context["inputs"], model.inputs, strict=True)]
     outputs = [dict(t, lt_read=_calls(_READ, "output", t, o)) for t, o in zip(context["outputs"], model.outputs, strict=True)]
+    accel_atol, accel_rtol = spec.accelerated_tolerances(fp16=True)  # LiteRT's GPU / NPU accelerators may compute in float16
     ctx = dict(context, inputs=inputs, outputs=outputs, model_asset=asset, tflite_file="model.tflite", litert_version=MAVEN_VERSION,
-               litert_torch_version=VERSIONS["litert-torch"], quantized=model.int8_io)
+               litert_torch_version=VERSIONS["litert-torch"], quantized=model.int8_io, lt_accel_atol=repr(accel_atol), lt_accel_rtol=repr(accel_rtol))
     kept = []
     gone = [g.format(module=module) for g in _GONE]
     for rel in written:
@@ -85,9 +88,31 @@ def render(spec: ProjectSpec, context: Mapping[str, Any], dest: Path, written: l
             shutil.move(str(staged.joinpath(*rel.parts)), target)
     finally:
         shutil.rmtree(staged, ignore_errors=True)
-    copies = {PurePosixPath(module, "src/main/assets", asset): spec.runtime_model, PurePosixPath(module, "src/androidTest/assets", context["golden_asset"]): spec.golden_mgv}
+    golden = PurePosixPath(module, "src/androidTest/assets", context["golden_asset"])
+    copies = {PurePosixPath(module, "src/main/assets", asset): spec.runtime_model}
     for rel, src in copies.items():
         target = dest.joinpath(*rel.parts)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, target)
-    return sorted(set(kept) | set(new) | set(copies))
+    target = dest.joinpath(*golden.parts)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(_golden_for(spec.runtime_model, spec.golden_mgv, model.int8_io))
+    return sorted(set(kept) | set(new) | set(copies) | {golden})
+
+
+def _golden_for(tflite: Path, golden_mgv: Path, int8: bool) -> bytes:
+    """The instrumented tests' golden vectors: the package's (PyTorch's outputs) for a float model; for an int8
+    one, its own outputs on the same inputs on this host (the int8 accuracy gate judged it against the float
+    model; the device test then checks the phone's kernels, as ORT's quantized projects do)."""
+    from mobilegen.backends.litert import host_runner
+    from mobilegen.verify.golden import GoldenCase, decode_mgv, encode_mgv
+
+    data = golden_mgv.read_bytes()
+    if not int8:
+        return data
+    case = decode_mgv(data)
+    got = host_runner(tflite)(dict(case.inputs))
+    if len(got) != len(case.outputs):
+        raise InternalError(f"{tflite.name} gave {len(got)} outputs on the golden inputs, the golden vectors hold {len(case.outputs)}")
+    outputs = {name: np.asarray(a).astype(np.asarray(ref).dtype) for (name, ref), a in zip(case.outputs.items(), got, strict=True)}
+    return encode_mgv(GoldenCase(dict(case.inputs), outputs))

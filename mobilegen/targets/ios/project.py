@@ -265,7 +265,7 @@ def ios_context(spec: ProjectSpec, opts: IosOptions, *, model_sha256: str, corea
     task = tw.task_context(tw.mobile_task(spec.task, spec.io), inputs, outputs)
 
     return {
-        **_coreai_context(coreai, class_name, inputs, outputs),
+        **_coreai_context(coreai, class_name, inputs, outputs, spec.accelerated_tolerances(fp16=True)),
         "class_name": class_name,
         "target": class_name,
         "module": class_name,
@@ -355,15 +355,21 @@ _CORE_AI_INT = {"Int64": "Int32", "UInt64": "UInt32"}
 _CORE_AI_NARROWED = ("int64", "uint64")  # the dtypes Core AI takes as 32-bit (mobilegen.backends.coreai.facts.NARROWED)
 
 
-def _coreai_context(coreai: CoreAIModel | None, class_name: str, inputs: list[dict[str, Any]], outputs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The Core AI part of the context: empty names (nothing rendered) without it."""
+def _coreai_context(
+    coreai: CoreAIModel | None, class_name: str, inputs: list[dict[str, Any]], outputs: list[dict[str, Any]], tolerances: tuple[float, float] = (0.0, 0.0)
+) -> dict[str, Any]:
+    """The Core AI part of the context: empty names (nothing rendered) without it. ``tolerances``: the (atol,
+    rtol) its golden-vector test asserts (Core AI may run the model in float16 on the GPU / Neural Engine)."""
     if coreai is None:
-        return {"coreai": False, "coreai_swift_file": "", "coreai_inputs": [], "coreai_outputs": []}
+        return {"coreai": False, "coreai_swift_file": "", "coreai_tests_file": "", "coreai_inputs": [], "coreai_outputs": []}
     core_in = [t | {"narrowed": t["name"] in coreai.narrowed, "core_swift_type": _CORE_AI_INT.get(t["swift_type"], t["swift_type"])} for t in inputs]
     core_out = [t | {"core_swift_type": _CORE_AI_INT.get(t["swift_type"], t["swift_type"])} for t in outputs]
     return {
         "coreai": True,
         "coreai_swift_file": f"{class_name}+CoreAI.swift",
+        "coreai_tests_file": f"{class_name}CoreAITests.swift",  # the golden-vector and benchmark XCTests on Core AI
+        "coreai_atol": repr(float(tolerances[0])),
+        "coreai_rtol": repr(float(tolerances[1])),
         "coreai_resource": class_name,
         "coreai_resource_ext": "aimodel",
         "coreai_model_file": f"{class_name}.aimodel",
