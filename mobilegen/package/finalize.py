@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from mobilegen import targets
 from mobilegen.artifacts import (
     GOLDEN_MGV,
     GOLDEN_NPZ,
@@ -32,7 +33,6 @@ from mobilegen.artifacts import (
     BuildResult,
     ShippedModel,
 )
-from mobilegen import targets
 from mobilegen.errors import InternalError, PackageError
 from mobilegen.package.manifest import (
     ABS_PATH,
