@@ -1,8 +1,8 @@
 """QNN (Android, Qualcomm Hexagon NPU "HTP"): an *estimate* of what ORT's QNN execution provider takes.
 
 The per-node rules (:mod:`~mobilegen.providers.qnn.table`) are what ORT's QNN op builders check before
-they ask the QNN SDK; QDQ node units are grouped by :mod:`mobilegen.coverage.qdq` as for NNAPI and
-XNNPACK, and :mod:`~mobilegen.providers.qnn.units` adds what ``QNNExecutionProvider::GetCapability``
+they ask the QNN SDK; QDQ node units are grouped by :mod:`mobilegen.coverage.qdq` as for every QDQ
+provider, and :mod:`~mobilegen.providers.qnn.units` adds what ``QNNExecutionProvider::GetCapability``
 (onnxruntime/core/providers/qnn/qnn_execution_provider.cc) does beyond that: the selectors the shared
 grouping lacks, the Gelu fusion, and dropping a partition of one lone Q/DQ node. The final word on every
 node is the QNN SDK's ``backendValidateOpConfig`` on the phone, so every verdict is labelled an estimate
@@ -298,7 +298,7 @@ PROVIDER = Qnn(
     display_name=DISPLAY_NAME,
     platform="android",
     ort_name="QNNExecutionProvider",
-    rank=10,  # the NPU first: QNN (HTP) → NNAPI → XNNPACK → CPU
+    rank=10,  # the NPU first: before every other Android provider (lower rank, earlier in the chain), then the CPU
     settings=SETTINGS,
     target_flags=TARGET_FLAGS,
     runtime_artifacts=(AAR,),

@@ -1,5 +1,6 @@
-"""WebGPU (Web): onnxruntime-web's WebGPU provider, a kernel EP like XNNPACK — every node with a kernel
-is its own capability; what it leaves runs on onnxruntime-web's WASM (CPU) provider.
+"""WebGPU (Web): onnxruntime-web's WebGPU provider, a kernel EP (node by node, not a graph
+compiler) — every node with a kernel is its own capability; what it leaves runs on onnxruntime-web's
+WASM (CPU) provider.
 
 The per-node rules are data in :mod:`~mobilegen.providers.webgpu.table` (which implementation the pinned
 onnxruntime-web uses, and where each fact comes from). GetCapability's second step, ``GetCpuPreferredNodes``
