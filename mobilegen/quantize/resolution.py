@@ -5,7 +5,9 @@ For every float tensor read or written by an op the recipe quantizes: its range 
 median of its non-zero magnitudes below the rules' sentinel (the typical value; exact zeros after a Relu
 and padded positions are no values to resolve). ``steps``: that median over one step of an 8-bit
 per-tensor scale of the range (the quantizer's asymmetric scale: (max(hi, 0) - min(lo, 0)) / 255). A
-sentinel tensor reaches the rules' ``sentinel`` in magnitude.
+sentinel tensor reaches the rules' ``sentinel`` in magnitude. Every Div's (and Reciprocal's) divisor is
+measured too: a divisor whose smallest magnitude is far under its typical one (:meth:`TensorStats.spread`,
+a LayerNorm's std of a near-constant row) has its private chain left float (:func:`divisor_ops`).
 
 The fp32 model runs in onnxruntime (CPU) with the tensors as extra outputs, a few per session
 (:data:`_CHUNK`: only those are held), on at most :data:`MAX_SAMPLES` samples. The result is cached as
