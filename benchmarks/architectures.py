@@ -208,7 +208,7 @@ TRAINED: dict[str, str] = {}  # model name -> what training reached (the Models 
 def squares(rng: np.random.Generator, n: int, side: int, backgrounds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``n`` images ``[n, 1, 3, side, side]`` (ImageNet-normalized): a crop of scikit-learn's photographs
     (``backgrounds``, from :func:`image_batch`) at a quarter of its contrast with one uniformly coloured square (a
-    quarter to a third of the side) in the upper or the lower half; the class is colour x half."""
+    third to a half of the side) in the upper or the lower half; the class is colour x half."""
     out = backgrounds[rng.integers(0, len(backgrounds), n)] * 0.25
     labels = np.empty(n, dtype=np.int64)
     for i in range(n):

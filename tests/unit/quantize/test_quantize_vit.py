@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import onnxruntime as ort
+import pytest
 from onnx import TensorProto, helper, numpy_helper
 from quant_vit_fixture import ImageModel, vit_classifier  # noqa: F401
 
@@ -35,6 +36,7 @@ def _labels_accuracy(path: Path, m: ImageModel) -> float:
     return float(np.mean([int(np.argmax(sess.run(None, {"pixel_values": x[i]})[0])) == int(m.labels[i]) for i in range(len(x))]))
 
 
+@pytest.mark.slow  # ~25 s of training, then three quantizations
 def test_a_trained_vit_keeps_accuracy_and_its_nnapi_partition(vit_classifier: ImageModel, tmp_path: Path) -> None:  # noqa: F811
     m = vit_classifier
     assert m.torch_accuracy > 0.9  # chance is 0.125: the model learned colour and position
