@@ -111,6 +111,64 @@ def measure(fp32: Path, work: Path, *, with_rules: bool) -> Result:
     )  # fmt: skip
 
 
+WEIGHT_OPS = ("Gemm", "MatMul")  # the ops whose float weights a weight-only step would store as uint8
+
+
+def weight_only(src: Path, dest: Path) -> int:
+    """``src`` (an int8 QDQ model) with each float Gemm/MatMul's float weight initializer stored as uint8
+    (per-tensor asymmetric, the recipe's weight type) behind a DequantizeLinear: weight-only int8 for the ops
+    the recipe left float. Returns how many weights it converted."""
+    import onnx
+    from onnx import helper, numpy_helper
+
+    model = onnx.load_model(str(src), load_external_data=True)
+    inits = {t.name: t for t in model.graph.initializer}
+    done, nodes = 0, []
+    for n in model.graph.node:
+        w = inits.get(n.input[1]) if n.op_type in WEIGHT_OPS and len(n.input) > 1 else None
+        if w is not None and w.data_type == onnx.TensorProto.FLOAT:
+            a = numpy_helper.to_array(w)
+            lo, hi = min(float(a.min()), 0.0), max(float(a.max()), 0.0)
+            scale = (hi - lo) / 255 or 1.0
+            zp = int(round(-lo / scale))
+            q = np.clip(np.round(a / scale) + zp, 0, 255).astype(np.uint8)
+            base = f"{w.name}_weight_only"
+            model.graph.initializer.extend([numpy_helper.from_array(q, f"{base}_q"), numpy_helper.from_array(np.array(scale, np.float32), f"{base}_scale"),
+                                            numpy_helper.from_array(np.array(zp, np.uint8), f"{base}_zp")])  # fmt: skip
+            nodes.append(helper.make_node("DequantizeLinear", [f"{base}_q", f"{base}_scale", f"{base}_zp"], [base], name=f"{base}_DQ"))
+            n.input[1] = base
+            done += 1
+        nodes.append(n)
+    used = {x for n in nodes for x in n.input}
+    keep = [t for t in model.graph.initializer if t.name in used]
+    del model.graph.initializer[:]
+    model.graph.initializer.extend(keep)
+    del model.graph.node[:]
+    model.graph.node.extend(nodes)
+    onnx.save_model(model, str(dest))
+    return done
+
+
+def measure_weight_only(fp32: Path, quantized: Path, work: Path) -> str:
+    """The table row of :func:`weight_only` applied to ``quantized``: NNAPI placement, size, embeddings."""
+    from mobilegen.coverage import EPTarget, analyze_all
+
+    dest = work / "int8-weight-only.onnx"
+    n = weight_only(quantized, dest)
+    (before,) = analyze_all(None, [EPTarget("nnapi")], source=fp32)
+    (after,) = analyze_all(None, [EPTarget("nnapi")], source=dest)
+    held = arch._minilm_tokens(HELD)
+    ref, got = _run(fp32, held), _run(dest, held)
+    cos = (_embed(ref, held["attention_mask"]) * _embed(got, held["attention_mask"])).sum(1)
+    refusals: dict[str, int] = {}
+    for node in after.nodes:
+        for r in node.refusals if not node.supported else ():
+            refusals[r.rule] = refusals.get(r.rule, 0) + 1
+    return (f"| with rules + weight-only uint8 for the {n} float Gemm/MatMul weights | {cos.min():.4f} / {cos.mean():.4f} | – | – | "
+            f"{after.supported_nodes}/{after.total_nodes} | {len(after.partitions)} ({len(before.partitions)}) | – | – | – | "
+            f"{dest.stat().st_size / fp32.stat().st_size:.3f} | – |\n  refused by rule: {json.dumps(refusals)}")
+
+
 def _peak(cmd: list[str]) -> tuple[int, float, int]:
     """Exit code, wall seconds and peak RSS (MiB, VmHWM read while it runs) of a child process."""
     t0 = time.perf_counter()
@@ -140,6 +198,7 @@ def main() -> None:
               f"{r.supported} | {r.partitions} ({r.fp32_partitions}) | {r.quantized_nodes} | {json.dumps(r.float_ops)} | {r.min_steps:g} | {r.ratio:.3f} | {r.seconds:.0f} s |")  # fmt: skip
         if r.refused:
             print(f"  refused: {r.refused[:300]}")
+    print(measure_weight_only(fp32, work / "int8-rules.onnx", work))
     pt2, calib = work / "minilm" / "model.pt2", work / "minilm" / "calib.npz"
     base = [sys.executable, "-m", "mobilegen", "package", str(pt2), "--android", "--nnapi"]
     rows = []

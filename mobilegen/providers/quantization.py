@@ -48,9 +48,17 @@ class ActivationRules:
     ladder: tuple[float, ...]
     sentinel_reason: str
     coarse_reason: str
+    # A Div's (or Reciprocal's) divisor whose smallest calibrated magnitude is ``divisor_spread`` times
+    # under its typical one: the private chain computing it (a decomposed LayerNorm's square, mean and
+    # +eps) is always left float (0: no such rule). Measured: mobilegen.quantize.resolution.divisor_ops.
+    divisor_spread: float = 0.0
+    divisor_reason: str = ""
 
     def record(self) -> dict[str, JSONValue]:
-        return {"sentinel": self.sentinel, "ladder": list(self.ladder), "sentinel_reason": self.sentinel_reason, "coarse_reason": self.coarse_reason}
+        out: dict[str, JSONValue] = {"sentinel": self.sentinel, "ladder": list(self.ladder), "sentinel_reason": self.sentinel_reason, "coarse_reason": self.coarse_reason}
+        if self.divisor_spread:
+            out |= {"divisor_spread": self.divisor_spread, "divisor_reason": self.divisor_reason}
+        return out
 
 
 # The rules every 8-bit per-tensor activation recipe shares (measured on all-MiniLM-L6-v2 with a uint8
@@ -67,6 +75,17 @@ EIGHT_BIT_RULES = ActivationRules(
     coarse_reason=(
         "its typical |value| is under {steps:g} steps of its 8-bit per-tensor range (outlier features: "
         "residual sums, FFN outputs, LayerNorm internals); left float, the coarsest first, until the accuracy gate passed"
+    ),
+    # Measured on a ViT (transformers ViTForImageClassification, benchmarks/architectures.py, random init):
+    # the CLS row of the residual stream is ~25x smaller than the patch rows, so its LayerNorm variance
+    # (0.0008; the tensor's range reaches 1.5) is under one 8-bit step of the quantized square and +eps:
+    # it rounds to 0, and the Div then computes deviation / sqrt(0 + 1e-12): the CLS row ends ~4500x too
+    # large (SQNR -73 dB at the first LayerNorm), the logits' cosine 0.66; with the chain float 0.83.
+    divisor_spread=4.0,
+    divisor_reason=(
+        "it computes a divisor ({tensor}) whose smallest calibrated magnitude is {spread:.0f}x under its typical one "
+        "(a LayerNorm's variance of a near-constant row): 8-bit per-tensor steps of that range round the small "
+        "divisors to 0 and the division by them amplifies the error without bound (x / sqrt(0 + eps))"
     ),
 )
 

@@ -5,7 +5,9 @@ For every float tensor read or written by an op the recipe quantizes: its range 
 median of its non-zero magnitudes below the rules' sentinel (the typical value; exact zeros after a Relu
 and padded positions are no values to resolve). ``steps``: that median over one step of an 8-bit
 per-tensor scale of the range (the quantizer's asymmetric scale: (max(hi, 0) - min(lo, 0)) / 255). A
-sentinel tensor reaches the rules' ``sentinel`` in magnitude.
+sentinel tensor reaches the rules' ``sentinel`` in magnitude. Every Div's (and Reciprocal's) divisor is
+measured too: a divisor whose smallest magnitude is far under its typical one (:meth:`TensorStats.spread`,
+a LayerNorm's std of a near-constant row) has its private chain left float (:func:`divisor_ops`).
 
 The fp32 model runs in onnxruntime (CPU) with the tensors as extra outputs, a few per session
 (:data:`_CHUNK`: only those are held), on at most :data:`MAX_SAMPLES` samples. The result is cached as
@@ -52,6 +54,12 @@ class TensorStats:
     def peak(self) -> float:
         return max(abs(self.lo), abs(self.hi))
 
+    def spread(self) -> float:
+        """The typical |value| over the smallest one, for a tensor used as a divisor (inf when its range
+        reaches 0: some divisor may be 0)."""
+        floor = self.lo if self.lo > 0 else -self.hi if self.hi < 0 else 0.0
+        return self.median / floor if floor > 0 else math.inf
+
 
 @dataclass(frozen=True)
 class FloatOp:
@@ -59,7 +67,7 @@ class FloatOp:
 
     node: str
     tensor: str
-    rule: str  # "sentinel" or "coarse"
+    rule: str  # "sentinel", "divisor" or "coarse"
     reason: str
 
 
@@ -89,6 +97,7 @@ def measure(
     names = sorted(
         {x for n in candidates(model, op_types) for x in (*n.input, *n.output) if x and x not in consts}
     )
+    names = sorted({*names, *(d for d, _ in divisors(model) if d not in consts)})
     graph_inputs = {i.name for i in model.graph.input}  # the samples themselves: no activation to judge
     names = [x for x in names if x not in graph_inputs]
     del model
@@ -147,6 +156,7 @@ def float_ops(
 
     model = onnx.load_model(str(model_path), load_external_data=False)
     out: list[FloatOp] = []
+    divided = divisor_ops(model, op_types, stats, rules.divisor_spread) if rules.divisor_spread else {}
     for node in candidates(model, op_types):
         if not node.name:
             continue
@@ -155,9 +165,59 @@ def float_ops(
         if sentinel is not None:
             out.append(FloatOp(node.name, sentinel.name, "sentinel", rules.sentinel_reason))
             continue
+        if node.name in divided:
+            d = stats[divided[node.name]]
+            out.append(FloatOp(node.name, d.name, "divisor", rules.divisor_reason.format(tensor=d.name, spread=d.spread())))
+            continue
         coarse = min(tensors, key=lambda t: t.steps, default=None)
         if coarse is not None and coarse.steps < min_steps:
             out.append(FloatOp(node.name, coarse.name, "coarse", rules.coarse_reason.format(steps=min_steps)))
+    return out
+
+
+# A divisor's private chain is followed back through at most this many producers (a decomposed LayerNorm:
+# Sqrt <- Add(+eps) <- ReduceMean <- Mul(x - mean, x - mean)).
+_DIVISOR_DEPTH = 8
+
+
+def divisors(model: onnx.ModelProto) -> list[tuple[str, str]]:
+    """(divisor tensor, the Div/Reciprocal node's name) for every division of ``model``'s main graph."""
+    out = []
+    for n in model.graph.node:
+        if n.op_type == "Div" and len(n.input) > 1 and n.input[1]:
+            out.append((n.input[1], n.name))
+        elif n.op_type == "Reciprocal" and n.input and n.input[0]:
+            out.append((n.input[0], n.name))
+    return out
+
+
+def divisor_ops(model: onnx.ModelProto, op_types: Sequence[str], stats: Mapping[str, TensorStats], spread: float) -> dict[str, str]:
+    """Candidate op name -> divisor tensor, for the ops that compute a divisor whose :meth:`TensorStats.spread`
+    is at least ``spread``: the divisor's private chain, followed back from the division through producers
+    while each tensor feeds that chain only (one consumer; a Div's own numerator ends it: the LayerNorm's
+    deviation x - mean, read by the square and by the Div, is where the chain starts)."""
+    names = {n.name for n in candidates(model, op_types) if n.name}
+    producer = {o: n for n in model.graph.node for o in n.output if o}
+    readers: dict[str, int] = {}
+    for n in model.graph.node:
+        for x in n.input:
+            readers[x] = readers.get(x, 0) + 1
+    out: dict[str, str] = {}
+    for tensor, _ in divisors(model):
+        t = stats.get(tensor)
+        if t is None or t.spread() < spread:
+            continue
+        todo, seen = [tensor], {tensor}
+        while todo and len(seen) <= _DIVISOR_DEPTH:
+            p = producer.get(todo.pop())
+            if p is None:
+                continue
+            if p.name in names:
+                out.setdefault(p.name, tensor)
+            for x in p.input:
+                if x and x not in seen and readers.get(x, 0) == 1 and x in producer:
+                    seen.add(x)
+                    todo.append(x)
     return out
 
 
