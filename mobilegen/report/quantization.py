@@ -165,7 +165,7 @@ def accuracy_rows_of(coverage: Mapping[str, object]) -> list[Row]:
                 by_rule.setdefault(str(f.get("rule")), []).append(f)
         for rule, ops in by_rule.items():
             shown = ", ".join(f"{f.get('node')} ({f.get('tensor')})" for f in ops[:8]) + (f" (+{len(ops) - 8} more)" if len(ops) > 8 else "")
-            label = "left float: sentinel" if rule == "sentinel" else "left float for accuracy"
+            label = "left float for accuracy" if rule == "coarse" else f"left float: {rule}"  # sentinel, divisor
             rows.append(Row((label, f"{len(ops)} op(s): {ops[0].get('reason')}: {shown}")))
     refused = coverage.get("accuracy_refused")
     if isinstance(refused, str) and refused:

@@ -202,11 +202,13 @@ def test_the_report_says_what_was_left_float_and_why() -> None:
             {"node": "mask_add", "tensor": "scores", "rule": "sentinel", "reason": "range reaches 1e4"},
             {"node": "ffn_out", "tensor": "linear_5", "rule": "coarse", "reason": "under 4 steps"},
             {"node": "res_add", "tensor": "add_5", "rule": "coarse", "reason": "under 4 steps"},
+            {"node": "ln_sq", "tensor": "var", "rule": "divisor", "reason": "divisor spread 30x"},
         ],
         "accuracy_refused": None,
     }
     rows = {r.cells[0]: r.cells[1] for r in accuracy_rows_of(coverage)}
     assert rows["left float: sentinel"] == "1 op(s): range reaches 1e4: mask_add (scores)"
     assert rows["left float for accuracy"] == "2 op(s): under 4 steps: ffn_out (linear_5), res_add (add_5)"
+    assert rows["left float: divisor"] == "1 op(s): divisor spread 30x: ln_sq (var)"
     assert "accuracy narrowing" not in rows
     assert dict((r.cells[0], r.cells[1]) for r in accuracy_rows_of({"accuracy_refused": "why"})) == {"accuracy narrowing": "why"}
