@@ -62,7 +62,15 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # plain data every layer reads: the stage objects, IO and task specs, errors, the version, helpers
     (
         "artifacts, spec, errors",
-        ("mobilegen.artifacts", "mobilegen.spec", "mobilegen.tasks.spec", "mobilegen.errors", "mobilegen.infra", "mobilegen.version"),
+        (
+            "mobilegen.artifacts",
+            "mobilegen.spec",
+            "mobilegen.tasks.spec",
+            "mobilegen.errors",
+            "mobilegen.infra",
+            "mobilegen.version",
+            "mobilegen.verify.golden",  # the golden-vector files' format (.mgv/.npz): data, read by runtimes and targets
+        ),
     ),
 ]
 
