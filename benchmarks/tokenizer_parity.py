@@ -25,6 +25,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from text_tokenizers import TRAINED, minilm_tokenizer  # noqa: E402
 
+from mobilegen.tasks.text import asset as text_asset  # noqa: E402
 from mobilegen.tasks.text import jvm, parity  # noqa: E402
 from mobilegen.tasks.text import spec as text_spec  # noqa: E402
 
@@ -92,7 +93,7 @@ def main() -> None:
                 got.append((e.ids, e.attention_mask, e.type_ids))
             _line(name, "Python", texts, expected, got, time.perf_counter() - t)
             if jar is not None and kotlinc is not None:
-                asset = text_spec.write_asset(spec, work / f"{name}.json")
+                asset = text_asset.write_asset(spec, work / f"{name}.json")
                 t = time.perf_counter()
                 got = jvm.replay(jar, kotlinc, asset, texts, work)
                 _line(name, "Kotlin", texts, expected, got, time.perf_counter() - t)

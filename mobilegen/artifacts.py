@@ -211,7 +211,7 @@ class ProjectSpec:
     notes: tuple[str, ...] = ()  # warnings to surface in the generated README
     task: TaskSpec | None = None  # --task (mobilegen.tasks.spec): the task-level wrapper API; None: flat arrays only
     labels_file: Path | None = None  # --task image-classification: the labels (UTF-8, one per line) to ship as data
-    tokenizer_file: Path | None = None  # text tasks: the tokenizer asset (mobilegen.tasks.text.spec.to_asset) to ship as data
+    tokenizer_file: Path | None = None  # text tasks: the tokenizer asset (mobilegen.tasks.text.asset.to_asset) to ship as data
     task_golden: Path | None = None  # --task: the task golden folder (cases.json, NAME.rgba|.pcm, NAME.mgv; mobilegen.tasks.golden)
     quantization: str = ""  # the shipped model's --quantize mode ("int8", "dynamic", "fp16"); "" for a float32 model
     # None: the project holds its own copy of the model (a standalone project). Set: the project's build

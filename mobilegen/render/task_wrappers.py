@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 LABELS_FILE = "labels.txt"
 TEXT_KINDS = ("text-embedding", "text-classification", "token-classification")
 TASK_KINDS = ("image-classification", "image", "audio", *TEXT_KINDS)
-TOKENIZER_FILE = "tokenizer.json"  # the generated tokenizers' asset (mobilegen.tasks.text.spec.to_asset), shipped as data
+TOKENIZER_FILE = "tokenizer.json"  # the generated tokenizers' asset (mobilegen.tasks.text.asset.to_asset), shipped as data
 TEXT_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 EMBEDDING_OUTPUT = "embedding"
 IMAGE_INPUT = "image"

@@ -39,7 +39,7 @@ LABELS_FILE = "model/labels.txt"  # package-relative; the renderers ship it as a
 _SEED_RANGES = {"image": "0:256", "pcm": "-32768:32768"}
 
 
-TOKENIZER_FILE = "model/tokenizer.json"  # text tasks: the generated tokenizers' asset (mobilegen.tasks.text.spec.to_asset)
+TOKENIZER_FILE = "model/tokenizer.json"  # text tasks: the generated tokenizers' asset (mobilegen.tasks.text.asset.to_asset)
 
 
 @dataclass(frozen=True)
@@ -208,8 +208,8 @@ def task_reference_label(label: str) -> str:
 def write_text_files(root: Path, spec: TaskSpec, gate: TextGate, models: Sequence[ShippedModel]) -> TaskFiles:
     """A text task's files: the tokenizer asset (``model/tokenizer.json``, mobilegen's format: the
     vocabulary as data), the labels of a classifier, and per shipped model its text golden cases."""
+    from mobilegen.tasks.text.asset import write_asset
     from mobilegen.tasks.text.golden import write_text_golden
-    from mobilegen.tasks.text.spec import write_asset
     from mobilegen.verify.gate import ort_runner
 
     asset = root / TOKENIZER_FILE

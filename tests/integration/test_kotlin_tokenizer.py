@@ -16,6 +16,7 @@ from ci import missing_tool
 from text_tokenizers import TRAINED, minilm_tokenizer
 from ts_parsers import parser
 
+from mobilegen.tasks.text import asset as text_asset
 from mobilegen.tasks.text import generate, jvm, parity
 from mobilegen.tasks.text import spec as text_spec
 
@@ -53,7 +54,7 @@ def test_kotlin_ids_equal_hf_tokenizers(name: str, harness: tuple[Path, Path], t
     jar, kotlinc = harness
     path = tokenizer_files[name]
     spec = text_spec.load(path)
-    asset = text_spec.write_asset(spec, tmp_path / "tokenizer.json")
+    asset = text_asset.write_asset(spec, tmp_path / "tokenizer.json")
     texts = parity.corpus(total=500)
     got = jvm.replay(jar, kotlinc, asset, texts, tmp_path)
     expected = parity.hf_encode(parity.hf_tokenizer(path), texts)
@@ -64,7 +65,7 @@ def test_kotlin_mismatch_fails_the_gate(harness: tuple[Path, Path], tokenizer_fi
     """The comparison is live: an asset whose vocabulary lost a token gives other ids, and the gate says so."""
     jar, kotlinc = harness
     spec = text_spec.load(tokenizer_files["minilm"])
-    asset = text_spec.to_asset(spec)
+    asset = text_asset.to_asset(spec)
     asset["model"]["vocab"][7592] = None  # "hello"
     import json
 

@@ -16,6 +16,7 @@ from js_packages import npm_ci, run
 from text_tokenizers import TRAINED, minilm_tokenizer
 
 from mobilegen.render.tree import templates_root
+from mobilegen.tasks.text import asset as text_asset
 from mobilegen.tasks.text import parity
 from mobilegen.tasks.text import spec as text_spec
 from mobilegen.tasks.text.parity import Triple
@@ -74,7 +75,7 @@ def tokenizer_files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]
 @pytest.mark.parametrize("name", ["minilm", *TRAINED])
 def test_typescript_ids_equal_hf_tokenizers(name: str, harness: Path, tokenizer_files: dict[str, Path], tmp_path: Path) -> None:
     path = tokenizer_files[name]
-    asset = text_spec.write_asset(text_spec.load(path), tmp_path / "tokenizer.json")
+    asset = text_asset.write_asset(text_spec.load(path), tmp_path / "tokenizer.json")
     texts = parity.corpus(total=500)
     got = replay(harness, asset, texts, tmp_path)
     expected = parity.hf_encode(parity.hf_tokenizer(path), texts)
@@ -83,7 +84,7 @@ def test_typescript_ids_equal_hf_tokenizers(name: str, harness: Path, tokenizer_
 
 def test_typescript_mismatch_fails_the_gate(harness: Path, tokenizer_files: dict[str, Path], tmp_path: Path) -> None:
     """The comparison is live: an asset whose vocabulary lost a token gives other ids, and the gate says so."""
-    asset = text_spec.to_asset(text_spec.load(tokenizer_files["minilm"]))
+    asset = text_asset.to_asset(text_spec.load(tokenizer_files["minilm"]))
     asset["model"]["vocab"][7592] = None  # "hello"
     path = tmp_path / "broken.json"
     path.write_text(json.dumps(asset, ensure_ascii=False), encoding="utf-8")

@@ -75,21 +75,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 ]
 
 # Cycles known today, each with the reason it is still here. A cycle not listed fails the test.
-KNOWN_CYCLES: dict[frozenset[str], str] = {
-    frozenset(f"mobilegen.providers.{name}{sub}" for sub in subs): "providers/<name>/__init__.py holds the constants its "
-    "rule modules import, and imports its table lazily: to go with the providers restructure (branch providers)"
-    for name, subs in {
-        "coreml": ("", ".releases", ".rules", ".shape_ops", ".table"),
-        "nnapi": ("", ".qdq", ".rules", ".table"),
-        "xnnpack": ("", ".qdq", ".rules", ".table"),
-        "qnn": ("", ".android", ".recipe", ".table", ".units"),
-        "webgpu": ("", ".table"),
-    }.items()
-}
-KNOWN_CYCLES[frozenset({"mobilegen.tasks.text.reference", "mobilegen.tasks.text.spec"})] = (
-    "tasks/text/spec.py's asset section (to_asset) normalizes added tokens with reference.normalize: "
-    "it belongs in a module of its own beside them"
-)
+KNOWN_CYCLES: dict[frozenset[str], str] = {}
 
 
 def module_names(root: Path) -> dict[str, Path]:

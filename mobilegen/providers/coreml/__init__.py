@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from mobilegen.providers.base import ExecutionProvider, Reason, Setting, SettingValue, TargetFlag
+from mobilegen.providers.coreml.facts import DISPLAY_NAME
 from mobilegen.providers.coreml.fixes import FIX_REASONS, FIXES
 
 if TYPE_CHECKING:
@@ -21,7 +22,6 @@ if TYPE_CHECKING:
     from mobilegen.coverage.rules import EPTable
     from mobilegen.providers.quantization import QuantizeMode, Recipe, Refusal
 
-DISPLAY_NAME = "CoreML"
 # The CoreML EP reuses its compiled model across launches while this metadata entry is unchanged
 # (coreml_execution_provider.cc: ModelCacheDirectory with the model's COREML_CACHE_KEY).
 CACHE_KEY = "COREML_CACHE_KEY"

@@ -23,7 +23,7 @@ from mobilegen.coverage.rules import (
     fmt_shape,
     rules_by_id,
 )
-from mobilegen.providers.coreml import DISPLAY_NAME
+from mobilegen.providers.coreml.facts import DISPLAY_NAME
 from mobilegen.providers.coreml.shape_ops import resize, slice_rule, split_pre13_refused
 
 EP = DISPLAY_NAME

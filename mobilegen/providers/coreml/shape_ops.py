@@ -8,7 +8,7 @@ import numpy as np
 from mobilegen.coverage.common import const_reasons
 from mobilegen.coverage.graph import Shape
 from mobilegen.coverage.rules import NodeContext, const_ints, fmt_shape
-from mobilegen.providers.coreml import DISPLAY_NAME as EP
+from mobilegen.providers.coreml.facts import DISPLAY_NAME as EP
 
 
 def _mlp(ctx: NodeContext) -> bool:

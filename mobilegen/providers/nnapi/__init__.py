@@ -22,6 +22,7 @@ from mobilegen.providers.base import (
     TargetFlag,
     WhatIf,
 )
+from mobilegen.providers.nnapi.facts import DISPLAY_NAME, MIN_API
 from mobilegen.providers.nnapi.fixes import FIX_REASONS, FIXES
 
 if TYPE_CHECKING:
@@ -33,14 +34,12 @@ if TYPE_CHECKING:
     from mobilegen.coverage.target import EPTarget
     from mobilegen.providers.quantization import QuantizeMode, Recipe, Refusal
 
-DISPLAY_NAME = "NNAPI"
 # Shown wherever NNAPI is chosen (CLI, project READMEs, report).
 DEPRECATION = (
     "NNAPI is deprecated as of Android 15 (API 35): it keeps working on current devices, but vendors no "
     "longer improve their drivers; keep the CPU/XNNPACK path tested too."
 )
 DEPRECATED = Notice("nnapi-deprecated", "warning", DEPRECATION)
-MIN_API = 27  # ORT_NNAPI_MIN_API_LEVEL: below it GetCapability takes nothing
 MAX_API = 36  # Android 16; NNAPI is deprecated from 35 on but still present
 # ORT_NNAPI_MAX_SUPPORTED_API_LEVEL: what GetCapability assumes off-device. The default, so results compare
 # with ORT's own view; pass your app's minSdk to be strict.

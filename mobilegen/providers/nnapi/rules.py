@@ -31,7 +31,7 @@ from mobilegen.coverage.rules import (
     needs_api,
     rules_by_id,
 )
-from mobilegen.providers.nnapi import DISPLAY_NAME
+from mobilegen.providers.nnapi.facts import DISPLAY_NAME
 
 EP = DISPLAY_NAME
 B = "onnxruntime/core/providers/nnapi/nnapi_builtin/builders/"

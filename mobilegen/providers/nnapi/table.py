@@ -23,7 +23,7 @@ from mobilegen.coverage.rules import (
     needs_api,
     ops_by_key,
 )
-from mobilegen.providers.nnapi import MIN_API
+from mobilegen.providers.nnapi.facts import MIN_API
 from mobilegen.providers.nnapi.rules import BASE, EP, EP_SRC, FACTORY, HELPER, IMPL, OP_RULES, target_api
 
 # BaseOpBuilder::GetMaxSupportedOpSet (impl/base_op_builder.h): 24 -> 25 in commit de398c412 (#26579,

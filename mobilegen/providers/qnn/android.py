@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mobilegen.artifacts import FP16_TOLERANCE
-from mobilegen.providers.qnn import AAR, DEFAULT_HTP_ARCH, HTP_ARCHS
+from mobilegen.providers.qnn.facts import AAR, DEFAULT_HTP_ARCH, HTP_ARCHS
 
 if TYPE_CHECKING:
     from mobilegen.notices import Notice

@@ -21,7 +21,7 @@ _FACTORY = "onnxruntime/core/providers/qnn/builder/op_builder_factory.cc"
 
 
 def recipe(mode: QuantizeMode, settings: Mapping[str, SettingValue | None]) -> Recipe | Refusal:
-    from mobilegen.providers.qnn import FP16_MIN_ARCH
+    from mobilegen.providers.qnn.facts import FP16_MIN_ARCH
 
     if mode == "int8":
         return Recipe(
@@ -53,7 +53,7 @@ def recipe(mode: QuantizeMode, settings: Mapping[str, SettingValue | None]) -> R
 
 
 def _arch(text: str | None) -> int | None:
-    from mobilegen.providers.qnn import HTP_ARCHS
+    from mobilegen.providers.qnn.facts import HTP_ARCHS
 
     if text is None:
         return None

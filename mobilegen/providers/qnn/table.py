@@ -27,7 +27,7 @@ from mobilegen.coverage.rules import (
     ops_by_key,
     rules_by_id,
 )
-from mobilegen.providers.qnn import DISPLAY_NAME, QB
+from mobilegen.providers.qnn.facts import DISPLAY_NAME, QB
 from mobilegen.providers.qnn.units import qdq_table
 
 EP = DISPLAY_NAME

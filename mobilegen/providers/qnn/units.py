@@ -26,7 +26,7 @@ from mobilegen.coverage.graph import GraphInfo
 from mobilegen.coverage.qdq import QdqOp, QdqTable, Unit
 from mobilegen.coverage.qdq_selectors import SELECTORS
 from mobilegen.coverage.rules import OpSpec
-from mobilegen.providers.qnn import EP_SOURCE
+from mobilegen.providers.qnn.facts import EP_SOURCE
 
 Q = "QuantizeLinear"
 DQ = "DequantizeLinear"

@@ -20,16 +20,13 @@ from typing import TYPE_CHECKING
 
 from mobilegen.errors import UsageError
 from mobilegen.providers.base import ORT_VERSION, ExecutionProvider, SettingValue
+from mobilegen.providers.webgpu.facts import DISPLAY_NAME, EP_SOURCE, ORT_WEB_VERSION
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from mobilegen.coverage.rules import EPTable
 
-DISPLAY_NAME = "WebGPU"
-JS = "onnxruntime/core/providers/js/"
-EP_SOURCE = JS + "js_execution_provider.cc"
-ORT_WEB_VERSION = "1.30.0"  # the onnxruntime-web release the table was measured in (templates/web/package-lock.json)
 # The onnxruntime-web releases whose WebGPU kernels the table holds: --ort-version names one of them.
 KNOWN_RELEASES = (ORT_WEB_VERSION,)
 

@@ -46,7 +46,7 @@ from mobilegen.coverage.rules import (
     dtype_name,
     ops_by_key,
 )
-from mobilegen.providers.webgpu import DISPLAY_NAME, EP_SOURCE, JS, ORT_WEB_VERSION
+from mobilegen.providers.webgpu.facts import DISPLAY_NAME, EP_SOURCE, JS, ORT_WEB_VERSION
 
 EP = DISPLAY_NAME
 # The microsoft/onnxruntime revision of js_execution_provider.cc the op list was read at (an earlier

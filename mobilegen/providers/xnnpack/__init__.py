@@ -20,6 +20,7 @@ from mobilegen.providers.base import (
     SettingValue,
     TargetFlag,
 )
+from mobilegen.providers.xnnpack.facts import DISPLAY_NAME
 from mobilegen.providers.xnnpack.fixes import FIX_REASONS, FIXES
 
 if TYPE_CHECKING:
@@ -30,10 +31,6 @@ if TYPE_CHECKING:
     from mobilegen.coverage.target import EPTarget
     from mobilegen.providers.quantization import QuantizeMode, Recipe
 
-DISPLAY_NAME = "XNNPACK"
-X = "onnxruntime/core/providers/xnnpack/"
-CHECKER = X + "detail/node_support_checker.cc"
-FUSABLE_PRODUCERS = ("Conv", "MaxPool", "AveragePool")
 FUSED_OPS = ("Clip", "Relu")
 
 

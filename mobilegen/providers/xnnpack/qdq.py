@@ -24,7 +24,7 @@ from dataclasses import replace
 from mobilegen.coverage.graph import GraphInfo
 from mobilegen.coverage.qdq import QdqOp, QdqTable, Unit, param_size, param_values, qtype, quant, type_text
 from mobilegen.coverage.rules import U8, EPTable, NodeContext, Rule, rules_by_id
-from mobilegen.providers.xnnpack import CHECKER, X
+from mobilegen.providers.xnnpack.facts import CHECKER, X
 from mobilegen.providers.xnnpack.table import TABLE as FLOAT_TABLE
 
 UTILS = X + "detail/utils.cc"

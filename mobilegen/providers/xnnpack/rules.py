@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from mobilegen.coverage.common import const_reasons
 from mobilegen.coverage.rules import NodeContext, Rule, fmt_shape
-from mobilegen.providers.xnnpack import CHECKER, DISPLAY_NAME, FUSABLE_PRODUCERS, X
+from mobilegen.providers.xnnpack.facts import CHECKER, DISPLAY_NAME, FUSABLE_PRODUCERS, X
 
 EP = DISPLAY_NAME
 SOURCE_COMMIT = "d626b568e01e394e5f17c92e95f0e21e36a73a7e"

@@ -17,7 +17,7 @@ from mobilegen.coverage.rules import (
     ops_by_key,
     rules_by_id,
 )
-from mobilegen.providers.xnnpack import CHECKER, DISPLAY_NAME, X
+from mobilegen.providers.xnnpack.facts import CHECKER, DISPLAY_NAME, X
 from mobilegen.providers.xnnpack.rules import (
     FUSION,
     FUSION_FIXED,

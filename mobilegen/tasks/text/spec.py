@@ -5,7 +5,7 @@ SentencePiece-style with byte fallback) and Unigram models; the normalizers, pre
 post-processors listed in :data:`SUPPORTED`. Anything else is refused in one line naming the component
 (:class:`TokenizerError`, exit 2). The decoder is ignored (ids are all the model needs).
 
-The spec is also the asset the generated Kotlin/Swift tokenizers read (:func:`to_asset`): JSON with the
+The spec is also the asset the generated Kotlin/Swift tokenizers read (:func:`mobilegen.tasks.text.asset.to_asset`): JSON with the
 vocabulary as data and the character classes (:mod:`mobilegen.tasks.text.chars`) the components need.
 """
 
@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from mobilegen.errors import UsageError
-from mobilegen.tasks.text import chars
 
 ASSET_FORMAT = "mobilegen-tokenizer"
 ASSET_VERSION = 1
@@ -555,77 +554,3 @@ def load(path: Path | str, *, max_length: int | None = None) -> TokenizerSpec:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise TokenizerError(f"{file} cannot be read as JSON: {err}", hint="pass a tokenizer.json written by Hugging Face tokenizers") from err
     return from_json(doc, str(file), max_length=max_length)
-
-
-# --- the asset the Kotlin and Swift tokenizers read ----------------------------------------------------
-
-
-def _normalized_added(spec: TokenizerSpec) -> dict[int, str]:
-    """The normalized form of every ``normalized`` added token (what tokenizers matches them by)."""
-    from mobilegen.tasks.text.reference import normalize
-
-    return {t.id: normalize(spec, t.content) for t in spec.added_tokens if t.normalized}
-
-
-def to_asset(spec: TokenizerSpec) -> dict[str, Any]:
-    """The JSON document the generated tokenizers read (vocabulary as data, character classes included)."""
-    model: dict[str, Any]
-    if isinstance(spec.model, WordPiece):
-        size = max(spec.model.vocab.values()) + 1
-        vocab: list[str | None] = [None] * size
-        for tok, i in spec.model.vocab.items():
-            vocab[i] = tok
-        model = {
-            "type": "WordPiece",
-            "vocab": vocab,
-            "unk_id": spec.model.vocab[spec.model.unk_token],
-            "prefix": spec.model.continuing_subword_prefix,
-            "max_chars": spec.model.max_input_chars_per_word,
-        }
-    elif isinstance(spec.model, Bpe):
-        size = max(spec.model.vocab.values()) + 1
-        vocab = [None] * size
-        for tok, i in spec.model.vocab.items():
-            vocab[i] = tok
-        model = {
-            "type": "BPE",
-            "vocab": vocab,
-            "merges": [f"{a} {b}" if " " not in a + b else [a, b] for a, b in spec.model.merges],
-            "unk_id": None if spec.model.unk_token is None else spec.model.vocab.get(spec.model.unk_token),
-            "prefix": spec.model.continuing_subword_prefix,
-            "suffix": spec.model.end_of_word_suffix,
-            "fuse_unk": spec.model.fuse_unk,
-            "byte_fallback": spec.model.byte_fallback,
-            "ignore_merges": spec.model.ignore_merges,
-        }
-    else:
-        model = {
-            "type": "Unigram",
-            "vocab": [p for p, _ in spec.model.pieces],
-            "scores": [s for _, s in spec.model.pieces],
-            "unk_id": spec.model.unk_id,
-            "byte_fallback": spec.model.byte_fallback,
-        }
-    from dataclasses import asdict
-
-    normalized = _normalized_added(spec)
-    table = chars.shipped()
-    return {
-        "format": ASSET_FORMAT,
-        "version": ASSET_VERSION,
-        "model": model,
-        "normalizers": [asdict(n) for n in spec.normalizers],
-        "pre_tokenizers": [asdict(p) for p in spec.pre_tokenizers],
-        "added_tokens": [asdict(t) | {"match": normalized.get(t.id, t.content)} for t in spec.added_tokens],
-        "template": [{"type_id": p.type_id, "ids": list(p.ids), "sequence": p.is_sequence} for p in spec.template],
-        "truncation": None if spec.truncation is None else asdict(spec.truncation),
-        "padding": None if spec.padding is None else asdict(spec.padding),
-        "classes": {name: table["classes"][name] for name in spec.char_classes()},
-        "lower": table["lower"] if spec.uses_lowercase() else {},
-    }
-
-
-def write_asset(spec: TokenizerSpec, path: Path) -> Path:
-    """Write :func:`to_asset` as compact UTF-8 JSON (non-ASCII kept as is)."""
-    path.write_text(json.dumps(to_asset(spec), ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
-    return path

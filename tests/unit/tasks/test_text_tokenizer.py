@@ -13,6 +13,7 @@ import pytest
 from text_tokenizers import TRAINED, minilm_tokenizer
 
 from mobilegen.errors import UsageError, VerificationError
+from mobilegen.tasks.text import asset as text_asset
 from mobilegen.tasks.text import chars, parity, reference
 from mobilegen.tasks.text import spec as text_spec
 from mobilegen.tasks.text.spec import TokenizerError
@@ -163,12 +164,12 @@ def test_bad_paths_and_files(tmp_path: Path) -> None:
 
 def test_asset_carries_the_vocabulary_and_only_the_classes_used(tokenizer_files: dict[str, Path], tmp_path: Path) -> None:
     spec = text_spec.load(tokenizer_files["minilm"])
-    asset = json.loads(text_spec.write_asset(spec, tmp_path / "t.json").read_text(encoding="utf-8"))
+    asset = json.loads(text_asset.write_asset(spec, tmp_path / "t.json").read_text(encoding="utf-8"))
     assert asset["format"] == "mobilegen-tokenizer" and asset["version"] == 1
     assert len(asset["model"]["vocab"]) == 30522 and asset["model"]["vocab"][101] == "[CLS]"
     assert sorted(asset["classes"]) == ["bert_control", "bert_mn", "bert_punct", "bert_space", "chinese", "norm_keep", "whitespace"]
     assert asset["lower"]["304"] == "i\u0307"  # İ, as Rust lowercases it
-    bpe = json.loads(text_spec.write_asset(text_spec.load(tokenizer_files["byte_level_bpe"]), tmp_path / "b.json").read_text(encoding="utf-8"))
+    bpe = json.loads(text_asset.write_asset(text_spec.load(tokenizer_files["byte_level_bpe"]), tmp_path / "b.json").read_text(encoding="utf-8"))
     assert sorted(bpe["classes"]) == ["bl_letter", "bl_number", "bl_space", "whitespace"]  # whitespace: <mask> lstrip
     assert bpe["lower"] == {}
     assert bpe["template"][0]["ids"] == [0] and bpe["template"][2]["ids"] == [2]

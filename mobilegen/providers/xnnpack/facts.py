@@ -1,0 +1,9 @@
+"""XNNPACK's facts that its rule modules and its registry entry both read (kept apart from the entry so
+that the rule modules do not import the package that imports them)."""
+
+from __future__ import annotations
+
+DISPLAY_NAME = "XNNPACK"
+X = "onnxruntime/core/providers/xnnpack/"
+CHECKER = X + "detail/node_support_checker.cc"
+FUSABLE_PRODUCERS = ("Conv", "MaxPool", "AveragePool")
