@@ -124,18 +124,20 @@ def _encoder() -> Any:
     return Encoder()
 
 
-def _train(model: Any, x: np.ndarray, y: np.ndarray, *, epochs: int, lr: float) -> None:
+def train_classifier(model: Any, inputs: tuple[np.ndarray, ...], y: np.ndarray, *, epochs: int, lr: float) -> None:
+    """Adam on cross-entropy, batches of 64 in a fresh torch.randperm order each epoch (seed torch before:
+    the order is the seed's), then eval mode. ``inputs`` are the model's positional inputs, samples first."""
     import torch
 
-    xs, ys = torch.from_numpy(x), torch.from_numpy(y).long()
+    xs, ys = [torch.from_numpy(x) for x in inputs], torch.from_numpy(y).long()
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     model.train()
     for _ in range(epochs):
-        perm = torch.randperm(len(xs))
-        for i in range(0, len(xs), 64):
+        perm = torch.randperm(len(ys))
+        for i in range(0, len(ys), 64):
             idx = perm[i : i + 64]
             opt.zero_grad()
-            loss = torch.nn.functional.cross_entropy(model(xs[idx]), ys[idx])
+            loss = torch.nn.functional.cross_entropy(model(*(x[idx] for x in xs)), ys[idx])
             loss.backward()
             opt.step()
     model.eval()
@@ -172,7 +174,7 @@ def _build_single_threaded(kind: str, out: Path) -> TrainedModel:
     x_train, y_train = make(rng, 1536)
     x_cal, _ = make(rng, CALIB_SAMPLES)
     x_held, y_held = make(rng, HELD_OUT_SAMPLES)
-    _train(model, x_train, y_train, epochs=epochs, lr=lr)
+    train_classifier(model, (x_train,), y_train, epochs=epochs, lr=lr)
     with torch.no_grad():
         acc = float((model(torch.from_numpy(x_held)).argmax(-1).numpy() == y_held).mean())
     path = out / f"{kind}.onnx"

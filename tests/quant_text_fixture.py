@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from quant_fixtures import train_classifier
 
 VOCAB, LENGTH, CLASSES = 40, 12, 4
 
@@ -116,17 +117,7 @@ def build(out: Path) -> TextModel:
         train, y = sequences(rng, 2048)
         cal, _ = sequences(rng, 48)
         held, labels = sequences(rng, 200)
-        ids, mask, ys = (torch.from_numpy(train["input_ids"][:, 0]), torch.from_numpy(train["attention_mask"][:, 0]), torch.from_numpy(y))
-        opt = torch.optim.Adam(model.parameters(), lr=3e-3)
-        model.train()
-        for _ in range(12):
-            perm = torch.randperm(len(ys))
-            for i in range(0, len(ys), 64):
-                idx = perm[i : i + 64]
-                opt.zero_grad()
-                torch.nn.functional.cross_entropy(model(ids[idx], mask[idx]), ys[idx]).backward()
-                opt.step()
-        model.eval()
+        train_classifier(model, (train["input_ids"][:, 0], train["attention_mask"][:, 0]), y, epochs=12, lr=3e-3)
         with torch.no_grad():
             logits = model(torch.from_numpy(held["input_ids"][:, 0]), torch.from_numpy(held["attention_mask"][:, 0]))
         acc = float((logits.argmax(-1).numpy() == labels).mean())

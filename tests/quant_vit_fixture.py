@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from quant_fixtures import train_classifier
 
 SIDE, PATCH, CLASSES = 32, 8, 8
 COLOURS = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 0]], dtype=np.float32)
@@ -114,17 +115,7 @@ def build(out: Path) -> ImageModel:
         train, y = images(rng, 2048)
         cal, _ = images(rng, 48)
         held, labels = images(rng, 200)
-        xs, ys = torch.from_numpy(train["pixel_values"][:, 0]), torch.from_numpy(y)
-        opt = torch.optim.Adam(model.parameters(), lr=3e-3)
-        model.train()
-        for _ in range(8):
-            perm = torch.randperm(len(ys))
-            for i in range(0, len(ys), 64):
-                idx = perm[i : i + 64]
-                opt.zero_grad()
-                torch.nn.functional.cross_entropy(model(xs[idx]), ys[idx]).backward()
-                opt.step()
-        model.eval()
+        train_classifier(model, (train["pixel_values"][:, 0],), y, epochs=8, lr=3e-3)
         with torch.no_grad():
             logits = model(torch.from_numpy(held["pixel_values"][:, 0]))
         acc = float((logits.argmax(-1).numpy() == labels).mean())
