@@ -4,8 +4,9 @@ calls the device benchmark makes (profiling on in the session options, one run, 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -54,3 +55,32 @@ def with_providers(profile: Path, dest: Path, providers: dict[str, str]) -> Path
             ev["args"]["provider"] = providers[node]
     dest.write_text(json.dumps(events), encoding="utf-8")
     return dest
+
+
+def assert_runtime_row_timed(result: Any, package: Path, runtime: str, dist: str, model_file: str, open_session: Callable[[Path], Any], runs: int) -> Any:
+    """A package's bench result with another runtime's row after the ORT ones: the row timed ``runs`` warm runs
+    on the host runtime ``dist`` of ``model_file``, in the result schema; and that model, opened the way the
+    row opened it, reproduces PyTorch's golden outputs from the golden inputs (so the row timed the right model
+    on the right inputs). Returns the row."""
+    from importlib.metadata import version
+
+    import jsonschema
+
+    from mobilegen.bench import schema_document
+
+    rows = {c.name: c for c in result.configurations}
+    assert rows["cpu"].status == "ok" and list(rows)[-1] == runtime
+    row = rows[runtime]
+    assert row.status == "ok" and row.warm is not None and row.warm.n == runs and row.session_create_ms is not None
+    assert row.options["runtime"] == f"{dist} {version(dist)}" and row.options["model_file"] == model_file
+    assert not row.placement.available and row.ep == "cpu"
+    jsonschema.Draft202012Validator(schema_document()).validate(result.to_json())
+
+    golden = np.load(package / "golden" / "golden.npz")
+    session = open_session(package / model_file)
+    try:
+        (got,) = session.run({"image": golden["input:image"]})
+    finally:
+        session.close()
+    assert np.abs(got - golden["output:output"]).max() < 1e-4
+    return row

@@ -152,30 +152,15 @@ def test_bench_times_the_aimodel_beside_the_ort_rows(package: Path) -> None:
     folder is one row, hashed over its files."""
     import hashlib
     import json
-    from importlib.metadata import version
 
-    import jsonschema
+    from bench_helpers import assert_runtime_row_timed
     from cli_helpers import invoke
 
     from mobilegen.backends.coreai import open_session
-    from mobilegen.bench import run_host_bench, schema_document
+    from mobilegen.bench import run_host_bench
 
     result = run_host_bench(package, runs=3, warmup=1, target="ios")
-    rows = {c.name: c for c in result.configurations}
-    assert rows["cpu"].status == "ok" and list(rows)[-1] == "coreai"
-    row = rows["coreai"]
-    assert row.status == "ok" and row.warm is not None and row.warm.n == 3 and row.session_create_ms is not None
-    assert row.options["runtime"] == f"coreai-core {version('coreai-core')}" and row.options["model_file"] == "model/model.aimodel"
-    assert not row.placement.available and row.ep == "cpu"
-    jsonschema.Draft202012Validator(schema_document()).validate(result.to_json())
-
-    golden = np.load(package / "golden" / "golden.npz")
-    session = open_session(package / "model" / "model.aimodel")
-    try:
-        (got,) = session.run({"image": golden["input:image"]})
-    finally:
-        session.close()
-    assert np.abs(got - golden["output:output"]).max() < 1e-4
+    row = assert_runtime_row_timed(result, package, "coreai", "coreai-core", "model/model.aimodel", open_session, runs=3)
 
     # a result of the .aimodel folder (as the generated Core AI benchmark hashes its resource copy) merges into the
     # package's report; the iOS resource folder hashes as model/model.aimodel does

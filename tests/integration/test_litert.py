@@ -300,29 +300,14 @@ def test_bench_times_the_tflite_beside_the_ort_rows(builds: dict[str, Path]) -> 
     the session it times reproduces PyTorch's golden outputs from the golden inputs (so the row timed the
     right model on the right inputs); a bare .tflite is one row, hashed as its bytes."""
     import hashlib
-    from importlib.metadata import version
 
-    import jsonschema
+    from bench_helpers import assert_runtime_row_timed
 
     from mobilegen.backends.litert import open_session
-    from mobilegen.bench import run_host_bench, schema_document
+    from mobilegen.bench import run_host_bench
 
     result = run_host_bench(builds["cnn"], runs=3, warmup=1)
-    rows = {c.name: c for c in result.configurations}
-    assert rows["cpu"].status == "ok" and list(rows)[-1] == "litert"
-    lite = rows["litert"]
-    assert lite.status == "ok" and lite.warm is not None and lite.warm.n == 3 and lite.session_create_ms is not None
-    assert lite.options["runtime"] == f"ai-edge-litert {version('ai-edge-litert')}" and lite.options["model_file"] == "model/model.tflite"
-    assert not lite.placement.available and lite.ep == "cpu"
-    jsonschema.Draft202012Validator(schema_document()).validate(result.to_json())
-
-    golden = np.load(builds["cnn"] / "golden" / "golden.npz")
-    session = open_session(builds["cnn"] / "model" / "model.tflite")
-    try:
-        (got,) = session.run({"image": golden["input:image"]})
-    finally:
-        session.close()
-    assert np.abs(got - golden["output:output"]).max() < 1e-4
+    assert_runtime_row_timed(result, builds["cnn"], "litert", "ai-edge-litert", "model/model.tflite", open_session, runs=3)
 
     tflite = builds["cnn"] / "model" / "model.tflite"
     r = invoke("bench", tflite, "--runs", "2", "--warmup", "0", "--json")
