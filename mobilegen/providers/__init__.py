@@ -20,6 +20,7 @@ import functools
 import importlib
 import re
 from collections.abc import Mapping
+from typing import Any
 
 from mobilegen.errors import InternalError, UsageError, first_line
 from mobilegen.providers.base import (
@@ -59,6 +60,7 @@ __all__ = [
     "get",
     "names",
     "on_platform",
+    "target_flag_defaults",
     "register",
     "unregister",
     "validate_settings",
@@ -137,6 +139,12 @@ def all_providers() -> tuple[ExecutionProvider, ...]:
 def on_platform(platform: str) -> tuple[ExecutionProvider, ...]:
     """The providers a platform's apps can use ("android", "ios", "web"), in :func:`names` order."""
     return tuple(p for p in all_providers() if platform in p.platforms)
+
+
+def target_flag_defaults(platform: str) -> dict[str, Any]:
+    """Every target flag the platform's providers declare (its name, the target options' keyword) -> its
+    default, in :func:`names` order: what a target's options read when a flag was not given."""
+    return {f.name: f.default for p in on_platform(platform) for f in p.target_flags}
 
 
 def validate_settings(values: Mapping[str, object]) -> None:

@@ -47,7 +47,7 @@ def problems(platform: str, opts: Any) -> tuple[list[str], list[str]]:
     """Every provider's problems with the options and its hints, in registry order."""
     details: list[str] = []
     hints: list[str] = []
-    declared = {f.name for p in providers.on_platform(platform) for f in p.target_flags}
+    declared = set(providers.target_flag_defaults(platform))
     unknown = sorted(set(getattr(opts, "provider_options", None) or {}) - declared)
     if unknown:
         details.append(f"provider_options: {', '.join(unknown)} {'is not an option' if len(unknown) == 1 else 'are not options'} of any {platform} provider")

@@ -59,8 +59,7 @@ class AndroidOptions:
             return given[name]
         from mobilegen import providers
 
-        for p in providers.on_platform(PLATFORM):
-            for f in p.target_flags:
-                if f.name == name:
-                    return f.default
+        defaults = providers.target_flag_defaults(PLATFORM)
+        if name in defaults:
+            return defaults[name]
         raise AttributeError(f"AndroidOptions has no option {name!r} (no Android provider declares that target flag)")

@@ -18,11 +18,6 @@ from mobilegen import providers
 PLATFORM = "ios"
 
 
-def flag_defaults() -> dict[str, Any]:
-    """Every iOS provider's target flag -> its default, in registry order."""
-    return {f.name: f.default for p in providers.on_platform(PLATFORM) for f in p.target_flags}
-
-
 @dataclass(frozen=True, init=False)
 class IosOptions:
     class_name: str | None = None
@@ -41,7 +36,7 @@ class IosOptions:
         provider_options: Mapping[str, Any] | None = None,
         **flags: Any,
     ) -> None:
-        defaults = flag_defaults()
+        defaults = providers.target_flag_defaults(PLATFORM)
         unknown = sorted(set(flags) - set(defaults))
         if unknown:
             raise TypeError(f"IosOptions got an unexpected keyword argument {unknown[0]!r}")
@@ -59,7 +54,7 @@ class IosOptions:
         given = self.__dict__.get("provider_options", {})
         if name in given:
             return given[name]
-        defaults = flag_defaults()
+        defaults = providers.target_flag_defaults(PLATFORM)
         if name in defaults:
             return defaults[name]
         raise AttributeError(f"'IosOptions' object has no attribute {name!r}")
