@@ -13,6 +13,7 @@ the model subtree behind it is kept byte for byte. Field numbers follow ORT's sc
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import mmap
 import os
@@ -93,31 +94,65 @@ def canonicalize(data: bytes) -> bytes:
 def canonicalize_file(src: Path, dest: Path) -> str:
     """:func:`canonicalize` from file to file without holding the model in memory: the front part is read
     through a read-only map (only its pages are touched), the model subtree behind it (the weights) is
-    copied file to file. ``dest`` gets the same bytes ``canonicalize(src.read_bytes())`` returns; returns
-    their sha256, hashed as they are written (a large model's file is not read again to hash it)."""
+    copied file to file by the kernel (:func:`_copy_range`). ``dest`` gets the same bytes
+    ``canonicalize(src.read_bytes())`` returns; returns their sha256, hashed from ``src``'s map (the
+    bytes copied), not from ``dest`` read again."""
     with open(src, "rb") as f:
         size = os.fstat(f.fileno()).st_size
-        front = None
-        if size:
-            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                front = _canonical_front(data)
-        head, start = front if front is not None else (b"", 0)
-        digest = hashlib.sha256(head)
-        try:
-            with open(dest, "wb") as out:
-                out.write(head)
-                f.seek(start)
-                while chunk := f.read(_COPY_CHUNK):
-                    digest.update(chunk)
-                    out.write(chunk)
-        except OSError as err:  # a failed write names its file (a full disk says which one)
-            if err.filename is None:
-                err.filename = str(dest)
-            raise
+        if not size:
+            open(dest, "wb").close()
+            return hashlib.sha256(b"").hexdigest()
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            front = _canonical_front(data)
+            head, start = front if front is not None else (b"", 0)
+            try:
+                with open(dest, "wb") as out:
+                    out.write(head)
+                    out.flush()
+                    _copy_range(f.fileno(), out.fileno(), start, size - start)
+            except OSError as err:  # a failed write names its file (a full disk says which one)
+                if err.filename is None:
+                    err.filename = str(dest)
+                raise
+            digest = hashlib.sha256(head)
+            digest.update(memoryview(data)[start:])  # hashlib lets go of Python's lock for it
     return digest.hexdigest()
 
 
 _COPY_CHUNK = 16 << 20
+# copy_file_range's refusals that mean "not between these files": copy through Python instead
+_NO_KERNEL_COPY = (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EPERM, errno.ETXTBSY)
+
+
+def _copy_range(src_fd: int, dest_fd: int, start: int, length: int) -> None:
+    """``length`` bytes of ``src_fd`` from ``start`` appended to ``dest_fd`` (at its current end). With
+    ``os.copy_file_range`` the kernel copies them page cache to page cache: on Linux ext4 a 1.2 GB
+    subtree takes 0.35 s instead of 3 s through Python's buffers (benchmarks/results/large-model.md). Where
+    the kernel refuses (another file system, an old kernel, no such call) it is copied in chunks."""
+    offset = os.lseek(dest_fd, 0, os.SEEK_CUR)
+    done = 0
+    kernel_copy = getattr(os, "copy_file_range", None)
+    while kernel_copy is not None and done < length:
+        try:
+            n = kernel_copy(src_fd, dest_fd, length - done, start + done, offset + done)
+        except OSError as err:
+            if err.errno not in _NO_KERNEL_COPY or done:
+                raise
+            break
+        if n == 0:  # the source ended early: the file changed under us
+            raise OSError(errno.EIO, "the converted model changed while it was copied")
+        done += n
+    if done == length:
+        return
+    os.lseek(src_fd, start + done, os.SEEK_SET)
+    os.lseek(dest_fd, offset + done, os.SEEK_SET)
+    while done < length and (chunk := os.read(src_fd, min(_COPY_CHUNK, length - done))):
+        view = memoryview(chunk)
+        while view:  # a write may take less than it is given
+            view = view[os.write(dest_fd, view) :]
+        done += len(chunk)
+    if done != length:
+        raise OSError(errno.EIO, "the converted model changed while it was copied")
 
 
 def _canonical_front(data: Buffer) -> tuple[bytes, int] | None:

@@ -114,11 +114,12 @@ def _convert(src: Path, out_ort: Path, work: Path, *, runtime: bool) -> Ops:
 
     The Runtime style converts twice, like onnxruntime's converter: the saved model with runtime
     optimizations, and a temporary Fixed one whose operators the config must list too (the runtime
-    optimizations may not be applied on the device). Returns the operators of the converted models."""
+    optimizations may not be applied on the device). The second conversion is skipped when it cannot give
+    another graph (:func:`_fixed_same_as_saved`). Returns the operators of the converted models."""
     ops: Ops = {}
     _save_ort(src, out_ort, minimal_build="save" if runtime else "")
-    _collect_ops(out_ort, ops)
-    if runtime:
+    recorded = _collect_ops(out_ort, ops)
+    if runtime and not _fixed_same_as_saved(recorded, ops):
         fixed = work / "model.without_runtime_opt.ort"
         _save_ort(src, fixed, minimal_build="apply")
         _collect_ops(fixed, ops)
@@ -148,9 +149,29 @@ def _save_ort(src: Path, out: Path, *, minimal_build: str) -> None:
     release_memory(collect=False)  # freed when its last reference went
 
 
-def _collect_ops(ort_path: Path, ops: Ops) -> None:
+# Operators the "apply" conversion's transformers that record nothing in a saved model act on (onnxruntime
+# 1.32, optimizer/graph_transformer_utils.cc, GenerateTransformersForMinimalBuild): QDQFinalCleanupTransformer
+# (Q/DQ pairs) and the NhwcTransformer (quantized ops and int8 MaxPool; float16 ones only on ARM hosts).
+_APPLY_ONLY_TARGETS = frozenset({"QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear", "MaxPool"})
+
+
+def _fixed_same_as_saved(recorded: int, ops: Ops) -> bool:
+    """Whether the Runtime style's second (Fixed, "apply") conversion would give the saved model's graph,
+    so its operators are the saved model's and the conversion can be skipped. In "apply" mode onnxruntime
+    runs the same level-1 transformers as in "save" mode; at higher levels it applies the selector-action
+    transformers (the QDQ fusions, ConvActivationFusion) that "save" mode records instead, plus two that
+    record nothing (:data:`_APPLY_ONLY_TARGETS`). With no record in any graph and none of those operators,
+    nothing differs: a float model with no fusable Conv, e.g. a transformer, converts once."""
+    if recorded:
+        return False
+    types = {t for by_opset in ops.values() for names in by_opset.values() for t in names}
+    return not any(t in _APPLY_ONLY_TARGETS or t.startswith("QLinear") or t.endswith("Integer") for t in types)
+
+
+def _collect_ops(ort_path: Path, ops: Ops) -> int:
     """Add the operators of an ``.ort`` to ``ops`` with onnxruntime's own model processor (every graph,
-    subgraphs included), reading the file through a read-only map instead of two in-memory copies."""
+    subgraphs included), reading the file through a read-only map instead of two in-memory copies.
+    Returns how many runtime-optimization records its graphs hold (the "save" mode's)."""
     import mmap
 
     from onnxruntime.tools.ort_format_model import ort_model_processor
@@ -163,11 +184,19 @@ def _collect_ops(ort_path: Path, ops: Ops) -> None:
             self._required_ops = ops
             self._op_type_processors = None
             self._model = root.GetRootAsInferenceSession(data, 0).Model()
+            self.records = 0
+
+        def _process_graph(self, graph: object, outer_scope_value_typeinfo: dict[str, object]) -> None:  # every graph, subgraphs too
+            found = graph.RuntimeOptimizations()  # type: ignore[attr-defined]  # a flatbuffers fbs.Graph
+            self.records += 0 if found is None else found.RecordsLength()
+            super()._process_graph(graph, outer_scope_value_typeinfo)
 
     with open(ort_path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
         if not root.InferenceSessionBufferHasIdentifier(data, 0):
             raise InternalError(f"{ort_path.name} is not a readable ORT-format file", hint="this is a bug; rerun with --debug")
-        Mapped(data).process()
+        processor = Mapped(data)
+        processor.process()
+        return processor.records
 
 
 def _config_text(ops: Ops) -> str:

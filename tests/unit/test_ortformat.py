@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import onnxruntime as ort
+import pytest
 from onnx import TensorProto, helper
 
 from mobilegen.artifacts import OnnxModel
@@ -88,12 +89,88 @@ def if_model(path: Path) -> Path:
     return path
 
 
+def attention_model(path: Path) -> Path:
+    """A float transformer block's ops (MatMul, Softmax, LayerNormalization, Gelu's Erf): nothing the
+    Runtime style's "apply" conversion would change."""
+    rng = np.random.default_rng(2)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8])
+    w = helper.make_tensor("w", TensorProto.FLOAT, [8, 8], rng.standard_normal(64).astype(np.float32))
+    scale = helper.make_tensor("s", TensorProto.FLOAT, [8], np.ones(8, np.float32))
+    bias = helper.make_tensor("b", TensorProto.FLOAT, [8], np.zeros(8, np.float32))
+    half = helper.make_tensor("h", TensorProto.FLOAT, [], [0.5])
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["q"]),
+        helper.make_node("Transpose", ["q"], ["k"], perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["q", "k"], ["a"]),
+        helper.make_node("Softmax", ["a"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "q"], ["c"]),
+        helper.make_node("Erf", ["c"], ["e"]),
+        helper.make_node("Mul", ["e", "h"], ["g"]),
+        helper.make_node("LayerNormalization", ["g", "s", "b"], ["y"], axis=-1),
+    ]
+    graph = helper.make_graph(nodes, "g", [x], [y], [w, scale, bias, half])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    return path
+
+
+def qdq_model(path: Path) -> Path:
+    """A QDQ Conv (what ``--quantize int8`` ships): the "apply" conversion fuses it into QLinearConv."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])
+    w = helper.make_tensor("w", TensorProto.INT8, [4, 3, 3, 3], np.random.default_rng(3).integers(-100, 100, 108).astype(np.int8))
+    inits = [
+        w,
+        helper.make_tensor("ws", TensorProto.FLOAT, [], [0.02]),
+        helper.make_tensor("wz", TensorProto.INT8, [], [0]),
+        helper.make_tensor("xs", TensorProto.FLOAT, [], [0.05]),
+        helper.make_tensor("xz", TensorProto.UINT8, [], [128]),
+    ]
+    nodes = [
+        helper.make_node("QuantizeLinear", ["x", "xs", "xz"], ["xq"]),
+        helper.make_node("DequantizeLinear", ["xq", "xs", "xz"], ["xd"]),
+        helper.make_node("DequantizeLinear", ["w", "ws", "wz"], ["wd"]),
+        helper.make_node("Conv", ["xd", "wd"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("QuantizeLinear", ["c", "xs", "xz"], ["cq"]),
+        helper.make_node("DequantizeLinear", ["cq", "xs", "xz"], ["y"]),
+    ]
+    graph = helper.make_graph(nodes, "g", [x], [y], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    return path
+
+
+def test_runtime_style_converts_twice_only_when_apply_differs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Runtime style's second ("apply") conversion runs only when it can give another graph: for a
+    float transformer block it would repeat the first (its operators, checked against onnxruntime's own
+    converter in the test below, are the same), so one converting session; a Conv that fuses with its
+    activation (a runtime-optimization record) or a QDQ model gets both."""
+    from mobilegen.convert import to_ort
+
+    sessions: list[str] = []
+    real = to_ort._save_ort
+
+    def counted(src: Path, out: Path, *, minimal_build: str) -> None:
+        sessions.append(minimal_build)
+        real(src, out, minimal_build=minimal_build)
+
+    monkeypatch.setattr(to_ort, "_save_ort", counted)
+    for make, expected in ((attention_model, ["save"]), (small_model, ["save", "apply"]), (qdq_model, ["save", "apply"])):
+        sessions.clear()
+        src = make(tmp_path / f"{make.__name__}.onnx")
+        convert_to_ort(OnnxModel(path=src, io=IOSpec(()), opset=17, exporter="passthrough"), tmp_path / "m.ort", tmp_path / "c.config")
+        assert sessions == expected, make.__name__
+        sessions.clear()
+        convert_to_ort(OnnxModel(path=src, io=IOSpec(()), opset=17, exporter="passthrough"), tmp_path / "m.ort", tmp_path / "c.config", style="fixed")
+        assert sessions == [""]
+
+
 def test_conversion_matches_onnxruntimes_converter(tmp_path: Path) -> None:
-    """mobilegen's conversion (no prepacking, operators read through a map, canonicalized file to file)
-    writes what onnxruntime's converter writes, canonicalized, and the same operator config."""
+    """mobilegen's conversion (no prepacking, operators read through a map, canonicalized file to file,
+    the second conversion skipped when it would repeat the first) writes what onnxruntime's converter
+    writes, canonicalized, and the same operator config."""
     from mobilegen.convert.to_ort import _clean_config
 
-    for make in (small_model, if_model):
+    for make in (small_model, if_model, attention_model, qdq_model):
         src = make(tmp_path / f"{make.__name__}.onnx")
         for style in ("runtime", "fixed"):
             raw, config = _onnxruntime_converter(src, tmp_path / f"ort-{make.__name__}-{style}", style)
@@ -113,3 +190,39 @@ def test_canonicalize_file_is_canonicalize(tmp_path: Path) -> None:
         digest = canonicalize_file(tmp_path / "in.ort", tmp_path / "out.ort")
         assert (tmp_path / "out.ort").read_bytes() == canonicalize(data)
         assert digest == hashlib.sha256(canonicalize(data)).hexdigest()  # what it wrote, hashed on the way
+
+
+@pytest.mark.parametrize("refusal", ["no-call", "exdev", "partial-exdev"])
+def test_canonicalize_file_without_kernel_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, refusal: str) -> None:
+    """Where the kernel does not copy between the two files (another file system, no copy_file_range: the
+    TMPDIR and -o of many machines), the subtree is copied through Python: the same bytes and digest. A
+    refusal after part of it was copied is an error, not a silent second copy."""
+    import errno
+    import os
+
+    from mobilegen.convert import ortformat
+
+    raw, _ = _onnxruntime_converter(small_model(tmp_path / "m.onnx"), tmp_path / "out", "runtime")
+    (tmp_path / "in.ort").write_bytes(raw)
+    real = os.copy_file_range
+    calls = []
+
+    def refuse(src: int, dest: int, count: int, offset_src: int, offset_dst: int) -> int:
+        calls.append(count)
+        if refusal == "partial-exdev" and len(calls) == 1:
+            return real(src, dest, min(count, 100), offset_src, offset_dst)
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    monkeypatch.setattr(ortformat, "_COPY_CHUNK", 64)  # many chunks
+    if refusal == "no-call":
+        monkeypatch.delattr(os, "copy_file_range")
+    else:
+        monkeypatch.setattr(os, "copy_file_range", refuse)
+    if refusal == "partial-exdev":
+        with pytest.raises(OSError, match="cross-device"):
+            ortformat.canonicalize_file(tmp_path / "in.ort", tmp_path / "o.ort")
+        return
+    digest = ortformat.canonicalize_file(tmp_path / "in.ort", tmp_path / "o.ort")
+    assert (tmp_path / "o.ort").read_bytes() == canonicalize(raw)
+    assert digest == hashlib.sha256(canonicalize(raw)).hexdigest()
+    assert len(calls) == (refusal == "exdev")
