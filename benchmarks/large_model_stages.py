@@ -7,7 +7,8 @@ Without MODEL (the first argument is a flag, or there is none) it makes the ViT-
 ``--android --ios --nnapi --coreml`` when no flags are given. Runs ``mobilegen package MODEL -o TMP/out FLAGS`` in this process (through ``python -m mobilegen``'s
 entry, so the CLI's settings apply) with a timer around each stage function of ``mobilegen.pipeline``
 and a few of the costly calls inside them, then prints a table (``x N``: calls). CPU seconds are the
-process's (every thread's), which a shared machine's other load changes least. Nested rows are part of
+process's (every thread's), which a shared machine's other load changes least; peak GiB is the largest
+resident size sampled (every 50 ms) while the row's call ran (rows of calls that overlap share samples). Nested rows are part of
 the row above them. docs/benchmarks.md reports the ViT-Large run; asserts nothing.
 """
 
@@ -20,6 +21,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -48,15 +50,36 @@ TIMED = [
 ]
 
 times: dict[str, list[float]] = {}
+active: dict[str, int] = {}  # the timed calls running now (in any thread), by label
+peaks: dict[str, float] = {}  # the largest resident size sampled while each label ran, GiB
+
+
+def _rss_gib() -> float:
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 2**20
+    return 0.0
+
+
+def _sample(stop: threading.Event) -> None:
+    """Every 50 ms: the resident size, counted for every timed call running then (where the peak is)."""
+    while not stop.wait(0.05):
+        rss = _rss_gib()
+        for label, n in list(active.items()):
+            if n:
+                peaks[label] = max(peaks.get(label, 0.0), rss)
 
 
 def timed(label: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         wall, cpu = time.perf_counter(), time.process_time()
+        active[label] = active.get(label, 0) + 1
         try:
             return fn(*args, **kwargs)
         finally:
+            active[label] -= 1
             row = times.setdefault(label, [0.0, 0.0, 0])
             row[0] += time.perf_counter() - wall
             row[1] += time.process_time() - cpu
@@ -81,6 +104,10 @@ def main() -> None:
     gc.callbacks.append(on_gc)
     from mobilegen.__main__ import run
 
+    stop = threading.Event()
+    sampler = threading.Thread(target=_sample, args=(stop,), daemon=True)
+    sampler.start()
+
     with tempfile.TemporaryDirectory(prefix="mobilegen-stages-") as tmp:
         if not args or args[0].startswith("-"):
             from large_model import MAKE  # this folder is on sys.path when the script runs
@@ -97,12 +124,14 @@ def main() -> None:
                 raise
         finally:
             total_wall, total_cpu = time.perf_counter() - start_wall, time.process_time() - start_cpu
-    print(f"{'stage':44} {'wall s':>8} {'CPU s':>8}  calls")
+            stop.set()
+    print(f"{'stage':44} {'wall s':>8} {'CPU s':>8} {'peak GiB':>9}  calls")
     for module, name, indent in TIMED:
         row = times.get(f"{module}.{name}")
         if row is not None:
             label = ("  " * indent + ("- " if indent else "") + f"{module.rsplit('.', 1)[-1]}.{name}")[:44]
-            print(f"{label:44} {row[0]:8.1f} {row[1]:8.1f}  x{int(row[2])}")
+            peak = peaks.get(f"{module}.{name}")
+            print(f"{label:44} {row[0]:8.1f} {row[1]:8.1f} {'' if peak is None else f'{peak:9.2f}':>9}  x{int(row[2])}")
     print(f"{'garbage collection (every stage)':44} {'':8} {gc_cpu[0]:8.1f}")
     print(f"{'whole run (imports, CLI, the above)':44} {total_wall:8.1f} {total_cpu:8.1f}")
     print(f"peak resident memory {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.2f} GiB")

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from mobilegen import passes
 from mobilegen.artifacts import OnnxModel, ShippedModel
 from mobilegen.convert.to_ort import convert_to_ort
+from mobilegen.infra.background import Background, results, wait_all
 from mobilegen.infra.digest import remember_written
 from mobilegen.infra.memory import release_memory
 from mobilegen.passes.stage import materialize
@@ -17,29 +19,91 @@ from mobilegen.passes.stage import materialize
 if TYPE_CHECKING:
     from mobilegen.passes.stage import FixPlan
 
+R = TypeVar("R")
 
-def write_models(base: OnnxModel, fix_plan: FixPlan, root: Path) -> tuple[ShippedModel, ...]:
-    """Each distinct model once (``model/``, or ``model/<target>/`` when the targets' graphs differ)."""
-    return materialize(base, fix_plan, root, write_onnx)
+
+@dataclass(frozen=True)
+class Written:
+    """The models :func:`write_models` made, and their writes (each file complete when its write ends)."""
+
+    models: tuple[ShippedModel, ...]
+    writes: tuple[Background[None], ...]
+
+    def wait(self) -> None:
+        """Every write ended, its error raised (the first model's first)."""
+        results(self.writes)
+
+
+def write_models(base: OnnxModel, fix_plan: FixPlan, root: Path) -> Written:
+    """Each distinct model once (``model/``, or ``model/<target>/`` when the targets' graphs differ).
+
+    Each model is serialized here and its bytes go to its file in a thread of their own, so the next
+    model's graph passes and serialization overlap the write (which lets go of Python's lock). The next
+    serialization waits until the previous write has ended: serializing takes the model's size again for
+    a moment, and with two models' bytes held as well the peak would grow by one model. The last write
+    may still run when this returns (:func:`convert` waits for each before converting it); if this
+    raises, every write has ended."""
+    writes: list[Background[None]] = []
+
+    def start(model: OnnxModel) -> OnnxModel:
+        for running in writes:
+            running.wait()  # its bytes are let go before the next model's are made (its error: later, in order)
+        chunks, sha256 = passes.serialized_with_digest(model, passes.cache_keys())
+        writes.append(Background(partial(_write, model.path, chunks, sha256), name="mobilegen-write"))
+        return replace(model, proto=None)
+
+    try:
+        models = materialize(base, fix_plan, root, start)
+    except BaseException:
+        wait_all(writes)  # nothing goes on writing into the staging folder the caller removes
+        raise
+    return Written(models, tuple(writes))
+
+
+def _write(path: Path, chunks: Sequence[bytes], sha256: str) -> None:
+    from mobilegen.infra.outputs import write_bytes_atomic
+
+    write_bytes_atomic(path, *chunks)
+    remember_written(path, sha256)
 
 
 def write_onnx(model: OnnxModel) -> OnnxModel:
     """The one write of the build's ``model.onnx``, with the providers' cache keys stamped in
     (:func:`mobilegen.passes.cache_keys`; one serialization, hashed once: the manifest takes the digest
     instead of reading the file again). The in-memory model is let go: from here on the file is the model."""
-    from mobilegen.infra.outputs import write_bytes_atomic
-
     chunks, sha256 = passes.serialized_with_digest(model, passes.cache_keys())
-    write_bytes_atomic(model.path, *chunks)
-    remember_written(model.path, sha256)
+    _write(model.path, chunks, sha256)
     return replace(model, proto=None)
 
 
-def convert(models: Sequence[ShippedModel], root: Path, style: str) -> tuple[ShippedModel, ...]:
-    """Each model's ``.ort`` and ``required_operators.config`` beside its ``.onnx``."""
+def convert(written: Written, root: Path, style: str, then: Callable[[ShippedModel], R]) -> tuple[tuple[ShippedModel, ...], tuple[R, ...]]:
+    """Each model's ``.ort`` and ``required_operators.config`` beside its ``.onnx`` (once its write has
+    ended), and ``then(model)`` (the build runs its verification cases on both files); returns the
+    converted models and what ``then`` returned for each, in order.
+
+    The conversions run here, one at a time; each ``then`` runs in a thread of its own once its model is
+    converted, after the previous model's ``then`` has ended, so model k's verification overlaps model
+    k+1's conversion (both mostly in onnxruntime, which lets go of Python's lock) and at most one
+    converting and one verifying session hold a copy of the weights at once. Every thread has ended
+    when this returns or raises; an error is the first model's, in order."""
     release_memory()  # the in-memory model is gone by now: the conversion's peak must not count it
+    runs: list[Background[R]] = []
+    models: list[ShippedModel] = []
+    try:
+        for model, write in zip(written.models, written.writes, strict=True):
+            write.result()
+            model = replace(model, ort=convert_to_ort(model.onnx, root / model.ort_file, root / model.ops_config_file, style=style))
+            models.append(model)
+            runs.append(Background(partial(_after, runs[-1] if runs else None, then, model), name="mobilegen-verify"))
+        values = results(runs)
+    except BaseException:
+        wait_all(written.writes)
+        wait_all(runs)
+        raise
+    return tuple(models), tuple(values)
 
-    return tuple(
-        replace(m, ort=convert_to_ort(m.onnx, root / m.ort_file, root / m.ops_config_file, style=style)) for m in models
-    )
 
+def _after(previous: Background[R] | None, then: Callable[[ShippedModel], R], model: ShippedModel) -> R:
+    if previous is not None:
+        previous.wait()  # one at a time (its error is raised in order by the caller)
+    return then(model)

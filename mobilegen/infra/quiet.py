@@ -8,13 +8,47 @@ import logging
 import os
 import sys
 import tempfile
+import threading
 import warnings
 from collections.abc import Iterator
+
+_lock = threading.Lock()
+_open = 0  # quiet() blocks open now, in every thread
+_silencing: contextlib.ExitStack | None = None  # what the first of them set up
 
 
 @contextlib.contextmanager
 def quiet() -> Iterator[None]:
-    """The exporters print progress to stdout and warnings to stderr: keep both off the CLI's streams."""
+    """The exporters print progress to stdout and warnings to stderr: keep both off the CLI's streams.
+
+    What it changes is process-wide (file descriptors 1 and 2, ``sys.stdout``, the warnings filters, the
+    libraries' log levels), so blocks that overlap — nested, or in threads side by side (a build converts
+    one model while it makes the next) — share one silencing: the first block to enter sets it up, the
+    last to leave undoes it. (Undone by whichever block ended first, the streams would be restored while
+    another block still ran, and that block would later put back the scratch file as the streams.)"""
+    global _open, _silencing
+    with _lock:
+        if _open == 0:
+            stack = contextlib.ExitStack()
+            try:
+                stack.enter_context(_silenced())
+            except BaseException:
+                stack.close()
+                raise
+            _silencing = stack
+        _open += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _open -= 1
+            if _open == 0 and _silencing is not None:
+                done, _silencing = _silencing, None
+                done.close()
+
+
+@contextlib.contextmanager
+def _silenced() -> Iterator[None]:
     sink = io.StringIO()
     loggers = [logging.getLogger(n) for n in ("torch.onnx", "torch._dynamo", "torch.export", "onnxscript", "torch")]
     levels = [lg.level for lg in loggers]

@@ -359,7 +359,7 @@ def verify(
     top-1 agreement for them (it would always be 1)."""
     if not isinstance(reference, Expected):
         reference = reference_outputs(reference, onnx_model, options, reference_label=reference_label)
-    runs = _artifact_runs(reference, artifacts)
+    runs = artifact_runs(reference, artifacts)
     return verify_runs(reference, runs, onnx_model, options, golden_dir, sorted_outputs=sorted_outputs)
 
 
@@ -407,10 +407,10 @@ def verify_runs(
 Run = list[np.ndarray] | Exception  # an artifact's outputs on one case, or what it raised
 
 
-def _artifact_runs(reference: Expected, artifacts: Mapping[str, Path]) -> dict[str, list[Run]]:
+def artifact_runs(reference: Expected, artifacts: Mapping[str, Path]) -> dict[str, list[Run]]:
     """Every artifact's outputs on every case, one onnxruntime session at a time: each session (and its
     copy of the weights) is let go before the next one loads, so a large model's verification holds one
-    model in memory, not one per artifact."""
+    model in memory, not one per artifact. Safe to call from several threads at once (one per model)."""
     runs: dict[str, list[Run]] = {}
     total = len(reference.cases) * len(artifacts)
     for i, (label, path) in enumerate(artifacts.items()):

@@ -19,8 +19,16 @@ from mobilegen.export.exporter import save_onnx
 from mobilegen.infra.memory import release_memory
 from mobilegen.infra.outputs import temp_dir
 from mobilegen.notices import Notice
-from mobilegen.verify.gate import Expected, VerifyOptions, ort_runner, reference_outputs, torch_reference
-from mobilegen.verify.gate import verify as run_gate
+from mobilegen.verify.gate import (
+    Expected,
+    Run,
+    VerifyOptions,
+    artifact_runs,
+    ort_runner,
+    reference_outputs,
+    torch_reference,
+    verify_runs,
+)
 
 if TYPE_CHECKING:
     from mobilegen.passes.stage import FixPlan
@@ -75,25 +83,40 @@ def artifact_label(model: ShippedModel, kind: str, models: Sequence[ShippedModel
     return kind if len(models) == 1 else f"{'+'.join(model.targets)}/{kind}"
 
 
+ModelRuns = dict[str, list[Run]]  # a shipped model's outputs on every case: "onnx" and "ort" → runs
+
+
+def model_runs(expected: Expected) -> Callable[[ShippedModel], ModelRuns]:
+    """What the convert stage does with each model's files as soon as they exist (in a thread of its own,
+    :func:`mobilegen.convert.stage.convert`): run every verification case on its ``.onnx`` and its
+    ``.ort``. :func:`verify` judges the runs."""
+
+    def run(model: ShippedModel) -> ModelRuns:
+        return artifact_runs(expected, {"onnx": model.onnx.path, "ort": model.converted().path})
+
+    return run
+
+
 def verify(
     expected: Expected,
     models: Sequence[ShippedModel],
+    runs: Sequence[ModelRuns],
     opts: VerifyOptions,
     root: Path,
     sorted_outputs: Sequence[str] = (),
     runtimes: Mapping[str, Path] | None = None,
 ) -> VerificationReport:
-    """The gate: the reference's outputs against every model's .onnx and .ort, and the other runtimes'
-    models (``runtimes``: label → file, e.g. ``litert`` → model.tflite, run by their own host runtime), in
-    one table, every failure listed; golden vectors and tolerances. ``sorted_outputs`` (``--top-k``'s
-    scores) get no top-1 figure."""
-    paths = {}
-    for m in models:
-        paths[artifact_label(m, "onnx", models)] = m.onnx.path
-        paths[artifact_label(m, "ort", models)] = m.converted().path
-    paths.update(runtimes or {})
+    """The gate: the reference's outputs against every model's .onnx and .ort (``runs``: each model's, from
+    :func:`model_runs`) and the other runtimes' models (``runtimes``: label → file, e.g. ``litert`` →
+    model.tflite, run here by their own host runtime), in one table, every failure listed; golden vectors
+    and tolerances. ``sorted_outputs`` (``--top-k``'s scores) get no top-1 figure."""
+    table: dict[str, list[Run]] = {}
+    for m, by_kind in zip(models, runs, strict=True):
+        for kind in ("onnx", "ort"):
+            table[artifact_label(m, kind, models)] = by_kind[kind]
+    table.update(artifact_runs(expected, runtimes or {}))
     try:
-        report = run_gate(expected, paths, models[0].onnx, opts, root / "golden", sorted_outputs=sorted_outputs)
+        report = verify_runs(expected, table, models[0].onnx, opts, root / "golden", sorted_outputs=sorted_outputs)
     except VerificationError as err:
         if any(m.fixes for m in models):
             err.hint = (err.hint or "") + "; or pass --no-fix to ship the exported graph as it is (see the report's graph passes)"

@@ -143,6 +143,98 @@ def package(nnapi_fixes: None, onnx_model: Path, tmp_path: Path) -> tuple[Path, 
     return out, json.loads(r.stdout)
 
 
+def _threads_left() -> list[str]:
+    import threading
+
+    return [t.name for t in threading.enumerate() if t.name.startswith("mobilegen-")]
+
+
+@pytest.mark.parametrize("target", ["android", "ios"])
+@pytest.mark.parametrize("stage", ["write", "convert"])
+def test_a_failure_in_either_models_write_or_conversion_leaves_nothing(
+    nnapi_fixes: None, onnx_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str, stage: str
+) -> None:
+    """Each model's write runs in a thread beside the next model's serialization, and each conversion beside
+    the previous model's verification (convert.stage): a failure of either model, first or last, is
+    reported in one line with its own exit code, and nothing is left (no output, no TMPDIR files, no thread)."""
+    import errno
+
+    from mobilegen.convert import stage as convert_stage
+    from mobilegen.errors import ConversionError
+    from mobilegen.infra.outputs import write_error
+
+    if stage == "write":
+        real_write = convert_stage._write  # noqa: SLF001
+
+        def write(path: Path, chunks: object, sha256: str) -> None:
+            if path.parent.name == target:
+                raise write_error(path, OSError(errno.ENOSPC, "No space left on device"))
+            real_write(path, chunks, sha256)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(convert_stage, "_write", write)
+        code, said = 2, f"cannot write {tmp_path}"
+    else:
+        real_convert = convert_stage.convert_to_ort
+
+        def convert(model: object, out_ort: Path, out_config: Path, *, style: str) -> object:
+            if out_ort.parent.name == target:
+                raise ConversionError("onnxruntime could not convert the model to ORT format: test")
+            return real_convert(model, out_ort, out_config, style=style)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(convert_stage, "convert_to_ort", convert)
+        code, said = 6, "could not convert the model to ORT format: test"
+    out = tmp_path / "pkg"
+    line = assert_fails(invoke("package", onnx_model, "--android", "--ios", "--nnapi", "--coreml", "-o", out), code, said)
+    assert target in line or stage == "convert"
+    assert not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["TMPDIR", "net.onnx"]
+    assert _threads_left() == []
+
+
+def test_models_are_verified_one_at_a_time_in_order(nnapi_fixes: None, onnx_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each model's .onnx and .ort run the verification cases in a thread once the model is converted: one
+    model at a time (one verifying session's copy of the weights), in model order, each after its own
+    conversion, and the table lists every artifact of both in order."""
+    import threading
+
+    from mobilegen.convert import stage as convert_stage
+    from mobilegen.verify import stage as verify_stage
+
+    events: list[str] = []
+    running = []
+    lock = threading.Lock()
+    real_runs, real_convert = verify_stage.artifact_runs, convert_stage.convert_to_ort
+
+    def runs(expected: object, artifacts: dict[str, Path]) -> object:
+        if not artifacts:
+            return {}
+        folder = next(iter(artifacts.values())).parent.name
+        with lock:
+            running.append(folder)
+            events.append(f"verify {folder} ({len(running)} running)")
+        try:
+            return real_runs(expected, artifacts)  # type: ignore[arg-type]
+        finally:
+            with lock:
+                running.remove(folder)
+
+    def convert(model: object, out_ort: Path, out_config: Path, *, style: str) -> object:
+        with lock:
+            events.append(f"convert {out_ort.parent.name}")
+        return real_convert(model, out_ort, out_config, style=style)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(verify_stage, "artifact_runs", runs)
+    monkeypatch.setattr(convert_stage, "convert_to_ort", convert)
+    r = invoke("package", onnx_model, "--android", "--ios", "--nnapi", "--coreml", "-o", tmp_path / "pkg", "--json")
+    assert r.exit_code == 0, r.stderr
+    assert [e for e in events if e.startswith("verify")] == ["verify android (1 running)", "verify ios (1 running)"]
+    assert events.index("convert android") < events.index("verify android (1 running)")
+    assert events.index("convert ios") < events.index("verify ios (1 running)")
+    rows = json.loads(r.stdout)["verification"]["rows"]
+    assert list(dict.fromkeys(row["artifact"] for row in rows)) == ["android/onnx", "android/ort", "ios/onnx", "ios/ort"]
+    assert _threads_left() == []
+
+
 def test_android_and_ios_ship_their_own_models(package: tuple[Path, dict[str, object]]) -> None:
     out, doc = package
     assert not (out / "model" / "model.ort").exists()

@@ -145,6 +145,18 @@ def test_range_beyond_the_vocabulary_is_the_models_own_failure(models: dict[str,
     assert _left(tmp_path) == []
 
 
+def test_a_reference_failure_beside_the_fix_stage_is_reported_and_leaves_nothing(models: dict[str, Path], tmp_path: Path) -> None:
+    """A build runs the PyTorch reference in a thread while the fix stage works (pipeline.reference_and_fix):
+    its failure is still the one reported, with exit 10, no output and no thread left running."""
+    import threading
+
+    out = tmp_path / "pkg"
+    assert_fails(invoke("package", models["vocab"], "--android", "--ios", "--nnapi", "--coreml", "-o", out, *IDS, "--range", "ids=0:30522"), 10,
+                 "the PyTorch model failed on the verification inputs", "RuntimeError: index out of range in self")
+    assert _left(tmp_path) == []
+    assert not [t.name for t in threading.enumerate() if t.name.startswith("mobilegen-")]
+
+
 def test_reference_error_is_given_whole(models: dict[str, Path], tmp_path: Path) -> None:
     r = invoke("convert", models["loud"], "-o", tmp_path / "l.ort", "--input", "x:1x4", "--range", "x=200:300", "--json")
     assert r.exit_code == 10
