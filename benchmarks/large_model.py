@@ -6,7 +6,9 @@ The model is ViT-Large/16 built from a `transformers` config with random weights
   manual    1. torch.export.load + torch.onnx.export(dynamo=True)      (a process)
             2. python -m onnxruntime.tools.convert_onnx_models_to_ort  (a process)
   mobilegen package --android --ios --nnapi --coreml                   (one process: export, verify,
-            convert, coverage for NNAPI and CoreML, two projects, report, manifest)
+            convert, coverage for NNAPI and CoreML, two models and two projects, report, manifest)
+  mobilegen android --nnapi                                            (one process, one model: the
+            chain's output, verified against PyTorch, with the Android project)
 
 Prints wall time, peak resident memory and CPU time (per process, from wait4) of each, and the ratios;
 asserts nothing. On a shared machine the CPU time is the steadier figure: others' load stretches wall time. Needs ~10 GB of memory and a few minutes on 2 cores. `--small` uses ViT-Base (86M) instead.
@@ -80,18 +82,23 @@ def main() -> None:
             ("convert_onnx_models_to_ort", [py, "-m", "onnxruntime.tools.convert_onnx_models_to_ort", str(work / "manual.onnx")]),
         ]
         steps = [(name, *run(cmd, work)) for name, cmd in manual]
-        ours_t, ours_m, ours_c = run(
-            [py, "-m", "mobilegen", "package", str(pt2), "--android", "--ios", "--nnapi", "--coreml", "-o", str(work / "out")],
-            work,
-        )
+        ours = [
+            (label, *run([py, "-m", "mobilegen", *args, str(pt2), *flags, "-o", str(work / out)], work))
+            for label, args, flags, out in (
+                ("package --android --ios ...", ["package"], ["--android", "--ios", "--nnapi", "--coreml"], "pkg"),
+                ("android --nnapi", ["android"], ["--nnapi"], "app"),
+            )
+        ]
     man_t = sum(t for _, t, _, _ in steps)
     man_m = max(m for _, _, m, _ in steps)
     man_c = sum(c for _, _, _, c in steps)
     for name, t, m, c in steps:
         print(f"manual     {name:32} {t:7.1f} s  {m:5.2f} GiB peak  {c:7.1f} s CPU")
     print(f"manual     {'total':32} {man_t:7.1f} s  {man_m:5.2f} GiB peak  {man_c:7.1f} s CPU")
-    print(f"mobilegen  {'package --android --ios ...':32} {ours_t:7.1f} s  {ours_m:5.2f} GiB peak  {ours_c:7.1f} s CPU")
-    print(f"ratio mobilegen / manual: time {ours_t / man_t:.2f}x, peak memory {ours_m / man_m:.2f}x, CPU time {ours_c / man_c:.2f}x")
+    for label, t, m, c in ours:
+        print(f"mobilegen  {label:32} {t:7.1f} s  {m:5.2f} GiB peak  {c:7.1f} s CPU")
+    for label, t, m, c in ours:
+        print(f"ratio mobilegen {label} / manual: time {t / man_t:.2f}x, peak memory {m / man_m:.2f}x, CPU time {c / man_c:.2f}x")
 
 
 if __name__ == "__main__":

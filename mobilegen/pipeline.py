@@ -39,7 +39,6 @@ from mobilegen.export import advice as exporter_advice
 from mobilegen.export import early_checks
 from mobilegen.export.stage import load_and_export
 from mobilegen.infra import progress
-from mobilegen.infra.background import Background
 from mobilegen.infra.memory import frozen_heap
 from mobilegen.infra.outputs import staged_output
 from mobilegen.notices import Notices
@@ -59,8 +58,7 @@ if TYPE_CHECKING:
     from mobilegen.export.advice import Advice
     from mobilegen.notices import Notice
     from mobilegen.passes.stage import FixPlan
-    from mobilegen.tasks.stage import TaskFiles, TextGate
-    from mobilegen.verify.gate import Expected
+    from mobilegen.tasks.stage import TaskFiles
 
 __all__ = ["BuildOptions", "ModelOptions", "build", "load_and_export"]
 
@@ -102,12 +100,12 @@ def build(opts: BuildOptions) -> BuildResult:
         onnx_model = notes.take(fix_stage.prepare(onnx_model, chosen, keep_dynamic=opts.keep_dynamic))
         opts, text_gate = notes.take(task_stage.text_gate_build(opts, onnx_model))  # text tasks: the tokenizer parity gate (exit 5)
         module = loaded.module  # --runtime litert converts it after the reference ran
-        # PyTorch runs (beside the fix stage when it can), then is let go; per target: the passes that help its providers
-        expected, loaded, fixed = reference_and_fix(loaded, exported, onnx_model, chosen, opts, text_gate)
-        fix_plan = notes.take(fixed)
+        expected, loaded = task_stage.build_reference(loaded, exported, onnx_model, opts, text_gate)  # PyTorch runs now, then is let go
         runtime_models = runtimes_stage.convert(module, opts.model, onnx_model, expected, opts, root)
         del module
         exported = onnx_model  # the unwrapped model's proto is not needed any more
+        progress.step("fixing")
+        fix_plan = notes.take(fix_stage.fix(onnx_model, chosen, opts))  # per target: the passes that help its providers
         written = convert_stage.write_models(onnx_model, fix_plan, root)  # from here on the files are the models
         onnx_model = exported = replace(onnx_model, proto=None)  # the in-memory weights go before the conversion
         progress.step("converting")
@@ -134,35 +132,6 @@ def build(opts: BuildOptions) -> BuildResult:
         if zip_path is not None:
             stage_zip(root, zip_path)
     return relocate(result, root, out, zip_path)
-
-
-def reference_and_fix(
-    loaded: LoadedModel, exported: OnnxModel, onnx_model: OnnxModel, chosen: list[Chosen], opts: BuildOptions, text_gate: TextGate | None
-) -> tuple[Expected, LoadedModel, tuple[FixPlan, tuple[Notice, ...]]]:
-    """The reference's outputs (:func:`mobilegen.tasks.stage.build_reference`; the loaded model comes back
-    without its module) and the fix stage's plan with its notices.
-
-    A PyTorch model without ``--task`` runs in a thread of its own while the fix stage works here: its
-    forward passes (in torch, which lets go of Python's lock) read only the module and the inputs' specs,
-    never the graph the passes change. Other references read that graph (an ONNX source's session, a
-    task's pre/post-processing), so they run first. An error is the reference's when both fail (it is
-    the earlier stage), and both have ended when this returns or raises."""
-    reference = partial(task_stage.build_reference, loaded, exported, onnx_model, opts, text_gate)
-    if opts.task is not None or loaded.kind == "onnx":
-        expected, loaded = reference()
-        progress.step("fixing")
-        return expected, loaded, fix_stage.fix(onnx_model, chosen, opts)
-    running = Background(reference, name="mobilegen-reference")
-    progress.step("fixing")
-    try:
-        fixed = fix_stage.fix(onnx_model, chosen, opts)
-    except BaseException:
-        earlier = running.wait()
-        if earlier is not None:
-            raise earlier from None
-        raise
-    expected, loaded = running.result()
-    return expected, loaded, fixed
 
 
 def _libraries(model: Path) -> tuple[str, ...]:

@@ -145,9 +145,9 @@ def test_range_beyond_the_vocabulary_is_the_models_own_failure(models: dict[str,
     assert _left(tmp_path) == []
 
 
-def test_a_reference_failure_beside_the_fix_stage_is_reported_and_leaves_nothing(models: dict[str, Path], tmp_path: Path) -> None:
-    """A build runs the PyTorch reference in a thread while the fix stage works (pipeline.reference_and_fix):
-    its failure is still the one reported, with exit 10, no output and no thread left running."""
+def test_a_reference_failure_in_a_two_model_build_is_reported_and_leaves_nothing(models: dict[str, Path], tmp_path: Path) -> None:
+    """A package build's reference failure (its models are written and verified in threads later on) is
+    reported with exit 10, no output and no thread left running."""
     import threading
 
     out = tmp_path / "pkg"
