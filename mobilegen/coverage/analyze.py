@@ -35,7 +35,7 @@ from mobilegen.coverage.rewrites import op_suggestions
 from mobilegen.coverage.rules import EPTable, NodeContext
 from mobilegen.coverage.target import EPTarget
 from mobilegen.errors import InternalError, first_line
-from mobilegen.infra.onnx_size import model_bytes, surely_under
+from mobilegen.infra.onnx_size import model_bytes, stored_bytes, surely_under
 from mobilegen.infra.outputs import temp_dir  # a full TMPDIR is named as such, never blamed on -o
 from mobilegen.providers.base import DYNAMIC, GROUP, OP, ExecutionProvider, Reason
 
@@ -162,7 +162,7 @@ def save_weightless(model: onnx.ModelProto, path: Path) -> None:
             continue
         for t in value:
             n = tensor_nbytes(t)
-            if n is None or n < _EXTERNAL_MIN_BYTES or uses_external_data(t) or t.ByteSize() < _EXTERNAL_MIN_BYTES:
+            if n is None or n < _EXTERNAL_MIN_BYTES or uses_external_data(t) or stored_bytes(t) < _EXTERNAL_MIN_BYTES:
                 graph.initializer.add().CopyFrom(t)
                 continue
             e = graph.initializer.add(name=t.name, data_type=t.data_type, dims=t.dims, data_location=onnx.TensorProto.EXTERNAL)

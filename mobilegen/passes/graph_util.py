@@ -16,6 +16,8 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from mobilegen.infra.onnx_size import stored_bytes
+
 ONNX_DOMAINS = ("", "ai.onnx")
 Shape = tuple[int | None, ...]  # None: a symbolic or unknown dim
 
@@ -285,7 +287,7 @@ def _without_weights(model: onnx.ModelProto) -> onnx.ModelProto:
     graph.output.extend(src.output)
     graph.value_info.extend(src.value_info)
     for t in src.initializer:
-        if t.ByteSize() < _STUB_MIN_BYTES:
+        if stored_bytes(t) < _STUB_MIN_BYTES:
             graph.initializer.append(t)
             continue
         stub = graph.initializer.add(name=t.name, data_type=t.data_type, dims=t.dims)

@@ -45,6 +45,7 @@ from collections.abc import Callable
 import numpy as np
 import onnx
 
+from mobilegen.infra.onnx_size import stored_bytes
 from mobilegen.passes.base import GraphPass
 from mobilegen.passes.graph_util import GraphIndex, Rewrite, TensorType, attr, is_op, tensor_types
 
@@ -197,7 +198,7 @@ def evaluate_constant(index: GraphIndex, name: str, opsets: dict[str, int]) -> n
         if id(node) not in nodes:
             nodes[id(node)] = node
             needed.extend(i for i in node.input if i)
-    if sum(index.initializers[i].ByteSize() for i in inits) > EVALUATE_MAX_BYTES:
+    if sum(stored_bytes(index.initializers[i]) for i in inits) > EVALUATE_MAX_BYTES:
         return None
     order = [n for n in index.graph.node if id(n) in nodes]
     graph = onnx.helper.make_graph(

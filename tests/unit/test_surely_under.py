@@ -34,3 +34,19 @@ def test_external_or_string_tensors_are_measured() -> None:
     ext.external_data.add(key="location", value="w.bin")
     ext.ClearField("raw_data")
     assert not surely_under(_model([ext]), 1 << 31)
+
+
+def test_stored_bytes_sizes_raw_data_by_its_length_and_the_rest_by_serializing() -> None:
+    """The cheap size the fix stage and the coverage analysis ask of every weight: raw data by its length
+    (never ``ByteSize()``, which upb computes by serializing the message), typed fields and strings by the
+    message's size; a tensor whose dims claim more than it stores is sized by what it stores."""
+    from mobilegen.infra.onnx_size import stored_bytes
+
+    raw = numpy_helper.from_array(np.ones((256, 64), np.float32), "w")
+    assert stored_bytes(raw) == 256 * 64 * 4 == len(raw.raw_data)
+    typed = helper.make_tensor("t", TensorProto.FLOAT, [3], [1.0, 2.0, 3.0])
+    strings = helper.make_tensor("s", TensorProto.STRING, [2], [b"ab", b"cd"])
+    for t in (typed, strings):
+        assert not t.HasField("raw_data") and stored_bytes(t) == t.ByteSize()
+    liar = TensorProto(name="x", data_type=TensorProto.FLOAT, dims=[1 << 30], raw_data=b"\0" * 8)  # dims claim 4 GiB
+    assert stored_bytes(liar) == 8
