@@ -329,17 +329,20 @@ def _worst_layers(fp32: Path, quantized: Path, feeds: list[dict[str, np.ndarray]
     return tuple(LayerNoise(t, v) for t, v in worst[:count])
 
 
-_CHUNK = 32  # activation pairs fetched per run: every run recomputes the model, and holds only these tensors
+_CHUNK = 32  # activation pairs per pair of sessions: each run holds these tensors (and recomputes the model)
 
 
 def _activation_noise(dbg: Any, aug_f: Path, aug_q: Path, feeds: list[dict[str, np.ndarray]]) -> dict[str, float]:
-    """SQNR (dB) of each activation of the QDQ model (after its QDQ) against the float model's, sample by
-    sample and a few tensors per run: ``qdq_loss_debug.collect_activations`` keeps every tensor of every
-    sample of both models (for a 224x224 ConvNeXt config, 8 samples took 1.1 GB, twice the whole fp32
-    build's peak; every tensor of one sample, 0.37 GB). The pairs are those of its
-    ``create_activation_matching``; the sums of squares give the ratio its
-    ``compute_signal_to_quantization_noice_ratio`` computes on the concatenation."""
+    """SQNR (dB) of each activation of the QDQ model (after its QDQ) against the float model's, a few tensors
+    at a time, sample by sample. ``qdq_loss_debug.collect_activations`` keeps every tensor of every sample of
+    both models (for a 224x224 ConvNeXt config, 8 samples took 1.1 GB, twice the whole fp32 build's peak), and
+    a session of its augmented model holds every tensor of a run, fetched or not (each is a graph output,
+    which onnxruntime keeps until the run ends: the Whisper encoder config of ``benchmarks/architectures.py``,
+    1 GB for both models). So each chunk of :data:`_CHUNK` pairs gets sessions of its own, whose models save
+    only those tensors (:func:`_saving`). The pairs are those of its ``create_activation_matching``; the sums
+    of squares give the ratio its ``compute_signal_to_quantization_noice_ratio`` computes on the concatenation."""
     import numpy as np
+    import onnx
     import onnxruntime as ort
 
     plain = ort.SessionOptions()
@@ -348,21 +351,26 @@ def _activation_noise(dbg: Any, aug_f: Path, aug_q: Path, feeds: list[dict[str, 
     qdq = _session_options(reference=True)
     for so in (plain, qdq):  # an arena would keep the largest run's tensors all along, for both sessions
         so.enable_cpu_mem_arena = False
-    sess_f = ort.InferenceSession(str(aug_f), plain, providers=cpu)
-    sess_q = ort.InferenceSession(str(aug_q), qdq, providers=cpu)
+    model_f = onnx.load_model(str(aug_f), load_external_data=True)
+    model_q = onnx.load_model(str(aug_q), load_external_data=True)
     suffix = dbg._TENSOR_SAVE_POSTFIX
-    saved = [[o.name[: -len(suffix)] for o in sess.get_outputs() if o.name.endswith(suffix)] for sess in (sess_f, sess_q)]
+    saved = [[o.name[: -len(suffix)] for o in m.graph.output if o.name.endswith(suffix)] for m in (model_f, model_q)]
     # the matching on the names themselves: which float tensor goes with which QDQ one (it passes values through)
     by_name = dbg.create_activation_matching({n: [n] for n in saved[1]}, {n: [n] for n in saved[0]})
     pairs = [(t, m["float"][0], m["post_qdq"][0]) for t, m in by_name.items()
              if m.get("float") and m.get("pre_qdq") is not None and m.get("post_qdq") is not None]  # fmt: skip
+    saving_f, saving_q = _Saving(model_f, suffix), _Saving(model_q, suffix)
+    del model_f, model_q
     signal: dict[str, float] = {}
     error: dict[str, float] = {}
-    for feed in feeds:
-        for k in range(0, len(pairs), _CHUNK):
-            chunk = pairs[k : k + _CHUNK]
-            refs = sess_f.run([f + suffix for _t, f, _q in chunk], dict(feed))
-            gots = sess_q.run([q + suffix for _t, _f, q in chunk], dict(feed))
+    for k in range(0, len(pairs), _CHUNK):
+        chunk = pairs[k : k + _CHUNK]
+        names_f, names_q = [f + suffix for _t, f, _q in chunk], [q + suffix for _t, _f, q in chunk]
+        sess_f = ort.InferenceSession(saving_f.only(names_f), plain, providers=cpu)
+        sess_q = ort.InferenceSession(saving_q.only(names_q), qdq, providers=cpu)
+        for feed in feeds:
+            refs = sess_f.run(names_f, dict(feed))
+            gots = sess_q.run(names_q, dict(feed))
             for (tensor, _f, _q), r, g in zip(chunk, refs, gots, strict=True):
                 ref = np.asarray(r, dtype=np.float64).reshape(-1)
                 got = np.asarray(g, dtype=np.float64).reshape(-1)
@@ -371,8 +379,31 @@ def _activation_noise(dbg: Any, aug_f: Path, aug_q: Path, feeds: list[dict[str, 
                 signal[tensor] = signal.get(tensor, 0.0) + float(np.dot(ref, ref))
                 error[tensor] = error.get(tensor, 0.0) + float(np.dot(ref - got, ref - got))
             del refs, gots
+        del sess_f, sess_q
     eps = float(np.finfo("float").eps)
     return {t: 20 * math.log10(max(math.sqrt(signal[t]), eps) / max(math.sqrt(error[t]), eps)) if error[t] else math.inf for t in signal}
+
+
+class _Saving:
+    """A model augmented by ``qdq_loss_debug.modify_model_output_intermediate_tensors`` (a Reshape per saved
+    tensor, whose output is a graph output named ``tensor + suffix``), serialized with only some of them."""
+
+    def __init__(self, model: onnx.ModelProto, suffix: str) -> None:
+        self._model = model
+        self._outputs = list(model.graph.output)
+        self._nodes = list(model.graph.node)
+        saved = {o.name for o in self._outputs if o.name.endswith(suffix)}
+        self._saver = {n.output[0] for n in self._nodes if n.op_type == "Reshape" and n.output and n.output[0] in saved}
+
+    def only(self, names: Sequence[str]) -> bytes:
+        """The model that saves the tensors ``names`` (saved outputs) and computes its own outputs."""
+        keep = set(names)
+        graph = self._model.graph
+        del graph.output[:]
+        graph.output.extend(o for o in self._outputs if o.name not in self._saver or o.name in keep)
+        del graph.node[:]
+        graph.node.extend(n for n in self._nodes if not n.output or n.output[0] not in self._saver or n.output[0] in keep)
+        return bytes(self._model.SerializeToString())
 
 
 def _weight_noise(fp32: Path, qdq: onnx.ModelProto) -> dict[str, float]:
