@@ -154,8 +154,8 @@ def test_activation_noise_fetches_a_chunk_per_session_and_gives_onnxruntimes_sqn
     calib = _calib()
     q = quantize(src, _int8(), calib, tmp_path / "q.onnx")
     aug_f, aug_q = tmp_path / "float.onnx", tmp_path / "qdq.onnx"
-    dbg.modify_model_output_intermediate_tensors(str(src), str(aug_f))
-    dbg.modify_model_output_intermediate_tensors(str(q.path), str(aug_q))
+    dbg.modify_model_output_intermediate_tensors(str(src), str(aug_f), save_as_external_data=True)  # as _worst_layers does
+    dbg.modify_model_output_intermediate_tensors(str(q.path), str(aug_q), save_as_external_data=True)
     feeds = [{"x": calib.held_out["x"][i]} for i in range(len(calib.held_out["x"]))]
     monkeypatch.setattr(acc, "_CHUNK", 2)
     sessions = _Sessions(monkeypatch)
