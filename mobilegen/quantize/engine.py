@@ -315,15 +315,14 @@ def _histogram_ranges(pre: Path, recipe: Recipe, calib: Calibration, method: Cal
 def _minmax_ranges(pre: Path, recipe: Recipe, calib: Calibration, cache: Path | None = None) -> Path:
     """The min-max ranges ``quantize_static`` computes (onnxruntime's ``MinMaxCalibrater`` with its defaults, on
     the tensors of the recipe's op types), written as its calibration cache: the same numbers, from a session
-    that runs each tensor's ReduceMin/ReduceMax as soon as it can.
+    that runs each tensor's ReduceMin/ReduceMax next to it.
 
-    The calibrator adds a ReduceMin and a ReduceMax per tensor and runs the augmented model in a session of its
-    own making, in onnxruntime's default node order: a depth-first order from the graph's outputs, which runs
-    the whole original model first (its output is the first one reached) and every reduction after it, so each
-    run holds every activation of the model at once, and the session's memory pattern keeps a second block of
-    that size (the Whisper encoder config of ``benchmarks/architectures.py``: 575 MB per session, against 27 MB
-    for the model itself). ``ExecutionOrder.PRIORITY_BASED`` orders the nodes as the graph lists them, where the
-    calibrator put each reduction: before the tensor's first consumer (26 MB)."""
+    The calibrator adds a ReduceMin and a ReduceMax per tensor (before the tensor's first consumer) and runs
+    the augmented model in a session of its own making, in onnxruntime's default node order, which puts the
+    reductions far from their tensors: each run held nearly every activation of the model at once, and the
+    session's memory pattern a second block of that size (the Whisper encoder config of
+    ``benchmarks/architectures.py``: 575 MB per session, against 27 MB for the model alone).
+    ``ExecutionOrder.PRIORITY_BASED`` keeps the graph's own order: 26 MB."""
     from onnxruntime.quantization.calibrate import save_tensors_data
 
     cache = cache or pre.with_name("minmax-ranges.json")
@@ -338,14 +337,14 @@ def _minmax_ranges(pre: Path, recipe: Recipe, calib: Calibration, cache: Path | 
 
 def _minmax_calibrator(model: Path, op_types: list[str] | None, augmented: Path) -> Any:
     """What ``create_calibrator(model, op_types, str(augmented), CalibrationMethod.MinMax,
-    providers=["CPUExecutionProvider"])`` returns (``quantize_static``'s calibrator), its session made by
-    :func:`calibration_session`."""
+    providers=["CPUExecutionProvider"])`` returns (``quantize_static``'s calibrator), its session made with
+    :func:`_calibration_session_options`."""
     import onnxruntime as ort
     from onnxruntime.quantization.calibrate import MinMaxCalibrater
 
     class Calibrater(MinMaxCalibrater):  # type: ignore[misc]  # ORT's class is untyped
         def create_inference_session(self) -> None:
-            self.infer_session = ort.InferenceSession(self.augmented_model_path, calibration_session_options(), providers=self.execution_providers)
+            self.infer_session = ort.InferenceSession(self.augmented_model_path, _calibration_session_options(), providers=self.execution_providers)
 
     calibrator = Calibrater(model, op_types, str(augmented))
     calibrator.augment_graph()
@@ -354,7 +353,7 @@ def _minmax_calibrator(model: Path, op_types: list[str] | None, augmented: Path)
     return calibrator
 
 
-def calibration_session_options() -> Any:
+def _calibration_session_options() -> Any:
     """The calibrator's session options (``CalibraterBase.create_inference_session``: no graph optimization,
     the tensors as named), its nodes run in the graph's order (see :func:`_minmax_ranges`)."""
     import onnxruntime as ort
