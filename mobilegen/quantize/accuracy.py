@@ -318,8 +318,9 @@ def _worst_layers(fp32: Path, quantized: Path, feeds: list[dict[str, np.ndarray]
     noise: dict[str, float] = {}
     with temp_dir("qdq-debug") as work, quiet(), _ort_logs_quiet():
         aug_f, aug_q = work / "float.onnx", work / "qdq.onnx"
-        dbg.modify_model_output_intermediate_tensors(str(fp32), str(aug_f))
-        dbg.modify_model_output_intermediate_tensors(str(quantized), str(aug_q))
+        # the weights in a file beside each (aug_f.name + ".data"): the chunks' models only refer to them
+        dbg.modify_model_output_intermediate_tensors(str(fp32), str(aug_f), save_as_external_data=True)
+        dbg.modify_model_output_intermediate_tensors(str(quantized), str(aug_q), save_as_external_data=True)
         noise.update(_activation_noise(dbg, aug_f, aug_q, feeds))
     noise.update(_weight_noise(fp32, model))
     # a tensor reproduced exactly (a zero bias: no signal and no noise, which the ratio's epsilons make 0 dB)
@@ -329,15 +330,18 @@ def _worst_layers(fp32: Path, quantized: Path, feeds: list[dict[str, np.ndarray]
     return tuple(LayerNoise(t, v) for t, v in worst[:count])
 
 
-_CHUNK = 32  # activation pairs fetched per run: every run recomputes the model, and holds only these tensors
+_CHUNK = 32  # activation pairs per pair of sessions: each run holds these tensors (and recomputes the model)
 
 
 def _activation_noise(dbg: Any, aug_f: Path, aug_q: Path, feeds: list[dict[str, np.ndarray]]) -> dict[str, float]:
-    """SQNR (dB) of each activation of the QDQ model (after its QDQ) against the float model's, sample by
-    sample and a few tensors per run: ``qdq_loss_debug.collect_activations`` keeps every tensor of every
-    sample of both models (for a 224x224 ConvNeXt config, 8 samples took 1.1 GB, twice the whole fp32
-    build's peak; every tensor of one sample, 0.37 GB). The pairs are those of its
-    ``create_activation_matching``; the sums of squares give the ratio its
+    """SQNR (dB) of each activation of the QDQ model (after its QDQ) against the float model's, a few tensors
+    at a time, sample by sample. ``qdq_loss_debug.collect_activations`` keeps every tensor of every sample of
+    both models (for a 224x224 ConvNeXt config, 8 samples took 1.1 GB, twice the whole fp32 build's peak), and
+    a session of its augmented model holds every tensor of a run, fetched or not (each is a graph output,
+    which onnxruntime keeps until the run ends: the Whisper encoder config of ``benchmarks/architectures.py``,
+    1 GB for both models). So each chunk of :data:`_CHUNK` pairs gets sessions of its own, whose models save
+    only those tensors (:class:`_Saving`; ``aug_f`` and ``aug_q`` keep their weights in external data). The
+    pairs are those of its ``create_activation_matching``; the sums of squares give the ratio its
     ``compute_signal_to_quantization_noice_ratio`` computes on the concatenation."""
     import numpy as np
     import onnxruntime as ort
@@ -348,21 +352,22 @@ def _activation_noise(dbg: Any, aug_f: Path, aug_q: Path, feeds: list[dict[str, 
     qdq = _session_options(reference=True)
     for so in (plain, qdq):  # an arena would keep the largest run's tensors all along, for both sessions
         so.enable_cpu_mem_arena = False
-    sess_f = ort.InferenceSession(str(aug_f), plain, providers=cpu)
-    sess_q = ort.InferenceSession(str(aug_q), qdq, providers=cpu)
     suffix = dbg._TENSOR_SAVE_POSTFIX
-    saved = [[o.name[: -len(suffix)] for o in sess.get_outputs() if o.name.endswith(suffix)] for sess in (sess_f, sess_q)]
+    saving_f, saving_q = _Saving(aug_f, suffix), _Saving(aug_q, suffix)
     # the matching on the names themselves: which float tensor goes with which QDQ one (it passes values through)
-    by_name = dbg.create_activation_matching({n: [n] for n in saved[1]}, {n: [n] for n in saved[0]})
+    by_name = dbg.create_activation_matching({n: [n] for n in saving_q.saved}, {n: [n] for n in saving_f.saved})
     pairs = [(t, m["float"][0], m["post_qdq"][0]) for t, m in by_name.items()
              if m.get("float") and m.get("pre_qdq") is not None and m.get("post_qdq") is not None]  # fmt: skip
     signal: dict[str, float] = {}
     error: dict[str, float] = {}
-    for feed in feeds:
-        for k in range(0, len(pairs), _CHUNK):
-            chunk = pairs[k : k + _CHUNK]
-            refs = sess_f.run([f + suffix for _t, f, _q in chunk], dict(feed))
-            gots = sess_q.run([q + suffix for _t, _f, q in chunk], dict(feed))
+    for k in range(0, len(pairs), _CHUNK):
+        chunk = pairs[k : k + _CHUNK]
+        names_f, names_q = [f + suffix for _t, f, _q in chunk], [q + suffix for _t, _f, q in chunk]
+        sess_f = ort.InferenceSession(str(saving_f.only(names_f)), plain, providers=cpu)
+        sess_q = ort.InferenceSession(str(saving_q.only(names_q)), qdq, providers=cpu)
+        for feed in feeds:
+            refs = sess_f.run(names_f, dict(feed))
+            gots = sess_q.run(names_q, dict(feed))
             for (tensor, _f, _q), r, g in zip(chunk, refs, gots, strict=True):
                 ref = np.asarray(r, dtype=np.float64).reshape(-1)
                 got = np.asarray(g, dtype=np.float64).reshape(-1)
@@ -371,8 +376,42 @@ def _activation_noise(dbg: Any, aug_f: Path, aug_q: Path, feeds: list[dict[str, 
                 signal[tensor] = signal.get(tensor, 0.0) + float(np.dot(ref, ref))
                 error[tensor] = error.get(tensor, 0.0) + float(np.dot(ref - got, ref - got))
             del refs, gots
+        del sess_f, sess_q
     eps = float(np.finfo("float").eps)
     return {t: 20 * math.log10(max(math.sqrt(signal[t]), eps) / max(math.sqrt(error[t]), eps)) if error[t] else math.inf for t in signal}
+
+
+class _Saving:
+    """A model augmented by ``qdq_loss_debug.modify_model_output_intermediate_tensors`` (a Reshape per saved
+    tensor, whose output is a graph output named ``tensor + suffix``), written again with only some of them:
+    read without its external data, so the copies written beside it refer to the same weights file."""
+
+    def __init__(self, path: Path, suffix: str) -> None:
+        import onnx
+
+        self._path = path
+        self._model = onnx.load_model(str(path), load_external_data=False)
+        self._outputs = list(self._model.graph.output)
+        self._nodes = list(self._model.graph.node)
+        saved = [o.name for o in self._outputs if o.name.endswith(suffix)]
+        self.saved = [x[: -len(suffix)] for x in saved]  # the tensors it saves, by their own names
+        names = set(saved)
+        self._saver = {n.output[0] for n in self._nodes if n.op_type == "Reshape" and n.output and n.output[0] in names}
+
+    def only(self, names: Sequence[str]) -> Path:
+        """The model that saves the tensors ``names`` (saved outputs) and computes its own outputs, written
+        beside the augmented one (one file, rewritten per call)."""
+        import onnx
+
+        keep = set(names)
+        graph = self._model.graph
+        del graph.output[:]
+        graph.output.extend(o for o in self._outputs if o.name not in self._saver or o.name in keep)
+        del graph.node[:]
+        graph.node.extend(n for n in self._nodes if not n.output or n.output[0] not in self._saver or n.output[0] in keep)
+        out = self._path.with_name(self._path.stem + "-chunk.onnx")
+        onnx.save_model(self._model, str(out))
+        return out
 
 
 def _weight_noise(fp32: Path, qdq: onnx.ModelProto) -> dict[str, float]:

@@ -260,7 +260,9 @@ def _static(
         _reader(calib.samples), _method(method), _qtype(recipe.activation_type), _qtype(recipe.weight_type), cache, tuple(exclude or ())
     )
     if provider is not None and provider.quantize_static(pre, out, recipe, static):
-        return
+        return  # its own configuration may calibrate other tensors, or other ranges: its calibrator computes them
+    if method == "minmax":  # quantize_static's own ranges, computed in less memory (_minmax_ranges)
+        cache = _minmax_ranges(pre, recipe, calib, cache)
     quantize_static(
         str(pre),
         str(out),
@@ -308,6 +310,58 @@ def _histogram_ranges(pre: Path, recipe: Recipe, calib: Calibration, method: Cal
         calibrator.collect_data(_reader(batch))
     save_tensors_data(calibrator.compute_data(), cache)
     return cache
+
+
+def _minmax_ranges(pre: Path, recipe: Recipe, calib: Calibration, cache: Path | None = None) -> Path:
+    """The min-max ranges ``quantize_static`` computes (onnxruntime's ``MinMaxCalibrater`` with its defaults, on
+    the tensors of the recipe's op types), written as its calibration cache: the same numbers, from a session
+    that runs each tensor's ReduceMin/ReduceMax next to it.
+
+    The calibrator adds a ReduceMin and a ReduceMax per tensor (before the tensor's first consumer) and runs
+    the augmented model in a session of its own making, in onnxruntime's default node order, which puts the
+    reductions far from their tensors: each run held nearly every activation of the model at once, and the
+    session's memory pattern a second block of that size (the Whisper encoder config of
+    ``benchmarks/architectures.py``: 575 MB per session, against 27 MB for the model alone).
+    ``ExecutionOrder.PRIORITY_BASED`` keeps the graph's own order: 26 MB."""
+    from onnxruntime.quantization.calibrate import save_tensors_data
+
+    cache = cache or pre.with_name("minmax-ranges.json")
+    if cache.is_file():
+        return cache
+    calibrator = _minmax_calibrator(pre, list(recipe.op_types) or None, pre.with_name("minmax-augmented.onnx"))
+    calibrator.collect_data(_reader(calib.samples))
+    save_tensors_data(calibrator.compute_data(), cache)
+    del calibrator
+    return cache
+
+
+def _minmax_calibrator(model: Path, op_types: list[str] | None, augmented: Path) -> Any:
+    """What ``create_calibrator(model, op_types, str(augmented), CalibrationMethod.MinMax,
+    providers=["CPUExecutionProvider"])`` returns (``quantize_static``'s calibrator), its session made with
+    :func:`_calibration_session_options`."""
+    import onnxruntime as ort
+    from onnxruntime.quantization.calibrate import MinMaxCalibrater
+
+    class Calibrater(MinMaxCalibrater):  # type: ignore[misc]  # ORT's class is untyped
+        def create_inference_session(self) -> None:
+            self.infer_session = ort.InferenceSession(self.augmented_model_path, _calibration_session_options(), providers=self.execution_providers)
+
+    calibrator = Calibrater(model, op_types, str(augmented))
+    calibrator.augment_graph()
+    calibrator.execution_providers = ["CPUExecutionProvider"]
+    calibrator.create_inference_session()
+    return calibrator
+
+
+def _calibration_session_options() -> Any:
+    """The calibrator's session options (``CalibraterBase.create_inference_session``: no graph optimization,
+    the tensors as named), its nodes run in the graph's order (see :func:`_minmax_ranges`)."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    opts.execution_order = ort.ExecutionOrder.PRIORITY_BASED
+    return opts
 
 
 _BATCH = 4  # samples per collect_data call of the histogram (entropy) calibrator
