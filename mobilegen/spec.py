@@ -186,7 +186,9 @@ def apply_dynamic(specs: list[TensorSpec], dynamic: list[tuple[str, int, str]]) 
         if name not in by_name:
             raise UsageError(
                 f"--dynamic names input {name!r}, which has no --input",
-                hint=f"add --input {name}:SHAPE, or use one of: {', '.join(by_name) or '(none given)'}",
+                hint=f"add --input {name}:SHAPE, or use one of: {', '.join(by_name)}"
+                if by_name
+                else f"--dynamic marks an axis of an --input shape: add --input {name}:SHAPE (the example size to export with)",
             )
         s = by_name[name]
         rank = len(s.shape)

@@ -96,10 +96,15 @@ class Comparison:
     def verdict(self) -> str:
         """``better``: the provider takes at least as many nodes in at most as many partitions, one of them
         strictly; ``worse``: the reverse; ``same``; ``mixed`` (more nodes in more partitions, or fewer in
-        fewer — losing nodes on the provider is never better); ``""`` when not measured."""
+        fewer — losing nodes on the provider is never better); ``""`` when not measured. When the provider
+        takes every node of both graphs, only the partitions count: the two exporters' graphs differ in
+        size, and a whole graph with fewer nodes is not a worse placement (a BERT on CoreML, 92/92 and 89/89
+        nodes in one partition, is the same)."""
         o, b = self.other, self.built
         if o is None:
             return ""
+        if o.supported == o.total and b.supported == b.total:
+            return "same" if o.partitions == b.partitions else "better" if o.partitions < b.partitions else "worse"
         if (o.supported, o.partitions) == (b.supported, b.partitions):
             return "same"
         if o.supported >= b.supported and o.partitions <= b.partitions:

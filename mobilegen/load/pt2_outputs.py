@@ -108,8 +108,9 @@ def output_type_error(path: Path, refusal: BaseException | None = None) -> LoadE
         return LoadError(
             f"{path.name}: the program returns transformers' {short}{fields}, a ModelOutput, not a tuple of tensors; "
             "torch cannot rebuild that output type when it loads the file",
-            hint="export with return_dict=False (model(..., return_dict=False)), or wrap the model in a module whose forward "
-            f"returns a tuple of tensors (e.g. outputs.{out.fields[0] if out.fields else 'logits'}), then torch.export.save it again",
+            hint="set model.config.return_dict = False before torch.export.export (a return_dict=False keyword argument would "
+            "become an input of the program), or wrap the model in a module whose forward returns a tuple of tensors "
+            f"(e.g. outputs.{out.fields[0] if out.fields else 'logits'}), then torch.export.save it again",
         )
     return LoadError(
         f"{path.name}: the program returns {out.type_name}{fields}, a type of its own, not a tuple of tensors; "

@@ -70,7 +70,7 @@ def summary_lines(models: Sequence[ShippedModel]) -> list[str]:
         if r is None:
             continue
         if not r.quantized:
-            lines.append(f"{_who(m)}: ships fp32 (--quantize {r.mode} refused by its provider; see the warning)")
+            lines.append(f"{_who(m)}: ships fp32 (--quantize {r.mode} not applied; the warning says why)")
             continue
         worst_cos = min((a.cosine for a in r.accuracy if not a.exact), default=1.0)  # exact: integer outputs
         top1 = [a.top1 for a in r.accuracy if a.top1 is not None]

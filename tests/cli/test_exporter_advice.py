@@ -227,6 +227,27 @@ def test_losing_nodes_on_a_provider_is_never_better(built: tuple[int, int], othe
     assert advice.to_dict()["providers"][0]["verdict"] == verdict  # type: ignore[index]
 
 
+@pytest.mark.parametrize(
+    ("built", "other", "verdict"),
+    [
+        ((92, 92, 1), (89, 89, 1), "same"),  # CoreML takes a traced BERT whole with either exporter
+        ((89, 89, 1), (92, 92, 1), "same"),
+        ((92, 92, 2), (89, 89, 1), "better"),
+        ((92, 92, 1), (89, 89, 2), "worse"),
+        ((92, 92, 1), (89, 90, 1), "worse"),  # one node off the provider: not whole any more
+    ],
+)
+def test_a_provider_taking_both_graphs_whole_is_judged_by_partitions(built: tuple[int, int, int], other: tuple[int, int, int], verdict: str) -> None:
+    """The two exporters' graphs differ in size: a provider that takes every node of both is not worse off
+    with the smaller graph (a review found a traced BERT's better NNAPI placement never advised, because
+    CoreML's whole 89-node graph counted as worse than its whole 92-node one)."""
+    c = Comparison("coreml/mlprogram", Placement("torchscript", *built), Placement("torch.export", *other))
+    assert c.verdict == verdict
+    nnapi = Comparison("nnapi", Placement("torchscript", 180, 191, 2), Placement("torch.export", 187, 195, 2))
+    advice = Advice("torchscript", "torch.export", (nnapi, c), "", ("cmd",))
+    assert advice.better == (verdict in ("same", "better"))
+
+
 def test_mixed_on_another_provider_is_no_advice() -> None:
     nnapi = Comparison("nnapi", Placement("torchscript", 500, 526, 8), Placement("torch.export", 532, 542, 3))
     fewer = Comparison("xnnpack", Placement("torchscript", 25, 29, 4), Placement("torch.export", 1, 29, 1))

@@ -45,7 +45,7 @@ def programs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return with_output, plain
 
 
-NEEDLES = ("BaseModelOutputWithPoolingAndCrossAttentions", "ModelOutput, not a tuple of tensors", "return_dict=False", "outputs.last_hidden_state")
+NEEDLES = ("BaseModelOutputWithPoolingAndCrossAttentions", "ModelOutput, not a tuple of tensors", "model.config.return_dict = False", "outputs.last_hidden_state")
 
 
 def test_model_output_program_names_the_output_type(programs: tuple[Path, Path]) -> None:
@@ -71,3 +71,15 @@ def test_the_same_model_returning_a_tensor_loads(programs: tuple[Path, Path]) ->
     result = invoke("inspect", programs[1])
     assert result.exit_code == 0, result.stderr
     assert "input_ids" in result.stdout + result.stderr
+
+
+def test_the_hints_first_fix_as_written_loads(tmp_path: Path) -> None:
+    """The hint's first fix, followed literally: ``model.config.return_dict = False`` before the export gives a
+    program mobilegen loads and builds from (a review found that ``return_dict=False`` passed as a keyword
+    argument instead becomes an input of the program that nothing can feed)."""
+    model = _bert()
+    model.config.return_dict = False
+    path = tmp_path / "bert_config.pt2"
+    torch.export.save(torch.export.export(model, (torch.randint(0, 50, (1, 8)),)), path)
+    result = invoke("inspect", path)
+    assert result.exit_code == 0, result.stderr

@@ -53,3 +53,11 @@ def test_concrete_shape_needs_sizes() -> None:
     assert t.concrete_shape({"batch": 4}) == (4, 3)
     with pytest.raises(UsageError):
         t.concrete_shape({})
+
+
+def test_dynamic_without_any_input_says_what_dynamic_needs() -> None:
+    """``--dynamic a_0:0`` with no ``--input`` at all (a .pt2 records its shapes): the hint says --dynamic
+    marks an axis of an --input shape, not "use one of: (none given)"."""
+    with pytest.raises(UsageError) as err:
+        apply_dynamic([], [("a_0", 0, "batch")])
+    assert err.value.hint is not None and "add --input a_0:SHAPE" in err.value.hint and "none given" not in err.value.hint
