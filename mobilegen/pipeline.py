@@ -39,6 +39,7 @@ from mobilegen.export import advice as exporter_advice
 from mobilegen.export import early_checks
 from mobilegen.export.stage import load_and_export
 from mobilegen.infra import progress
+from mobilegen.infra.datafiles import npz_member_names
 from mobilegen.infra.memory import frozen_heap
 from mobilegen.infra.outputs import staged_output
 from mobilegen.notices import Notices
@@ -47,17 +48,23 @@ from mobilegen.package.options import options_record
 from mobilegen.package.zip_writer import stage_zip
 from mobilegen.passes import stage as fix_stage
 from mobilegen.quantize import stage as quantize_stage
+from mobilegen.quantize.calibration import check_names_early
 from mobilegen.render import stage as render_stage
 from mobilegen.targets.chosen import Chosen, check_io, check_runtimes, choose_targets
 from mobilegen.tasks import stage as task_stage
 from mobilegen.tasks.spec import check_output_names
 from mobilegen.verify import stage as verify_stage
+from mobilegen.verify.inputs import check_range_names, check_sample_names
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from mobilegen.coverage.model import CoverageReport
     from mobilegen.export.advice import Advice
+    from mobilegen.export.exporter import ExportOptions
     from mobilegen.notices import Notice
     from mobilegen.passes.stage import FixPlan
+    from mobilegen.spec import IOSpec
     from mobilegen.tasks.stage import TaskFiles
 
 __all__ = ["BuildOptions", "ModelOptions", "build", "load_and_export"]
@@ -91,7 +98,7 @@ def build(opts: BuildOptions) -> BuildResult:
         notes = Notices()
         (root / "model").mkdir()
         progress.step("exporting")
-        early = partial(early_checks.before_export, task=opts.task, check_io=[c.target.check_io for c in chosen])
+        early = partial(_before_export, opts, [c.target.check_io for c in chosen])
         loaded, exported = load_and_export(opts.model, opts.model_opts, root / artifacts.MODEL_ONNX, write=False, before_export=early)
         notes.add(export_notices(loaded, exported, opts))
         as_exported = replace(exported, proto=None)  # its input shapes: the exporter advice gives them to the other exporter's
@@ -132,6 +139,26 @@ def build(opts: BuildOptions) -> BuildResult:
         if zip_path is not None:
             stage_zip(root, zip_path)
     return relocate(result, root, out, zip_path)
+
+
+def _before_export(opts: BuildOptions, check_io: list[Callable[[IOSpec], None]], loaded: LoadedModel, export_opts: ExportOptions) -> None:
+    """What a build can check once the model is loaded, before its export: the IO checks
+    (:func:`mobilegen.export.early_checks.before_export`), then, without ``--task`` (whose wrapper changes
+    the inputs), the input names that ``--range``, ``--sample``, ``--calibration`` and ``--eval`` give
+    (their shapes and values are checked after the export, on the exported model)."""
+    early_checks.before_export(loaded, export_opts, task=opts.task, check_io=check_io)
+    if opts.task is not None:
+        return
+    names = early_checks.predicted_input_names(loaded, export_opts)
+    if names is None:
+        return
+    check_range_names(opts.verify.value_ranges(), names)
+    sample = opts.verify.sample
+    arrays = None if sample is None else npz_member_names(sample)
+    if sample is not None and arrays is not None:
+        check_sample_names(sample, arrays, names)
+    if opts.quantize is not None:
+        check_names_early(opts.quantize, names)
 
 
 def _libraries(model: Path) -> tuple[str, ...]:

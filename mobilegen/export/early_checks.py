@@ -72,6 +72,16 @@ def check_task_early(loaded: LoadedModel, options: ExportOptions, spec: TaskSpec
         resolve(spec, io)
 
 
+def predicted_input_names(loaded: LoadedModel, options: ExportOptions) -> list[str] | None:
+    """The exported model's input names, known before the export for a PyTorch model (``--input``, else
+    the ``.pt2``'s recorded inputs; the ``--const`` ones are not inputs); None for other sources."""
+    if loaded.kind not in _PYTORCH:
+        return None
+    specs, _sizes = resolve_inputs(loaded, options.inputs, dict(options.example_sizes))
+    bound = {c.name for c in options.consts}
+    return [s.name for s in specs if s.name not in bound]
+
+
 def predicted_io(loaded: LoadedModel, options: ExportOptions) -> IOSpec | None:
     """The exported model's IO as far as it is known without exporting; None when its outputs are not
     known. Input errors (``--input`` against the model) are raised here as the export would raise them."""
@@ -141,4 +151,4 @@ def _forward_outputs(loaded: LoadedModel, specs: list[TensorSpec], sizes: dict[s
     return result
 
 
-__all__ = ["before_export", "check_task_early", "predicted_io"]
+__all__ = ["before_export", "check_task_early", "predicted_input_names", "predicted_io"]

@@ -122,6 +122,22 @@ def samples_budget(specs: Iterable[TensorSpec], samples: int) -> int:
     return max(MIN_BUDGET, min(MAX_BUDGET, samples * per_sample))
 
 
+def npz_member_names(path: Path) -> list[str] | None:
+    """The array names of the ``.npz`` at ``path``, read from its zip directory alone (nothing is
+    decompressed); None when it is not a regular file holding a zip of ``.npy`` members (the full read,
+    :func:`load_npz`, says what is wrong with it)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        with zipfile.ZipFile(path) as zf:
+            names = zf.namelist()
+    except (OSError, zipfile.BadZipFile, ValueError, RuntimeError, NotImplementedError):
+        return None
+    if len(names) > MAX_NPZ_MEMBERS or not all(n.endswith(".npy") for n in names):
+        return None
+    return [n[: -len(".npy")] for n in names]
+
+
 def load_npz(path: Path, label: str, *, max_bytes: int, hint: str) -> dict[str, np.ndarray]:
     """The arrays of the ``.npz`` at ``path`` (keys without ``.npy``), none of them allocated before its
     header is read and the arrays' total is known to be at most ``max_bytes``. Refused (UsageError): a

@@ -184,16 +184,7 @@ def _read_npz(path: Path, io: IOSpec, *, flag: str, budget: int | None = None) -
     from mobilegen.infra.datafiles import load_npz
 
     arrays = load_npz(path, f"{flag} {path}", max_bytes=byte_budget(io) if budget is None else budget, hint=_HINT)
-    names = [t.name for t in io.inputs]
-    extra = [k for k in arrays if k not in names]
-    if extra:
-        raise UsageError(
-            f"{flag} {path}: array '{extra[0]}' is not a model input (inputs: {', '.join(names)})",
-            hint="name each array after the model input it feeds",
-        )
-    missing = [n for n in names if n not in arrays]
-    if missing:
-        raise UsageError(f"{flag} {path}: no array for input '{missing[0]}'", hint=_HINT)
+    check_array_names(flag, path, list(arrays), [t.name for t in io.inputs])
     out = {spec.name: _checked(arrays[spec.name], spec, path, flag) for spec in io.inputs}
     counts = {v.shape[0] for v in out.values()}
     if len(counts) > 1:
@@ -202,6 +193,37 @@ def _read_npz(path: Path, io: IOSpec, *, flag: str, budget: int | None = None) -
             hint="every input needs one entry per sample",
         )
     return out
+
+
+def check_array_names(flag: str, path: Path, arrays: list[str], inputs: list[str]) -> None:
+    """A calibration or ``--eval`` file (array names ``arrays``) holds exactly one array per input."""
+    extra = [k for k in arrays if k not in inputs]
+    if extra:
+        raise UsageError(
+            f"{flag} {path}: array '{extra[0]}' is not a model input (inputs: {', '.join(inputs)})",
+            hint="name each array after the model input it feeds",
+        )
+    missing = [n for n in inputs if n not in arrays]
+    if missing:
+        raise UsageError(f"{flag} {path}: no array for input '{missing[0]}'", hint=_HINT)
+
+
+def check_names_early(opts: QuantizeOptions, inputs: list[str]) -> None:
+    """:func:`check_array_names` on ``--calibration`` (a file, or each ``.npz`` of a folder) and ``--eval``
+    from their zip directories alone, before the export; what cannot be read that way is left to the
+    full read after it."""
+    from mobilegen.infra.datafiles import npz_member_names
+
+    files: list[tuple[str, Path]] = []
+    if opts.calibration is not None and opts.calibration != RANDOM:
+        where = Path(opts.calibration)
+        files += [("--calibration", f) for f in sorted(where.glob("*.npz"))] if where.is_dir() else [("--calibration", where)]
+    if opts.eval is not None:
+        files.append(("--eval", Path(opts.eval)))
+    for flag, path in files:
+        arrays = npz_member_names(path)
+        if arrays is not None:
+            check_array_names(flag, path, arrays, inputs)
 
 
 def _checked(arr: np.ndarray, spec: TensorSpec, path: Path, flag: str) -> np.ndarray:

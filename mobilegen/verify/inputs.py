@@ -101,14 +101,27 @@ def _dtype_bounds(dtype: str) -> tuple[Number, Number, bool]:
     return float(finfo.min), float(finfo.max), False
 
 
+def check_range_names(ranges: Mapping[str, ValueRange], inputs: Sequence[str]) -> None:
+    """Every ``--range`` names one of ``inputs`` (also checked before the export, on the inputs it will have)."""
+    for r in ranges.values():
+        if r.name not in inputs:
+            raise UsageError(f"--range {r.text()}: the model has no input {r.name!r}", hint=f"its inputs are: {', '.join(inputs) or 'none'}")
+
+
+def check_sample_names(path: Path, arrays: Sequence[str], inputs: Sequence[str]) -> None:
+    """``--sample``'s file (array names ``arrays``) has an array for every input."""
+    for name in inputs:
+        if name not in arrays:
+            raise UsageError(f"--sample {path} has no array {name!r}", hint=f"it has: {', '.join(arrays) or 'nothing'}")
+
+
 def resolve_ranges(ranges: Mapping[str, ValueRange], specs: Sequence[TensorSpec]) -> dict[str, ValueRange]:
     """The ranges checked against the model's inputs: a known name, a numeric dtype, integer bounds for
     an integer input, and a range inside what the dtype holds."""
     by_name = {s.name: s for s in specs}
+    check_range_names(ranges, list(by_name))
     for r in ranges.values():
-        spec = by_name.get(r.name)
-        if spec is None:
-            raise UsageError(f"--range {r.text()}: the model has no input {r.name!r}", hint=f"its inputs are: {', '.join(by_name) or 'none'}")
+        spec = by_name[r.name]
         if spec.dtype in ("bool", "string") or spec.dtype not in _NUMERIC:
             raise UsageError(f"--range {r.text()}: input {r.name!r} is {spec.dtype}, which takes no value range", hint=f"drop --range {r.name}")
         lowest, highest, integer = _dtype_bounds(spec.dtype)
@@ -209,10 +222,9 @@ def _as_input(path: Path, spec: TensorSpec, a: np.ndarray) -> np.ndarray:
 def sample_cases(path: Path, specs: Sequence[TensorSpec]) -> list[Case]:
     """Every case of ``--sample FILE.npz`` (see the module docstring for how cases are told apart)."""
     data = _sample_arrays(path, specs)
+    check_sample_names(path, list(data), [s.name for s in specs])
     per_input: dict[str, list[np.ndarray]] = {}
     for s in specs:
-        if s.name not in data:
-            raise UsageError(f"--sample {path} has no array {s.name!r}", hint=f"it has: {', '.join(data) or 'nothing'}")
         per_input[s.name] = [_as_input(path, s, c) for c in _split_cases(path, s, data[s.name])]
     counts = {name: len(cs) for name, cs in per_input.items()}
     if len(set(counts.values())) > 1:

@@ -177,3 +177,44 @@ def test_softmax_over_one_class_before_the_export(exports: list[Any], tmp_path: 
     assert "degenerate" not in line
     assert exports == []
     assert not out.exists()
+
+
+def _npz(path: Path, **arrays: Any) -> Path:
+    import numpy as np
+
+    np.savez(path, **{k: np.asarray(v, dtype=np.float32) for k, v in arrays.items()})
+    return path
+
+
+DATA_CASES = [
+    ("range", lambda d: ["--range", "foo=0:5"], "--range foo=0:5: the model has no input 'foo'"),
+    ("sample", lambda d: ["--sample", str(_npz(d / "s.npz", foo=[[0.0]]))], "has no array 'x'"),
+    ("calibration", lambda d: ["--quantize", "int8", "--calibration", str(_npz(d / "c.npz", image=[[0.0]]))], "array 'image' is not a model input (inputs: x)"),
+    ("calibration-folder", lambda d: ["--quantize", "int8", "--calibration", str(_npz((d / "cal").mkdir() or d / "cal" / "a.npz", y=[[0.0]]).parent)], "array 'y' is not a model input"),
+    ("eval", lambda d: ["--quantize", "int8", "--calibration", "random", "--eval", str(_npz(d / "e.npz", foo=[[0.0]]))], "--eval"),
+]
+
+
+@pytest.mark.parametrize("kind", ["torchscript", "pt2"])
+@pytest.mark.parametrize(("case", "flags", "needle"), DATA_CASES, ids=[c[0] for c in DATA_CASES])
+def test_data_file_names_before_the_export(
+    models: dict[str, tuple[Path, list[str]]], exports: list[Any], tmp_path: Path, kind: str, case: str, flags: Any, needle: str
+) -> None:
+    """Input names in --range, --sample, --calibration (a file or a folder) and --eval are checked against the
+    inputs the export will have, before it (read from the files' zip directories; a review found each of
+    these reported only after the export). Their shapes and values are still checked after it."""
+    path, extra = models[kind]
+    out = tmp_path / "out"
+    line = assert_fails(invoke("android", path, "--nnapi", *extra, "-o", out, *flags(tmp_path)), 2, needle)
+    assert "is not a model input" in line or "no input" in line or "no array" in line
+    assert exports == []
+    assert not out.exists()
+
+
+def test_data_files_with_the_right_names_export(models: dict[str, tuple[Path, list[str]]], exports: list[Any], tmp_path: Path) -> None:
+    """The spy sees the export when the names fit (so the test above can fail); a wrong shape is still
+    reported after it, by the full read."""
+    path, _ = models["pt2"]
+    bad_shape = _npz(tmp_path / "s.npz", x=[[0.0, 1.0]])
+    line = assert_fails(invoke("android", path, "--nnapi", "-o", tmp_path / "out", "--range", "x=0:1", "--sample", bad_shape), 2, "--sample")
+    assert exports == [path], line
