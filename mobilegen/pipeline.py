@@ -35,6 +35,7 @@ from mobilegen.artifacts import (
 from mobilegen.backends import stage as runtimes_stage
 from mobilegen.convert import stage as convert_stage
 from mobilegen.coverage import stage as coverage_stage
+from mobilegen.errors import ConversionError
 from mobilegen.export import advice as exporter_advice
 from mobilegen.export import early_checks
 from mobilegen.export.stage import load_and_export
@@ -104,7 +105,9 @@ def build(opts: BuildOptions) -> BuildResult:
         as_exported = replace(exported, proto=None)  # its input shapes: the exporter advice gives them to the other exporter's
         onnx_model, opts = notes.take(task_stage.wrap_build(exported, opts))  # --task: pre/post-processing nodes from here on
         check_io(chosen, onnx_model)
+        dynamic = not onnx_model.io.is_static
         onnx_model = notes.take(fix_stage.prepare(onnx_model, chosen, keep_dynamic=opts.keep_dynamic))
+        dims_fixed = dynamic and onnx_model.io.is_static  # for a provider that takes no symbolic dims
         opts, text_gate = notes.take(task_stage.text_gate_build(opts, onnx_model))  # text tasks: the tokenizer parity gate (exit 5)
         module = loaded.module  # --runtime litert converts it after the reference ran
         expected, loaded = task_stage.build_reference(loaded, exported, onnx_model, opts, text_gate)  # PyTorch runs now, then is let go
@@ -117,7 +120,12 @@ def build(opts: BuildOptions) -> BuildResult:
         onnx_model = exported = replace(onnx_model, proto=None)  # the in-memory weights go before the conversion
         progress.step("converting")
         # each model's .onnx and .ort run on the verification cases as soon as the .ort exists (beside the next conversion)
-        models, runs = convert_stage.convert(written, root, opts.style, verify_stage.model_runs(expected))
+        try:
+            models, runs = convert_stage.convert(written, root, opts.style, verify_stage.model_runs(expected))
+        except ConversionError as err:
+            if dims_fixed:
+                err.hint = FIXED_DIMS_HINT
+            raise
         verification = verify_stage.verify(expected, models, runs, opts.verify, root, quantize_stage.sorted_outputs(opts.task), runtimes_stage.artifacts(runtime_models))
         runtime_models = runtimes_stage.finish(runtime_models)  # --quantize int8: the runtime's int8 model is shipped
         fp32_coverage = exporter_advice.fp32_coverage(opts, loaded, as_exported, models, chosen)  # before --quantize
@@ -139,6 +147,15 @@ def build(opts: BuildOptions) -> BuildResult:
         if zip_path is not None:
             stage_zip(root, zip_path)
     return relocate(result, root, out, zip_path)
+
+
+# A conversion that fails after the dynamic dims were fixed: the sizes, not the opset, are the likely cause
+# (silero-vad without --const sr: its If branches' shape inference fails on the fixed input).
+FIXED_DIMS_HINT = (
+    "the model's dynamic dims were fixed to the example sizes for a provider that takes no symbolic dims: if an input decides "
+    "its control flow or shapes, bind it with --const NAME=VALUE, choose the sizes with --input NAME:SHAPE, or keep the dims "
+    "dynamic with --keep-dynamic"
+)
 
 
 def _before_export(opts: BuildOptions, check_io: list[Callable[[IOSpec], None]], loaded: LoadedModel, export_opts: ExportOptions) -> None:

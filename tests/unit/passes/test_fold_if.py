@@ -419,3 +419,21 @@ def test_a_build_folds_a_static_models_constant_ifs_for_every_target_before_judg
     base_off = OnnxModel(path=tmp_path / "n.onnx", io=onnx_io_spec(off), opset=17, exporter="passthrough", proto=off)
     plan(base_off, [("android", [EPTarget("nnapi")])], PassOptions(enabled=False))  # --no-fix: as exported
     assert "If" in ops(off)
+
+
+@pytest.mark.skipif(_silero_onnx() is None, reason="the silero-vad package (MIT, ships silero_vad.onnx) is not installed")
+def test_silero_without_its_const_is_told_to_bind_it(tmp_path: Path) -> None:
+    """silero-vad built for NNAPI with ``sr`` left an input: its dims are fixed and onnxruntime cannot load
+    the If branches any more. The one line says what to do about the fixed dims (--const, --keep-dynamic),
+    not to re-export with another opset (a review found that advice)."""
+    from cli_helpers import assert_fails, invoke
+
+    path = _silero_onnx()
+    assert path is not None
+    out = tmp_path / "vad"
+    line = assert_fails(
+        invoke("android", path, "--input", "input:1x512", "--input", "state:2x1x128", "--input", "sr:scalar:int64", "--range", "sr=16000:16001", "--nnapi", "-o", out),
+        6, "could not convert", "--const NAME=VALUE", "--keep-dynamic",
+    )  # fmt: skip
+    assert "another opset" not in line
+    assert not out.exists()
