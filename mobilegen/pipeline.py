@@ -40,7 +40,6 @@ from mobilegen.export import advice as exporter_advice
 from mobilegen.export import early_checks
 from mobilegen.export.stage import load_and_export
 from mobilegen.infra import progress
-from mobilegen.infra.datafiles import npz_member_names
 from mobilegen.infra.memory import frozen_heap
 from mobilegen.infra.outputs import staged_output
 from mobilegen.notices import Notices
@@ -48,14 +47,14 @@ from mobilegen.options import BuildOptions, ModelOptions
 from mobilegen.package.options import options_record
 from mobilegen.package.zip_writer import stage_zip
 from mobilegen.passes import stage as fix_stage
+from mobilegen.quantize import calibration
 from mobilegen.quantize import stage as quantize_stage
-from mobilegen.quantize.calibration import check_names_early
 from mobilegen.render import stage as render_stage
 from mobilegen.targets.chosen import Chosen, check_io, check_runtimes, choose_targets
 from mobilegen.tasks import stage as task_stage
 from mobilegen.tasks.spec import check_output_names
+from mobilegen.verify import inputs as verify_inputs
 from mobilegen.verify import stage as verify_stage
-from mobilegen.verify.inputs import check_range_names, check_sample_names
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -169,13 +168,9 @@ def _before_export(opts: BuildOptions, check_io: list[Callable[[IOSpec], None]],
     names = early_checks.predicted_input_names(loaded, export_opts)
     if names is None:
         return
-    check_range_names(opts.verify.value_ranges(), names)
-    sample = opts.verify.sample
-    arrays = None if sample is None else npz_member_names(sample)
-    if sample is not None and arrays is not None:
-        check_sample_names(sample, arrays, names)
+    verify_inputs.check_names_early(opts.verify.value_ranges(), opts.verify.sample, names)
     if opts.quantize is not None:
-        check_names_early(opts.quantize, names)
+        calibration.check_names_early(opts.quantize, names)
 
 
 def _libraries(model: Path) -> tuple[str, ...]:

@@ -8,6 +8,7 @@ rewritten, so a failure shows the values compared.
 from __future__ import annotations
 
 import tempfile
+import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -59,3 +60,9 @@ def private_tmpdir(tmp_path: Path, monkeypatch: MonkeyPatch, *, ignore: frozense
     monkeypatch.setenv("TMPDIR", str(tmp))
     yield tmp
     assert sorted({p.name for p in tmp.iterdir()} - ignore) == []
+
+
+def build_threads_left() -> list[str]:
+    """The build's own threads still running (mobilegen.infra.background names them ``mobilegen-...``):
+    after a build has returned or failed there must be none."""
+    return [t.name for t in threading.enumerate() if t.name.startswith("mobilegen-")]

@@ -29,10 +29,6 @@ class Written:
     models: tuple[ShippedModel, ...]
     writes: tuple[Background[None], ...]
 
-    def wait(self) -> None:
-        """Every write ended, its error raised (the first model's first)."""
-        results(self.writes)
-
 
 def write_models(base: OnnxModel, fix_plan: FixPlan, root: Path) -> Written:
     """Each distinct model once (``model/``, or ``model/<target>/`` when the targets' graphs differ).

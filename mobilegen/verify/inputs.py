@@ -115,6 +115,17 @@ def check_sample_names(path: Path, arrays: Sequence[str], inputs: Sequence[str])
             raise UsageError(f"--sample {path} has no array {name!r}", hint=f"it has: {', '.join(arrays) or 'nothing'}")
 
 
+def check_names_early(ranges: Mapping[str, ValueRange], sample: Path | None, inputs: Sequence[str]) -> None:
+    """:func:`check_range_names`, and :func:`check_sample_names` on ``--sample``'s zip directory alone, before
+    the export; a file that cannot be read that way is left to the full read after it."""
+    from mobilegen.infra.datafiles import npz_member_names
+
+    check_range_names(ranges, inputs)
+    arrays = None if sample is None else npz_member_names(sample)
+    if sample is not None and arrays is not None:
+        check_sample_names(sample, arrays, inputs)
+
+
 def resolve_ranges(ranges: Mapping[str, ValueRange], specs: Sequence[TensorSpec]) -> dict[str, ValueRange]:
     """The ranges checked against the model's inputs: a known name, a numeric dtype, integer bounds for
     an integer input, and a range inside what the dtype holds."""

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from cli_helpers import assert_fails, invoke, private_tmpdir
+from cli_helpers import assert_fails, build_threads_left, invoke, private_tmpdir
 from fix_helpers import ERF_TANH, RELU_MAX, SUM2_ADD, example_input, model, registered, run
 
 from mobilegen import providers
@@ -143,12 +143,6 @@ def package(nnapi_fixes: None, onnx_model: Path, tmp_path: Path) -> tuple[Path, 
     return out, json.loads(r.stdout)
 
 
-def _threads_left() -> list[str]:
-    import threading
-
-    return [t.name for t in threading.enumerate() if t.name.startswith("mobilegen-")]
-
-
 @pytest.mark.parametrize("target", ["android", "ios"])
 @pytest.mark.parametrize("stage", ["write", "convert"])
 def test_a_failure_in_either_models_write_or_conversion_leaves_nothing(
@@ -188,7 +182,7 @@ def test_a_failure_in_either_models_write_or_conversion_leaves_nothing(
     assert target in line or stage == "convert"
     assert not out.exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["TMPDIR", "net.onnx"]
-    assert _threads_left() == []
+    assert build_threads_left() == []
 
 
 def test_models_are_verified_one_at_a_time_in_order(nnapi_fixes: None, onnx_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -232,7 +226,7 @@ def test_models_are_verified_one_at_a_time_in_order(nnapi_fixes: None, onnx_mode
     assert events.index("convert ios") < events.index("verify ios (1 running)")
     rows = json.loads(r.stdout)["verification"]["rows"]
     assert list(dict.fromkeys(row["artifact"] for row in rows)) == ["android/onnx", "android/ort", "ios/onnx", "ios/ort"]
-    assert _threads_left() == []
+    assert build_threads_left() == []
 
 
 def test_android_and_ios_ship_their_own_models(package: tuple[Path, dict[str, object]]) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from cli_helpers import assert_fails, invoke, private_tmpdir
+from cli_helpers import assert_fails, build_threads_left, invoke, private_tmpdir
 from torch import nn
 
 VOCAB = 100
@@ -148,13 +148,11 @@ def test_range_beyond_the_vocabulary_is_the_models_own_failure(models: dict[str,
 def test_a_reference_failure_in_a_two_model_build_is_reported_and_leaves_nothing(models: dict[str, Path], tmp_path: Path) -> None:
     """A package build's reference failure (its models are written and verified in threads later on) is
     reported with exit 10, no output and no thread left running."""
-    import threading
-
     out = tmp_path / "pkg"
     assert_fails(invoke("package", models["vocab"], "--android", "--ios", "--nnapi", "--coreml", "-o", out, *IDS, "--range", "ids=0:30522"), 10,
                  "the PyTorch model failed on the verification inputs", "RuntimeError: index out of range in self")
     assert _left(tmp_path) == []
-    assert not [t.name for t in threading.enumerate() if t.name.startswith("mobilegen-")]
+    assert build_threads_left() == []
 
 
 def test_reference_error_is_given_whole(models: dict[str, Path], tmp_path: Path) -> None:
