@@ -59,13 +59,15 @@ from mobilegen.verify import stage as verify_stage
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from mobilegen.backends.stage import BackendModel
     from mobilegen.coverage.model import CoverageReport
     from mobilegen.export.advice import Advice
     from mobilegen.export.exporter import ExportOptions
     from mobilegen.notices import Notice
     from mobilegen.passes.stage import FixPlan
     from mobilegen.spec import IOSpec
-    from mobilegen.tasks.stage import TaskFiles
+    from mobilegen.tasks.stage import TaskFiles, TextGate
+    from mobilegen.verify.gate import Expected
 
 __all__ = ["BuildOptions", "ModelOptions", "build", "load_and_export"]
 
@@ -108,19 +110,21 @@ def build(opts: BuildOptions) -> BuildResult:
         onnx_model = notes.take(fix_stage.prepare(onnx_model, chosen, keep_dynamic=opts.keep_dynamic))
         dims_fixed = dynamic and onnx_model.io.is_static  # for a provider that takes no symbolic dims
         opts, text_gate = notes.take(task_stage.text_gate_build(opts, onnx_model))  # text tasks: the tokenizer parity gate (exit 5)
-        module = loaded.module  # --runtime litert converts it after the reference ran
-        expected, loaded = task_stage.build_reference(loaded, exported, onnx_model, opts, text_gate)  # PyTorch runs now, then is let go
-        runtime_models = runtimes_stage.convert(module, opts.model, onnx_model, expected, opts, root)
-        del module
-        exported = onnx_model  # the unwrapped model's proto is not needed any more
+        reference = partial(_reference, opts=opts, text_gate=text_gate, root=root)
+        early_reference = loaded.kind == "onnx"  # its fallback reference reads the unfixed graph: before the fix stage
+        if early_reference:
+            expected, loaded, runtime_models = reference(loaded, exported, onnx_model)
+        exported = replace(exported, proto=None)  # the unwrapped model's proto is not needed any more
         progress.step("fixing")
         fix_plan = notes.take(fix_stage.fix(onnx_model, chosen, opts))  # per target: the passes that help its providers
         written = convert_stage.write_models(onnx_model, fix_plan, root)  # from here on the files are the models
-        onnx_model = exported = replace(onnx_model, proto=None)  # the in-memory weights go before the conversion
+        onnx_model = replace(onnx_model, proto=None)  # the in-memory weights go before the conversion
+        if not early_reference:  # PyTorch runs beside the last model's write (which lets go of Python's lock)
+            expected, loaded, runtime_models = written.meanwhile(partial(reference, loaded, exported, onnx_model))
         progress.step("converting")
-        # each model's .onnx and .ort run on the verification cases as soon as the .ort exists (beside the next conversion)
+        # each model's .onnx runs the verification cases in its converting session, its .ort once it exists (beside the next conversion)
         try:
-            models, runs = convert_stage.convert(written, root, opts.style, verify_stage.model_runs(expected))
+            models, runs = convert_stage.convert(written, root, opts.style, verify_stage.onnx_runs(expected), verify_stage.model_runs(expected))
         except ConversionError as err:
             if dims_fixed:
                 err.hint = FIXED_DIMS_HINT
@@ -146,6 +150,16 @@ def build(opts: BuildOptions) -> BuildResult:
         if zip_path is not None:
             stage_zip(root, zip_path)
     return relocate(result, root, out, zip_path)
+
+
+def _reference(
+    loaded: LoadedModel, unwrapped: OnnxModel, prepared: OnnxModel, *, opts: BuildOptions, text_gate: TextGate | None, root: Path
+) -> tuple[Expected, LoadedModel, tuple[BackendModel, ...]]:
+    """The reference's outputs on the verification cases (PyTorch runs now), the loaded model without its
+    module, and ``--runtime litert``'s models (converted from the module after it ran; then it is let go)."""
+    module = loaded.module
+    expected, loaded = task_stage.build_reference(loaded, unwrapped, prepared, opts, text_gate)
+    return expected, loaded, runtimes_stage.convert(module, opts.model, prepared, expected, opts, root)
 
 
 # A conversion that fails after the dynamic dims were fixed: the sizes, not the opset, are the likely cause

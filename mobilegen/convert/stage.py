@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from mobilegen import passes
 from mobilegen.artifacts import OnnxModel, ShippedModel
-from mobilegen.convert.to_ort import convert_to_ort
+from mobilegen.convert.to_ort import Session, convert_to_ort
 from mobilegen.infra.background import Background, results, wait_all
 from mobilegen.infra.digest import remember_written
 from mobilegen.infra.memory import release_memory
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from mobilegen.passes.stage import FixPlan
 
 R = TypeVar("R")
+D = TypeVar("D")
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,16 @@ class Written:
 
     models: tuple[ShippedModel, ...]
     writes: tuple[Background[None], ...]
+
+    def meanwhile(self, work: Callable[[], R]) -> R:
+        """``work()`` while the writes go on (a build runs PyTorch beside the last one: the write lets go
+        of Python's lock); if it raises, every write has ended first (none goes on writing into the
+        staging folder the caller removes)."""
+        try:
+            return work()
+        except BaseException:
+            wait_all(self.writes)
+            raise
 
 
 def write_models(base: OnnxModel, fix_plan: FixPlan, root: Path) -> Written:
@@ -72,25 +83,43 @@ def write_onnx(model: OnnxModel) -> OnnxModel:
     return replace(model, proto=None)
 
 
-def convert(written: Written, root: Path, style: str, then: Callable[[ShippedModel], R]) -> tuple[tuple[ShippedModel, ...], tuple[R, ...]]:
+def convert(
+    written: Written, root: Path, style: str, during: Callable[[Session], D], then: Callable[[ShippedModel, D], R]
+) -> tuple[tuple[ShippedModel, ...], tuple[R, ...]]:
     """Each model's ``.ort`` and ``required_operators.config`` beside its ``.onnx`` (once its write has
-    ended), and ``then(model)`` (the build runs its verification cases on both files); returns the
-    converted models and what ``then`` returned for each, in order.
+    ended); ``during(session)`` on the model's converting session (the build runs its verification cases
+    on the ``.onnx`` there), then ``then(model, what during returned)`` (the build runs them on the
+    ``.ort``); returns the converted models and what ``then`` returned for each, in order.
 
-    The conversions run here, one at a time; each ``then`` runs in a thread of its own once its model is
-    converted, after the previous model's ``then`` has ended, so model k's verification overlaps model
-    k+1's conversion (both mostly in onnxruntime, which lets go of Python's lock) and at most one
-    converting and one verifying session hold a copy of the weights at once. Every thread has ended
-    when this returns or raises; an error is the first model's, in order."""
+    The conversions run here, one at a time. Each ``then`` runs in a thread of its own, after the previous
+    model's has ended, and for every model but the last once the next model's converting session exists:
+    a conversion's peak (its optimizers and the saved file, with the weights twice) is over by then, so a
+    verifying session's copy of the weights never adds to it, and model k's ``.ort`` verification overlaps
+    model k+1's ``.onnx`` runs and canonical copy (onnxruntime and the kernel let go of Python's lock).
+    Every thread has ended when this returns or raises; an error is the first model's, in order."""
     release_memory()  # the in-memory model is gone by now: the conversion's peak must not count it
     runs: list[Background[R]] = []
     models: list[ShippedModel] = []
+    waiting: list[tuple[ShippedModel, D]] = []  # converted, its .ort not verified yet
+
+    def start_waiting() -> None:
+        for model, got in waiting:
+            runs.append(Background(partial(_after, runs[-1] if runs else None, then, model, got), name="mobilegen-verify"))
+        waiting.clear()
+
+    def use(into: list[D], session: Session) -> None:
+        start_waiting()  # the previous model's: this conversion's peak is over
+        into.append(during(session))
+
     try:
         for model, write in zip(written.models, written.writes, strict=True):
             write.result()
-            model = replace(model, ort=convert_to_ort(model.onnx, root / model.ort_file, root / model.ops_config_file, style=style))
+            got: list[D] = []
+            ort = convert_to_ort(model.onnx, root / model.ort_file, root / model.ops_config_file, style=style, use=partial(use, got))
+            model = replace(model, ort=ort)
             models.append(model)
-            runs.append(Background(partial(_after, runs[-1] if runs else None, then, model), name="mobilegen-verify"))
+            waiting.append((model, got[0]))
+        start_waiting()
         values = results(runs)
     except BaseException:
         wait_all(written.writes)
@@ -99,7 +128,7 @@ def convert(written: Written, root: Path, style: str, then: Callable[[ShippedMod
     return tuple(models), tuple(values)
 
 
-def _after(previous: Background[R] | None, then: Callable[[ShippedModel], R], model: ShippedModel) -> R:
+def _after(previous: Background[R] | None, then: Callable[[ShippedModel, D], R], model: ShippedModel, during: D) -> R:
     if previous is not None:
         previous.wait()  # one at a time (its error is raised in order by the caller)
-    return then(model)
+    return then(model, during)

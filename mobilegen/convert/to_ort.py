@@ -12,7 +12,9 @@ import errno
 import os
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from mobilegen.artifacts import OnnxModel, OrtModel
 from mobilegen.convert.ortformat import canonicalize_file, format_version
@@ -21,6 +23,7 @@ from mobilegen.infra.digest import remember_written
 from mobilegen.infra.memory import release_memory
 from mobilegen.infra.outputs import temp_dir
 from mobilegen.infra.quiet import quiet
+from mobilegen.infra.threads import ORT_NO_SPINNING
 
 STYLES = ("runtime", "fixed")
 LEVEL = "all"
@@ -53,7 +56,20 @@ def config_path_for(ort_path: Path) -> Path:
     return ort_path.with_name(ort_path.stem + CONFIG_SUFFIX)
 
 
-def convert_to_ort(model: OnnxModel, out_ort: Path, out_config: Path, *, style: str = "runtime") -> OrtModel:
+Session = Any  # an onnxruntime.InferenceSession (untyped)
+
+
+class _UseFailed(Exception):
+    """What a ``use`` callback raised: its own error, not the conversion's (re-raised as it was)."""
+
+
+def convert_to_ort(
+    model: OnnxModel, out_ort: Path, out_config: Path, *, style: str = "runtime", use: Callable[[Session], None] | None = None
+) -> OrtModel:
+    """``model``'s ``.ort`` and operator config. ``use(session)``, when given, is called with the converting
+    session of the ``.onnx`` once it is made and before it goes (a build runs its verification cases on
+    it: the file as onnxruntime loads it, at the conversion's optimization level, without another session
+    and its copy of the weights); what it raises is raised as it is."""
     import onnxruntime
 
     if style not in STYLES:
@@ -67,7 +83,9 @@ def convert_to_ort(model: OnnxModel, out_ort: Path, out_config: Path, *, style: 
         raw = work / "model.ort"
         try:
             with quiet():
-                ops = _convert(src, raw, work, runtime=style == "runtime")
+                ops = _convert(src, raw, work, runtime=style == "runtime", use=use)
+        except _UseFailed as err:
+            raise err.__cause__ from None  # type: ignore[misc]  # always set: raised from the callback's error
         except Exception as err:  # noqa: BLE001 — ORT raises plain exceptions (Fail, RuntimeError, ...)
             if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT):
                 raise  # a full TMPDIR, not a model problem (temp_dir says so)
@@ -102,7 +120,7 @@ def convert_to_ort(model: OnnxModel, out_ort: Path, out_config: Path, *, style: 
 Ops = dict[str, dict[int, set[str]]]  # {domain: {opset: {op_type}}}, as onnxruntime's converter collects them
 
 
-def _convert(src: Path, out_ort: Path, work: Path, *, runtime: bool) -> Ops:
+def _convert(src: Path, out_ort: Path, work: Path, *, runtime: bool, use: Callable[[Session], None] | None = None) -> Ops:
     """What ``onnxruntime.tools.convert_onnx_models_to_ort`` does for one model (ORT 1.32: the same session
     options, so the same ``.ort``), with less memory:
 
@@ -115,9 +133,10 @@ def _convert(src: Path, out_ort: Path, work: Path, *, runtime: bool) -> Ops:
     The Runtime style converts twice, like onnxruntime's converter: the saved model with runtime
     optimizations, and a temporary Fixed one whose operators the config must list too (the runtime
     optimizations may not be applied on the device). The second conversion is skipped when it cannot give
-    another graph (:func:`_fixed_same_as_saved`). Returns the operators of the converted models."""
+    another graph (:func:`_fixed_same_as_saved`). ``use`` gets the first (the saved model's) session.
+    Returns the operators of the converted models."""
     ops: Ops = {}
-    _save_ort(src, out_ort, minimal_build="save" if runtime else "")
+    _save_ort(src, out_ort, minimal_build="save" if runtime else "", use=use)
     recorded = _collect_ops(out_ort, ops)
     if runtime and not _fixed_same_as_saved(recorded, ops):
         fixed = work / "model.without_runtime_opt.ort"
@@ -127,9 +146,10 @@ def _convert(src: Path, out_ort: Path, work: Path, *, runtime: bool) -> Ops:
     return ops
 
 
-def _save_ort(src: Path, out: Path, *, minimal_build: str) -> None:
+def _save_ort(src: Path, out: Path, *, minimal_build: str, use: Callable[[Session], None] | None = None) -> None:
     """One converting session (``convert_onnx_models_to_ort._convert``, target platform not given, level
-    from ``LEVEL``, NCHWc transformer excluded as the converter does for ARM targets)."""
+    from ``LEVEL``, NCHWc transformer excluded as the converter does for ARM targets), handed to ``use``
+    (its errors wrapped in :class:`_UseFailed`) before it goes."""
     import onnxruntime as ort
     from onnxruntime.tools.onnx_model_utils import get_optimization_level
 
@@ -143,8 +163,14 @@ def _save_ort(src: Path, out: Path, *, minimal_build: str) -> None:
         so.add_session_config_entry("optimization.minimal_build_optimizations", minimal_build)
     so.add_session_config_entry("session.disable_prepacking", "1")  # never run: no packed copy of the weights
     so.enable_cpu_mem_arena = False  # nor an arena (its memory would outlive the session in this process)
+    so.add_session_config_entry(*ORT_NO_SPINNING)  # ``use``'s runs: idle threads sleep (no effect on the file)
     exclude = ["NchwcTransformer"] if level in (ort.GraphOptimizationLevel.ORT_ENABLE_ALL, ort.GraphOptimizationLevel.ORT_ENABLE_LAYOUT) else None
     session = ort.InferenceSession(str(src), sess_options=so, providers=["CPUExecutionProvider"], disabled_optimizers=exclude)
+    if use is not None:
+        try:
+            use(session)
+        except Exception as err:  # noqa: BLE001 — the caller's, whatever it is: raised as it was by convert_to_ort
+            raise _UseFailed() from err
     del session  # its weights go before the next session or the canonical copy
     release_memory(collect=False)  # freed when its last reference went
 

@@ -8,6 +8,7 @@ import math
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -177,7 +178,12 @@ def ort_runner(path: Path, *, basic_only: bool = False) -> Callable[[dict[str, n
     # the build); without it, what a run allocates is freed with it. Same kernels, same results.
     so.enable_cpu_mem_arena = False
     so.add_session_config_entry(*ORT_NO_SPINNING)  # idle threads sleep (mobilegen.infra.threads); same results
-    session = ort.InferenceSession(str(path), sess_options=so, providers=["CPUExecutionProvider"])
+    return session_runner(ort.InferenceSession(str(path), sess_options=so, providers=["CPUExecutionProvider"]))
+
+
+def session_runner(session: Any) -> Callable[[dict[str, np.ndarray]], list[np.ndarray]]:
+    """A runner over an onnxruntime session made elsewhere (the converting session of a model's ``.onnx``,
+    :func:`mobilegen.convert.to_ort.convert_to_ort`): every output, as arrays."""
 
     def run(arrays: dict[str, np.ndarray]) -> list[np.ndarray]:
         return [np.asarray(x) for x in session.run(None, dict(arrays))]
@@ -422,17 +428,23 @@ def artifact_runs(reference: Expected, artifacts: Mapping[str, Path]) -> dict[st
         except Exception as err:  # noqa: BLE001 — ORT (and the other runtimes') load failures are plain exceptions
             who = "onnxruntime" if runtime is None or runtime.name == backends.DEFAULT else f"{runtime.display_name}'s host runtime"
             raise VerificationError(f"{who} cannot load the {label} artifact: {first_line(err)}", hint="rerun with --debug") from err
-        got: list[Run] = []
-        for k, arrays in enumerate(reference.cases, 1):
-            progress.count("verifying", i * len(reference.cases) + k, total)
-            try:
-                got.append(run(arrays))
-            except Exception as err:  # noqa: BLE001
-                got.append(err)
-        runs[label] = got
+        runs[label] = case_runs(reference, run, done=i * len(reference.cases), total=total)
         del run  # the session goes now, before the next artifact's loads
         release_memory(collect=False)  # freed when its last reference went (the closure holds no cycle)
     return runs
+
+
+def case_runs(reference: Expected, run: Callable[[dict[str, np.ndarray]], list[np.ndarray]], *, done: int = 0, total: int = 0) -> list[Run]:
+    """One artifact's outputs on every case of ``reference``, in order; a case that raises gives its error
+    (the gate reports it), never an exception here. ``done``/``total``: the "verifying" progress count."""
+    got: list[Run] = []
+    for k, arrays in enumerate(reference.cases, 1):
+        progress.count("verifying", done + k, total or len(reference.cases))
+        try:
+            got.append(run(arrays))
+        except Exception as err:  # noqa: BLE001 — onnxruntime's run failures are plain exceptions
+            got.append(err)
+    return got
 
 
 def _rows(

@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,8 +24,10 @@ from mobilegen.verify.gate import (
     Run,
     VerifyOptions,
     artifact_runs,
+    case_runs,
     ort_runner,
     reference_outputs,
+    session_runner,
     torch_reference,
     verify_runs,
 )
@@ -86,13 +88,19 @@ def artifact_label(model: ShippedModel, kind: str, models: Sequence[ShippedModel
 ModelRuns = dict[str, list[Run]]  # a shipped model's outputs on every case: "onnx" and "ort" → runs
 
 
-def model_runs(expected: Expected) -> Callable[[ShippedModel], ModelRuns]:
-    """What the convert stage does with each model's files as soon as they exist (in a thread of its own,
-    :func:`mobilegen.convert.stage.convert`): run every verification case on its ``.onnx`` and its
-    ``.ort``. :func:`verify` judges the runs."""
+def onnx_runs(expected: Expected) -> Callable[[Any], list[Run]]:
+    """What the convert stage does with each model's converting session, the ``.onnx`` as onnxruntime
+    loads it (:func:`mobilegen.convert.stage.convert`): run every verification case on it."""
+    return lambda session: case_runs(expected, session_runner(session))
 
-    def run(model: ShippedModel) -> ModelRuns:
-        return artifact_runs(expected, {"onnx": model.onnx.path, "ort": model.converted().path})
+
+def model_runs(expected: Expected) -> Callable[[ShippedModel, list[Run]], ModelRuns]:
+    """What the convert stage does once a model's ``.ort`` exists (in a thread of its own, beside the next
+    model's conversion): run every verification case on the ``.ort``, beside the ``.onnx``'s runs
+    (:func:`onnx_runs`). :func:`verify` judges them."""
+
+    def run(model: ShippedModel, onnx: list[Run]) -> ModelRuns:
+        return {"onnx": onnx, **artifact_runs(expected, {"ort": model.converted().path})}
 
     return run
 

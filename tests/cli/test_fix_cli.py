@@ -13,6 +13,7 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -170,10 +171,10 @@ def test_a_failure_in_either_models_write_or_conversion_leaves_nothing(
     else:
         real_convert = convert_stage.convert_to_ort
 
-        def convert(model: object, out_ort: Path, out_config: Path, *, style: str) -> object:
+        def convert(model: object, out_ort: Path, out_config: Path, **kw: Any) -> object:
             if out_ort.parent.name == target:
                 raise ConversionError("onnxruntime could not convert the model to ORT format: test")
-            return real_convert(model, out_ort, out_config, style=style)  # type: ignore[arg-type]
+            return real_convert(model, out_ort, out_config, **kw)  # type: ignore[arg-type]
 
         monkeypatch.setattr(convert_stage, "convert_to_ort", convert)
         code, said = 6, "could not convert the model to ORT format: test"
@@ -186,9 +187,10 @@ def test_a_failure_in_either_models_write_or_conversion_leaves_nothing(
 
 
 def test_models_are_verified_one_at_a_time_in_order(nnapi_fixes: None, onnx_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each model's .onnx and .ort run the verification cases in a thread once the model is converted: one
-    model at a time (one verifying session's copy of the weights), in model order, each after its own
-    conversion, and the table lists every artifact of both in order."""
+    """Each model's .onnx runs the verification cases in its converting session, its .ort in a thread once
+    the model is converted and the next model's converting session exists: one model at a time (one
+    verifying session's copy of the weights), in model order, and the table lists every artifact of both
+    in order."""
     import threading
 
     from mobilegen.convert import stage as convert_stage
@@ -205,25 +207,38 @@ def test_models_are_verified_one_at_a_time_in_order(nnapi_fixes: None, onnx_mode
         folder = next(iter(artifacts.values())).parent.name
         with lock:
             running.append(folder)
-            events.append(f"verify {folder} ({len(running)} running)")
+            events.append(f"verify {folder} {'+'.join(artifacts)} ({len(running)} running)")
         try:
             return real_runs(expected, artifacts)  # type: ignore[arg-type]
         finally:
             with lock:
                 running.remove(folder)
 
-    def convert(model: object, out_ort: Path, out_config: Path, *, style: str) -> object:
+    def convert(model: object, out_ort: Path, out_config: Path, *, style: str, use: Any) -> object:
+        folder = out_ort.parent.name
+
+        def spy(session: object) -> None:
+            with lock:
+                events.append(f"verify {folder} onnx in its converting session")
+            use(session)
+
         with lock:
-            events.append(f"convert {out_ort.parent.name}")
-        return real_convert(model, out_ort, out_config, style=style)  # type: ignore[arg-type]
+            events.append(f"convert {folder}")
+        result = real_convert(model, out_ort, out_config, style=style, use=spy)  # type: ignore[arg-type]
+        with lock:
+            events.append(f"converted {folder}")
+        return result
 
     monkeypatch.setattr(verify_stage, "artifact_runs", runs)
     monkeypatch.setattr(convert_stage, "convert_to_ort", convert)
     r = invoke("package", onnx_model, "--android", "--ios", "--nnapi", "--coreml", "-o", tmp_path / "pkg", "--json")
     assert r.exit_code == 0, r.stderr
-    assert [e for e in events if e.startswith("verify")] == ["verify android (1 running)", "verify ios (1 running)"]
-    assert events.index("convert android") < events.index("verify android (1 running)")
-    assert events.index("convert ios") < events.index("verify ios (1 running)")
+    for folder in ("android", "ios"):  # the .onnx inside its conversion, the .ort after it
+        assert events.index(f"convert {folder}") < events.index(f"verify {folder} onnx in its converting session") < events.index(f"converted {folder}")
+        assert events.index(f"converted {folder}") < events.index(f"verify {folder} ort (1 running)")
+    assert [e for e in events if e.endswith("ort (1 running)")] == ["verify android ort (1 running)", "verify ios ort (1 running)"]
+    # android's .ort session loads once ios's converting session exists (the conversion's peak is over)
+    assert events.index("verify ios onnx in its converting session") < events.index("verify android ort (1 running)")
     rows = json.loads(r.stdout)["verification"]["rows"]
     assert list(dict.fromkeys(row["artifact"] for row in rows)) == ["android/onnx", "android/ort", "ios/onnx", "ios/ort"]
     assert build_threads_left() == []

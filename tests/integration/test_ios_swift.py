@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from ios_specs import NAMES, make_specs
 from ts_parsers import parser
@@ -161,6 +161,7 @@ def _baseline_calls(tmp: Path) -> set[str]:
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(model_name=_names, inputs=_tensors, outputs=_tensors, coreml=st.booleans())
+@example(model_name="/*", inputs=[("", "float32", ())], outputs=[("*/", "float32", ())], coreml=False)  # a comment's delimiters in two strings
 def test_hostile_names_give_parseable_swift_with_nothing_injected(
     model_name: str,
     inputs: list[tuple[str, str, tuple[int | str, ...]]],

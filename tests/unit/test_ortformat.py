@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
@@ -149,9 +150,9 @@ def test_runtime_style_converts_twice_only_when_apply_differs(tmp_path: Path, mo
     sessions: list[str] = []
     real = to_ort._save_ort
 
-    def counted(src: Path, out: Path, *, minimal_build: str) -> None:
+    def counted(src: Path, out: Path, *, minimal_build: str, **kw: Any) -> None:
         sessions.append(minimal_build)
-        real(src, out, minimal_build=minimal_build)
+        real(src, out, minimal_build=minimal_build, **kw)
 
     monkeypatch.setattr(to_ort, "_save_ort", counted)
     for make, expected in ((attention_model, ["save"]), (small_model, ["save", "apply"]), (qdq_model, ["save", "apply"])):
@@ -226,3 +227,33 @@ def test_canonicalize_file_without_kernel_copy(tmp_path: Path, monkeypatch: pyte
     assert (tmp_path / "o.ort").read_bytes() == canonicalize(raw)
     assert digest == hashlib.sha256(canonicalize(raw)).hexdigest()
     assert len(calls) == (refusal == "exdev")
+
+
+@pytest.mark.parametrize("style", ["runtime", "fixed"])
+def test_use_gets_the_converting_session_and_the_file_is_the_same(tmp_path: Path, style: str) -> None:
+    """``use`` runs the .onnx in the converting session (once, whatever the style's number of conversions):
+    its outputs are onnxruntime's own session's on the .onnx, and the .ort and config are byte for byte
+    those of a conversion without it."""
+    src = small_model(tmp_path / "m.onnx")
+    model = OnnxModel(path=src, io=IOSpec(()), opset=17, exporter="passthrough")
+    x = np.random.default_rng(2).standard_normal((1, 3, 8, 8)).astype(np.float32)
+    got: list[np.ndarray] = []
+    convert_to_ort(model, tmp_path / "a.ort", tmp_path / "a.config", style=style, use=lambda session: got.append(session.run(None, {"x": x})[0]))
+    convert_to_ort(model, tmp_path / "b.ort", tmp_path / "b.config", style=style)
+    assert len(got) == 1
+    ref = ort.InferenceSession(str(src), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(got[0], ref, rtol=1e-5, atol=1e-6)
+    assert (tmp_path / "a.ort").read_bytes() == (tmp_path / "b.ort").read_bytes()
+    assert (tmp_path / "a.config").read_text() == (tmp_path / "b.config").read_text().replace("b.ort", "a.ort")
+
+
+def test_what_use_raises_is_raised_as_it_is(tmp_path: Path) -> None:
+    """An error of the caller's ``use`` is not reported as the model's conversion failing, and no .ort is left."""
+    src = small_model(tmp_path / "m.onnx")
+
+    def use(session: object) -> None:
+        raise KeyError("the caller's own")
+
+    with pytest.raises(KeyError, match="the caller's own"):
+        convert_to_ort(OnnxModel(path=src, io=IOSpec(()), opset=17, exporter="passthrough"), tmp_path / "m.ort", tmp_path / "c.config", use=use)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]

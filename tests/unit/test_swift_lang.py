@@ -109,6 +109,9 @@ def test_claim_group_keeps_families_apart() -> None:
         ('"""', '"\\"\\"\\""'),
         ("#", '"#"'),
         ("'", "\"'\""),
+        ("/*", '"/\\u{2A}"'),  # no comment delimiter for a tool that does not lex strings
+        ("*/", '"\\u{2A}/"'),
+        ("a*b/c", '"a*b/c"'),
     ],
 )
 def test_swift_string(text: str, literal: str) -> None:

@@ -166,11 +166,16 @@ _SIMPLE_ESCAPES = {"\\": "\\\\", '"': '\\"', "\0": "\\0", "\n": "\\n", "\r": "\\
 
 
 def swift_string_body(text: str) -> str:
-    """The inside of a ``"…"`` Swift literal for ``text`` (pure printable ASCII)."""
+    """The inside of a ``"…"`` Swift literal for ``text`` (pure printable ASCII). A ``*`` beside a ``/`` is
+    written as its unicode escape (``u{2A}`` after a backslash): the same string, but no ``/*`` or ``*/``
+    that a tool finding comments without lexing strings (tree-sitter-swift's scanner, some highlighters)
+    would take for a comment's start or end."""
     out: list[str] = []
-    for ch in text:
+    for i, ch in enumerate(text):
         cp = ord(ch)
-        if ch in _SIMPLE_ESCAPES:
+        if ch == "*" and "/" in text[max(i - 1, 0) : i] + text[i + 1 : i + 2]:
+            out.append("\\u{2A}")
+        elif ch in _SIMPLE_ESCAPES:
             out.append(_SIMPLE_ESCAPES[ch])
         elif 0x20 <= cp < 0x7F:
             out.append(ch)
