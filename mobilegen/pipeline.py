@@ -124,19 +124,21 @@ def build(opts: BuildOptions) -> BuildResult:
         progress.step("converting")
         # each model's .onnx runs the verification cases in its converting session, its .ort once it exists (beside the next conversion)
         try:
-            models, runs = convert_stage.convert(written, root, opts.style, verify_stage.onnx_runs(expected), verify_stage.model_runs(expected))
+            converted = convert_stage.convert(written, root, opts.style, verify_stage.onnx_runs(expected), verify_stage.model_runs(expected))
         except ConversionError as err:
             if dims_fixed:
                 err.hint = FIXED_DIMS_HINT
             raise
-        verification = verify_stage.verify(expected, models, runs, opts.verify, root, quantize_stage.sorted_outputs(opts.task), runtimes_stage.artifacts(runtime_models))
+        models = converted.models
+        fp32 = converted.meanwhile(partial(coverage_stage.analyse, models, chosen))  # beside the last .ort's verification
+        verification = verify_stage.verify(expected, models, converted.results(), opts.verify, root, quantize_stage.sorted_outputs(opts.task), runtimes_stage.artifacts(runtime_models))
         runtime_models = runtimes_stage.finish(runtime_models)  # --quantize int8: the runtime's int8 model is shipped
-        fp32_coverage = exporter_advice.fp32_coverage(opts, loaded, as_exported, models, chosen)  # before --quantize
+        fp32_coverage = exporter_advice.fp32_coverage(opts, loaded, as_exported, fp32)  # before --quantize
         models = notes.take(quantize_stage.quantize_build(models, chosen, opts, root, verification.golden_cases))  # per target
         task_files = task_stage.build_files(root, opts, onnx_model, models, text_gate)
         check_runtimes(chosen, models)
         progress.step("analysing")
-        coverage = coverage_stage.analyse(models, chosen)
+        coverage = coverage_stage.analyse(models, chosen) if quantize_stage.quantizes(opts) else fp32
         advice = exporter_advice.advise(opts, loaded, as_exported, fp32_coverage or coverage, chosen, fix_plan)  # the other exporter
         notes.add(exporter_advice.notices(advice))
         notes.add(verify_stage.notices(fix_plan, models, verification))

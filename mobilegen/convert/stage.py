@@ -6,12 +6,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from mobilegen import passes
 from mobilegen.artifacts import OnnxModel, ShippedModel
 from mobilegen.convert.to_ort import Session, convert_to_ort
-from mobilegen.infra.background import Background, results, wait_all
+from mobilegen.infra.background import Background, meanwhile, results, wait_all
 from mobilegen.infra.digest import remember_written
 from mobilegen.infra.memory import release_memory
 from mobilegen.passes.stage import materialize
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
 R = TypeVar("R")
 D = TypeVar("D")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -32,13 +33,25 @@ class Written:
 
     def meanwhile(self, work: Callable[[], R]) -> R:
         """``work()`` while the writes go on (a build runs PyTorch beside the last one: the write lets go
-        of Python's lock); if it raises, every write has ended first (none goes on writing into the
-        staging folder the caller removes)."""
-        try:
-            return work()
-        except BaseException:
-            wait_all(self.writes)
-            raise
+        of Python's lock); if it raises, every write has ended first."""
+        return meanwhile(self.writes, work)
+
+
+@dataclass(frozen=True)
+class Converted(Generic[R]):
+    """The converted models, and what :func:`convert`'s ``then`` gives for each (the last may still run)."""
+
+    models: tuple[ShippedModel, ...]
+    runs: tuple[Background[R], ...]
+
+    def meanwhile(self, work: Callable[[], T]) -> T:
+        """``work()`` while the last ``then`` goes on (a build analyses coverage beside the last ``.ort``'s
+        verification); if it raises, every ``then`` has ended first."""
+        return meanwhile(self.runs, work)
+
+    def results(self) -> tuple[R, ...]:
+        """What ``then`` returned for each model, in order, once all have ended (the first error, in order)."""
+        return tuple(results(self.runs))
 
 
 def write_models(base: OnnxModel, fix_plan: FixPlan, root: Path) -> Written:
@@ -85,18 +98,19 @@ def write_onnx(model: OnnxModel) -> OnnxModel:
 
 def convert(
     written: Written, root: Path, style: str, during: Callable[[Session], D], then: Callable[[ShippedModel, D], R]
-) -> tuple[tuple[ShippedModel, ...], tuple[R, ...]]:
+) -> Converted[R]:
     """Each model's ``.ort`` and ``required_operators.config`` beside its ``.onnx`` (once its write has
     ended); ``during(session)`` on the model's converting session (the build runs its verification cases
     on the ``.onnx`` there), then ``then(model, what during returned)`` (the build runs them on the
-    ``.ort``); returns the converted models and what ``then`` returned for each, in order.
+    ``.ort``); returns the converted models and the ``then`` of each, in order (the last one's may still
+    run: :meth:`Converted.results` waits).
 
     The conversions run here, one at a time. Each ``then`` runs in a thread of its own, after the previous
     model's has ended, and for every model but the last once the next model's converting session exists:
     a conversion's peak (its optimizers and the saved file, with the weights twice) is over by then, so a
     verifying session's copy of the weights never adds to it, and model k's ``.ort`` verification overlaps
     model k+1's ``.onnx`` runs and canonical copy (onnxruntime and the kernel let go of Python's lock).
-    Every thread has ended when this returns or raises; an error is the first model's, in order."""
+    When this raises, every thread has ended; an error is the first model's, in order."""
     release_memory()  # the in-memory model is gone by now: the conversion's peak must not count it
     runs: list[Background[R]] = []
     models: list[ShippedModel] = []
@@ -120,12 +134,11 @@ def convert(
             models.append(model)
             waiting.append((model, got[0]))
         start_waiting()
-        values = results(runs)
     except BaseException:
         wait_all(written.writes)
         wait_all(runs)
         raise
-    return tuple(models), tuple(values)
+    return Converted(tuple(models), tuple(runs))
 
 
 def _after(previous: Background[R] | None, then: Callable[[ShippedModel, D], R], model: ShippedModel, during: D) -> R:

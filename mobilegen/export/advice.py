@@ -40,7 +40,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mobilegen.coverage import stage as coverage_stage
 from mobilegen.errors import first_line
 from mobilegen.export.const_inputs import bind_consts
 from mobilegen.export.exporter import example_arrays, resolve_inputs
@@ -54,7 +53,7 @@ from mobilegen.spec import onnx_io_spec
 from mobilegen.targets.chosen import build_context
 
 if TYPE_CHECKING:
-    from mobilegen.artifacts import JSONValue, LoadedModel, OnnxModel, ShippedModel
+    from mobilegen.artifacts import JSONValue, LoadedModel, OnnxModel
     from mobilegen.coverage.model import CoverageReport
     from mobilegen.options import BuildOptions
     from mobilegen.passes.stage import FixPlan
@@ -169,13 +168,11 @@ class Advice:
         }
 
 
-def fp32_coverage(
-    opts: BuildOptions, loaded: LoadedModel, exported: OnnxModel, models: Sequence[ShippedModel], chosen: Sequence[Chosen]
-) -> list[CoverageReport] | None:
-    """The advice compares fp32 models: with ``--quantize``, the build's coverage before it (one more
-    analysis); None otherwise (the build's own coverage is fp32)."""
+def fp32_coverage(opts: BuildOptions, loaded: LoadedModel, exported: OnnxModel, fp32: list[CoverageReport]) -> list[CoverageReport] | None:
+    """The advice compares fp32 models: with ``--quantize``, ``fp32`` (the build's coverage before it);
+    None otherwise (the build's own coverage is fp32)."""
     quantizing = opts.quantize is not None and opts.quantize.mode is not None
-    return coverage_stage.analyse(models, chosen) if quantizing and may_apply(loaded, exported) else None
+    return fp32 if quantizing and may_apply(loaded, exported) else None
 
 
 def may_apply(loaded: LoadedModel, exported: OnnxModel) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -62,4 +62,14 @@ def wait_all(jobs: Sequence[Background[T]]) -> None:
         job.wait()
 
 
-__all__ = ["Background", "results", "wait_all"]
+def meanwhile(jobs: Sequence[Background[Any]], work: Callable[[], T]) -> T:
+    """``work()`` in this thread while ``jobs`` go on; if it raises, every job has ended first (none goes on
+    writing into a folder the caller removes, nor holds memory the caller's error path counts on)."""
+    try:
+        return work()
+    except BaseException:
+        wait_all(jobs)
+        raise
+
+
+__all__ = ["Background", "meanwhile", "results", "wait_all"]

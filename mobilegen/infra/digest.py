@@ -30,9 +30,20 @@ def remember_written(path: Path, sha256: str) -> None:
     _written[_key(os.stat(path))] = sha256
 
 
+def copy_file(src: Path, dest: Path) -> None:
+    """``shutil.copyfile`` (the kernel copies the bytes); a copy of a file whose digest is recorded gets the
+    same record, so a project's copy of a large model is not hashed again either."""
+    import shutil
+
+    known = written_digest(os.stat(src))
+    shutil.copyfile(src, dest)
+    if known is not None:
+        remember_written(dest, known)
+
+
 def written_digest(st: os.stat_result) -> str | None:
     """The digest recorded for the file whose ``stat`` this is, when it is unchanged since; else None."""
     return _written.get(_key(st))
 
 
-__all__ = ["remember_written", "sha256_file", "written_digest"]
+__all__ = ["copy_file", "remember_written", "sha256_file", "written_digest"]

@@ -91,6 +91,7 @@ __all__ = [
     "options_record",
     "quantize_build",
     "quantize_convert",
+    "quantizes",
     "tolerances_of",
 ]
 
@@ -114,6 +115,12 @@ class _Group:
     recipe: Any  # Recipe, or None for fp32
     refusal: Any = None  # Refusal (for the record), when fp32 because of it
     judged_on: EPTarget | None = None  # the first provider of the targets' chain: the recipe is judged on it
+
+
+def quantizes(opts: BuildOptions) -> bool:
+    """Whether the build's ``--quantize`` asks for a quantized model (:func:`quantize_build` changes the models)."""
+    q = getattr(opts, "quantize", None)
+    return q is not None and q.mode is not None
 
 
 def quantize_build(

@@ -17,6 +17,7 @@ from typing import Any
 
 from mobilegen.artifacts import ProjectSpec
 from mobilegen.errors import InternalError, UsageError
+from mobilegen.infra.digest import copy_file
 from mobilegen.render import task_wrappers as tw
 from mobilegen.render.lang import typescript as ts
 from mobilegen.render.markdown import md_code, md_escape
@@ -155,7 +156,7 @@ def render_js(spec: ProjectSpec, target_templates: str, context: dict[str, Any],
         for rel, src in extra.items():
             target = dest.joinpath(*rel.parts)
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src, target)
+            copy_file(src, target)  # a model's recorded digest goes with it
             written.append(rel)
     except BaseException:
         shutil.rmtree(dest, ignore_errors=True)

@@ -41,9 +41,11 @@ class Whole(nn.Module):
         return out
 
 
-def _traced(module: nn.Module, path: Path) -> Path:
+def _traced(make: type[nn.Module], path: Path) -> Path:
+    """The module made after seeding: its weights, and so its outputs, do not depend on the tests run before
+    in this process (a ``Whole`` made earlier could output only zeros after its ReLU: a degenerate reference)."""
     torch.manual_seed(0)
-    torch.jit.trace(module.eval(), (torch.randn(1, 4),)).save(str(path))
+    torch.jit.trace(make().eval(), (torch.randn(1, 4),)).save(str(path))
     return path
 
 
@@ -57,14 +59,14 @@ def _build(path: Path, out: Path) -> dict[str, Any]:
 def test_whole_model_gets_no_advice_and_no_second_export(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     measured: list[str] = []
     monkeypatch.setattr(advice_mod, "_measure", lambda *a, **k: measured.append("x"))
-    doc = _build(_traced(Whole(), tmp_path / "whole.pt"), tmp_path / "out")
+    doc = _build(_traced(Whole, tmp_path / "whole.pt"), tmp_path / "out")
     assert doc["exporter_advice"] is None
     assert measured == []
     assert not any("exporter" in w for w in doc["warnings"])
 
 
 def test_split_model_is_measured_through_the_other_exporter(tmp_path: Path) -> None:
-    doc = _build(_traced(Split(), tmp_path / "split.pt"), tmp_path / "out")
+    doc = _build(_traced(Split, tmp_path / "split.pt"), tmp_path / "out")
     adv = doc["exporter_advice"]
     nnapi = next(c for c in doc["coverage"] if c["ep"] == "nnapi")
     assert (adv["built_exporter"], adv["other_exporter"], adv["not_measured"]) == ("torchscript", "torch.export", None)
@@ -84,7 +86,7 @@ def test_other_exporter_failing_gives_the_commands_without_numbers(tmp_path: Pat
             raise RuntimeError("unsupported node prim::Foo")
 
     monkeypatch.setattr(converter, "TS2EPConverter", Broken)
-    doc = _build(_traced(Split(), tmp_path / "split.pt"), tmp_path / "out")
+    doc = _build(_traced(Split, tmp_path / "split.pt"), tmp_path / "out")
     adv = doc["exporter_advice"]
     assert adv["providers"][0]["other"] is None and "unsupported node prim::Foo" in adv["not_measured"]
     [said] = [w for w in doc["warnings"] if w.startswith("with the torchscript exporter: nnapi ")]
@@ -95,7 +97,7 @@ def test_other_exporter_failing_gives_the_commands_without_numbers(tmp_path: Pat
 def test_no_compare_exporters_skips_the_measurement(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     measured: list[str] = []
     monkeypatch.setattr(advice_mod, "_measure", lambda *a, **k: measured.append("x"))
-    path = _traced(Split(), tmp_path / "split.pt")
+    path = _traced(Split, tmp_path / "split.pt")
     r = invoke("android", path, "--nnapi", "--input", "x:1x4", "-o", tmp_path / "out", "--json", "--no-compare-exporters")
     assert r.exit_code == 0, r.stderr
     adv = json.loads(r.stdout)["exporter_advice"]
@@ -170,7 +172,7 @@ def test_other_exporter_is_measured_with_the_builds_input_shapes(tmp_path: Path)
 def test_quantized_build_is_compared_as_fp32(tmp_path: Path) -> None:
     """--quantize int8 ships a QDQ model (more nodes on NNAPI); the comparison is of fp32 models on both
     sides: the build's side is the one a build without --quantize measures."""
-    path = _traced(Split(), tmp_path / "split.pt")
+    path = _traced(Split, tmp_path / "split.pt")
     plain = _build(path, tmp_path / "fp32")["exporter_advice"]["providers"]
     r = invoke("android", path, "--nnapi", "--input", "x:1x4", "--quantize", "int8", "--calibration", "random", "-o", tmp_path / "int8", "--json")
     assert r.exit_code == 0, r.stderr

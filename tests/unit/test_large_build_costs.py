@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mobilegen.infra.digest import remember_written
+from mobilegen.infra.digest import copy_file, remember_written
 from mobilegen.infra.memory import frozen_heap
 from mobilegen.package.tree import scan_files
 
@@ -38,6 +38,24 @@ def test_a_changed_file_is_hashed_again(tmp_path: Path) -> None:
     assert _digests(tmp_path)[0]["model.onnx"] == hashlib.sha256(b"other!!" * 1000).hexdigest()
     model.write_bytes(b"longer weights")
     assert _digests(tmp_path)[0]["model.onnx"] == hashlib.sha256(b"longer weights").hexdigest()
+
+
+def test_a_copy_of_a_remembered_file_is_not_hashed_again(tmp_path: Path) -> None:
+    """A project's copy of a model (``copy_file``) takes the model's recorded digest; a copy of a file with
+    no record is hashed, and so is a copy changed after it was made."""
+    (tmp_path / "model").mkdir()
+    model = tmp_path / "model" / "model.ort"
+    model.write_bytes(b"weights" * 1000)
+    remember_written(model, "0" * 64)
+    (tmp_path / "labels.txt").write_bytes(b"cat\n")
+    copy_file(model, tmp_path / "copy.ort")
+    copy_file(tmp_path / "labels.txt", tmp_path / "copy.txt")
+    digests = _digests(tmp_path)[0]
+    assert digests["copy.ort"] == "0" * 64
+    assert digests["copy.txt"] == hashlib.sha256(b"cat\n").hexdigest()
+    assert (tmp_path / "copy.ort").read_bytes() == model.read_bytes()
+    (tmp_path / "copy.ort").write_bytes(b"changed")
+    assert _digests(tmp_path)[0]["copy.ort"] == hashlib.sha256(b"changed").hexdigest()
 
 
 def test_a_remembered_file_is_still_searched_for_the_build_path(tmp_path: Path) -> None:

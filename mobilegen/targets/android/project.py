@@ -17,6 +17,7 @@ from typing import Any
 from mobilegen import backends, providers
 from mobilegen.artifacts import ProjectSpec
 from mobilegen.errors import InternalError, UsageError
+from mobilegen.infra.digest import copy_file
 from mobilegen.render import input_contract as ic
 from mobilegen.render import library as lib
 from mobilegen.render import task_wrappers as tw
@@ -522,7 +523,7 @@ def render_android(spec: ProjectSpec, opts: AndroidOptions, dest: Path) -> list[
         for rel, src in copies.items():
             target = dest.joinpath(*rel.parts)
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src, target)
+            copy_file(src, target)  # a model's recorded digest goes with it
             written.append(rel)
         written += tw.write_labels(dest, PurePosixPath(context["module"], "src/main/assets", context["labels_asset"]), spec.task)
         written += tw.copy_tokenizer(dest, PurePosixPath(context["module"], "src/main/assets", context["tokenizer_asset"]), spec)

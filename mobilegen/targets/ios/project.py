@@ -21,7 +21,7 @@ from typing import Any
 
 from mobilegen.artifacts import ProjectSpec
 from mobilegen.errors import InternalError, UsageError
-from mobilegen.infra.digest import sha256_file
+from mobilegen.infra.digest import copy_file, sha256_file
 from mobilegen.render import input_contract as ic
 from mobilegen.render import library as lib
 from mobilegen.render import task_wrappers as tw
@@ -410,7 +410,7 @@ def render_ios(spec: ProjectSpec, opts: IosOptions, dest: Path, *, coreai: CoreA
         for rel, src in extra.items():
             target = dest.joinpath(*rel.parts)
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src, target)
+            copy_file(src, target)  # a model's recorded digest goes with it
             written.append(rel)
         if coreai is not None:  # the .aimodel is a folder: every file in it, byte for byte
             folder = PurePosixPath("Sources", context["target"], "Resources", context["coreai_model_file"])
