@@ -458,3 +458,59 @@ def test_fix_approximate_gelu_replaces_the_exact_pass(tmp_path: Path) -> None:
     r = invoke("fix", src, "--ep", "nnapi", "-o", tmp_path / "exact.onnx", "--json")
     assert r.exit_code == 0, r.stderr
     assert json.loads(r.stdout)["reports"][0]["fixes"] == [{"pass": "gelu", "nodes": 5}]
+
+
+@pytest.mark.parametrize("beside", ["reference-beside-write", "coverage-beside-verification"])
+def test_a_failure_beside_a_running_thread_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, beside: str) -> None:
+    """A PyTorch model's reference runs while the model's write goes on, and the coverage analysis while the
+    last .ort is verified: either failing is reported in one line with its own exit code once the thread
+    has ended, and nothing is left (no output, no TMPDIR files, no thread)."""
+    import time
+
+    import torch
+
+    from mobilegen import pipeline
+    from mobilegen.convert import stage as convert_stage
+    from mobilegen.coverage import stage as coverage_stage
+    from mobilegen.errors import ReferenceFailedError, UsageError
+    from mobilegen.verify import stage as verify_stage
+
+    torch.manual_seed(0)
+    src = tmp_path / "net.pt"
+    torch.jit.trace(torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Tanh()).eval(), (torch.randn(1, 4),)).save(str(src))
+    running: list[str] = []
+    if beside == "reference-beside-write":
+        real_write = convert_stage._write  # noqa: SLF001
+
+        def slow_write(path: Path, chunks: Any, sha256: str) -> None:
+            running.append("write")
+            time.sleep(0.5)  # still writing when the reference fails
+            real_write(path, chunks, sha256)
+
+        def reference(*a: Any, **k: Any) -> Any:
+            assert running == ["write"]
+            raise ReferenceFailedError("the PyTorch model raised on the verification input: test")
+
+        monkeypatch.setattr(convert_stage, "_write", slow_write)
+        monkeypatch.setattr(pipeline, "_reference", reference)
+        code, said = 10, "the PyTorch model raised on the verification input: test"
+    else:
+        real_runs = verify_stage.artifact_runs
+
+        def slow_runs(expected: Any, artifacts: Any) -> Any:
+            running.append("verify")
+            time.sleep(0.5)  # still verifying when the analysis fails
+            return real_runs(expected, artifacts)
+
+        def analyse(*a: Any) -> Any:
+            assert running == ["verify"]
+            raise UsageError("coverage: test")
+
+        monkeypatch.setattr(verify_stage, "artifact_runs", slow_runs)
+        monkeypatch.setattr(coverage_stage, "analyse", analyse)
+        code, said = 2, "coverage: test"
+    out = tmp_path / "app"
+    assert_fails(invoke("android", src, "--nnapi", "--input", "input:1x4", "-o", out), code, said)
+    assert not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["TMPDIR", "net.pt"]
+    assert build_threads_left() == []
