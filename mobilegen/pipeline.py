@@ -130,16 +130,20 @@ def build(opts: BuildOptions) -> BuildResult:
                 err.hint = FIXED_DIMS_HINT
             raise
         models = converted.models
-        fp32 = converted.meanwhile(partial(coverage_stage.analyse, models, chosen))  # beside the last .ort's verification
+        quantizing = quantize_stage.quantizes(opts)
+        # the fp32 models' coverage, beside the last .ort's verification: the build's own coverage without
+        # --quantize; with it, what the exporter advice compares (when it may apply), else not needed
+        fp32 = None
+        if not quantizing or exporter_advice.may_apply(loaded, as_exported):
+            fp32 = converted.meanwhile(partial(coverage_stage.analyse, models, chosen))
         verification = verify_stage.verify(expected, models, converted.results(), opts.verify, root, quantize_stage.sorted_outputs(opts.task), runtimes_stage.artifacts(runtime_models))
         runtime_models = runtimes_stage.finish(runtime_models)  # --quantize int8: the runtime's int8 model is shipped
-        fp32_coverage = exporter_advice.fp32_coverage(opts, loaded, as_exported, fp32)  # before --quantize
         models = notes.take(quantize_stage.quantize_build(models, chosen, opts, root, verification.golden_cases))  # per target
         task_files = task_stage.build_files(root, opts, onnx_model, models, text_gate)
         check_runtimes(chosen, models)
         progress.step("analysing")
-        coverage = coverage_stage.analyse(models, chosen) if quantize_stage.quantizes(opts) else fp32
-        advice = exporter_advice.advise(opts, loaded, as_exported, fp32_coverage or coverage, chosen, fix_plan)  # the other exporter
+        coverage = coverage_stage.analyse(models, chosen) if quantizing or fp32 is None else fp32
+        advice = exporter_advice.advise(opts, loaded, as_exported, fp32 or coverage, chosen, fix_plan)  # the other exporter, on fp32 models
         notes.add(exporter_advice.notices(advice))
         notes.add(verify_stage.notices(fix_plan, models, verification))
         warnings = notes.finish(models[0].onnx, coverage, loaded)

@@ -168,13 +168,6 @@ class Advice:
         }
 
 
-def fp32_coverage(opts: BuildOptions, loaded: LoadedModel, exported: OnnxModel, fp32: list[CoverageReport]) -> list[CoverageReport] | None:
-    """The advice compares fp32 models: with ``--quantize``, ``fp32`` (the build's coverage before it);
-    None otherwise (the build's own coverage is fp32)."""
-    quantizing = opts.quantize is not None and opts.quantize.mode is not None
-    return fp32 if quantizing and may_apply(loaded, exported) else None
-
-
 def may_apply(loaded: LoadedModel, exported: OnnxModel) -> bool:
     """Whether this build has another exporter to compare (the rest of :func:`advise` decides whether it
     is compared)."""
